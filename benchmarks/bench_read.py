@@ -1,0 +1,92 @@
+"""Read speed of the trace format: stream a 10-million-row trace with iter_batches.
+
+Prints rows per second and the peak resident memory of the read (goal: over 20
+million rows per second, peak under 1 GiB). The trace is a vecadd-like stream
+(coalesced 4-byte accesses, three objects), written once to a temporary folder.
+
+    python benchmarks/bench_read.py [--rows 10000000] [--batch 262144]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+
+import traces
+from traces.schema import ARROW_SCHEMA, METADATA_KEY
+
+
+def make_trace(path: str, rows: int, chunk: int = 1 << 20) -> None:
+    """Write a vecadd-shaped trace of ``rows`` rows chunk by chunk (bounded memory)."""
+    warps_per_block = 8
+    warps = -(-rows // 3)
+    ctas = -(-warps // warps_per_block)
+    elems = ctas * warps_per_block * 32
+    objs = tuple(
+        traces.ObjectInfo(i, name, "global", base, elems * 4, 4, None, name == "C")
+        for i, (name, base) in enumerate([("A", 1 << 32), ("B", 2 << 32), ("C", 3 << 32)])
+    )
+    info = traces.KernelInfo(
+        kernel="vecadd_bench", grid=(ctas, 1, 1), block=(256, 1, 1), objects=objs,
+        instructions=traces.Instructions(executed=rows * 4, warps=ctas * warps_per_block),
+    )  # fmt: skip
+    schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
+    lanes = np.arange(32, dtype=np.uint64) * 4
+    with pq.ParquetWriter(path, schema, compression="zstd", compression_level=1, use_dictionary=False,
+                          write_statistics=False) as w:  # fmt: skip
+        for lo in range(0, rows, chunk):
+            r = np.arange(lo, min(rows, lo + chunk), dtype=np.int64)
+            gw, k = r // 3, r % 3  # global warp, which of the three accesses
+            addr = (np.array([1 << 32, 2 << 32, 3 << 32], np.uint64)[k] + (gw * 128).astype(np.uint64))[:, None] + lanes
+            cols = dict(
+                cta=(gw // warps_per_block).astype(np.int32), warp=(gw % warps_per_block).astype(np.int32),
+                seq=(k * 4).astype(np.int64), pc=(k * 16).astype(np.int32), op=(k == 2).astype(np.int8),
+                space=np.zeros(len(r), np.int8), width=np.full(len(r), 4, np.int8),
+                mask=np.full(len(r), 0xFFFFFFFF, np.uint32), addr=addr, obj=k.astype(np.int16),
+            )  # fmt: skip
+            w.write_table(traces.to_table(cols, info), row_group_size=traces.io.ROW_GROUP_ROWS)
+
+
+def read_all(path: str, batch: int) -> None:
+    """Stream the trace twice (validated, then not) and print the rates and peak memory."""
+    next(traces.iter_batches(path, rows=1000))  # compile or load the numba kernel first
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for validate in (True, False):
+        t0 = time.perf_counter()
+        n = 0
+        for b in traces.iter_batches(path, rows=batch, validate=validate):
+            n += len(b)
+        dt = time.perf_counter() - t0
+        print(f"iter_batches(rows={batch}, validate={validate}): {n:,} rows in {dt:.2f} s = {n / dt / 1e6:.2f} M rows/s")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"peak resident memory of the reading process: {peak / 2**10:.0f} MiB (after imports: {rss0 / 2**10:.0f} MiB)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--batch", type=int, default=traces.io.DEFAULT_BATCH_ROWS)
+    ap.add_argument("--read", metavar="PATH", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.read:
+        read_all(args.read, args.batch)
+        return
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.parquet")
+        t0 = time.perf_counter()
+        make_trace(path, args.rows)
+        print(f"wrote {args.rows:,} rows in {time.perf_counter() - t0:.1f} s, {os.path.getsize(path) / 2**20:.0f} MiB on disk")
+        # Read in a fresh process so that its peak memory is the reader's alone.
+        subprocess.run([sys.executable, __file__, "--read", path, "--batch", str(args.batch)], check=True)
+
+
+if __name__ == "__main__":
+    main()

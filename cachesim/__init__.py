@@ -1,0 +1,1 @@
+"""cachesim: the memory hierarchy of gpu-placement (coalescing, caches, DRAM)."""

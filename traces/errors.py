@@ -1,0 +1,27 @@
+"""Errors raised on bad input.
+
+Every layer raises a subclass of :class:`InputError` for input a user can fix
+(a malformed trace, an impossible configuration, an unknown name); the command
+turns it into exit code 2 and a one-line message. Anything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad input a user can fix; the message names the file, row or field."""
+
+
+class TraceError(InputError):
+    """A trace file that does not meet the trace contract (DESIGN.md, "The trace")."""
+
+    def __init__(self, path, message: str, *, row: int | None = None, field: str | None = None):
+        self.path = str(path)
+        self.row = row
+        self.field = field
+        where = self.path
+        if row is not None:
+            where += f" row {row}"
+        if field is not None:
+            where += f": {field}"
+        super().__init__(f"{where}: {message}")

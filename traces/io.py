@@ -1,0 +1,312 @@
+"""Parquet I/O of traces, with validation against the trace contract.
+
+``read`` returns the whole trace as numpy columns (``addr`` as an (n, 32) uint64
+view of Arrow's buffer where the file holds a single chunk); ``iter_batches``
+streams row groups for traces larger than memory; ``write`` checks the columns
+against the same rules and writes atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import _kernels as K
+from .errors import TraceError
+from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_ROWS = 1 << 18
+# Row-group size on write: large enough for fast scans, small enough that a
+# streaming reader holds little (2^18 rows of 282 bytes is about 70 MiB).
+ROW_GROUP_ROWS = 1 << 18
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Columns of a trace (or of one batch of it) and the kernel's metadata.
+
+    ``start`` is the file row of the first row held here (0 for a whole trace).
+    """
+
+    cta: np.ndarray
+    warp: np.ndarray
+    seq: np.ndarray
+    pc: np.ndarray
+    op: np.ndarray
+    space: np.ndarray
+    width: np.ndarray
+    mask: np.ndarray
+    addr: np.ndarray
+    obj: np.ndarray
+    info: KernelInfo
+    start: int = 0
+
+    def __len__(self) -> int:
+        return int(self.cta.shape[0])
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in COLUMNS}
+
+
+_COLUMN_FIELDS = {f.name for f in fields(Trace)} - {"info", "start"}
+assert _COLUMN_FIELDS == set(COLUMNS)
+
+
+class _Checker:
+    """Carries validation state (last seq per warp) across batches."""
+
+    def __init__(self, path: str, info: KernelInfo):
+        self.path = path
+        self.info = info
+        n_ids = max((o.id for o in info.objects), default=-1) + 1
+        self.obj_lo = np.zeros(n_ids, dtype=np.uint64)
+        self.obj_hi = np.zeros(n_ids, dtype=np.uint64)
+        for o in info.objects:
+            self.obj_lo[o.id] = o.base
+            self.obj_hi[o.id] = o.end
+        self.wpb = info.warps_per_block
+        self.last_seq = np.full(info.ctas * self.wpb, -1, dtype=np.int64)
+
+    def check(self, t: Trace) -> None:
+        code, i, extra = K.check_rows(
+            t.cta, t.warp, t.seq, t.op, t.space, t.width, t.mask, t.addr, t.obj,
+            self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.last_seq,
+        )  # fmt: skip
+        if code == K.OK:
+            return
+        row = t.start + int(i)
+        p = self.path
+        if code == K.BAD_WIDTH:
+            raise TraceError(p, f"width {t.width[i]} is not one of 1, 2, 4, 8, 16", row=row, field="width")
+        if code == K.BAD_OP:
+            raise TraceError(p, f"op {t.op[i]} is not 0 (load), 1 (store), 2 (atomic) or 3 (reduction)", row=row, field="op")
+        if code == K.BAD_SPACE:
+            names = ", ".join(f"{c} {n}" for c, n in enumerate(SPACE_NAMES))
+            raise TraceError(p, f"space {t.space[i]} is not one of {names}", row=row, field="space")
+        if code == K.BAD_OBJ:
+            ids = ", ".join(str(o.id) for o in self.info.objects) or "none"
+            raise TraceError(p, f"obj {t.obj[i]} is not an object id in the metadata (ids: {ids}; -1 for none)", row=row, field="obj")
+        if code == K.BAD_CTA:
+            raise TraceError(p, f"cta {t.cta[i]} outside the grid of {self.info.ctas} blocks", row=row, field="cta")
+        if code == K.BAD_WARP:
+            raise TraceError(p, f"warp {t.warp[i]} outside the block's {self.wpb} warps", row=row, field="warp")
+        if code == K.BAD_SEQ:
+            raise TraceError(
+                p,
+                f"seq {t.seq[i]} after {extra} for (cta {t.cta[i]}, warp {t.warp[i]}); seq must increase per warp",
+                row=row,
+                field="seq",
+            )
+        if code == K.INACTIVE_ADDR:
+            raise TraceError(
+                p, f"lane {extra} is inactive (mask {t.mask[i]:#010x}) but has address {t.addr[i, extra]:#x}", row=row, field="addr"
+            )
+        if code == K.OUTSIDE_OBJ:
+            o = self.info.object(int(t.obj[i]))
+            a = int(t.addr[i, extra])
+            raise TraceError(
+                p,
+                f"lane {extra} address {a:#x} (+{t.width[i]} B) is outside object '{o.name}' [{o.base:#x}, {o.end:#x})",
+                row=row,
+                field="addr",
+            )
+        raise AssertionError(code)  # pragma: no cover
+
+
+def _metadata(path: str, schema: pa.Schema) -> KernelInfo:
+    meta = schema.metadata or {}
+    if METADATA_KEY not in meta:
+        raise TraceError(path, f"missing schema metadata key '{METADATA_KEY.decode()}' (not a placement trace?)", field=METADATA_KEY.decode())
+    return KernelInfo.from_json(meta[METADATA_KEY], path)
+
+
+def _check_schema(path: str, schema: pa.Schema) -> None:
+    for f in ARROW_SCHEMA:
+        idx = schema.get_field_index(f.name)
+        if idx < 0:
+            raise TraceError(path, f"missing column '{f.name}' ({f.type})", field=f.name)
+        got = schema.field(idx).type
+        if f.name == "addr":
+            ok = pa.types.is_fixed_size_list(got) and got.list_size == WARP_SIZE and got.value_type == pa.uint64()
+        else:
+            ok = got == f.type
+        if not ok:
+            raise TraceError(path, f"column '{f.name}' has type {got}, expected {f.type}", field=f.name)
+
+
+def _open(path) -> tuple[str, pq.ParquetFile, KernelInfo]:
+    p = str(path)
+    if not os.path.exists(p):
+        raise TraceError(p, "no such file")
+    try:
+        pf = pq.ParquetFile(p)
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceError(p, f"not a readable Parquet file (truncated or not Parquet): {exc}") from None
+    _check_schema(p, schema)
+    return p, pf, _metadata(p, schema)
+
+
+def _numpy_columns(path: str, batch: pa.RecordBatch | pa.Table, start: int, info: KernelInfo) -> Trace:
+    cols = {}
+    for name in COLUMNS:
+        col = batch.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if col.null_count:
+            i = int(np.flatnonzero(~np.asarray(col.is_valid()))[0])
+            raise TraceError(path, "null value", row=start + i, field=name)
+        if name == "addr":
+            values = col.flatten()
+            if values.null_count:
+                i = int(np.flatnonzero(~np.asarray(values.is_valid()))[0]) // WARP_SIZE
+                raise TraceError(path, "null lane address", row=start + i, field="addr")
+            arr = values.to_numpy(zero_copy_only=True).reshape(-1, WARP_SIZE)
+        else:
+            arr = col.to_numpy(zero_copy_only=True)
+        cols[name] = arr
+    return Trace(**cols, info=info, start=start)
+
+
+def read_info(path) -> KernelInfo:
+    """The metadata of a trace, reading only the file footer."""
+    return _open(path)[2]
+
+
+def read(path, *, validate: bool = True) -> Trace:
+    """Read a whole trace into numpy columns, validated."""
+    p, pf, info = _open(path)
+    try:
+        table = pf.read(columns=list(COLUMNS), use_threads=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceError(p, f"cannot decode the Parquet data (truncated or corrupt): {exc}") from None
+    trace = _numpy_columns(p, table, 0, info)
+    if validate:
+        _Checker(p, info).check(trace)
+    return trace
+
+
+def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True) -> Iterator[Trace]:
+    """Stream a trace in batches of at most ``rows`` rows, each validated.
+
+    Validation state (seq per warp) carries across batches, so a streamed trace
+    is checked exactly as ``read`` checks it.
+    """
+    if rows < 1:
+        raise ValueError("rows must be >= 1")
+    p, pf, info = _open(path)
+    checker = _Checker(p, info) if validate else None
+    start = 0
+    it = pf.iter_batches(batch_size=rows, columns=list(COLUMNS), use_threads=True)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceError(p, f"cannot decode the Parquet data after row {start} (truncated or corrupt): {exc}") from None
+        t = _numpy_columns(p, batch, start, info)
+        if checker is not None:
+            checker.check(t)
+        start += len(t)
+        yield t
+
+
+def _as_columns(path: str, columns: Mapping[str, np.ndarray] | Trace) -> dict[str, np.ndarray]:
+    if isinstance(columns, Trace):
+        columns = columns.columns()
+    missing = [c for c in COLUMNS if c not in columns]
+    if missing:
+        raise TraceError(path, f"missing columns {missing}", field=missing[0])
+    out = {}
+    n = None
+    for name in COLUMNS:
+        a = np.asarray(columns[name])
+        dt = np.dtype(NUMPY_DTYPES[name])
+        if a.dtype != dt:
+            if not np.can_cast(a.dtype, dt, casting="same_kind") or (a.size and not _fits(a, dt)):
+                raise TraceError(path, f"column '{name}' has dtype {a.dtype}, expected {dt}", field=name)
+            a = a.astype(dt)
+        if name == "addr":
+            if a.ndim != 2 or a.shape[1] != WARP_SIZE:
+                raise TraceError(path, f"column 'addr' must have shape (n, {WARP_SIZE}), got {a.shape}", field=name)
+        elif a.ndim != 1:
+            raise TraceError(path, f"column '{name}' must be one-dimensional, got shape {a.shape}", field=name)
+        if n is None:
+            n = a.shape[0]
+        elif a.shape[0] != n:
+            raise TraceError(path, f"column '{name}' has {a.shape[0]} rows, expected {n}", field=name)
+        out[name] = np.ascontiguousarray(a)
+    return out
+
+
+def _fits(a: np.ndarray, dt: np.dtype) -> bool:
+    if dt.kind not in "iu" or a.dtype.kind not in "iu":
+        return True
+    info = np.iinfo(dt)
+    return bool(a.min() >= info.min and a.max() <= info.max)
+
+
+def to_table(columns: Mapping[str, np.ndarray], info: KernelInfo) -> pa.Table:
+    """An Arrow table of trace columns with the metadata attached (no copies of ``addr``)."""
+    arrays = []
+    for f in ARROW_SCHEMA:
+        a = columns[f.name]
+        if f.name == "addr":
+            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1), type=pa.uint64()), type=f.type))
+        else:
+            arrays.append(pa.array(a, type=f.type))
+    schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelInfo, *, validate: bool = True) -> None:
+    """Write a trace: columns (name -> array, ``addr`` (n, 32)) and its metadata.
+
+    The columns are checked against the contract first; the file appears only
+    once complete (written to a temporary file in the same folder, then renamed).
+    """
+    p = str(path)
+    cols = _as_columns(p, columns)
+    # Round-trip the metadata through its validator so a bad KernelInfo is caught here.
+    info = KernelInfo.from_json(kernel_info.to_json(), p)
+    if validate:
+        t = Trace(**cols, info=info)
+        _Checker(p, info).check(t)
+    table = to_table(cols, info)
+    atomic_write_table(table, p)
+
+
+def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    """Write a Parquet file through a temporary file and ``os.replace``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        pq.write_table(
+            table,
+            tmp,
+            row_group_size=row_group_rows,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=False,
+            write_statistics=False,
+        )
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

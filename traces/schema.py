@@ -1,0 +1,279 @@
+"""The trace contract: columns, codes and kernel metadata (DESIGN.md, "The trace").
+
+One Parquet file per kernel launch, one row per warp-level memory instruction in
+each warp's program order. The kernel's description travels as JSON in the schema
+metadata key ``placement.kernel`` and is held in memory as :class:`KernelInfo`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import TraceError
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"placement.kernel"
+WARP_SIZE = 32
+
+# Memory spaces, as stored in the `space` column and named in object metadata.
+GLOBAL, LOCAL, SHARED, CONSTANT, TEXTURE1D, TEXTURE2D = range(6)
+SPACE_NAMES = ("global", "local", "shared", "constant", "texture1d", "texture2d")
+SPACE_CODES = {name: code for code, name in enumerate(SPACE_NAMES)}
+# The placement spelling of the programmable spaces (DESIGN.md, "Placements").
+SPACE_SHORT = {"G": "global", "T": "texture1d", "2T": "texture2d", "C": "constant", "S": "shared"}
+SHORT_OF_SPACE = {v: k for k, v in SPACE_SHORT.items()}
+
+# Memory operations, as stored in the `op` column.
+LOAD, STORE, ATOMIC, REDUCTION = range(4)
+OP_NAMES = ("load", "store", "atomic", "reduction")
+
+WIDTHS = (1, 2, 4, 8, 16)
+
+ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("cta", pa.int32(), nullable=False),
+        pa.field("warp", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("pc", pa.int32(), nullable=False),
+        pa.field("op", pa.int8(), nullable=False),
+        pa.field("space", pa.int8(), nullable=False),
+        pa.field("width", pa.int8(), nullable=False),
+        pa.field("mask", pa.uint32(), nullable=False),
+        pa.field("addr", pa.list_(pa.field("lane", pa.uint64(), nullable=False), WARP_SIZE), nullable=False),
+        pa.field("obj", pa.int16(), nullable=False),
+    ]
+)
+COLUMNS = tuple(ARROW_SCHEMA.names)
+# numpy dtype of each column once read; `addr` is (n, 32) of this dtype.
+NUMPY_DTYPES = {
+    "cta": "int32",
+    "warp": "int32",
+    "seq": "int64",
+    "pc": "int32",
+    "op": "int8",
+    "space": "int8",
+    "width": "int8",
+    "mask": "uint32",
+    "addr": "uint64",
+    "obj": "int16",
+}
+
+INSTRUCTION_CLASSES = ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch")
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One data object (array) of the kernel, as the sample placement holds it."""
+
+    id: int
+    name: str
+    space: str
+    base: int
+    size: int
+    elem_bytes: int = 4
+    shape: tuple[int, int] | None = None
+    written: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """Per-kernel instruction totals of the sample run (warp-level counts).
+
+    ``executed`` counts warp-instructions executed; ``issued`` adds replays where
+    the source knows them. The classes split ``executed``.
+    """
+
+    executed: int
+    warps: int
+    issued: int | None = None
+    int: int = 0
+    fp32: int = 0
+    fp64: int = 0
+    sfu: int = 0
+    ldst: int = 0
+    sync: int = 0
+    branch: int = 0
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measured time of the sample placement."""
+
+    time_ns: float
+    gpu: str
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """The metadata of one trace (schema metadata key ``placement.kernel``).
+
+    ``source`` says where the trace came from (``format``, ``file``) and what was
+    estimated (``estimated``: a list of field names). ``extra`` carries
+    importer- or generator-specific facts (for example ``ilp`` and ``mlp``).
+    """
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    objects: tuple[ObjectInfo, ...]
+    instructions: Instructions
+    regs_per_thread: int = 0
+    smem_per_block: int = 0
+    measured: Measured | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // WARP_SIZE)
+
+    @property
+    def ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def object(self, name_or_id: str | int) -> ObjectInfo:
+        for o in self.objects:
+            if o.name == name_or_id or o.id == name_or_id:
+                return o
+        raise KeyError(name_or_id)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, path: str = "<metadata>") -> "KernelInfo":
+        try:
+            d = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TraceError(path, f"metadata is not valid JSON ({exc})", field="placement.kernel") from None
+        return kernel_info_from_dict(d, path)
+
+
+def _req(d: dict, key: str, kind, path: str, where: str):
+    if not isinstance(d, dict) or key not in d:
+        raise TraceError(path, f"missing metadata key '{where}{key}'", field=f"{where}{key}")
+    value = d[key]
+    if kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        raise TraceError(
+            path,
+            f"metadata key '{where}{key}' must be {getattr(kind, '__name__', kind)}, got {type(value).__name__} {value!r}",
+            field=f"{where}{key}",
+        )
+    return value
+
+
+def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
+    v = _req(d, key, list, path, "")
+    if len(v) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v):
+        raise TraceError(path, f"metadata key '{key}' must be three positive integers, got {v!r}", field=key)
+    return (v[0], v[1], v[2])
+
+
+def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
+    """Validate a metadata dictionary and build a :class:`KernelInfo`."""
+    if not isinstance(d, dict):
+        raise TraceError(path, "metadata must be a JSON object", field="placement.kernel")
+    version = _req(d, "schema_version", int, path, "")
+    if version != SCHEMA_VERSION:
+        raise TraceError(
+            path, f"schema_version {version} is not supported (this tool reads {SCHEMA_VERSION})", field="schema_version"
+        )
+    kernel = _req(d, "kernel", str, path, "")
+    grid = _dim3(d, "grid", path)
+    block = _dim3(d, "block", path)
+    regs = _req(d, "regs_per_thread", int, path, "")
+    smem = _req(d, "smem_per_block", int, path, "")
+    if regs < 0 or smem < 0:
+        raise TraceError(path, "regs_per_thread and smem_per_block must be >= 0", field="regs_per_thread")
+
+    objects = []
+    seen_ids, seen_names = set(), set()
+    for i, o in enumerate(_req(d, "objects", list, path, "")):
+        w = f"objects[{i}]."
+        oid = _req(o, "id", int, path, w)
+        name = _req(o, "name", str, path, w)
+        space = _req(o, "space", str, path, w)
+        if space not in SPACE_CODES:
+            raise TraceError(path, f"space '{space}' is not one of {', '.join(SPACE_NAMES)}", field=w + "space")
+        base = _req(o, "base", int, path, w)
+        size = _req(o, "size", int, path, w)
+        elem = _req(o, "elem_bytes", int, path, w)
+        written = _req(o, "written", bool, path, w)
+        if "shape" not in o:
+            raise TraceError(path, f"missing metadata key '{w}shape'", field=w + "shape")
+        shape = o["shape"]
+        if shape is not None:
+            if not (
+                isinstance(shape, list)
+                and len(shape) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in shape)
+            ):
+                raise TraceError(path, f"shape must be null or [rows, cols], got {shape!r}", field=w + "shape")
+            shape = (shape[0], shape[1])
+        if not 0 <= oid <= 32767:
+            raise TraceError(path, f"object id {oid} outside 0..32767", field=w + "id")
+        if oid in seen_ids:
+            raise TraceError(path, f"object id {oid} used twice", field=w + "id")
+        if name in seen_names:
+            raise TraceError(path, f"object name '{name}' used twice", field=w + "name")
+        if base < 0 or size <= 0 or elem not in WIDTHS:
+            raise TraceError(
+                path, f"object '{name}' needs base >= 0, size > 0 and elem_bytes in {WIDTHS}", field=w + "size"
+            )
+        if shape is not None and shape[0] * shape[1] * elem > size:
+            raise TraceError(path, f"object '{name}' shape {shape} x {elem} B exceeds its size {size}", field=w + "shape")
+        seen_ids.add(oid)
+        seen_names.add(name)
+        objects.append(ObjectInfo(oid, name, space, base, size, elem, shape, written))
+
+    ins = _req(d, "instructions", dict, path, "")
+    w = "instructions."
+    counts = {k: _req(ins, k, int, path, w) for k in ("executed", "warps")}
+    for k in ("issued",) + INSTRUCTION_CLASSES:
+        if k in ins and ins[k] is not None:
+            counts[k] = _req(ins, k, int, path, w)
+    if any(v < 0 for v in counts.values()):
+        raise TraceError(path, "instruction counts must be >= 0", field="instructions")
+    instructions = Instructions(**counts)
+
+    measured = None
+    if d.get("measured") is not None:
+        m = _req(d, "measured", dict, path, "")
+        measured = Measured(float(_req(m, "time_ns", float, path, "measured.")), _req(m, "gpu", str, path, "measured."))
+    source = d.get("source") or {}
+    extra = d.get("extra") or {}
+    if not isinstance(source, dict) or not isinstance(extra, dict):
+        raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
+    return KernelInfo(
+        kernel=kernel,
+        grid=grid,
+        block=block,
+        objects=tuple(objects),
+        instructions=instructions,
+        regs_per_thread=regs,
+        smem_per_block=smem,
+        measured=measured,
+        source=source,
+        extra=extra,
+        schema_version=version,
+    )
