@@ -1,0 +1,71 @@
+"""The `placement` command: a thin shell over the library's pure functions.
+
+Each subcommand is a module in ``placement/commands`` with ``NAME``, ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; adding one is one line in
+``COMMANDS``. Exit codes (DESIGN.md, "The command"): 0 success, 2 bad input (one
+line on stderr naming the file, row or field), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+
+from traces.errors import InputError
+
+from . import __version__
+
+# Subcommand modules, in the order `placement --help` lists them.
+COMMANDS = (
+    "info",
+    "gpus",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="placement",
+        description="Predict and rank a GPU kernel's time for every placement of its arrays "
+        "over global, texture, constant and shared memory, from one memory trace.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log progress (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        mod = importlib.import_module(f"placement.commands.{name}")
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.__doc__)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return int(exc.code or 0)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return int(args._run(args))
+    except InputError as exc:
+        print(f"placement {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("placement: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:  # a bug: say so, with the traceback for the report
+        traceback.print_exc()
+        print("placement: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

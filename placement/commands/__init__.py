@@ -1,0 +1,1 @@
+"""Subcommands of `placement`, one module each (see placement/cli.py)."""

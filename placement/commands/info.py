@@ -1,0 +1,87 @@
+"""Summarise a trace: kernel, launch, rows, warps, objects and instruction totals."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from traces.summary import summarize
+
+from ._output import print_json, table
+
+NAME = "info"
+HELP = "summarise a trace file"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("trace", help="trace file (.parquet)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def to_dict(s) -> dict:
+    info = s.info
+    return {
+        "path": s.path,
+        "kernel": info.kernel,
+        "grid": list(info.grid),
+        "block": list(info.block),
+        "regs_per_thread": info.regs_per_thread,
+        "smem_per_block": info.smem_per_block,
+        "rows": s.rows,
+        "warps": s.warps,
+        "rows_per_space": s.rows_per_space,
+        "rows_per_op": s.rows_per_op,
+        "unassigned_rows": s.unassigned_rows,
+        "objects": [
+            {
+                "id": o.info.id,
+                "name": o.info.name,
+                "space": o.info.space,
+                "base": o.info.base,
+                "size": o.info.size,
+                "elem_bytes": o.info.elem_bytes,
+                "shape": list(o.info.shape) if o.info.shape else None,
+                "written": o.info.written,
+                "bytes_touched": o.bytes_touched,
+                "accesses": o.accesses,
+                "ops": o.ops,
+            }
+            for o in s.objects
+        ],
+        "instructions": asdict(info.instructions),
+        "measured": asdict(info.measured) if info.measured else None,
+        "source": info.source,
+        "extra": info.extra,
+    }
+
+
+def run(args) -> int:
+    s = summarize(args.trace)
+    d = to_dict(s)
+    if args.json:
+        print_json(d)
+        return 0
+    g, b = d["grid"], d["block"]
+    print(f"kernel        {d['kernel']}")
+    print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
+          f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
+    print(f"rows          {d['rows']:,} warp-level memory instructions from {d['warps']:,} warps"
+          + (f" ({d['unassigned_rows']:,} on no object)" if d["unassigned_rows"] else ""))  # fmt: skip
+    print("by space      " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_space"].items()))
+    print("by op         " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_op"].items()))
+    ins = d["instructions"]
+    classes = ", ".join(f"{k} {ins[k]:,}" for k in ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch") if ins[k])
+    issued = f", issued {ins['issued']:,}" if ins["issued"] is not None else ""
+    print(f"instructions  executed {ins['executed']:,}{issued} over {ins['warps']:,} warps" + (f"; {classes}" if classes else ""))
+    if d["measured"]:
+        print(f"measured      {d['measured']['time_ns']:,.0f} ns on {d['measured']['gpu']}")
+    if d["source"]:
+        print("source        " + ", ".join(f"{k}={v}" for k, v in d["source"].items()))
+    print()
+    rows = [
+        [o["id"], o["name"], o["space"], f"{o['base']:#x}", o["size"], o["bytes_touched"],
+         "yes" if o["written"] else "no", "x".join(map(str, o["shape"])) if o["shape"] else "-",
+         ", ".join(f"{k} {v:,}" for k, v in o["accesses"].items()) or "-"]
+        for o in d["objects"]
+    ]  # fmt: skip
+    print(table(rows, ["id", "object", "space", "base", "size", "touched", "written", "shape", "accesses"], "rllrrrlll"))
+    return 0

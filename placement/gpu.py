@@ -1,0 +1,303 @@
+"""GPU configurations: ``configs/gpus/*.toml`` loaded into frozen dataclasses.
+
+A configuration has four tables, each a dataclass below: ``[compute]`` (the SM and
+its occupancy limits), ``[memory]`` (bandwidth, latencies, shared and constant
+memory, texture limits), ``[caches]`` (GPGPU-Sim cache strings and hit latencies)
+and ``[dram]`` (address mapping and row-buffer timings). Every key is required
+unless its field has a default here; unknown keys are refused with the list of
+known ones, so a typo never passes silently. Each number in the files carries its
+source in a comment.
+"""
+
+from __future__ import annotations
+
+import logging
+import tomllib
+import typing
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from traces.errors import InputError
+
+from .resources import config_dir
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(InputError):
+    """A configuration file that is missing a key or holds an impossible value."""
+
+    def __init__(self, path, key: str | None, message: str):
+        self.path = str(path)
+        self.key = key
+        where = f"{self.path}: {key}" if key else self.path
+        super().__init__(f"{where}: {message}")
+
+
+# Value constraints, declared once: key -> (minimum, maximum); None for no bound.
+_POSITIVE = (1e-12, None)
+_NONNEG = (0, None)
+
+
+@dataclass(frozen=True)
+class Compute:
+    """The streaming multiprocessor and its occupancy limits (CUDA occupancy calculator terms)."""
+
+    sms: int
+    cores_per_sm: int
+    sfus_per_sm: int
+    clock_mhz: float
+    warp_size: int
+    issue_cycles: float
+    """Cycles to issue one warp-instruction (Hong & Kim Table 1, Issue_cycles)."""
+    fp_latency: float
+    """FP instruction latency in cycles (Sim et al. Table 3, FP lat)."""
+    avg_inst_latency: float
+    """Mean dependent-issue latency of an instruction in cycles (GPUPerf avg_inst_lat)."""
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    max_regs_per_block: int
+    max_regs_per_thread: int
+    reg_alloc_unit: int
+    reg_alloc_granularity: str
+    """'warp' (registers allocated per warp, rounded to reg_alloc_unit) or 'block'."""
+    warp_alloc_granularity: int
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Off-chip bandwidth and latencies, shared and constant memory, texture limits."""
+
+    bandwidth_gbs: float
+    dram_latency: float
+    """Baseline DRAM access latency in cycles (Hong & Kim Mem_LD, Sim et al. DRAM lat)."""
+    departure_del_coal: float
+    departure_del_uncoal: float
+    sector_bytes: int
+    line_bytes: int
+    smem_per_sm: int
+    smem_per_block: int
+    smem_alloc_unit: int
+    smem_reserved_per_block: int
+    smem_banks: int
+    smem_bank_bytes: int
+    smem_latency: float
+    const_bank_bytes: int
+    tex1d_max_elems: int
+    tex2d_max_width: int
+    tex2d_max_height: int
+
+
+@dataclass(frozen=True)
+class Caches:
+    """Caches as GPGPU-Sim cache strings (``N|S:nsets:line:assoc,repl:write:alloc:wralloc:index,...``).
+
+    An empty ``l1`` string means global loads are not cached in L1 (Kepler's
+    default); ``l2`` describes one L2 slice, of which there are ``l2_slices``.
+    Latencies are hit latencies in cycles.
+    """
+
+    l1: str
+    tex: str
+    const: str
+    l2: str
+    l2_slices: int
+    l1_latency: float
+    tex_latency: float
+    const_latency: float
+    l2_latency: float
+
+
+@dataclass(frozen=True)
+class Dram:
+    """DRAM address mapping and row-buffer service times.
+
+    The bank of an address is given either by a GPGPU-Sim mapping string
+    (``mapping``) or by the bit lists: the bits that are neither row, column nor
+    byte bits identify the bank (Huang & Li Sec. III-C2). Service times are in ns.
+    """
+
+    row_hit_ns: float
+    row_miss_ns: float
+    row_conflict_ns: float
+    channels: int
+    mapping: str = ""
+    row_bits: tuple[int, ...] = ()
+    column_bits: tuple[int, ...] = ()
+    byte_bits: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU configuration (a file in ``configs/gpus``)."""
+
+    name: str
+    description: str
+    arch: str
+    compute_capability: tuple[int, int]
+    compute: Compute
+    memory: Memory
+    caches: Caches
+    dram: Dram
+    path: str = ""
+
+    @property
+    def clock_hz(self) -> float:
+        return self.compute.clock_mhz * 1e6
+
+    def cycles_to_ns(self, cycles: float) -> float:
+        return cycles * 1e3 / self.compute.clock_mhz
+
+    def ns_to_cycles(self, ns: float) -> float:
+        return ns * self.compute.clock_mhz / 1e3
+
+
+ARCHES = ("tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+
+# Bounds of each numeric key (inclusive); keys not listed must be > 0.
+_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "warp_size": (32, 32),
+    "smem_reserved_per_block": _NONNEG,
+    "departure_del_coal": _NONNEG,
+    "departure_del_uncoal": _NONNEG,
+    "smem_bank_bytes": (4, 8),
+    "max_regs_per_thread": (1, 255),
+}
+_CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES}
+
+
+def _check_value(path: str, key: str, value: Any, kind: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if kind is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(path, key, f"expected an integer, got {value!r}")
+    elif kind is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(path, key, f"expected a number, got {value!r}")
+        value = float(value)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, key, f"expected a string, got {value!r}")
+        choices = _CHOICES.get(key.rsplit(".", 1)[-1])
+        if choices and value not in choices:
+            raise ConfigError(path, key, f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+    elif origin is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise ConfigError(path, key, f"expected a list of integers, got {value!r}")
+        args = typing.get_args(kind)
+        if args and args[-1] is not Ellipsis and len(value) != len(args):
+            raise ConfigError(path, key, f"expected {len(args)} integers, got {value!r}")
+        if any(v < 0 for v in value):
+            raise ConfigError(path, key, f"expected non-negative integers, got {value!r}")
+        return tuple(value)
+    else:  # pragma: no cover - a field type this loader does not know
+        raise TypeError(kind)
+    lo, hi = _BOUNDS.get(key.rsplit(".", 1)[-1], _POSITIVE)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if (lo, hi) == _POSITIVE:
+            raise ConfigError(path, key, f"must be > 0, got {value!r}")
+        rng = f"[{lo}, {'inf' if hi is None else hi}]"
+        raise ConfigError(path, key, f"must be in {rng}, got {value!r}")
+    return value
+
+
+def _build(cls, table: Any, path: str, prefix: str):
+    if not isinstance(table, dict):
+        raise ConfigError(path, prefix.rstrip(".") or None, "expected a table")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in fields(cls)} - {"path"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(path, prefix + unknown[0], f"unknown key; known keys: {', '.join(sorted(known))}")
+    values = {}
+    for f in fields(cls):
+        if f.name == "path":
+            continue
+        key = prefix + f.name
+        kind = hints[f.name]
+        if f.name not in table:
+            if f.default is MISSING:
+                raise ConfigError(path, key, "missing key")
+            continue
+        if isinstance(kind, type) and kind in _SECTIONS:
+            values[f.name] = _build(kind, table[f.name], path, key + ".")
+        else:
+            values[f.name] = _check_value(path, key, table[f.name], kind)
+    return cls(**values)
+
+
+_SECTIONS = (Compute, Memory, Caches, Dram)
+
+
+def _cross_checks(g: Gpu) -> None:
+    c, m, d = g.compute, g.memory, g.dram
+    p = g.path
+    if c.max_threads_per_sm % c.warp_size:
+        raise ConfigError(p, "compute.max_threads_per_sm", f"must be a multiple of the warp size {c.warp_size}")
+    if c.max_threads_per_block > c.max_threads_per_sm:
+        raise ConfigError(p, "compute.max_threads_per_block", "exceeds compute.max_threads_per_sm")
+    if c.max_regs_per_block > c.regs_per_sm:
+        raise ConfigError(p, "compute.max_regs_per_block", "exceeds compute.regs_per_sm")
+    if m.smem_per_block > m.smem_per_sm:
+        raise ConfigError(p, "memory.smem_per_block", "exceeds memory.smem_per_sm")
+    if m.line_bytes % m.sector_bytes:
+        raise ConfigError(p, "memory.line_bytes", "must be a multiple of memory.sector_bytes")
+    if not d.mapping and not (d.row_bits and d.column_bits):
+        raise ConfigError(p, "dram.mapping", "give either a mapping string or both row_bits and column_bits")
+    if not d.row_hit_ns <= d.row_miss_ns <= d.row_conflict_ns:
+        raise ConfigError(p, "dram.row_hit_ns", "expected row_hit_ns <= row_miss_ns <= row_conflict_ns")
+    bits = list(d.row_bits) + list(d.column_bits) + list(d.byte_bits)
+    if len(bits) != len(set(bits)):
+        raise ConfigError(p, "dram.row_bits", "row, column and byte bits must not overlap")
+
+
+def load_gpu(path: str | Path) -> Gpu:
+    """Load and validate one configuration file."""
+    p = str(path)
+    try:
+        with open(p, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(p, None, "no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(p, None, f"not valid TOML ({exc})") from None
+    top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram"}
+    unknown = sorted(set(data) - top)
+    if unknown:
+        raise ConfigError(p, unknown[0], f"unknown key; known keys: {', '.join(sorted(top))}")
+    g = _build(Gpu, data, p, "")
+    g = Gpu(**{f.name: getattr(g, f.name) for f in fields(Gpu) if f.name != "path"}, path=p)
+    _cross_checks(g)
+    return g
+
+
+def gpu_dir() -> Path:
+    return config_dir() / "gpus"
+
+
+def gpu_names() -> list[str]:
+    """Names of the bundled configurations (file stems of ``configs/gpus/*.toml``)."""
+    return sorted(p.stem for p in gpu_dir().glob("*.toml"))
+
+
+def get_gpu(name_or_path: str) -> Gpu:
+    """A bundled configuration by name, or any configuration file by path."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        return load_gpu(p)
+    candidate = gpu_dir() / f"{name_or_path}.toml"
+    if not candidate.exists():
+        raise InputError(f"unknown GPU {name_or_path!r}; known: {', '.join(gpu_names())} (or a path to a .toml file)")
+    return load_gpu(candidate)
+
+
+def as_dict(g: Gpu) -> dict[str, Any]:
+    """A JSON-ready dictionary of a configuration."""
+    from dataclasses import asdict
+
+    return asdict(g)
+
