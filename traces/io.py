@@ -293,6 +293,10 @@ def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GRO
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
+    # mkstemp makes the file private; give it the mode a plain open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         pq.write_table(
             table,

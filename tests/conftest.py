@@ -1,0 +1,29 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture
+def shared_data():
+    """The shared real-data folder (../shared/data); skip when a fresh clone lacks it."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (a fresh clone has no ../shared)")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run `placement ...` in-process; return (exit code, stdout, stderr)."""
+    from placement.cli import main
+
+    def run(*argv):
+        code = main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

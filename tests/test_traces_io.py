@@ -1,0 +1,207 @@
+"""The trace format: round trip, streaming, and one test per contract violation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import traces
+from traces.schema import ARROW_SCHEMA, METADATA_KEY
+from tracemaker import vecadd
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    cols, info = vecadd(ctas=3, warps_per_block=2, mask=0x0000FFFF)
+    path = tmp_path / "t.parquet"
+    traces.write(path, cols, info)
+    return path, cols, info
+
+
+def test_round_trip_identical(trace_file):
+    path, cols, info = trace_file
+    t = traces.read(path)
+    assert len(t) == 18
+    for name, a in cols.items():
+        got = getattr(t, name)
+        assert got.dtype == a.dtype, name
+        np.testing.assert_array_equal(got, a, err_msg=name)
+    assert t.info == info
+    assert t.addr.shape == (18, 32)
+
+
+def test_addr_is_a_view_of_arrow_memory(trace_file):
+    path, _, _ = trace_file
+    t = traces.read(path)
+    assert not t.addr.flags["OWNDATA"]  # no copy made when reading a single chunk
+
+
+def test_iter_batches_concatenate_to_read(trace_file):
+    path, cols, _ = trace_file
+    batches = list(traces.iter_batches(path, rows=5))
+    assert [b.start for b in batches] == [0, 5, 10, 15]
+    assert [len(b) for b in batches] == [5, 5, 5, 3]
+    np.testing.assert_array_equal(np.concatenate([b.addr for b in batches]), cols["addr"])
+    np.testing.assert_array_equal(np.concatenate([b.seq for b in batches]), cols["seq"])
+
+
+def test_empty_trace_round_trips(tmp_path):
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    empty = {k: v[:0] for k, v in cols.items()}
+    traces.write(tmp_path / "e.parquet", empty, info)
+    t = traces.read(tmp_path / "e.parquet")
+    assert len(t) == 0 and t.addr.shape == (0, 32)
+    assert list(traces.iter_batches(tmp_path / "e.parquet")) == []
+
+
+def test_write_is_atomic_on_failure(tmp_path):
+    cols, info = vecadd()
+    cols["seq"] = cols["seq"][::-1].copy()  # invalid: seq decreases
+    with pytest.raises(traces.TraceError):
+        traces.write(tmp_path / "bad.parquet", cols, info)
+    assert list(tmp_path.iterdir()) == []  # nothing, not even a temporary file
+
+
+# --- one test per violation: each names the file, the row and the field ------------
+
+
+def test_truncated_file(trace_file, tmp_path):
+    path, _, _ = trace_file
+    data = path.read_bytes()
+    bad = tmp_path / "trunc.parquet"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(traces.TraceError, match=r"trunc\.parquet: not a readable Parquet file \(truncated"):
+        traces.read(bad)
+
+
+def test_not_parquet(tmp_path):
+    bad = tmp_path / "text.parquet"
+    bad.write_text("cta,warp\n1,2\n")
+    with pytest.raises(traces.TraceError, match="not a readable Parquet file"):
+        traces.read(bad)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(traces.TraceError, match="no such file"):
+        traces.read(tmp_path / "nope.parquet")
+
+
+def test_missing_metadata_key(trace_file, tmp_path):
+    path, cols, info = trace_file
+    d = json.loads(info.to_json())
+    del d["grid"]
+    bad = tmp_path / "nogrid.parquet"
+    table = traces.to_table(cols, info).replace_schema_metadata({METADATA_KEY: json.dumps(d).encode()})
+    pq.write_table(table, bad)
+    with pytest.raises(traces.TraceError, match=r"nogrid\.parquet: grid: missing metadata key 'grid'"):
+        traces.read(bad)
+
+
+def test_no_metadata_at_all(trace_file, tmp_path):
+    path, cols, info = trace_file
+    bad = tmp_path / "plain.parquet"
+    pq.write_table(traces.to_table(cols, info).replace_schema_metadata(None), bad)
+    with pytest.raises(traces.TraceError, match="missing schema metadata key 'placement.kernel'"):
+        traces.read(bad)
+
+
+def test_object_metadata_wrong_type(trace_file, tmp_path):
+    path, cols, info = trace_file
+    d = json.loads(info.to_json())
+    d["objects"][1]["size"] = "big"
+    bad = tmp_path / "objsize.parquet"
+    pq.write_table(traces.to_table(cols, info).replace_schema_metadata({METADATA_KEY: json.dumps(d).encode()}), bad)
+    with pytest.raises(traces.TraceError, match=r"objects\[1\]\.size' must be int, got str"):
+        traces.read(bad)
+
+
+def test_wrong_column_type(trace_file, tmp_path):
+    path, cols, info = trace_file
+    table = traces.to_table(cols, info)
+    i = table.schema.get_field_index("seq")
+    table = table.set_column(i, pa.field("seq", pa.int32()), pa.array(cols["seq"].astype(np.int32)))
+    bad = tmp_path / "seq32.parquet"
+    pq.write_table(table, bad)
+    with pytest.raises(traces.TraceError, match=r"seq32\.parquet: seq: column 'seq' has type int32, expected int64"):
+        traces.read(bad)
+
+
+def test_missing_column(trace_file, tmp_path):
+    path, cols, info = trace_file
+    bad = tmp_path / "nomask.parquet"
+    pq.write_table(traces.to_table(cols, info).drop(["mask"]), bad)
+    with pytest.raises(traces.TraceError, match="missing column 'mask'"):
+        traces.read(bad)
+
+
+def _bad_rows(tmp_path, mutate, validate_write=False):
+    cols, info = vecadd(ctas=3, warps_per_block=2, mask=0x0000FFFF)
+    mutate(cols)
+    path = tmp_path / "bad.parquet"
+    traces.write(path, cols, info, validate=validate_write)
+    return path
+
+
+def test_non_increasing_seq(tmp_path):
+    def m(c):
+        c["seq"][7] = 0  # row 7 is warp 2's second access: seq 0 after 0
+    path = _bad_rows(tmp_path, m)
+    with pytest.raises(traces.TraceError, match=r"bad\.parquet row 7: seq: seq 0 after 0 for \(cta 1, warp 0\)"):
+        traces.read(path)
+    # Streaming finds the same row, also across a batch boundary.
+    with pytest.raises(traces.TraceError, match="row 7: seq"):
+        list(traces.iter_batches(path, rows=7))
+
+
+def test_unknown_object_id(tmp_path):
+    def m(c):
+        c["obj"][4] = 9
+    with pytest.raises(traces.TraceError, match=r"row 4: obj: obj 9 is not an object id in the metadata \(ids: 0, 1, 2"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
+def test_bad_width(tmp_path):
+    def m(c):
+        c["width"][2] = 3
+    with pytest.raises(traces.TraceError, match="row 2: width: width 3 is not one of 1, 2, 4, 8, 16"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
+def test_address_on_inactive_lane(tmp_path):
+    def m(c):
+        c["addr"][5, 20] = 0x10000  # mask 0x0000ffff: lane 20 is inactive
+    with pytest.raises(traces.TraceError, match="row 5: addr: lane 20 is inactive"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
+def test_address_outside_its_object(tmp_path):
+    def m(c):
+        c["addr"][3, 1] = 0x10000 - 4  # just below A's base
+    with pytest.raises(traces.TraceError, match=r"row 3: addr: lane 1 address 0xfffc \(\+4 B\) is outside object 'A'"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
+def test_warp_outside_block(tmp_path):
+    def m(c):
+        c["warp"][0] = 2  # the block has 2 warps: 0 and 1
+    with pytest.raises(traces.TraceError, match="row 0: warp: warp 2 outside the block's 2 warps"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
+def test_write_refuses_wrong_dtype(tmp_path):
+    cols, info = vecadd()
+    cols["seq"] = cols["seq"].astype(np.float64)
+    with pytest.raises(traces.TraceError, match="column 'seq' has dtype float64, expected int64"):
+        traces.write(tmp_path / "x.parquet", cols, info)
+
+
+def test_write_refuses_wrong_addr_shape(tmp_path):
+    cols, info = vecadd()
+    cols["addr"] = cols["addr"][:, :16]
+    with pytest.raises(traces.TraceError, match=r"must have shape \(n, 32\)"):
+        traces.write(tmp_path / "x.parquet", cols, info)
