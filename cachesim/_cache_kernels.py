@@ -1,0 +1,174 @@
+"""numba kernels of one set-associative cache (GPGPU-Sim's ``tag_array``, timing-free).
+
+A cache is a row of ``cfg`` (int64, layout below) and a slice of the shared
+``state`` array (uint64, shape (4, lines)): row TAG holds the block address of each
+way, VALID its valid-sector mask (0 = invalid way), DIRTY its dirty-sector mask and
+STAMP the last access (LRU) or allocation (FIFO) instant. Several caches of one kind
+(one L1 per SM, one L2 per slice) are instances laid end to end from ``cfg[BASE]``.
+Kernels take typed arrays, never raise and never validate: ``cache.py`` does that.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+# cfg layout
+NSETS, ASSOC, LINE_LOG2, SECT_LOG2, NSECT, REPL, WRITE, WALLOC, INDEX, NSETS_LOG2, BASE, PRESENT, IPOLY_BITS = range(13)
+IPOLY_TAB = 16
+CFG_LEN = IPOLY_TAB + 64
+
+# codes stored in cfg
+LRU, FIFO = 0, 1
+W_RO, W_WB, W_WT, W_WE, W_LOCAL_WB = range(5)
+WA_NONE, WA_ALLOC, WA_FETCH, WA_LAZY = range(4)
+IDX_LINEAR, IDX_XOR, IDX_IPOLY, IDX_FERMI = range(4)
+
+# state rows
+TAG, VALID, DIRTY, STAMP = range(4)
+
+# access outcomes
+MISS, HIT, SECTOR_MISS = 0, 1, 2
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def set_index(cfg, addr):
+    """Set of a byte address under the cache's index function (GPGPU-Sim ``hash_function``)."""
+    line_log2 = cfg[LINE_LOG2]
+    nsets = cfg[NSETS]
+    a = np.uint64(addr)
+    index = np.int64((a >> np.uint64(line_log2)) & np.uint64(nsets - 1))
+    f = cfg[INDEX]
+    if f == IDX_LINEAR:
+        return index
+    higher = a >> np.uint64(line_log2 + cfg[NSETS_LOG2])
+    if f == IDX_XOR:
+        return index ^ np.int64(higher & np.uint64(nsets - 1))
+    if f == IDX_IPOLY:
+        # XOR of x^(k+j) mod P for each set bit j of the truncated higher bits
+        h = index
+        for j in range(cfg[IPOLY_BITS]):
+            if (higher >> np.uint64(j)) & np.uint64(1):
+                h ^= cfg[IPOLY_TAB + j]
+        return h
+    # Fermi hash (Nugteren et al., HPCA 2014): bits 7-11 XOR bits 13,14,15,17,19; bit 12 on top for 64 sets
+    lower = np.int64((a >> np.uint64(line_log2)) & np.uint64(0x1F))
+    upper = np.int64((a >> np.uint64(13)) & np.uint64(7))
+    upper |= np.int64((a >> np.uint64(17)) & np.uint64(1)) << 3
+    upper |= np.int64((a >> np.uint64(19)) & np.uint64(1)) << 4
+    s = lower ^ upper
+    if nsets == 64:
+        s |= np.int64((a >> np.uint64(12)) & np.uint64(1)) << 5
+    return s
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def sector_mask(cfg, addr):
+    """Valid-bit mask of the sector holding ``addr`` (bit 0 for a normal line)."""
+    return np.uint64(1) << ((np.uint64(addr) >> np.uint64(cfg[SECT_LOG2])) & np.uint64(cfg[NSECT] - 1))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def is_write_back(cfg, is_local):
+    w = cfg[WRITE]
+    return w == W_WB or (w == W_LOCAL_WB and is_local)
+
+
+@nb.njit(cache=True, nogil=True)
+def access(cfg, state, inst, addr, smask, is_write, is_local, t):
+    """One access of cache instance ``inst``; returns (outcome, evicted dirty block, its dirty mask).
+
+    ``smask`` is the mask of sectors wanted (any nonzero value for a normal line).
+    Reads: a hit refreshes the LRU stamp; a sector miss fills the sectors; a miss
+    evicts an invalid way if any, else the oldest stamp, and installs the line.
+    Writes follow the write policy: write-back marks dirty; write-through keeps the
+    line clean; write-evict invalidates the written sectors; a read-only cache
+    invalidates the line and reports a miss; on a write miss the line is allocated
+    only with a write-allocate policy (W, F, L). Allocation on miss and on fill give
+    the same hits here, since fills are instantaneous in this timing-free model.
+    The evicted block is 0 with mask 0 when nothing dirty was evicted.
+    """
+    nsect = cfg[NSECT]
+    full = (np.uint64(1) << np.uint64(nsect)) - np.uint64(1) if nsect < 64 else ~np.uint64(0)
+    if nsect == 1:
+        smask = np.uint64(1)
+    line_log2 = np.uint64(cfg[LINE_LOG2])
+    block = (np.uint64(addr) >> line_log2) << line_log2
+    assoc = cfg[ASSOC]
+    first = cfg[BASE] + (inst * cfg[NSETS] + set_index(cfg, addr)) * assoc
+    tags = state[TAG]
+    valid = state[VALID]
+    dirty = state[DIRTY]
+    stamp = state[STAMP]
+    lru = cfg[REPL] == LRU
+    wpol = cfg[WRITE]
+    wb = is_write_back(cfg, is_local)
+    zero = np.uint64(0)
+    way = -1
+    for k in range(first, first + assoc):
+        if valid[k] != zero and tags[k] == block:
+            way = k
+            break
+    if way >= 0:
+        present = (valid[way] & smask) == smask
+        if is_write:
+            if wpol == W_RO:
+                valid[way] = zero
+                dirty[way] = zero
+                return MISS, zero, zero
+            if wpol == W_WE:
+                valid[way] &= ~smask
+                dirty[way] &= ~smask
+                return (HIT if present else SECTOR_MISS), zero, zero
+            if lru:
+                stamp[way] = np.uint64(t)
+            if present:
+                if wb:
+                    dirty[way] |= smask
+                return HIT, zero, zero
+            if cfg[WALLOC] != WA_NONE:
+                valid[way] |= smask
+                if wb:
+                    dirty[way] |= smask
+            return SECTOR_MISS, zero, zero
+        if present:
+            if lru:
+                stamp[way] = np.uint64(t)
+            return HIT, zero, zero
+        valid[way] |= smask
+        if lru:
+            stamp[way] = np.uint64(t)
+        return SECTOR_MISS, zero, zero
+    # line absent
+    if is_write and (wpol == W_RO or cfg[WALLOC] == WA_NONE):
+        return MISS, zero, zero
+    victim = -1
+    oldest = ~np.uint64(0)
+    for k in range(first, first + assoc):
+        if valid[k] == zero:
+            victim = k
+            break
+        if stamp[k] < oldest:
+            oldest = stamp[k]
+            victim = k
+    ev_block = zero
+    ev_mask = zero
+    if valid[victim] != zero and dirty[victim] != zero:
+        ev_block = tags[victim]
+        ev_mask = dirty[victim]
+    tags[victim] = block
+    valid[victim] = smask if nsect > 1 else full
+    dirty[victim] = smask if (is_write and wb) else zero
+    stamp[victim] = np.uint64(t)
+    return MISS, ev_block, ev_mask
+
+
+@nb.njit(cache=True, nogil=True)
+def run(cfg, state, addresses, writes, out):
+    """Feed ``addresses`` (uint64) through cache instance 0; ``out[i]`` = outcome (MISS, HIT, SECTOR_MISS)."""
+    n = addresses.shape[0]
+    has_writes = writes.shape[0] == n
+    for i in range(n):
+        a = addresses[i]
+        w = has_writes and writes[i]
+        out[i] = access(cfg, state, 0, a, sector_mask(cfg, a), w, False, i + 1)[0]
