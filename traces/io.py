@@ -144,12 +144,17 @@ def _check_schema(path: str, schema: pa.Schema) -> None:
             raise TraceError(path, f"column '{f.name}' has type {got}, expected {f.type}", field=f.name)
 
 
-def _open(path) -> tuple[str, pq.ParquetFile, KernelInfo]:
+# Streamed reads buffer this much of a column chunk at a time instead of whole
+# row groups, which keeps a reader's memory flat however large the trace.
+STREAM_BUFFER_BYTES = 1 << 22
+
+
+def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile, KernelInfo]:
     p = str(path)
     if not os.path.exists(p):
         raise TraceError(p, "no such file")
     try:
-        pf = pq.ParquetFile(p)
+        pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError) as exc:
         raise TraceError(p, f"not a readable Parquet file (truncated or not Parquet): {exc}") from None
@@ -204,7 +209,7 @@ def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True)
     """
     if rows < 1:
         raise ValueError("rows must be >= 1")
-    p, pf, info = _open(path)
+    p, pf, info = _open(path, streaming=True)
     checker = _Checker(p, info) if validate else None
     start = 0
     it = pf.iter_batches(batch_size=rows, columns=list(COLUMNS), use_threads=True)
