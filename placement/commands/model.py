@@ -1,0 +1,265 @@
+"""Run one of the seed analytical models on a kernel parameter file, nvprof counters or a trace.
+
+  placement model mwp-cwp  --kernel configs/examples/hong-kim-table2.toml
+  placement model gpuperf  --gpu k80 --trace T.parquet
+  placement model bsp      --counters vectorAdd-GTX-680.csv --fit-lambda
+  placement model lemeire  --runs RUNS.csv --gpu k80  |  --chase LATENCY.txt
+
+Without --gpu, a parameter file's [machine] table completes the model's own paper
+machine (MWP-CWP: Hong & Kim Sec. 3.6; GPUPerf and BSP: Sim et al.'s Tesla C2050),
+and each counters row is modeled on the GPU its specification columns describe.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import replace
+
+from traces.errors import InputError
+
+from ._output import print_json, table
+
+NAME = "model"
+HELP = "run a seed analytical model (mwp-cwp, gpuperf, bsp, lemeire)"
+
+log = logging.getLogger(__name__)
+
+MODELS = ("mwp-cwp", "gpuperf", "bsp")
+
+
+def add_arguments(p) -> None:
+    sub = p.add_subparsers(dest="model", metavar="MODEL")
+    sub.required = True
+    for name, helptext in (
+        ("mwp-cwp", "Hong & Kim 2009, MWP-CWP (Eq. 1-27)"),
+        ("gpuperf", "Sim et al. 2012, GPUPerf (Eq. 1-23) with benefit metrics"),
+        ("bsp", "Amaris et al., BSP model (Eq. 3-5)"),
+    ):
+        s = sub.add_parser(name, help=helptext, description=helptext)
+        s.add_argument("--gpu", help="GPU configuration name or .toml path")
+        src = s.add_mutually_exclusive_group(required=True)
+        src.add_argument("--kernel", metavar="PARAMS.toml", help="kernel parameter file ([kernel], optional [machine])")
+        src.add_argument("--counters", metavar="NVPROF.csv", help="nvprof counters in the gpuperfpredict format")
+        src.add_argument("--trace", metavar="T.parquet", help="a memory trace")
+        s.add_argument("--json", action="store_true", help="print one JSON document")
+        if name == "bsp":
+            lam = s.add_mutually_exclusive_group()
+            lam.add_argument("--lambda", dest="lam", type=float, default=None, help="lambda (default 1)")
+            lam.add_argument("--fit-lambda", action="store_true", help="fit lambda from one measured run")
+            s.add_argument("--fit-row", type=int, default=1, help="counters row to fit lambda on (default 1)")
+    le = sub.add_parser("lemeire", help="Lemeire et al.: CPI, latencies, occupancy roofline, cache levels")
+    le.add_argument("--gpu", help="GPU configuration (clock, SMs, warp limits) for --runs")
+    src = le.add_mutually_exclusive_group(required=True)
+    src.add_argument("--runs", metavar="RUNS.csv", help="measured runs: work_items, wg_size, local_mem, runtime_s[, instr_kernel]")
+    src.add_argument("--chase", metavar="LATENCY.txt", help="pointer-chase latency versus footprint table")
+    le.add_argument("--instr-kernel", type=float, default=None, help="instructions per work item when RUNS lacks the column")
+    le.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+# --- machines ---------------------------------------------------------------------
+
+
+def _preset(model: str):
+    from placement.models.params import c2050, hong_kim_example
+
+    return hong_kim_example() if model == "mwp-cwp" else c2050()
+
+
+def _machine(args, overrides: dict | None = None):
+    from placement.gpu import get_gpu
+    from placement.models.params import machine_from_gpu
+
+    base = machine_from_gpu(get_gpu(args.gpu)) if args.gpu else _preset(args.model)
+    return replace(base, **overrides) if overrides else base
+
+
+_SPEC_CACHE: dict = {}
+
+
+def _spec_machine(spec: dict, where: str):
+    from placement.models.counters import gpu_from_spec
+    from placement.models.params import machine_from_gpu
+
+    key = tuple(sorted((k, str(v)) for k, v in spec.items()))
+    if key not in _SPEC_CACHE:
+        _SPEC_CACHE[key] = machine_from_gpu(gpu_from_spec(spec, where))
+    return _SPEC_CACHE[key]
+
+
+# --- running one model ------------------------------------------------------------
+
+
+def predict(model: str, k, m, lam: float = 1.0):
+    """The model's result object for kernel ``k`` on machine ``m``."""
+    from placement.models import bsp, gpuperf, mwp_cwp
+
+    if model == "mwp-cwp":
+        return mwp_cwp.predict(k, m)
+    if model == "gpuperf":
+        return gpuperf.predict(k, m)
+    if model == "bsp":
+        return bsp.predict(k, m, lam)
+    raise InputError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+
+
+_SUMMARY = {
+    "mwp-cwp": ("mwp", "cwp", "case"),
+    "gpuperf": ("mwp", "cwp", "bound"),
+    "bsp": ("lam",),
+}
+
+
+def _lambda(args, k, m) -> float:
+    from placement.models import bsp
+
+    if getattr(args, "fit_lambda", False):
+        if k.measured_s is None:
+            raise InputError("--fit-lambda needs a measured time (kernel.measured_s, or a trace with a measurement)")
+        return bsp.fit_lambda(k, m, k.measured_s)
+    lam = getattr(args, "lam", None)
+    return 1.0 if lam is None else lam
+
+
+def run(args) -> int:
+    if args.model == "lemeire":
+        return _run_lemeire(args)
+    if args.counters:
+        return _run_counters(args)
+    from placement.models.kernel import kernel_from_trace, load_kernel_file
+
+    if args.kernel:
+        k, overrides = load_kernel_file(args.kernel)
+        m = _machine(args, overrides)
+        source = args.kernel
+    else:
+        if not args.gpu:
+            raise InputError("--trace needs --gpu (the trace does not say which GPU to model)")
+        k = kernel_from_trace(args.trace)
+        m = _machine(args)
+        source = args.trace
+    lam = _lambda(args, k, m) if args.model == "bsp" else 1.0
+    res = predict(args.model, k, m, lam)
+    doc = {"model": args.model, "machine": m.name, "kernel": k.name, "source": source}
+    doc.update(res.as_dict())
+    if k.measured_s:
+        doc["measured_s"] = k.measured_s
+        doc["error_pct"] = 100.0 * (res.time_s - k.measured_s) / k.measured_s
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{args.model} on {m.name}: {k.name} ({source})")
+    rows = [[key, val] for key, val in doc.items() if key not in ("model", "machine", "kernel", "source")]
+    print(table(rows, ["quantity", "value"], "lr"))
+    return 0
+
+
+def _run_counters(args) -> int:
+    from placement.models import bsp
+    from placement.models.counters import read_counters
+
+    rows = read_counters(args.counters)
+    fixed = _machine(args) if args.gpu else None
+    lam = 1.0
+    fitted_on = None
+    if args.model == "bsp":
+        if args.fit_lambda:
+            idx = args.fit_row
+            if not 1 <= idx <= len(rows):
+                raise InputError(f"{args.counters}: --fit-row {idx} outside 1..{len(rows)}")
+            r = rows[idx - 1]
+            if r.params is None:
+                raise InputError(f"{args.counters} row {idx}: cannot fit lambda, counters missing: {', '.join(r.missing)}")
+            m = fixed or _spec_machine(r.spec, f"{args.counters} row {idx}")
+            lam = bsp.fit_lambda(r.params, m, r.measured_s)
+            fitted_on = idx
+        elif args.lam is not None:
+            lam = args.lam
+    out = []
+    errors = []
+    for r in rows:
+        d = {"row": r.row, "kernel": r.kernel, "input_size": r.input_size, "block": list(r.block),
+             "predicted_s": None, "measured_s": r.measured_s, "error_pct": None}  # fmt: skip
+        if r.params is None:
+            d["missing"] = list(r.missing)
+            out.append(d)
+            continue
+        m = fixed or _spec_machine(r.spec, f"{args.counters} row {r.row}")
+        res = predict(args.model, r.params, m, lam)
+        d["predicted_s"] = res.time_s
+        if r.measured_s > 0:
+            d["error_pct"] = 100.0 * (res.time_s - r.measured_s) / r.measured_s
+            errors.append(abs(d["error_pct"]))
+        for key in _SUMMARY[args.model]:
+            d[key] = getattr(res, key)
+        d["machine"] = m.name
+        out.append(d)
+    mape = sum(errors) / len(errors) if errors else None
+    skipped = sum(1 for d in out if d["predicted_s"] is None)
+    if skipped:
+        log.warning("%s: %d of %d rows lack counters and were not predicted", args.counters, skipped, len(out))
+    doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "predicted_rows": len(errors), "skipped_rows": skipped}
+    if args.model == "bsp":
+        doc["lambda"] = lam
+        doc["lambda_fitted_on_row"] = fitted_on
+    if args.json:
+        print_json(doc)
+        return 0
+    keys = _SUMMARY[args.model]
+    trows = []
+    for d in out:
+        pred = "-" if d["predicted_s"] is None else f"{d['predicted_s']:.4g}"
+        err = "-" if d["error_pct"] is None else f"{d['error_pct']:+.1f}"
+        extra = [("-" if d.get(k) is None else (f"{d[k]:.3g}" if isinstance(d[k], float) else str(d[k]))) for k in keys]
+        trows.append([d["row"], d["kernel"], f"{d['input_size']:g}", "x".join(map(str, d["block"][:2])), pred, f"{d['measured_s']:.4g}", err, *extra])
+    print(table(trows, ["row", "kernel", "size", "block", "predicted_s", "measured_s", "error_%", *keys], "rllrrrr" + "r" * len(keys)))
+    tail = f"MAPE {mape:.1f} % over {len(errors)} rows" if mape is not None else "no row predicted"
+    if skipped:
+        tail += f"; {skipped} rows lack counters"
+    if args.model == "bsp":
+        tail += f"; lambda {lam:.4g}" + (f" (fitted on row {fitted_on})" if fitted_on else "")
+    print(tail)
+    return 0
+
+
+def _run_lemeire(args) -> int:
+    from placement.models import lemeire
+
+    if args.chase:
+        levels = lemeire.cache_levels_from_file(args.chase)
+        doc = {"model": "lemeire", "source": args.chase, "levels": [lv.as_dict() for lv in levels]}
+        if args.json:
+            print_json(doc)
+            return 0
+        rows = [[lv.name, f"{lv.latency:.1f}", "-" if lv.size_bytes is None else _size(lv.size_bytes),
+                 f"{lv.from_kb:g}-{lv.to_kb:g}"] for lv in levels]  # fmt: skip
+        print(table(rows, ["level", "latency_cycles", "capacity", "footprint_kB"], "lrrl"))
+        return 0
+    from placement.gpu import get_gpu
+
+    if not args.gpu:
+        raise InputError("--runs needs --gpu (clock, SMs and occupancy limits)")
+    gpu = get_gpu(args.gpu)
+    runs = lemeire.read_runs(args.runs, instr_kernel=args.instr_kernel)
+    rep = lemeire.analyze_runs(runs, gpu)
+    doc = {"model": "lemeire", "source": args.runs, "gpu": gpu.name}
+    doc.update(rep.as_dict())
+    if args.json:
+        print_json(doc)
+        return 0
+    rows = [[p.work_items, p.wg_size, p.conc_warps, f"{p.cpi_warp:.3g}", f"{p.performance / 1e9:.4g}"] for p in rep.points]
+    print(table(rows, ["work_items", "wg_size", "conc_warps", "CPI_warp", "Gop/s"], "rrrrr"))
+    print(f"issue latency (min CPI_warp) {rep.issue_latency:.3g} cycles; completion latency (max) {rep.completion_latency:.3g} cycles")
+    print(f"peak {rep.peak / 1e9:.4g} Gop/s; ridge point {rep.ridge_concurrency} concurrent work items per CU (within {rep.ridge_tolerance:.0%} of peak)")
+    return 0
+
+
+def _size(b: float) -> str:
+    for unit, f in (("MiB", 2**20), ("KiB", 2**10)):
+        if b >= f:
+            return f"{b / f:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def _isfinite(x) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,265 @@
+"""nvprof counters in the gpuperfpredict format, turned into seed-model inputs.
+
+One CSV row is one run of one kernel (Amaris et al.'s gpuperfpredict data set):
+the GPU's specification columns, ``Input.Size``, about 100 nvprof metrics and 115
+events, ``Duration`` (seconds) and the launch (``Grid.*``, ``Block.*``,
+``Registers.Per.Thread``, ``Static.SMem``, ``Dynamic.SMem``). Events count over
+the whole GPU, in warp-level instructions; the ``*.Instructions`` metrics count
+thread-level instructions.
+
+Without a ``--gpu`` configuration the machine comes from the row itself
+(:func:`gpu_from_spec`): clock, cores, bus and memory clock, compute capability,
+with per-architecture defaults (Kepler, Maxwell, Pascal) for everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from traces.errors import InputError
+
+from ..gpu import Gpu, get_gpu
+from .kernel import KernelParams
+
+log = logging.getLogger(__name__)
+
+# Columns every row must have (the launch and the measurement).
+REQUIRED = ("Input.Size", "Duration", "Grid.X", "Grid.Y", "Grid.Z", "Block.X", "Block.Y", "Block.Z")
+SPEC = ("compute_version", "gpu_name", "max_clock_rate", "num_of_cores", "L2", "bus", "memory_clock", "bandwith")
+# Counters the models read; a row lacking one of these (nvprof sometimes gives up
+# on long runs) is reported, not predicted.
+COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request")
+
+
+@dataclass(frozen=True)
+class CounterRow:
+    """One run: its kernel parameters (None when counters are missing), spec and measurement."""
+
+    row: int
+    """Data row number in the file (1 = first row after the header)."""
+    kernel: str
+    input_size: float
+    block: tuple[int, int, int]
+    measured_s: float
+    spec: dict
+    params: KernelParams | None
+    missing: tuple[str, ...]
+    raw: dict
+    """The counters the models read, by column name, for BSP and reports."""
+
+
+def _num(v) -> float:
+    """A number from a cell; handles '192,256' (decimal comma) and blanks."""
+    if v is None:
+        return math.nan
+    if isinstance(v, (int, float)):
+        return float(v)
+    s = str(v).strip().strip('"')
+    if not s or s.upper() in ("NA", "NAN"):
+        return math.nan
+    try:
+        return float(s)
+    except ValueError:
+        try:
+            return float(s.replace(",", "."))
+        except ValueError:
+            return math.nan
+
+
+def read_counters(path: str | Path) -> list[CounterRow]:
+    """Parse a gpuperfpredict CSV; raises InputError naming the file and column."""
+    import pandas as pd
+
+    p = str(path)
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not a CSV file ({exc})") from None
+    cols = set(df.columns)
+    for c in REQUIRED:
+        if c not in cols:
+            raise InputError(f"{p}: column {c!r} missing; expected the gpuperfpredict format (Input.Size, Duration, Grid.*, Block.*, nvprof events)")
+    out = []
+    for i, rec in enumerate(df.to_dict("records"), start=1):
+        out.append(_row(p, i, rec))
+    return out
+
+
+def _row(path: str, i: int, rec: dict) -> CounterRow:
+    g = lambda c: _num(rec.get(c))  # noqa: E731
+    for c in ("Input.Size", "Duration", "Block.X", "Grid.X"):
+        if not (g(c) >= 0):
+            raise InputError(f"{path} row {i}: {c}: expected a number, got {rec.get(c)!r}")
+    block = tuple(int(g(f"Block.{a}") or 1) for a in "XYZ")
+    grid = tuple(int(g(f"Grid.{a}") or 1) for a in "XYZ")
+    tpb = block[0] * block[1] * block[2]
+    blocks = grid[0] * grid[1] * grid[2]
+    if tpb < 1 or blocks < 1:
+        raise InputError(f"{path} row {i}: Block/Grid: expected positive sizes, got block {block} grid {grid}")
+    spec = {c: rec.get(c) for c in SPEC if c in rec}
+    kernel = str(rec.get("AppName") or rec.get("Kernel") or Path(path).stem)
+    names = (
+        "warps_launched", "inst_executed", "inst_issued1", "inst_issued2", "gld_request", "gst_request",
+        "shared_load", "shared_store", "shared_load_replay", "shared_store_replay",
+        "Global.Load.Transactions.Per.Request", "Global.Store.Transactions.Per.Request",
+        "L1.Global.Hit.Rate", "L2.Hit.Rate..L1.Reads.", "Device.Memory.Read.Transactions",
+        "Device.Memory.Write.Transactions", "FP.Instructions.Single.", "FP.Instructions.Double.",
+        "Floating.Point.Operations.Single.Precision.Special.", "Achieved.Occupancy",
+        "l1_global_load_hit", "l1_global_load_miss",
+    )  # fmt: skip
+    raw = {n: g(n) for n in names}
+    missing = tuple(c for c in COUNTERS if not (raw[c] >= 0))
+    params = None
+    if not missing:
+        params = _params(kernel, tpb, blocks, rec, raw, g)
+    return CounterRow(
+        row=i,
+        kernel=kernel,
+        input_size=g("Input.Size"),
+        block=block,
+        measured_s=g("Duration"),
+        spec=spec,
+        params=params,
+        missing=missing,
+        raw=raw,
+    )
+
+
+def _ratio(x: float, default: float) -> float:
+    return x if x == x and x >= 0 else default
+
+
+def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> KernelParams:
+    warps = raw["warps_launched"] or blocks * -(-tpb // 32)
+    per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
+    executed = per(raw["inst_executed"])
+    gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
+    tl = _ratio(raw["Global.Load.Transactions.Per.Request"], 1.0)
+    ts = _ratio(raw["Global.Store.Transactions.Per.Request"], 1.0)
+    coal = (gld if tl <= 1.0 else 0.0) + (gst if ts <= 1.0 else 0.0)
+    unc_l, unc_s = (gld if tl > 1.0 else 0.0), (gst if ts > 1.0 else 0.0)
+    uncoal = unc_l + unc_s
+    per_mw = (unc_l * tl + unc_s * ts) / uncoal if uncoal > 0 else 32.0
+    sfu = per(raw["Floating.Point.Operations.Single.Precision.Special."]) / 32.0
+    fp = (per(raw["FP.Instructions.Single."]) + per(raw["FP.Instructions.Double."])) / 32.0
+    shared = per(raw["shared_load"]) + per(raw["shared_store"])
+    l1 = _ratio(raw["L1.Global.Hit.Rate"], 0.0) / 100.0
+    l2 = _ratio(raw["L2.Hit.Rate..L1.Reads."], 0.0) / 100.0
+    dram_bytes = (_ratio(raw["Device.Memory.Read.Transactions"], 0.0) + _ratio(raw["Device.Memory.Write.Transactions"], 0.0)) * 32.0
+    # Loads are what the L2 hit rate measures; stores always go to L2 and are
+    # written back later, so the hit ratio applies to the load share only.
+    load_share = gld / (gld + gst) if gld + gst > 0 else 0.0
+    return KernelParams(
+        name=kernel,
+        threads_per_block=tpb,
+        blocks=blocks,
+        comp_insts=max(0.0, executed - gld - gst - sfu),
+        coal_mem_insts=coal,
+        uncoal_mem_insts=uncoal,
+        uncoal_per_mw=per_mw,
+        sfu_insts=sfu,
+        fp_insts=fp,
+        shared_insts=shared,
+        bank_conflict_insts=per(raw["shared_load_replay"]) + per(raw["shared_store_replay"]),
+        regs_per_thread=int(_ratio(g("Registers.Per.Thread"), 0)),
+        smem_per_block=int(_ratio(g("Static.SMem"), 0) + _ratio(g("Dynamic.SMem"), 0)),
+        l1_hit_ratio=l1 * load_share,
+        l2_hit_ratio=l2 * (1.0 - l1) * load_share,
+        data_bytes=dram_bytes,
+        input_size=g("Input.Size"),
+        measured_s=g("Duration"),
+    )
+
+
+# --- GPUs from specification columns ---------------------------------------------
+
+# Per-architecture defaults for what a spec row lacks. The Kepler values start
+# from configs/gpus/k80.toml (Mei & Chu latencies, Hong & Kim departure delays);
+# Pascal latencies are mt4g's Quadro P6000 measurements (shared/data/mt4g,
+# p50 cycles: L1 90, L2 232, DRAM 413, shared 38); Maxwell has no measurement in
+# reach and takes Pascal's (same SM memory pipeline, GM -> GP shrink). FP32
+# dependent latencies: Kepler 9 (Lemeire et al. Table II), Maxwell and Pascal 6
+# (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+# Microbenchmarking", 2018). Occupancy limits: CUDA C Programming Guide,
+# "Compute Capabilities" table.
+ARCH_DEFAULTS: dict[str, dict] = {
+    "kepler": {
+        "compute": {"cores_per_sm": 192, "sfus_per_sm": 32, "max_blocks_per_sm": 16, "regs_per_sm": 65536,
+                    "fp_latency": 9.0, "avg_inst_latency": 9.0},
+        "memory": {"smem_per_sm": 49152},
+    },
+    "maxwell": {
+        "compute": {"cores_per_sm": 128, "sfus_per_sm": 32, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
+                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
+        "memory": {"smem_per_sm": 98304, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
+        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
+    },
+    "pascal": {
+        "compute": {"cores_per_sm": 64, "sfus_per_sm": 16, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
+                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
+        "memory": {"smem_per_sm": 65536, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
+        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
+    },
+}  # fmt: skip
+
+
+def arch_of(cc: float) -> str:
+    major = int(cc)
+    if major == 3:
+        return "kepler"
+    if major == 5:
+        return "maxwell"
+    if major == 6:
+        return "pascal"
+    raise InputError(f"compute capability {cc}: no per-architecture defaults (Kepler 3.x, Maxwell 5.x, Pascal 6.x); give --gpu")
+
+
+def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
+    """A Gpu for a spec row: the row's clock, cores, bandwidth; the architecture's defaults for the rest."""
+    cc = _num(spec.get("compute_version"))
+    clock = _num(spec.get("max_clock_rate"))
+    cores = _num(spec.get("num_of_cores"))
+    for key, v in (("compute_version", cc), ("max_clock_rate", clock), ("num_of_cores", cores)):
+        if not v > 0:
+            raise InputError(f"{where}: {key}: expected a positive number, got {spec.get(key)!r}")
+    arch = arch_of(cc)
+    bw = _num(spec.get("bandwith"))
+    if not bw > 0:
+        bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
+        if not (bus > 0 and mclk > 0):
+            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {spec.get('bandwith')!r}")
+        bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
+    d = ARCH_DEFAULTS[arch]
+    major, minor = int(cc), int(round((cc - int(cc)) * 10))
+    base = get_gpu("k80")
+    comp = dict(d["compute"])
+    if (major, minor) == (6, 1):
+        comp.update(cores_per_sm=128, sfus_per_sm=32)
+        mem_extra = {"smem_per_sm": 98304}
+    else:
+        mem_extra = {}
+    if (major, minor) == (3, 0):
+        comp["max_regs_per_thread"] = 63
+    cores_per_sm = comp["cores_per_sm"]
+    sms = max(1, int(round(cores / cores_per_sm)))
+    comp.update(sms=sms, clock_mhz=clock, issue_cycles=32.0 / cores_per_sm,
+                max_regs_per_block=65536)  # fmt: skip
+    mem = dict(d.get("memory", {}), **mem_extra, bandwidth_gbs=bw)
+    caches = dict(d.get("caches", {}))
+    name = str(spec.get("gpu_name") or f"cc{cc}")
+    return replace(
+        base,
+        name=name,
+        description=f"{name} from its specification columns ({arch} defaults)",
+        arch=arch,
+        compute_capability=(major, minor),
+        compute=replace(base.compute, **comp),
+        memory=replace(base.memory, **mem),
+        caches=replace(base.caches, **caches),
+        path="",
+    )

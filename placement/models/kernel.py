@@ -1,0 +1,259 @@
+"""The kernel side of the seed models: dynamic instruction counts and the launch.
+
+:class:`KernelParams` holds Hong & Kim's Table 1 program parameters (counts per
+thread, which for a warp-uniform kernel equal the counts per warp) plus the few
+GPUPerf (Sim et al. Table 2) and BSP (Amaris et al. Eq. 3-5) inputs those lack.
+It comes from a parameter file (:func:`load_kernel_file`), from nvprof counters
+(``placement.models.counters``) or from a trace (:func:`kernel_from_trace`).
+:func:`launch` turns it into the per-SM quantities every model uses (N, #Rep).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from traces.errors import InputError
+
+from ..occupancy import occupancy
+from .params import Machine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KernelParams:
+    """Dynamic counts per warp (Hong & Kim count per thread) and the launch shape.
+
+    ``comp_insts`` are computation instructions excluding SFU ones (shared-memory
+    accesses count as computation, Hong & Kim Sec. 3.6); ``coal_mem_insts`` and
+    ``uncoal_mem_insts`` are global-memory instructions. ``l1_hit_ratio`` and
+    ``l2_hit_ratio`` are fractions of global memory requests served by each cache
+    (GPUPerf AMAT, BSP L1 and L2).
+    """
+
+    threads_per_block: int
+    blocks: int
+    comp_insts: float
+    coal_mem_insts: float = 0.0
+    uncoal_mem_insts: float = 0.0
+    synch_insts: float = 0.0
+    sfu_insts: float = 0.0
+    fp_insts: float | None = None
+    """Floating-point instructions per warp (Sim et al. Eq. 18); None: all of comp_insts."""
+    shared_insts: float = 0.0
+    """Shared-memory accesses per warp, part of comp_insts (BSP Comm_SM)."""
+    uncoal_per_mw: float = 32.0
+    coal_per_mw: float = 1.0
+    load_bytes_per_warp: float = 128.0
+    regs_per_thread: int = 0
+    smem_per_block: int = 0
+    active_blocks_per_sm: int | None = None
+    """Resident blocks per SM; None: from the occupancy calculator."""
+    active_sms: int | None = None
+    """SMs that run blocks; None: min(#SMs, #blocks)."""
+    ilp: float = 1.0
+    mlp: float = 1.0
+    l1_hit_ratio: float = 0.0
+    l2_hit_ratio: float = 0.0
+    bank_conflict_insts: float = 0.0
+    """Replayed shared-memory instructions per warp (Sim et al. O_bank)."""
+    divergent_insts: float = 0.0
+    """Extra instructions per warp from divergent paths (Sim et al. O_CFdiv)."""
+    data_bytes: float = 0.0
+    """Bytes the kernel must move from DRAM (Sim et al. Eq. 19 size of data); 0: unknown."""
+    name: str = "kernel"
+    input_size: float | None = None
+    measured_s: float | None = None
+
+    @property
+    def mem_insts(self) -> float:
+        return self.coal_mem_insts + self.uncoal_mem_insts
+
+    @property
+    def total_insts(self) -> float:
+        """Hong & Kim #Total_insts = #Comp_insts + #Mem_insts (SFU counted as computation)."""
+        return self.comp_insts + self.sfu_insts + self.mem_insts
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // 32)
+
+    @property
+    def total_warps(self) -> int:
+        return self.blocks * self.warps_per_block
+
+    @property
+    def miss_ratio(self) -> float:
+        """Fraction of global requests that reach DRAM."""
+        return max(0.0, 1.0 - self.l1_hit_ratio - self.l2_hit_ratio)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Per-SM view of a launch (Hong & Kim Eq. 20-21)."""
+
+    active_sms: int
+    active_blocks_per_sm: int
+    n: int
+    """#Active_warps_per_SM."""
+    rep: float
+    """#Rep = #Blocks / (#Active_blocks_per_SM x #Active_SMs)."""
+    total_warps: int
+
+
+def launch(k: KernelParams, m: Machine) -> Launch:
+    """N and #Rep of ``k`` on ``m`` (Hong & Kim Sec. 3.4.1, Eq. 20-21)."""
+    active_sms = k.active_sms or min(m.sms, k.blocks)
+    if k.active_blocks_per_sm is not None:
+        blocks_per_sm = k.active_blocks_per_sm
+    elif m.gpu is not None:
+        blocks_per_sm = occupancy(m.gpu, k.threads_per_block, k.regs_per_thread, k.smem_per_block).blocks_per_sm
+    else:
+        blocks_per_sm = max(1, m.max_warps_per_sm // k.warps_per_block)
+    # An SM never holds more blocks than the grid gives it.
+    blocks_per_sm = max(1, min(blocks_per_sm, math.ceil(k.blocks / active_sms)))
+    rep = k.blocks / (blocks_per_sm * active_sms)
+    return Launch(
+        active_sms=active_sms,
+        active_blocks_per_sm=blocks_per_sm,
+        n=blocks_per_sm * k.warps_per_block,
+        rep=rep,
+        total_warps=k.total_warps,
+    )
+
+
+# --- parameter files -------------------------------------------------------------
+
+_KERNEL_FIELDS = {f.name: f for f in fields(KernelParams)}
+_MACHINE_KEYS = {
+    "sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "dram_latency",
+    "departure_del_coal", "departure_del_uncoal", "issue_cycles", "fp_latency",
+    "avg_inst_latency", "l1_latency", "l2_latency", "smem_latency", "transaction_bytes",
+    "max_warps_per_sm", "gamma", "name",
+}  # fmt: skip
+
+
+def _coerce(path: str, key: str, value, kind):
+    base = [t for t in typing.get_args(kind) if t is not type(None)] or [kind]
+    want = base[0]
+    if value is None:
+        return None
+    if want is int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InputError(f"{path}: {key}: expected a non-negative integer, got {value!r}")
+        return value
+    if want is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise InputError(f"{path}: {key}: expected a non-negative number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise InputError(f"{path}: {key}: expected a string, got {value!r}")
+    return value
+
+
+def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
+    """A kernel parameter file: ``[kernel]`` (KernelParams fields) and optional ``[machine]``.
+
+    Returns the kernel and the machine table as a dict of Machine field overrides
+    (empty when the file has none). Unknown keys are refused with the known ones.
+    """
+    p = str(path)
+    try:
+        with open(p, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    unknown = sorted(set(data) - {"kernel", "machine"})
+    if unknown:
+        raise InputError(f"{p}: {unknown[0]}: unknown table; expected [kernel] and optionally [machine]")
+    if "kernel" not in data:
+        raise InputError(f"{p}: kernel: missing table [kernel]")
+    table = data["kernel"]
+    hints = typing.get_type_hints(KernelParams)
+    bad = sorted(set(table) - set(_KERNEL_FIELDS))
+    if bad:
+        raise InputError(f"{p}: kernel.{bad[0]}: unknown key; known keys: {', '.join(sorted(_KERNEL_FIELDS))}")
+    values = {}
+    for name, f in _KERNEL_FIELDS.items():
+        if name in table:
+            values[name] = _coerce(p, f"kernel.{name}", table[name], hints[name])
+    for req in ("threads_per_block", "blocks", "comp_insts"):
+        if req not in values:
+            raise InputError(f"{p}: kernel.{req}: missing key")
+    if values["threads_per_block"] < 1 or values["blocks"] < 1:
+        raise InputError(f"{p}: kernel.threads_per_block and kernel.blocks must be >= 1")
+    machine = data.get("machine", {})
+    bad = sorted(set(machine) - _MACHINE_KEYS)
+    if bad:
+        raise InputError(f"{p}: machine.{bad[0]}: unknown key; known keys: {', '.join(sorted(_MACHINE_KEYS))}")
+    mhints = typing.get_type_hints(Machine)
+    machine = {k: _coerce(p, f"machine.{k}", v, mhints[k]) for k, v in machine.items()}
+    return KernelParams(**values), machine
+
+
+# --- traces ----------------------------------------------------------------------
+
+
+def kernel_from_trace(path: str | Path) -> KernelParams:
+    """Kernel parameters from a trace: instruction classes from the metadata, coalescing from addresses.
+
+    A global request is coalesced when its active lanes touch one 128-byte line;
+    otherwise it counts #lines transactions (Hong & Kim Sec. 3.4.5: compute
+    capability 1.3 and later coalesce into as few transactions as possible).
+    """
+    import numpy as np
+
+    import traces
+
+    tr = traces.read(path)
+    info = tr.info
+    ins = info.instructions
+    warps = max(1, ins.warps)
+    glob = np.isin(tr.space, (0, 1, 4, 5))  # global, local and texture go off chip
+    shared = tr.space == 2
+    lines_per_req = np.zeros(int(glob.sum()), dtype=np.int64)
+    if lines_per_req.size:
+        addr = tr.addr[glob]
+        mask = tr.mask[glob]
+        lanes = ((mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        line = addr // 128
+        big = np.iinfo(np.uint64).max
+        line = np.where(lanes, line, big)
+        srt = np.sort(line, axis=1)
+        distinct = (np.diff(srt, axis=1) != 0) & (srt[:, 1:] != big)
+        lines_per_req = 1 + distinct.sum(axis=1)
+    coal = float((lines_per_req <= 1).sum()) / warps
+    uncoal_reqs = lines_per_req[lines_per_req > 1]
+    uncoal = float(uncoal_reqs.size) / warps
+    per_mw = float(uncoal_reqs.mean()) if uncoal_reqs.size else 32.0
+    mem = coal + uncoal
+    executed = ins.executed / warps
+    comp = max(0.0, executed - mem - ins.sfu / warps)
+    tpb = int(np.prod(info.block))
+    blocks = int(np.prod(info.grid))
+    return KernelParams(
+        name=info.kernel,
+        threads_per_block=tpb,
+        blocks=blocks,
+        comp_insts=comp,
+        coal_mem_insts=coal,
+        uncoal_mem_insts=uncoal,
+        uncoal_per_mw=per_mw,
+        synch_insts=ins.sync / warps,
+        sfu_insts=ins.sfu / warps,
+        fp_insts=(ins.fp32 + ins.fp64) / warps if (ins.fp32 or ins.fp64) else None,
+        shared_insts=float(shared.sum()) / warps,
+        regs_per_thread=info.regs_per_thread,
+        smem_per_block=info.smem_per_block,
+        ilp=float(info.extra.get("ilp", 1.0)),
+        mlp=float(info.extra.get("mlp", 1.0)),
+        data_bytes=float(sum(o.size for o in info.objects if o.space in ("global", "texture1d", "texture2d"))),
+        measured_s=info.measured.time_ns * 1e-9 if info.measured else None,
+    )

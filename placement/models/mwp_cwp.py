@@ -1,0 +1,163 @@
+"""Hong & Kim's MWP-CWP model (ISCA 2009, Eq. 1-27).
+
+Memory warp parallelism (MWP) is how many warps per SM can wait on memory at once;
+computation warp parallelism (CWP) is how many warps can compute during one
+memory waiting period, plus one. Their relation picks one of three execution-time
+equations (Eq. 22-24). Eq. 1 and Eq. 23 lost a factor in print: the corrected
+form, which reproduces the paper's Table 2, is
+
+    Exec_cycles_app = (Mem_cycles * N / MWP + Comp_cycles / #Mem_insts * (MWP - 1)) * #Rep
+
+(DESIGN.md, "The other seed models").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .kernel import KernelParams, launch
+from .params import Machine
+
+
+def mem_l_uncoal(mem_ld: float, uncoal_per_mw: float, departure_del_uncoal: float) -> float:
+    """Eq. 10: Mem_L_Uncoal = Mem_LD + (#Uncoal_per_mw - 1) * Departure_del_uncoal."""
+    return mem_ld + (uncoal_per_mw - 1.0) * departure_del_uncoal
+
+
+def weights(coal_insts: float, uncoal_insts: float) -> tuple[float, float]:
+    """Eq. 13-14: (Weight_uncoal, Weight_coal); (0, 1) for a kernel without memory instructions."""
+    total = coal_insts + uncoal_insts
+    if total <= 0:
+        return 0.0, 1.0
+    return uncoal_insts / total, coal_insts / total
+
+
+def mem_l(k: KernelParams, m: Machine) -> float:
+    """Eq. 10-12: the weighted round-trip latency of one memory warp."""
+    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
+    return mem_l_uncoal(m.dram_latency, k.uncoal_per_mw, m.departure_del_uncoal) * w_unc + m.dram_latency * w_coal
+
+
+def departure_delay(k: KernelParams, m: Machine) -> float:
+    """Eq. 15: Departure_delay = Departure_del_uncoal * #Uncoal_per_mw * Weight_uncoal + Departure_del_coal * Weight_coal."""
+    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
+    return m.departure_del_uncoal * k.uncoal_per_mw * w_unc + m.departure_del_coal * w_coal
+
+
+def bw_per_warp(freq_hz: float, load_bytes_per_warp: float, mem_l_cycles: float) -> float:
+    """Eq. 7: BW_per_warp = Freq * Load_bytes_per_warp / Mem_L, in bytes per second."""
+    return freq_hz * load_bytes_per_warp / mem_l_cycles
+
+
+def mwp_peak_bw(bandwidth_gbs: float, bw_warp: float, active_sms: int) -> float:
+    """Eq. 6: MWP_peak_BW = Mem_Bandwidth / (BW_per_warp * #ActiveSM)."""
+    return bandwidth_gbs * 1e9 / (bw_warp * active_sms)
+
+
+def mwp(mwp_without_bw_full: float, peak_bw: float, n: int) -> float:
+    """Eq. 5 with Eq. 17: MWP = MIN(MWP_Without_BW, MWP_peak_BW, N)."""
+    return min(mwp_without_bw_full, peak_bw, float(n))
+
+
+def cwp(mem_cycles: float, comp_cycles: float, n: int) -> tuple[float, float]:
+    """Eq. 8-9: (CWP_full, CWP) with CWP = MIN(CWP_full, N)."""
+    full = (mem_cycles + comp_cycles) / comp_cycles if comp_cycles > 0 else float("inf")
+    return full, min(full, float(n))
+
+
+@dataclass(frozen=True)
+class MwpCwpResult:
+    """Every intermediate of Hong & Kim's Table 2, the case taken and the time."""
+
+    mem_l_uncoal: float
+    mem_l_coal: float
+    mem_l: float
+    weight_uncoal: float
+    weight_coal: float
+    departure_delay: float
+    mwp_without_bw_full: float
+    mwp_without_bw: float
+    bw_per_warp_gbs: float
+    mwp_peak_bw: float
+    mwp: float
+    comp_cycles: float
+    mem_cycles: float
+    cwp_full: float
+    cwp: float
+    n: int
+    active_blocks_per_sm: int
+    active_sms: int
+    rep: float
+    case: str
+    """'eq22' (MWP = CWP = N, not enough warps), 'eq23' (memory bound), 'eq24' (compute bound), 'compute-only'."""
+    exec_cycles_app: float
+    synch_cost: float
+    exec_cycles: float
+    cpi: float
+    time_s: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
+    """Execution cycles of ``k`` on ``m`` (Eq. 1-27, Eq. 23 corrected)."""
+    ln = launch(k, m)
+    n = ln.n
+    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
+    l_unc = mem_l_uncoal(m.dram_latency, k.uncoal_per_mw, m.departure_del_uncoal)
+    l_coal = m.dram_latency  # Eq. 11
+    ml = l_unc * w_unc + l_coal * w_coal  # Eq. 12
+    dep = departure_delay(k, m)  # Eq. 15
+    full = ml / dep if dep > 0 else float("inf")  # Eq. 16
+    without_bw = min(full, float(n))  # Eq. 17
+    bw_warp = bw_per_warp(m.freq_hz, k.load_bytes_per_warp, ml)  # Eq. 7
+    peak = mwp_peak_bw(m.bandwidth_gbs, bw_warp, ln.active_sms)  # Eq. 6
+    mw = mwp(full, peak, n)  # Eq. 5
+    mw = max(mw, 1.0)
+    mem_cycles = l_unc * k.uncoal_mem_insts + l_coal * k.coal_mem_insts  # Eq. 18
+    comp_cycles = m.issue_cycles * k.total_insts  # Eq. 19
+    cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
+    mem_insts = k.mem_insts
+    if mem_insts <= 0:
+        case = "compute-only"
+        app = comp_cycles * n * ln.rep
+    elif mw == n and cw == n:
+        case = "eq22"
+        app = (mem_cycles + comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+    elif cw >= mw or comp_cycles > mem_cycles:
+        case = "eq23"
+        app = (mem_cycles * n / mw + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+    else:
+        case = "eq24"
+        app = (ml + comp_cycles * n) * ln.rep
+    synch = dep * (mw - 1) * k.synch_insts * ln.active_blocks_per_sm * ln.rep  # Eq. 26
+    total = app + synch  # Eq. 27
+    insts = k.total_insts * k.warps_per_block * k.blocks / ln.active_sms  # Eq. 25 denominator
+    return MwpCwpResult(
+        mem_l_uncoal=l_unc,
+        mem_l_coal=l_coal,
+        mem_l=ml,
+        weight_uncoal=w_unc,
+        weight_coal=w_coal,
+        departure_delay=dep,
+        mwp_without_bw_full=full,
+        mwp_without_bw=without_bw,
+        bw_per_warp_gbs=bw_warp / 1e9,
+        mwp_peak_bw=peak,
+        mwp=mw,
+        comp_cycles=comp_cycles,
+        mem_cycles=mem_cycles,
+        cwp_full=cw_full,
+        cwp=cw,
+        n=n,
+        active_blocks_per_sm=ln.active_blocks_per_sm,
+        active_sms=ln.active_sms,
+        rep=ln.rep,
+        case=case,
+        exec_cycles_app=app,
+        synch_cost=synch,
+        exec_cycles=total,
+        cpi=total / insts if insts > 0 else 0.0,
+        time_s=m.cycles_to_s(total),
+    )

@@ -1,0 +1,148 @@
+"""Machine parameters of the seed models, built from a GPU configuration.
+
+The seed models (Hong & Kim's MWP-CWP, Sim et al.'s GPUPerf, Amaris et al.'s BSP)
+each read a handful of machine numbers. :class:`Machine` gathers them in one frozen
+dataclass; :func:`machine_from_gpu` fills it from a :class:`placement.gpu.Gpu`, and
+the presets reproduce the papers' own machines (Hong & Kim Sec. 3.6, Sim et al.
+Table 3). Numbers a GPU configuration does not hold are model constants with the
+paper they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..gpu import Gpu
+
+GAMMA = 64.0
+"""Sim et al. Eq. 8: machine parameter of the synchronization cost, 64 for Fermi."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine side of the seed models (Hong & Kim Table 1, Sim et al. Table 2).
+
+    Latencies and delays are in SM cycles; ``issue_cycles`` is the SM's cycles per
+    warp-instruction (Hong & Kim's Issue_cycles: warp size / SIMD width).
+    """
+
+    name: str
+    sms: int
+    clock_mhz: float
+    simd_width: int
+    """Scalar processors per SM (Sim et al. SIMD width; P / #SMs in BSP)."""
+    sfu_width: int
+    bandwidth_gbs: float
+    dram_latency: float
+    """Hong & Kim Mem_LD, Sim et al. DRAM lat."""
+    departure_del_coal: float
+    departure_del_uncoal: float
+    """Hong & Kim Departure_del_uncoal; Sim et al. use it as the transaction departure delay Delta."""
+    issue_cycles: float
+    fp_latency: float
+    avg_inst_latency: float
+    l1_latency: float
+    l2_latency: float
+    smem_latency: float
+    warp_size: int = 32
+    transaction_bytes: int = 128
+    """Sim et al. Eq. A.7 transaction size (128 B on Fermi and Kepler)."""
+    gamma: float = GAMMA
+    max_warps_per_sm: int = 64
+    l1_caches_global: bool = False
+    """Whether global loads are looked up in L1 (Fermi yes, Kepler no by default)."""
+    gpu: Gpu | None = None
+    """The configuration this came from, for occupancy; None for the papers' presets."""
+
+    @property
+    def freq_hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+    @property
+    def cores(self) -> int:
+        return self.sms * self.simd_width
+
+    def cycles_to_s(self, cycles: float) -> float:
+        return cycles / self.freq_hz
+
+
+def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
+    """The seed models' parameters of ``gpu``; keyword arguments override fields."""
+    c, m, k = gpu.compute, gpu.memory, gpu.caches
+    mach = Machine(
+        name=gpu.name,
+        sms=c.sms,
+        clock_mhz=c.clock_mhz,
+        simd_width=c.cores_per_sm,
+        sfu_width=c.sfus_per_sm,
+        bandwidth_gbs=m.bandwidth_gbs,
+        dram_latency=m.dram_latency,
+        departure_del_coal=m.departure_del_coal,
+        departure_del_uncoal=m.departure_del_uncoal,
+        issue_cycles=c.issue_cycles,
+        fp_latency=c.fp_latency,
+        avg_inst_latency=c.avg_inst_latency,
+        l1_latency=k.l1_latency,
+        l2_latency=k.l2_latency,
+        smem_latency=m.smem_latency,
+        warp_size=c.warp_size,
+        transaction_bytes=m.line_bytes,
+        max_warps_per_sm=c.max_threads_per_sm // c.warp_size,
+        l1_caches_global=bool(k.l1),
+        gpu=gpu,
+    )
+    return replace(mach, **overrides) if overrides else mach
+
+
+def hong_kim_example() -> Machine:
+    """The machine of Hong & Kim Sec. 3.6 / Table 2: 80 GB/s, 1 GHz, 16 SMs, Mem_LD 420.
+
+    Departure delays are Table 6's FX5600 values (uncoalesced 10, coalesced 4);
+    Issue_cycles 4 (Table 1: 8 SPs per SM, 32 threads per warp).
+    """
+    return Machine(
+        name="hong-kim-sec3.6",
+        sms=16,
+        clock_mhz=1000.0,
+        simd_width=8,
+        sfu_width=2,
+        bandwidth_gbs=80.0,
+        dram_latency=420.0,
+        departure_del_coal=4.0,
+        departure_del_uncoal=10.0,
+        issue_cycles=4.0,
+        fp_latency=22.0,  # Lemeire et al. Table II, Tesla generation SP completion latency
+        avg_inst_latency=22.0,
+        l1_latency=0.0,
+        l2_latency=0.0,
+        smem_latency=4.0,
+        max_warps_per_sm=24,  # compute capability 1.0: 768 threads per SM
+    )
+
+
+def c2050() -> Machine:
+    """NVIDIA Tesla C2050 with Sim et al.'s Table 3 model parameters.
+
+    1.15 GHz, 144 GB/s, 14 SMs of 32 SPs and 4 SFUs; FP lat 18, DRAM lat 440,
+    Delta 20, L1 18 and L2 130 cycles. Shared-memory latency is not in Table 3:
+    the L1 latency (same SRAM on Fermi) is used.
+    """
+    return Machine(
+        name="c2050-sim2012",
+        sms=14,
+        clock_mhz=1150.0,
+        simd_width=32,
+        sfu_width=4,
+        bandwidth_gbs=144.0,
+        dram_latency=440.0,
+        departure_del_coal=20.0,
+        departure_del_uncoal=20.0,
+        issue_cycles=1.0,
+        fp_latency=18.0,
+        avg_inst_latency=18.0,
+        l1_latency=18.0,
+        l2_latency=130.0,
+        smem_latency=18.0,
+        max_warps_per_sm=48,
+        l1_caches_global=True,
+    )
