@@ -22,6 +22,7 @@ from . import __version__
 COMMANDS = (
     "info",
     "gpus",
+    "bench",
     "model",
 )
 

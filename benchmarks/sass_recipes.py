@@ -1,0 +1,190 @@
+"""Recompile the benchmark kernels and recount their SASS: writes the instruction recipes.
+
+Usage::
+
+    python benchmarks/sass_recipes.py [--arch sm_80] [-o traces/generators/recipes.toml]
+
+Each ``benchmarks/kernels/*.cu`` is compiled with ``nvcc -cubin -arch=ARCH`` and
+disassembled with ``nvdisasm -c`` (PyPI ``nvidia-cuda-nvdisasm``; ``cuobjdump
+-res-usage`` gives registers and static shared memory). Every ``extern "C"``
+kernel is split into its basic blocks (nvdisasm's labels); per block the script
+records the start pc, the number of instructions, the count per instruction
+class and the memory instructions (offset in the block, opcode). The generators
+in ``traces/generators`` walk these blocks along each warp's path: the walk gives
+every memory row its ``seq`` and ``pc`` and the kernel its instruction totals.
+
+Classes (warp-level, as ``traces.Instructions``): fp32 ``F*`` arithmetic and
+``HFMA2``/``HADD2``; fp64 ``D*``; sfu ``MUFU`` and the conversions ``F2F F2I I2F``
+(quarter-rate units); ldst loads, stores, atomics, texture fetches and ``LDC`` with
+a register index; sync ``BAR MEMBAR DEPBAR WARPSYNC``; branch ``BRA EXIT RET CALL
+BSSY BSYNC BREAK``; int everything else (``IMAD IADD3 LEA SHF LOP3 ISETP MOV S2R
+ULDC ...``). The padding after the last ``EXIT`` (a ``BRA`` to itself and ``NOP``s)
+never runs and is dropped.
+
+sm_37 (the K80 of Huang & Li) is not supported by CUDA 13; sm_75 is the lowest
+architecture it compiles for, sm_80 the default here (it matches the Accel-Sim
+sample in ../shared/data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "benchmarks" / "kernels"
+DEFAULT_OUT = ROOT / "traces" / "generators" / "recipes.toml"
+CLASSES = ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch")
+
+MEM_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.", "ATOM", "ATOMS", "ATOMG", "RED", "TEX", "TLD", "TLD4", "LDL", "STL")
+FP32 = {"FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSET", "FSEL", "FCHK", "FRND", "FSWZADD", "HFMA2", "HADD2", "HMUL2", "FCMP"}
+SFU = {"MUFU", "F2F", "F2I", "I2F", "I2I", "F2FP"}
+SYNC = {"BAR", "MEMBAR", "DEPBAR", "WARPSYNC", "ERRBAR", "CCTL"}
+BRANCH = {"BRA", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "BRX", "JMP", "JMX", "KILL", "BMOV"}
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    cand = Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13" / "bin" / name
+    if cand.exists():
+        return str(cand)
+    sys.exit(f"sass_recipes: {name} not found (pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump)")
+
+
+def is_mem(op: str, operands: str) -> bool:
+    base = op.split(".")[0]
+    if base in ("LDG", "STG", "LDS", "STS", "LD", "ST", "ATOM", "ATOMS", "ATOMG", "RED", "TEX", "TLD", "TLD4", "TLDS", "LDL", "STL", "SULD", "SUST"):
+        return True
+    # LDC with a register index is a constant-memory load; c[0x0][imm] is a parameter read.
+    return base == "LDC" and re.search(r"c\[0x[0-9a-f]+\]\[R", operands) is not None
+
+
+def klass(op: str, operands: str) -> str:
+    base = op.split(".")[0]
+    if is_mem(op, operands) or base == "LDC":
+        return "ldst"
+    if base in SYNC:
+        return "sync"
+    if base in BRANCH:
+        return "branch"
+    if base in SFU:
+        return "sfu"
+    if base in FP32:
+        return "fp32"
+    if base[0] == "D" and base in {"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"}:
+        return "fp64"
+    return "int"
+
+
+INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*(.*?)\s*;")
+
+
+def parse(text: str) -> dict[str, list[dict]]:
+    """nvdisasm -c output -> {function: [basic block]}."""
+    funcs: dict[str, list[dict]] = {}
+    cur = None
+    blocks = None
+    for line in text.splitlines():
+        m = re.match(r"\s*\.text\.(\w+):", line)
+        if m:
+            cur = m.group(1)
+            blocks = funcs.setdefault(cur, [])
+            blocks.append({"label": cur, "insns": []})
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^(\.L_x_\d+):", line)
+        if m:
+            if blocks[-1]["insns"]:
+                blocks.append({"label": m.group(1), "insns": []})
+            else:
+                blocks[-1]["label"] = m.group(1)
+            continue
+        m = INSN.search(line)
+        if m:
+            pc = int(m.group(1), 16)
+            blocks[-1]["insns"].append((pc, (m.group(2) or "").strip(), m.group(3), m.group(4)))
+    for name, blocks in funcs.items():
+        # Drop the padding after the last EXIT: BRA to itself and NOPs.
+        last_exit = max(i for i, b in enumerate(blocks) if any(ins[2] == "EXIT" for ins in b["insns"]))
+        del blocks[last_exit + 1 :]
+        funcs[name] = [b for b in blocks if b["insns"]]
+    return funcs
+
+
+def resources(cuobjdump: str, cubin: Path) -> dict[str, tuple[int, int]]:
+    out = subprocess.run([cuobjdump, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
+    res = {}
+    name = None
+    for line in out.splitlines():
+        m = re.search(r"Function (\w+):", line)
+        if m:
+            name = m.group(1)
+        m = re.search(r"REG:(\d+).*SHARED:(\d+)", line)
+        if m and name:
+            res[name] = (int(m.group(1)), int(m.group(2)))
+    return res
+
+
+def toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default="sm_80")
+    ap.add_argument("-o", "--output", default=str(DEFAULT_OUT))
+    ap.add_argument("--listing", action="store_true", help="print the SASS of every block")
+    args = ap.parse_args(argv)
+    nvcc, nvdisasm, cuobjdump = tool("nvcc"), tool("nvdisasm"), tool("cuobjdump")
+    version = re.search(r"release ([\d.]+), V([\d.]+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout)
+    lines = [
+        "# Instruction recipes of the benchmark kernels, one table per kernel, one entry per",
+        "# SASS basic block: start pc, instruction count, count per class, memory instructions",
+        "# as [offset in block, opcode]. Generated by benchmarks/sass_recipes.py; do not edit.",
+        f"# nvcc {version.group(2) if version else '?'} -cubin -arch={args.arch}; nvdisasm -c.",
+        "",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for cu in sorted(KERNELS.glob("*.cu")):
+            cubin = Path(tmp) / (cu.stem + ".cubin")
+            subprocess.run([nvcc, "-cubin", f"-arch={args.arch}", "-O3", "-o", str(cubin), str(cu)], check=True)
+            text = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+            res = resources(cuobjdump, cubin)
+            for name, blocks in sorted(parse(text).items()):
+                regs, smem = res.get(name, (0, 0))
+                lines += [f"[{name}]", f"source = {toml_str(str(cu.relative_to(ROOT)))}", f'arch = "{args.arch}"',
+                          f"regs = {regs}", f"smem = {smem}", "blocks = ["]  # fmt: skip
+                for b in blocks:
+                    counts = dict.fromkeys(CLASSES, 0)
+                    mem = []
+                    for k, (pc, pred, op, operands) in enumerate(b["insns"]):
+                        counts[klass(op, operands)] += 1
+                        if is_mem(op, operands):
+                            mem.append(f"[{k}, {toml_str(op)}]")
+                    cls = ", ".join(f"{c} = {v}" for c, v in counts.items() if v)
+                    lines.append(
+                        f"  {{ label = {toml_str(b['label'])}, pc = {b['insns'][0][0]}, n = {len(b['insns'])}, {cls}, "
+                        f"mem = [{', '.join(mem)}] }},"
+                    )
+                    if args.listing:
+                        print(f"{name} {b['label']} (pc {b['insns'][0][0]:#x}, {len(b['insns'])} insns)")
+                        for pc, pred, op, operands in b["insns"]:
+                            print(f"    {pc:04x} {pred:6s} {op} {operands}")
+                lines += ["]", ""]
+    Path(args.output).write_text("\n".join(lines))
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

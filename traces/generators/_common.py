@@ -1,0 +1,260 @@
+"""What every generator shares: the SASS recipes, object layout, row buffers and totals.
+
+Recipes. ``recipes.toml`` (written by ``benchmarks/sass_recipes.py`` from
+``benchmarks/kernels/*.cu``, nvcc 13.0 ``-arch=sm_80``) lists every kernel's SASS
+basic blocks with their instruction counts per class and their memory
+instructions. A generator picks the blocks a warp runs into :class:`Segment` s:
+a straight-line segment keeps the exact SASS offsets of its memory instructions
+(``seq`` and ``pc`` of the rows come from them); a loop segment is the compiler's
+unrolled body divided by its unroll factor, so one source-level iteration costs
+the average of the unrolled code and its memory instructions sit evenly spaced
+in it (the order of the rows inside an unrolled group is the source order, not
+the SASS order). Totals are segment counts times executions, summed per class
+and rounded once.
+
+Layout. Global objects get distinct cudaMalloc-like virtual addresses: 512-byte
+aligned (the spacing of the two ``MemcpyHtoD`` bases in the Accel-Sim vectorAdd
+sample is 200000 B rounded up to 512) from ``GLOBAL_BASE``. ``__constant__``
+objects get addresses from ``CONST_BASE`` (the symbol's device address, as
+``cudaGetSymbolAddress`` returns it). Texture-bound objects are global
+allocations read through the texture path. Shared objects are offsets in the
+block's window, in declaration order, aligned to 16 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, ObjectInfo, SPACE_CODES
+
+GLOBAL_BASE = 0x7F3C_0000_0000
+CONST_BASE = 0x7F3B_FF00_0000
+MALLOC_ALIGN = 512
+SHARED_ALIGN = 16
+PC_STEP = 16  # bytes per SASS instruction on sm_70 and later
+
+RECIPE_FILE = Path(__file__).with_name("recipes.toml")
+RECIPE_ARCH = "sm_80"
+_RECIPES: dict | None = None
+
+
+def recipes() -> dict:
+    global _RECIPES
+    if _RECIPES is None:
+        with open(RECIPE_FILE, "rb") as f:
+            _RECIPES = tomllib.load(f)
+    return _RECIPES
+
+
+def recipe(kernel: str) -> dict:
+    return recipes()[kernel]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of SASS one warp runs as a unit (straight-line code or one loop iteration).
+
+    ``length`` instructions; ``counts`` per class (floats for averaged loop bodies);
+    ``mem`` offsets of the memory instructions inside the segment and their
+    ``pcs``; ``ops`` their opcodes; ``blocks`` the SASS labels it came from.
+    """
+
+    kernel: str
+    blocks: tuple[str, ...]
+    length: int
+    counts: dict[str, float]
+    mem: tuple[int, ...]
+    pcs: tuple[int, ...]
+    ops: tuple[str, ...]
+    per: int = 1
+
+    @property
+    def n_mem(self) -> int:
+        return len(self.mem)
+
+    def mem_array(self) -> np.ndarray:
+        return np.asarray(self.mem, dtype=np.int64)
+
+    def pc_array(self) -> np.ndarray:
+        return np.asarray(self.pcs, dtype=np.int32)
+
+
+def _block(kernel: str, label: str) -> dict:
+    for b in recipe(kernel)["blocks"]:
+        if b["label"] == label:
+            return b
+    raise KeyError(f"{kernel}: no SASS block {label!r} in {RECIPE_FILE.name}")
+
+
+def _block_index(kernel: str, label: str) -> int:
+    for i, b in enumerate(recipe(kernel)["blocks"]):
+        if b["label"] == label:
+            return i
+    raise KeyError(label)
+
+
+def segment(kernel: str, labels: str | list[str] | None = None, *, per: int = 1, mem_per_iter: int | None = None,
+            first: int | None = None, upto: int | None = None) -> Segment:  # fmt: skip
+    """A segment of ``kernel``'s SASS.
+
+    ``labels``: one block label, a list of consecutive labels, or a range "A..B"
+    of labels in file order (inclusive); None takes the whole kernel. ``first``
+    and ``upto`` cut the concatenated instructions to [first, upto). ``per`` > 1
+    divides an unrolled loop body into ``per`` iterations of ``mem_per_iter``
+    memory instructions each, evenly spaced.
+    """
+    blocks = recipe(kernel)["blocks"]
+    if labels is None:
+        chosen = list(blocks)
+    elif isinstance(labels, str) and ".." in labels:
+        a, b = labels.split("..")
+        chosen = blocks[_block_index(kernel, a) : _block_index(kernel, b) + 1]
+    else:
+        chosen = [_block(kernel, lb) for lb in ([labels] if isinstance(labels, str) else labels)]
+    # Flatten to per-instruction records (offset, pc, class or None, mem opcode or None).
+    counts = dict.fromkeys(INSTRUCTION_CLASSES, 0.0)
+    total = sum(b["n"] for b in chosen)
+    lo = first or 0
+    hi = total if upto is None else upto
+    mem, pcs, ops = [], [], []
+    pos = 0
+    partial = first is not None or upto is not None
+    for b in chosen:
+        for off, op in b["mem"]:
+            p = pos + off
+            if lo <= p < hi:
+                mem.append(p - lo)
+                pcs.append(b["pc"] + PC_STEP * off)
+                ops.append(op)
+        if not partial:
+            for c in INSTRUCTION_CLASSES:
+                counts[c] += b.get(c, 0)
+        pos += b["n"]
+    if partial:
+        # Class counts of a cut block are not in the TOML; the generators cut only at
+        # the leading instructions listed in their docstrings (guards, predicated EXIT),
+        # which are int or branch: count the cut part as int except a trailing EXIT.
+        counts["int"] = float(hi - lo)
+    length = hi - lo
+    if per > 1:
+        L = mem_per_iter if mem_per_iter is not None else len(mem) // per
+        it_len = max(int(round(length / per)), L + 1)
+        counts = {c: v / per for c, v in counts.items()}
+        mem = [int((k + 0.5) * it_len / L) if L else 0 for k in range(L)]
+        pcs, ops = pcs[:L], ops[:L]
+        length = it_len
+    return Segment(kernel, tuple(b["label"] for b in chosen), length, counts, tuple(mem), tuple(pcs), tuple(ops), per)
+
+
+def branch_segment(kernel: str, n: int = 1) -> dict[str, float]:
+    return {"branch": float(n)}
+
+
+class Tally:
+    """Warp-level instruction totals: add segment counts times executions."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(INSTRUCTION_CLASSES, 0.0)
+
+    def add(self, seg: Segment | dict[str, float], times: float | int | np.ndarray) -> None:
+        t = float(np.sum(times))
+        counts = seg.counts if isinstance(seg, Segment) else seg
+        for c, v in counts.items():
+            self.counts[c] += v * t
+
+    def instructions(self, warps: int) -> Instructions:
+        per = {c: int(round(v)) for c, v in self.counts.items()}
+        return Instructions(executed=sum(per.values()), warps=warps, **per)
+
+
+@dataclass
+class Layout:
+    """Hands out addresses to a kernel's data objects (see the module docstring)."""
+
+    next_global: int = GLOBAL_BASE
+    next_const: int = CONST_BASE
+    next_shared: int = 0
+    objects: list[ObjectInfo] = field(default_factory=list)
+
+    def add(self, name: str, space: str, nbytes: int, elem_bytes: int = 4, shape: tuple[int, int] | None = None,
+            written: bool = False) -> ObjectInfo:  # fmt: skip
+        nbytes = max(int(nbytes), 1)
+        if space == "shared":
+            base = _align(self.next_shared, SHARED_ALIGN)
+            self.next_shared = base + nbytes
+        elif space == "constant":
+            base = _align(self.next_const, MALLOC_ALIGN)
+            self.next_const = base + nbytes
+        else:
+            base = _align(self.next_global, MALLOC_ALIGN)
+            self.next_global = base + nbytes
+        o = ObjectInfo(len(self.objects), name, space, int(base), nbytes, elem_bytes, shape, written)
+        self.objects.append(o)
+        return o
+
+    @property
+    def smem(self) -> int:
+        return _align(self.next_shared, SHARED_ALIGN) if self.next_shared else 0
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def space_code(o: ObjectInfo) -> int:
+    return SPACE_CODES[o.space]
+
+
+def alloc_rows(n: int) -> dict[str, np.ndarray]:
+    """Empty row columns; ``addr`` zeroed (inactive lanes stay 0)."""
+    return {
+        "cta": np.empty(n, np.int32),
+        "warp": np.empty(n, np.int32),
+        "seq": np.empty(n, np.int64),
+        "pc": np.empty(n, np.int32),
+        "op": np.empty(n, np.int8),
+        "space": np.empty(n, np.int8),
+        "width": np.empty(n, np.int8),
+        "mask": np.empty(n, np.uint32),
+        "addr": np.zeros((n, 32), np.uint64),
+        "obj": np.empty(n, np.int16),
+    }
+
+
+def out_tuple(cols: dict[str, np.ndarray]) -> tuple:
+    return (cols["cta"], cols["warp"], cols["seq"], cols["pc"], cols["op"], cols["space"], cols["width"],
+            cols["mask"], cols["addr"], cols["obj"])  # fmt: skip
+
+
+def kernel_info(name: str, grid, block, layout: Layout, tally: Tally, *, params: dict, sass: str | None = None,
+                smem_extra: int = 0, notes: str = "", extra: dict | None = None) -> KernelInfo:  # fmt: skip
+    """The trace metadata of a generated kernel."""
+    rec = recipe(sass or name)
+    warps = math.prod(grid) * -(-math.prod(block) // 32)
+    ex = {"params": params, "recipe": f"{rec['source']} ({sass or name}, nvcc 13.0 -arch={rec['arch']})"}
+    if notes:
+        ex["notes"] = notes
+    if extra:
+        ex.update(extra)
+    return KernelInfo(
+        kernel=name,
+        grid=tuple(int(g) for g in grid),
+        block=tuple(int(b) for b in block),
+        objects=tuple(layout.objects),
+        instructions=tally.instructions(warps),
+        regs_per_thread=int(rec["regs"]),
+        smem_per_block=int(layout.smem + smem_extra),
+        source={"format": "generator", "file": f"traces/generators ({name})", "estimated": ["seq", "instructions"]},
+        extra=ex,
+    )
+
+
+def offsets_from_counts(counts: np.ndarray) -> np.ndarray:
+    off = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=off[1:])
+    return off

@@ -1,0 +1,81 @@
+"""numba kernels shared by several generators. They take typed arrays, never raise,
+and write rows into preallocated columns (the ``out`` tuple of ``_common.out_tuple``)."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True, inline="always")
+def put(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
+    out[0][r] = cta
+    out[1][r] = warp
+    out[2][r] = seq
+    out[3][r] = pc
+    out[4][r] = op
+    out[5][r] = space
+    out[6][r] = width
+    out[7][r] = mask
+    out[9][r] = obj
+
+
+@nb.njit(cache=True)
+def warp_lanes(bx, by, threads, warp, tx, ty):
+    """Fill tx, ty (32,) for the lanes of ``warp`` in a (bx, by) block; returns the mask of existing threads."""
+    m = np.uint32(0)
+    for lane in range(32):
+        t = warp * 32 + lane
+        if t < threads:
+            tx[lane] = t % bx
+            ty[lane] = t // bx
+            m |= np.uint32(1) << np.uint32(lane)
+        else:
+            tx[lane] = 0
+            ty[lane] = 0
+    return m
+
+
+@nb.njit(cache=True, parallel=True)
+def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
+             m_pc, m_cx, m_cy, m_c0, counts):  # fmt: skip
+    """One row per memory instruction k of every warp with an active lane.
+
+    Lane (X, Y) = (blockIdx.x*sx + tx, blockIdx.y*sy + ty) (sx, sy: the tile a block
+    covers, usually bx, by) is active when X < limx and
+    Y < limy; its address for instruction k is base_k + elem_k * (cx_k*X + cy_k*Y + c0_k).
+    With ``fill`` False, writes the rows per warp into ``counts`` only.
+    """
+    wpb = (bx * by + 31) // 32
+    n_warps = gx * gy * wpb
+    K = m_obj.shape[0]
+    threads = bx * by
+    for w in nb.prange(n_warps):
+        cta = w // wpb
+        warp = w % wpb
+        cx = cta % gx
+        cy = cta // gx
+        tx = np.empty(32, np.int64)
+        ty = np.empty(32, np.int64)
+        exist = warp_lanes(bx, by, threads, warp, tx, ty)
+        mask = np.uint32(0)
+        for lane in range(32):
+            if (exist >> np.uint32(lane)) & np.uint32(1):
+                X = cx * sx + tx[lane]
+                Y = cy * sy + ty[lane]
+                if X < limx and Y < limy:
+                    mask |= np.uint32(1) << np.uint32(lane)
+        if not fill:
+            counts[w] = K if mask else 0
+            continue
+        if mask == 0:
+            continue
+        r = off[w]
+        for k in range(K):
+            put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mask, m_obj[k])
+            for lane in range(32):
+                if (mask >> np.uint32(lane)) & np.uint32(1):
+                    X = cx * sx + tx[lane]
+                    Y = cy * sy + ty[lane]
+                    out[8][r, lane] = np.uint64(m_base[k] + m_elem[k] * (m_cx[k] * X + m_cy[k] * Y + m_c0[k]))
+            r += 1
