@@ -1,20 +1,44 @@
 """cachesim: the memory hierarchy of gpu-placement (coalescing, caches, DRAM).
 
 Data flows traces -> cachesim -> placement: this package reads trace arrays and
-never imports ``placement``; its configuration is its own frozen dataclass
-(:class:`HierarchyConfig`), which ``placement`` builds from a GPU configuration.
+never imports ``placement``. Its configuration is its own frozen dataclass,
+:class:`HierarchyConfig` (with a :class:`DramConfig`), which ``placement`` builds from
+a ``placement.gpu.Gpu``.
+
+- :func:`simulate_cache`: one cache from a GPGPU-Sim cache string, hit per access;
+- :func:`coalesce`: per warp-instruction transactions and replays (Huang & Li Sec. III-B);
+- :func:`simulate_hierarchy`: a whole trace through L1 / texture / constant / L2 to DRAM;
+- :func:`row_buffer`, :func:`decode`: DRAM banks, rows and row-buffer outcomes (Sec. III-C2).
 """
 
 from .cache import simulate_cache
+from .coalesce import CoalesceConfig, Coalesced, coalesce
+from .dram import DramConfig, DramResult, decode, parse_mapping, row_buffer
 from .errors import CachesimError, HierarchyConfigError, MappingError, SpecError
+from .hierarchy import LEVELS, REPLAY_CAUSES, SPACES, HierarchyConfig, HierarchyResult, schedule, simulate_hierarchy
 from .spec import CacheSpec, parse_spec
 
 __all__ = [
+    "LEVELS",
+    "REPLAY_CAUSES",
+    "SPACES",
     "CacheSpec",
     "CachesimError",
+    "CoalesceConfig",
+    "Coalesced",
+    "DramConfig",
+    "DramResult",
+    "HierarchyConfig",
     "HierarchyConfigError",
+    "HierarchyResult",
     "MappingError",
     "SpecError",
+    "coalesce",
+    "decode",
+    "parse_mapping",
     "parse_spec",
+    "row_buffer",
+    "schedule",
     "simulate_cache",
+    "simulate_hierarchy",
 ]

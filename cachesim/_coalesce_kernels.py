@@ -1,0 +1,211 @@
+"""numba kernels of coalescing: one warp-instruction's addresses -> transactions and replays.
+
+Each helper works on one trace row (``mask``, a row of ``addr`` of 32 lanes, ``width``)
+and writes into caller-provided scratch arrays, so the hierarchy kernel can call them
+per row without allocating. They never raise.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+# obj_info columns (one row per object id)
+O_BASE, O_ELEM, O_ROWS, O_COLS = range(4)
+
+
+@nb.njit(cache=True, nogil=True)
+def active_lanes(mask):
+    c = 0
+    m = np.uint32(mask)
+    while m:
+        m &= m - np.uint32(1)
+        c += 1
+    return c
+
+
+@nb.njit(cache=True, nogil=True)
+def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
+    """Distinct lines (2^line_log2 B) touched by the active lanes and the sectors wanted in each.
+
+    Writes line addresses to ``lines`` and sector masks (bit s = sector s of the line)
+    to ``smasks``; returns their number (at most 64: 32 lanes x 2 lines for a lane
+    crossing a line). Lines are in order of first touch by lane.
+    """
+    n = 0
+    ls = np.uint64(line_log2)
+    ss = np.uint64(sect_log2)
+    per = np.uint64(line_log2 - sect_log2)
+    smask = (np.uint64(1) << per) - np.uint64(1)
+    for lane in range(32):
+        if not (mask >> lane) & 1:
+            continue
+        a = row[lane]
+        s0 = a >> ss
+        ns = np.int64(((a + np.uint64(width - 1)) >> ss) - s0)
+        for d in range(ns + 1):
+            s = s0 + np.uint64(d)
+            line = (s >> per) << ls
+            bit = np.uint64(1) << (s & smask)
+            k = 0
+            while k < n and lines[k] != line:
+                k += 1
+            if k == n:
+                lines[n] = line
+                smasks[n] = bit
+                n += 1
+            else:
+                smasks[k] |= bit
+    return n
+
+
+@nb.njit(cache=True, nogil=True)
+def distinct_addresses(mask, row, out):
+    """Distinct addresses of the active lanes (constant serialization, Huang & Li replay cause 3)."""
+    n = 0
+    for lane in range(32):
+        if not (mask >> lane) & 1:
+            continue
+        a = row[lane]
+        k = 0
+        while k < n and out[k] != a:
+            k += 1
+        if k == n:
+            out[n] = a
+            n += 1
+    return n
+
+
+@nb.njit(cache=True, nogil=True)
+def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
+    """Largest number of distinct words any shared-memory bank must serve for this instruction.
+
+    Word = address // bank_bytes, bank = word % nbanks; a lane of ``width`` bytes wider
+    than a bank touches several words. Identical words are broadcast (counted once).
+    ``words`` needs 32 * 16 entries and ``counts`` nbanks. 1 means conflict-free; the
+    replays (Huang & Li cause 4) are degree - 1. 0 for no active lane.
+    """
+    n = 0
+    bb = np.uint64(bank_bytes)
+    for lane in range(32):
+        if not (mask >> lane) & 1:
+            continue
+        a = row[lane]
+        w0 = a // bb
+        w1 = (a + np.uint64(width - 1)) // bb
+        for d in range(np.int64(w1 - w0) + 1):
+            words[n] = w0 + np.uint64(d)
+            n += 1
+    # insertion sort, then count each distinct word once in its bank
+    for i in range(1, n):
+        x = words[i]
+        j = i - 1
+        while j >= 0 and words[j] > x:
+            words[j + 1] = words[j]
+            j -= 1
+        words[j + 1] = x
+    for b in range(nbanks):
+        counts[b] = 0
+    degree = 0
+    for i in range(n):
+        if i > 0 and words[i] == words[i - 1]:
+            continue
+        b = np.int64(words[i] % np.uint64(nbanks))
+        counts[b] += 1
+        if counts[b] > degree:
+            degree = counts[b]
+    return degree
+
+
+@nb.njit(cache=True, nogil=True)
+def global_replays(active, width, transaction_bytes):
+    """Huang & Li replay cause 1: words of the warp / transaction size, minus one (Sec. III-B)."""
+    if active == 0:
+        return 0
+    total = active * width
+    return max(0, (total + transaction_bytes - 1) // transaction_bytes - 1)
+
+
+@nb.njit(cache=True, nogil=True)
+def tile_shape(tile_bytes, elem):
+    """(tile rows, tile cols) in elements: tile_bytes/elem elements, cols the power of two >= sqrt."""
+    n = max(1, tile_bytes // elem)
+    k = 0
+    while (1 << k) < n:
+        k += 1
+    tw = 1 << ((k + 1) // 2)
+    th = max(1, n // tw)
+    return th, tw
+
+
+@nb.njit(cache=True, nogil=True)
+def tiled_address(a, o, obj_info, tile_bytes):
+    """Address of ``a`` in the 2D texture layout of object ``o`` (unchanged without a 2D shape).
+
+    The object's (rows, cols) array of elem-byte elements is stored in tiles of
+    tile_rows x tile_cols elements, one tile per ``tile_bytes`` (a texture cache line),
+    tiles in row-major order, elements row-major inside a tile. So a 2D neighbourhood
+    shares a line, which is what makes a 2D texture pay (Huang & Li Sec. II-A).
+    """
+    if o < 0 or obj_info[o, O_COLS] <= 0:
+        return a
+    base = np.uint64(obj_info[o, O_BASE])
+    elem = obj_info[o, O_ELEM]
+    cols = obj_info[o, O_COLS]
+    if a < base:
+        return a
+    off = np.int64(a - base)
+    e = off // elem
+    byte = off - e * elem
+    r = e // cols
+    c = e - r * cols
+    th, tw = tile_shape(tile_bytes, elem)
+    ntx = (cols + tw - 1) // tw
+    tile = (r // th) * ntx + c // tw
+    inner = (r % th) * tw + c % tw
+    return base + np.uint64(tile * th * tw * elem + inner * elem + byte)
+
+
+@nb.njit(cache=True, nogil=True)
+def coalesce_rows(space, width, mask, addr, obj, obj_info, params, lines_out, sectors_out, replays_out):
+    """Per row: lines and sectors touched (global, local, texture), distinct addresses (constant)
+    or the bank-conflict degree (shared), and the replays of causes 1, 3 and 4.
+
+    ``params`` = [line_log2, sect_log2, transaction_bytes, banks, bank_bytes, tex_line_log2].
+    """
+    n = space.shape[0]
+    line_log2, sect_log2, txn, nbanks, bank_bytes, tex_log2 = params[0], params[1], params[2], params[3], params[4], params[5]
+    lines = np.empty(64, np.uint64)
+    smasks = np.empty(64, np.uint64)
+    words = np.empty(32 * 16, np.uint64)
+    counts = np.empty(max(nbanks, 1), np.int64)
+    row = np.empty(32, np.uint64)
+    for i in range(n):
+        sp = space[i]
+        m = mask[i]
+        w = np.int64(width[i])
+        if sp == 0 or sp == 1:
+            k = lines_touched(m, addr[i], w, line_log2, sect_log2, lines, smasks)
+            lines_out[i] = k
+            s = 0
+            for j in range(k):
+                s += active_lanes(np.uint32(smasks[j] & np.uint64(0xFFFFFFFF))) + active_lanes(np.uint32(smasks[j] >> np.uint64(32)))
+            sectors_out[i] = s
+            replays_out[i, 1] = global_replays(active_lanes(m), w, txn)
+        elif sp == 2:
+            d = bank_conflict_degree(m, addr[i], w, nbanks, bank_bytes, words, counts)
+            lines_out[i] = d
+            replays_out[i, 4] = max(0, d - 1)
+        elif sp == 3:
+            d = distinct_addresses(m, addr[i], words)
+            lines_out[i] = d
+            replays_out[i, 3] = max(0, d - 1)
+        else:
+            if sp == 5:
+                for lane in range(32):
+                    row[lane] = tiled_address(addr[i, lane], obj[i], obj_info, np.int64(1) << tex_log2) if (m >> lane) & 1 else np.uint64(0)
+                k = lines_touched(m, row, w, tex_log2, tex_log2, lines, smasks)
+            else:
+                k = lines_touched(m, addr[i], w, tex_log2, tex_log2, lines, smasks)
+            lines_out[i] = k
+            sectors_out[i] = k

@@ -1,0 +1,307 @@
+"""numba kernels of the memory hierarchy: the schedule of warp-instructions and the walk of
+each one through coalescing, the per-SM caches, the sliced L2 and out to DRAM requests.
+
+State lives in arrays the caller owns (cache tag stores, a flat int64 ``stats`` array,
+growable DRAM-request columns), so ``walk`` can stop when the request buffers are
+nearly full and be called again from where it stopped. Kernels never raise.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from . import _cache_kernels as C
+from . import _coalesce_kernels as Q
+
+# cache levels (rows of cfgs) and the spaces of the trace
+L1, TEX, CONST, L2 = range(4)
+N_LEVELS = 4
+N_SPACES = 6
+# flat stats layout
+COUNTS = 0  # (level, space, [requests, hits, misses])
+REPLAYS = N_LEVELS * N_SPACES * 3  # 5 entries: replays by Huang & Li cause 1..4 (0 unused)
+INSTR = REPLAYS + 5  # warp-instructions per space
+LINES = INSTR + N_SPACES  # transactions per space (lines, distinct constant addresses, bank degree)
+CLOCK = LINES + N_SPACES  # cache access counter (LRU/FIFO stamps)
+NDRAM = CLOCK + 1  # DRAM requests written so far
+STATS_LEN = NDRAM + 1
+
+# hp (int64 parameters); the first six are the coalescing parameters
+HP_LINE_LOG2, HP_SECT_LOG2, HP_TXN, HP_BANKS, HP_BANK_BYTES, HP_TEX_LOG2, HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(9)
+HP_LEN = 9
+# lat (float64): hit latencies per level, issue cycles
+LAT_ISSUE = 4
+
+# room kept in the DRAM buffers before each row (one row cannot emit more)
+ROW_MARGIN = 8192
+
+
+@nb.njit(cache=True, nogil=True)
+def schedule(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out):
+    """SM and issue slot of each row.
+
+    Blocks go to SMs round-robin in waves of n_sms x blocks_per_sm blocks: block b is in
+    wave b // (n_sms * blocks_per_sm), on SM b mod n_sms. Inside a wave each SM issues
+    round-robin over its W resident warps, one warp-instruction per warp per round, so
+    instruction seq of the SM's k-th warp issues at slot seq * W + k after the wave's
+    start; a wave starts when the longest SM of the previous one ends.
+    """
+    n = cta.shape[0]
+    per_wave = n_sms * blocks_per_sm
+    n_waves = (n_ctas + per_wave - 1) // per_wave
+    wave_len = np.zeros(max(n_waves, 1), np.int64)
+    wave = np.empty(n, np.int64)
+    for i in range(n):
+        b = np.int64(cta[i])
+        w = b // per_wave
+        j = b - w * per_wave
+        sm = j % n_sms
+        pos = j // n_sms
+        in_wave = min(per_wave, n_ctas - w * per_wave)
+        resident = ((in_wave - sm + n_sms - 1) // n_sms) * wpb
+        s = seq[i] * resident + pos * wpb + warp[i]
+        sm_out[i] = sm
+        slot_out[i] = s
+        wave[i] = w
+        if s + 1 > wave_len[w]:
+            wave_len[w] = s + 1
+    start = np.zeros(max(n_waves, 1), np.int64)
+    for w in range(1, n_waves):
+        start[w] = start[w - 1] + wave_len[w - 1]
+    for i in range(n):
+        slot_out[i] += start[wave[i]]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _count(stats, level, space, outcome):
+    k = COUNTS + (level * N_SPACES + space) * 3
+    stats[k] += 1
+    if outcome == C.HIT:
+        stats[k + 1] += 1
+    else:
+        stats[k + 2] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _emit(stats, out, addr, nbytes, write, obj, gwarp, cycle):
+    n = stats[NDRAM]
+    out[0][n] = addr
+    out[1][n] = cycle
+    out[2][n] = obj
+    out[3][n] = gwarp
+    out[4][n] = write
+    out[5][n] = nbytes
+    stats[NDRAM] = n + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _popcount(x):
+    c = 0
+    while x:
+        x &= x - np.uint64(1)
+        c += 1
+    return c
+
+
+@nb.njit(cache=True, nogil=True)
+def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle):
+    """A read or write of [addr, addr + nbytes) at the L2; misses and write-backs become DRAM requests.
+
+    The slice is (addr >> shift) mod slices; the slice's cache sees the address with the
+    slice bits removed (GPGPU-Sim's partition address), so sets are not camped on.
+    """
+    cfg = cfgs[L2]
+    dcycle = cycle + lat[L2]
+    if cfg[C.PRESENT] == 0:
+        _emit(stats, out, addr, nbytes, is_write, obj, gwarp, dcycle)
+        return
+    nsl = np.uint64(hp[HP_SLICES])
+    sh = np.uint64(hp[HP_SLICE_SHIFT])
+    low = (np.uint64(1) << sh) - np.uint64(1)
+    cl = np.uint64(cfg[C.LINE_LOG2])
+    csz = np.uint64(1) << cl
+    sl = np.uint64(cfg[C.SECT_LOG2])
+    ssz = np.int64(1) << cfg[C.SECT_LOG2]
+    sectored = cfg[C.NSECT] > 1
+    wb = C.is_write_back(cfg, False)
+    a = np.uint64(addr)
+    end = a + np.uint64(nbytes)
+    while a < end:
+        line = (a >> cl) << cl
+        stop = min(end, line + csz)
+        s0 = (a - line) >> sl
+        s1 = (stop - np.uint64(1) - line) >> sl
+        smask = ((np.uint64(1) << (s1 - s0 + np.uint64(1))) - np.uint64(1)) << s0
+        sl_id = np.int64((a >> sh) % nsl)
+        p = (((a >> sh) // nsl) << sh) | (a & low)
+        t = stats[CLOCK] + 1
+        stats[CLOCK] = t
+        res = C.access(cfg, state, sl_id, p, smask, is_write, False, t)
+        outcome = res[0]
+        _count(stats, L2, space, outcome)
+        if res[2] != np.uint64(0):
+            evb = res[1]
+            orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)
+            nb_ = _popcount(res[2]) * ssz if sectored else np.int64(csz)
+            _emit(stats, out, orig, nb_, True, -1, -1, dcycle)
+        if is_write:
+            if not wb or (outcome != C.HIT and cfg[C.WALLOC] == C.WA_NONE):
+                _emit(stats, out, a, np.int64(stop - a), True, obj, gwarp, dcycle)
+            elif outcome != C.HIT and (cfg[C.WALLOC] == C.WA_ALLOC or cfg[C.WALLOC] == C.WA_FETCH):
+                if sectored:
+                    _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+                else:
+                    _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+        elif outcome != C.HIT:
+            if sectored:
+                _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+            else:
+                _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+        a = stop
+
+
+@nb.njit(cache=True, nogil=True)
+def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle):
+    """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``.
+
+    Missing data is fetched from the L2 (the whole line of a normal cache, the wanted
+    sectors of a sectored one); writes go on to the L2 unless the policy is write-back;
+    dirty evictions are written back to the L2. A constant-cache miss is a replay
+    (Huang & Li cause 2). Without this cache the request goes straight to the L2.
+    """
+    cfg = cfgs[level]
+    if cfg[C.PRESENT] == 0:
+        l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle)
+        return
+    c2 = cycle + lat[level]
+    cl = np.uint64(cfg[C.LINE_LOG2])
+    csz = np.uint64(1) << cl
+    sl = np.uint64(cfg[C.SECT_LOG2])
+    sectored = cfg[C.NSECT] > 1
+    wb = C.is_write_back(cfg, is_local)
+    a = np.uint64(addr)
+    end = a + np.uint64(nbytes)
+    while a < end:
+        line = (a >> cl) << cl
+        stop = min(end, line + csz)
+        s0 = (a - line) >> sl
+        s1 = (stop - np.uint64(1) - line) >> sl
+        smask = ((np.uint64(1) << (s1 - s0 + np.uint64(1))) - np.uint64(1)) << s0
+        t = stats[CLOCK] + 1
+        stats[CLOCK] = t
+        res = C.access(cfg, state, inst, a, smask, is_write, is_local, t)
+        outcome = res[0]
+        _count(stats, level, space, outcome)
+        if level == CONST and outcome != C.HIT:
+            stats[REPLAYS + 2] += 1
+        if res[2] != np.uint64(0):
+            # write back the dirty part of the evicted line (whole line for a normal cache)
+            evb = res[1]
+            if sectored:
+                ssz = np.uint64(1) << sl
+                for s in range(cfg[C.NSECT]):
+                    if (res[2] >> np.uint64(s)) & np.uint64(1):
+                        l2_span(cfgs, state, stats, out, hp, lat, evb + np.uint64(s) * ssz, np.int64(ssz), True, space, -1, -1, c2)
+            else:
+                l2_span(cfgs, state, stats, out, hp, lat, evb, np.int64(csz), True, space, -1, -1, c2)
+        if is_write:
+            if not wb or (outcome != C.HIT and cfg[C.WALLOC] == C.WA_NONE):
+                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), True, space, obj, gwarp, c2)
+            elif outcome != C.HIT and (cfg[C.WALLOC] == C.WA_ALLOC or cfg[C.WALLOC] == C.WA_FETCH):
+                if sectored:
+                    l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), False, space, obj, gwarp, c2)
+                else:
+                    l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
+        elif outcome != C.HIT:
+            if sectored:
+                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), False, space, obj, gwarp, c2)
+            else:
+                l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
+        a = stop
+
+
+@nb.njit(cache=True, nogil=True)
+def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out):
+    """Walk rows ``order[start:]`` through the hierarchy; return the next row to do (len(order) when done).
+
+    ``cols`` = (cta, warp, op, space, width, mask, addr, obj). Global and local accesses go
+    through the L1 (loads and stores; atomics and reductions are done at the L2), texture
+    through the texture cache, constant through the constant cache, all then to the L2.
+    Shared accesses only count bank conflicts. Stops early, returning the row it stopped
+    at, when the DRAM buffers ``out`` have less than ROW_MARGIN free entries.
+    """
+    cta, warp, op, space, width, mask, addr, obj = cols
+    cap = out[0].shape[0]
+    lines = np.empty(64, np.uint64)
+    smasks = np.empty(64, np.uint64)
+    words = np.empty(32 * 16, np.uint64)
+    counts = np.empty(max(hp[HP_BANKS], 1), np.int64)
+    row = np.empty(32, np.uint64)
+    sect = np.int64(1) << hp[HP_SECT_LOG2]
+    tex_line = np.int64(1) << hp[HP_TEX_LOG2]
+    issue = lat[LAT_ISSUE]
+    wpb = hp[HP_WPB]
+    n = order.shape[0]
+    for idx in range(start, n):
+        if stats[NDRAM] + ROW_MARGIN > cap:
+            return idx
+        i = order[idx]
+        sp = np.int64(space[i])
+        m = np.int64(mask[i])
+        w = np.int64(width[i])
+        o = np.int64(obj[i])
+        g = np.int64(cta[i]) * wpb + warp[i]
+        s = np.int64(sm[i])
+        cyc = slot[i] * issue
+        stats[INSTR + sp] += 1
+        if m == 0:
+            continue
+        if sp == 0 or sp == 1:
+            k = Q.lines_touched(m, addr[i], w, hp[HP_LINE_LOG2], hp[HP_SECT_LOG2], lines, smasks)
+            stats[LINES + sp] += k
+            stats[REPLAYS + 1] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[HP_TXN])
+            is_local = sp == 1
+            o_p = op[i]
+            for j in range(k):
+                # each run of consecutive sectors of the line is one request
+                bits = smasks[j]
+                b = 0
+                while bits >> np.uint64(b):
+                    if not (bits >> np.uint64(b)) & np.uint64(1):
+                        b += 1
+                        continue
+                    e = b
+                    while (bits >> np.uint64(e + 1)) & np.uint64(1):
+                        e += 1
+                    a0 = lines[j] + np.uint64(b * sect)
+                    nbytes = (e - b + 1) * sect
+                    if o_p == 0:
+                        upper_span(L1, s, cfgs, state, stats, out, hp, lat, a0, nbytes, False, is_local, sp, o, g, cyc)
+                    elif o_p == 1:
+                        upper_span(L1, s, cfgs, state, stats, out, hp, lat, a0, nbytes, True, is_local, sp, o, g, cyc)
+                    else:
+                        l2_span(cfgs, state, stats, out, hp, lat, a0, nbytes, True, sp, o, g, cyc)
+                    b = e + 1
+        elif sp == 2:
+            d = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[HP_BANK_BYTES], words, counts)
+            stats[LINES + 2] += d
+            stats[REPLAYS + 4] += max(0, d - 1)
+        elif sp == 3:
+            d = Q.distinct_addresses(m, addr[i], words)
+            stats[LINES + 3] += d
+            stats[REPLAYS + 3] += max(0, d - 1)
+            for j in range(d):
+                a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
+                upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)
+        else:
+            if sp == 5:
+                for lane in range(32):
+                    row[lane] = Q.tiled_address(addr[i, lane], o, obj_info, tex_line) if (m >> lane) & 1 else np.uint64(0)
+                k = Q.lines_touched(m, row, w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
+            else:
+                k = Q.lines_touched(m, addr[i], w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
+            stats[LINES + sp] += k
+            for j in range(k):
+                upper_span(TEX, s, cfgs, state, stats, out, hp, lat, lines[j], tex_line, False, False, sp, o, g, cyc)
+    return n

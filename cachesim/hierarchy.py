@@ -1,0 +1,250 @@
+"""The memory hierarchy over a whole trace (DESIGN.md "Caches after GPGPU-Sim's"; Huang & Li Sec. IV).
+
+:func:`simulate_hierarchy` schedules the trace's warp-instructions on the SMs, coalesces
+each one, sends the requests through the per-SM L1 (where the architecture caches
+global loads), texture and constant caches and the L2 split in slices, and collects
+the stream of DRAM requests, whose row-buffer outcomes :mod:`cachesim.dram` decides.
+
+The configuration is cachesim's own :class:`HierarchyConfig` (cachesim never imports
+``placement``); ``placement`` builds it from a ``placement.gpu.Gpu``: the cache strings
+and latencies of ``[caches]``, sector and line bytes, shared banks and bank width of
+``[memory]``, the SM count and issue cycles of ``[compute]`` and a :class:`DramConfig`
+from ``[dram]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _cache_kernels as C
+from . import _hierarchy_kernels as H
+from .cache import cache_config
+from .coalesce import CoalesceConfig, object_table
+from .dram import DramConfig, DramResult, row_buffer
+from .errors import HierarchyConfigError, SpecError
+from .spec import CacheSpec, parse_spec
+
+log = logging.getLogger(__name__)
+
+LEVELS = ("l1", "tex", "const", "l2")
+SPACES = ("global", "local", "shared", "constant", "texture1d", "texture2d")
+REPLAY_CAUSES = {
+    1: "global words per warp over the transaction size",
+    2: "constant cache misses",
+    3: "constant address divergence",
+    4: "shared memory bank conflicts",
+}
+
+
+@dataclass(frozen=True)
+class HierarchyConfig:
+    """Everything the hierarchy needs, in cachesim's own terms (see the module docstring).
+
+    Cache strings are GPGPU-Sim's (:mod:`cachesim.spec`); an empty string means no such
+    cache: an empty ``l1`` means global (and local) accesses are not cached per SM
+    (Kepler's default for globals; its L1 caching of local memory is left out), an
+    empty ``tex`` or ``const`` sends those requests straight to the L2, an empty ``l2``
+    straight to DRAM. ``l2`` is one slice; addresses go to slice
+    (addr // l2_slice_bytes) mod l2_slices. Latencies are hit latencies in cycles,
+    added to a request's issue cycle on its way to DRAM. ``issue_cycles`` is the cycles
+    per warp-instruction issue slot of the schedule (Hong & Kim's Issue_cycles).
+    """
+
+    sms: int
+    l2: str
+    l2_slices: int
+    dram: DramConfig
+    l1: str = ""
+    tex: str = ""
+    const: str = ""
+    l1_latency: float = 0.0
+    tex_latency: float = 0.0
+    const_latency: float = 0.0
+    l2_latency: float = 0.0
+    sector_bytes: int = 32
+    line_bytes: int = 128
+    transaction_bytes: int = 128
+    smem_banks: int = 32
+    smem_bank_bytes: int = 4
+    l2_slice_bytes: int = 256
+    issue_cycles: float = 4.0
+    specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("sms", "l2_slices"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise HierarchyConfigError(name, f"expected an integer >= 1, got {v!r}")
+        for name in ("l1_latency", "tex_latency", "const_latency", "l2_latency", "issue_cycles"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v < 0:
+                raise HierarchyConfigError(name, f"expected a number of cycles >= 0, got {v!r}")
+        if not isinstance(self.dram, DramConfig):
+            raise HierarchyConfigError("dram", f"expected a cachesim.DramConfig, got {type(self.dram).__name__}")
+        v = self.l2_slice_bytes
+        if not isinstance(v, int) or v < 1 or v & (v - 1):
+            raise HierarchyConfigError("l2_slice_bytes", f"expected a power of two, got {v!r}")
+        specs = {}
+        for level in LEVELS:
+            text = getattr(self, level)
+            if not isinstance(text, str):
+                raise HierarchyConfigError(level, f"expected a cache string, got {type(text).__name__}")
+            try:
+                specs[level] = parse_spec(text) if text.strip() and text.strip() != "none" else None
+            except SpecError as exc:
+                raise HierarchyConfigError(level, str(exc)) from None
+        for level, s in specs.items():
+            if s is not None and s.line < self.sector_bytes:
+                raise HierarchyConfigError(level, f"line of {s.line} B is smaller than sector_bytes {self.sector_bytes}")
+        if specs["l2"] is not None and specs["l2"].line > self.l2_slice_bytes:
+            raise HierarchyConfigError("l2_slice_bytes", f"{self.l2_slice_bytes} is smaller than the L2 line {specs['l2'].line} B")
+        object.__setattr__(self, "specs", specs)
+        self.coalesce_config()  # validates the geometry
+
+    def coalesce_config(self) -> CoalesceConfig:
+        tex = self.specs["tex"]
+        return CoalesceConfig(
+            sector_bytes=self.sector_bytes, line_bytes=self.line_bytes, transaction_bytes=self.transaction_bytes,
+            smem_banks=self.smem_banks, smem_bank_bytes=self.smem_bank_bytes,
+            tex_line_bytes=tex.line if tex is not None else self.line_bytes,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HierarchyResult:
+    """What the hierarchy did with a trace.
+
+    ``requests``, ``hits``, ``misses``: int64 arrays (len(LEVELS), len(SPACES)); a request is
+    one access of one cache line (a sector miss counts as a miss). ``instructions`` and
+    ``transactions`` per space (transactions: lines for global, local and texture,
+    distinct addresses for constant, bank-conflict degree for shared). ``replays``:
+    index c = Huang & Li's replay cause c (1-4; index 0 unused). The DRAM request
+    stream, in issue order: ``dram_addr``, ``dram_cycle`` (estimated cycle), ``dram_obj``
+    and ``dram_warp`` (global warp id cta * warps_per_block + warp; -1 for write-backs
+    of evicted lines), ``dram_write``, ``dram_bytes``; ``dram`` holds their row-buffer outcomes.
+    ``sm`` and ``cycle`` give each trace row's SM and issue cycle.
+    """
+
+    requests: np.ndarray
+    hits: np.ndarray
+    misses: np.ndarray
+    instructions: np.ndarray
+    transactions: np.ndarray
+    replays: np.ndarray
+    dram_addr: np.ndarray
+    dram_cycle: np.ndarray
+    dram_obj: np.ndarray
+    dram_warp: np.ndarray
+    dram_write: np.ndarray
+    dram_bytes: np.ndarray
+    dram: DramResult
+    sm: np.ndarray
+    cycle: np.ndarray
+
+    def stat(self, level: str, space: str) -> tuple[int, int, int]:
+        """(requests, hits, misses) of one level for one space."""
+        i, j = LEVELS.index(level), SPACES.index(space)
+        return int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j])
+
+    def summary(self) -> dict:
+        out = {}
+        for i, level in enumerate(LEVELS):
+            for j, space in enumerate(SPACES):
+                if self.requests[i, j]:
+                    out[f"{level}.{space}"] = (int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j]))
+        out["replays"] = {c: int(self.replays[c]) for c in REPLAY_CAUSES}
+        out["dram_requests"] = int(self.dram_addr.shape[0])
+        out["row_buffer"] = self.dram.counts()
+        return out
+
+
+def schedule(trace, sms: int, blocks_per_sm: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sm, issue slot) of each row; see ``_hierarchy_kernels.schedule`` for the policy."""
+    n = len(trace)
+    sm = np.empty(n, np.int32)
+    slot = np.empty(n, np.int64)
+    H.schedule(trace.cta, trace.warp, trace.seq, trace.info.ctas, sms, blocks_per_sm, trace.info.warps_per_block, sm, slot)
+    return sm, slot
+
+
+def _grow(out: tuple, need: int) -> tuple:
+    cap = max(need, 2 * out[0].shape[0])
+    new = tuple(np.empty(cap, a.dtype) for a in out)
+    for a, b in zip(out, new):
+        b[: a.shape[0]] = a
+    return new
+
+
+def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> HierarchyResult:
+    """Run a trace (a :class:`traces.Trace`) through the memory hierarchy.
+
+    Policy: blocks are assigned to SMs round-robin (block b on SM b mod sms) in waves of
+    ``sms * blocks_per_sm`` resident blocks, one wave after the other. Inside a wave,
+    warps are interleaved by ``seq``: each SM issues round-robin over its resident
+    warps, so the seq-th instruction of every warp of a wave comes before the
+    (seq+1)-th of any (issue slot = seq * resident warps + warp's rank on the SM); all
+    SMs issue in step and share the L2, ties broken by SM. A row's estimated cycle is
+    its slot times ``issue_cycles``; a DRAM request's adds the hit latencies of the
+    levels it passed. Caches are timing-free: a fill is complete before the next access.
+
+    Notes
+    -----
+    Replays follow Huang & Li Sec. III-B, Eq. 3 causes (1)-(4). DRAM row-buffer outcomes
+    follow Sec. III-C2 (Eq. 8), with requests served in order of estimated arrival.
+    """
+    if not isinstance(config, HierarchyConfig):
+        raise HierarchyConfigError("config", f"expected a cachesim.HierarchyConfig, got {type(config).__name__}")
+    if not isinstance(blocks_per_sm, (int, np.integer)) or blocks_per_sm < 1:
+        raise HierarchyConfigError("blocks_per_sm", f"expected an integer >= 1, got {blocks_per_sm!r}")
+    blocks_per_sm = int(blocks_per_sm)
+    info = trace.info
+    n = len(trace)
+    sm, slot = schedule(trace, config.sms, blocks_per_sm)
+    order = np.argsort(slot * config.sms + sm, kind="stable")
+
+    # caches: one row of cfgs per level, tag stores laid end to end in one state array
+    cfgs = np.zeros((H.N_LEVELS, C.CFG_LEN), np.int64)
+    base = 0
+    for k, level in enumerate(LEVELS):
+        spec = config.specs[level]
+        cfgs[k] = cache_config(spec, base)
+        if spec is not None:
+            base += spec.nsets * spec.assoc * (config.l2_slices if level == "l2" else config.sms)
+    state = np.zeros((4, max(base, 1)), np.uint64)
+
+    cc = config.coalesce_config()
+    hp = np.zeros(H.HP_LEN, np.int64)
+    hp[: 6] = cc.params()
+    hp[H.HP_SLICES] = config.l2_slices
+    hp[H.HP_SLICE_SHIFT] = config.l2_slice_bytes.bit_length() - 1
+    hp[H.HP_WPB] = info.warps_per_block
+    lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
+    stats = np.zeros(H.STATS_LEN, np.int64)
+    obj_info = object_table(info.objects)
+    cols = (trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
+
+    cap = n + H.ROW_MARGIN + 1024
+    out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
+           np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
+    start = 0
+    while True:
+        start = H.walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out)
+        if start >= n:
+            break
+        out = _grow(out, int(stats[H.NDRAM]) + 2 * H.ROW_MARGIN)
+        log.debug("DRAM request buffers grown to %d at row %d", out[0].shape[0], start)
+    nd = int(stats[H.NDRAM])
+    d_addr, d_cycle, d_obj, d_warp, d_write, d_bytes = (a[:nd].copy() for a in out)
+    counts = stats[: H.REPLAYS].reshape(H.N_LEVELS, H.N_SPACES, 3)
+    dram = row_buffer(d_addr, d_cycle, config.dram)
+    log.info("hierarchy: %d rows, %d DRAM requests", n, nd)
+    return HierarchyResult(
+        requests=counts[:, :, 0].copy(), hits=counts[:, :, 1].copy(), misses=counts[:, :, 2].copy(),
+        instructions=stats[H.INSTR : H.INSTR + 6].copy(), transactions=stats[H.LINES : H.LINES + 6].copy(),
+        replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
+        dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
+        dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
+    )  # fmt: skip

@@ -1,0 +1,141 @@
+"""Coalescing: hand-worked bank conflicts, transactions and replays, and naive references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cachesim
+import traces
+from cachesim import _coalesce_kernels as Q
+
+FULL = 0xFFFFFFFF
+
+
+def one_row_trace(space, lane_addr, width=4, mask=FULL, objects=(), obj=-1):
+    lane_addr = np.asarray(lane_addr, dtype=np.uint64)
+    addr = np.where(((mask >> np.arange(32)) & 1).astype(bool), lane_addr, 0).astype(np.uint64)[None, :]
+    info = traces.KernelInfo(
+        kernel="t", grid=(1, 1, 1), block=(32, 1, 1), objects=tuple(objects),
+        instructions=traces.Instructions(executed=1, warps=1),
+    )  # fmt: skip
+    return traces.Trace(
+        cta=np.zeros(1, np.int32), warp=np.zeros(1, np.int32), seq=np.zeros(1, np.int64), pc=np.zeros(1, np.int32),
+        op=np.zeros(1, np.int8), space=np.array([space], np.int8), width=np.array([width], np.int8),
+        mask=np.array([mask], np.uint32), addr=addr, obj=np.array([obj], np.int16), info=info,
+    )  # fmt: skip
+
+
+def degree(lane_addr, width=4, bank_bytes=4, mask=FULL):
+    cfg = cachesim.CoalesceConfig(smem_bank_bytes=bank_bytes)
+    c = cachesim.coalesce(one_row_trace(2, lane_addr, width, mask), cfg)
+    assert c.replays[0, 4] == max(0, c.lines[0] - 1)
+    return int(c.lines[0])
+
+
+lanes = np.arange(32)
+
+
+def test_bank_conflicts_hand_worked():
+    assert degree(lanes * 4) == 1  # consecutive words: conflict-free
+    assert degree(lanes * 8) == 2  # stride-2 words: 2-way
+    assert degree(lanes * 128) == 32  # stride-32 words: 32-way
+    assert degree(np.zeros(32)) == 1  # identical words: broadcast, no conflict
+    assert degree(lanes * 4 % 64) == 1  # 16 words, each read by two lanes: broadcast
+    assert degree(lanes * 8, bank_bytes=8) == 1  # 8-byte banks: stride-2 4-byte words fit
+    assert degree(lanes * 8, width=8) == 2  # 8-byte lanes on 4-byte banks: two words per bank
+    assert degree(lanes * 8, width=8, bank_bytes=8) == 1
+    assert degree(lanes * 128, mask=0x3) == 2  # only two lanes active
+    assert degree(lanes * 4, mask=0) == 0
+
+
+def ref_degree(addrs, width, bank_bytes, banks=32):
+    words = {int(a) // bank_bytes + k for a in addrs for k in range((int(a) % bank_bytes + width - 1) // bank_bytes + 1)}
+    per_bank = {}
+    for w in words:
+        per_bank.setdefault(w % banks, set()).add(w)
+    return max((len(v) for v in per_bank.values()), default=0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bank_conflicts_random(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        width = int(rng.choice([1, 2, 4, 8, 16]))
+        bb = int(rng.choice([4, 8]))
+        mask = int(rng.integers(0, 1 << 32))
+        a = (rng.integers(0, 1 << 12, 32) // width) * width
+        active = [a[i] for i in range(32) if (mask >> i) & 1]
+        assert degree(a, width, bb, mask) == ref_degree(active, width, bb)
+
+
+def test_global_transactions_and_replays():
+    c = cachesim.coalesce(one_row_trace(0, 0x1000 + lanes * 4))
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (1, 4, 0)
+    c = cachesim.coalesce(one_row_trace(0, 0x1000 + lanes * 8, width=8))  # 256 B: two transactions
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (2, 8, 1)
+    c = cachesim.coalesce(one_row_trace(0, 0x1000 + lanes * 16, width=16))  # 512 B
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (4, 16, 3)
+    # misaligned by 4 bytes: 2 lines, 5 sectors; the paper's replay count stays words / size - 1 = 0
+    c = cachesim.coalesce(one_row_trace(0, 0x1004 + lanes * 4))
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (2, 5, 0)
+    # stride of a line: 32 lines of one sector each
+    c = cachesim.coalesce(one_row_trace(0, lanes * 128))
+    assert (c.lines[0], c.sectors[0]) == (32, 32)
+    # one lane
+    c = cachesim.coalesce(one_row_trace(1, lanes * 4 + 64, mask=1 << 5))
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_global_random_against_reference(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        width = int(rng.choice([1, 2, 4, 8, 16]))
+        mask = int(rng.integers(0, 1 << 32))
+        a = (rng.integers(0, 1 << 14, 32) // width) * width
+        act = [int(a[i]) for i in range(32) if (mask >> i) & 1]
+        sectors = {(x + k) // 32 for x in act for k in range(width)}
+        lines = {s // 4 for s in sectors}
+        c = cachesim.coalesce(one_row_trace(0, a, width, mask))
+        assert c.lines[0] == len(lines) and c.sectors[0] == len(sectors)
+        assert c.replays[0, 1] == max(0, -(-len(act) * width // 128) - 1)
+
+
+def test_constant_serialization():
+    c = cachesim.coalesce(one_row_trace(3, np.full(32, 0x40)))
+    assert (c.lines[0], c.replays[0, 3]) == (1, 0)
+    c = cachesim.coalesce(one_row_trace(3, lanes * 4))
+    assert (c.lines[0], c.replays[0, 3]) == (32, 31)
+    c = cachesim.coalesce(one_row_trace(3, (lanes % 3) * 4))
+    assert (c.lines[0], c.replays[0, 3]) == (3, 2)
+
+
+def test_texture_2d_tiles():
+    # a 64 x 64 float matrix: tiles of 4 rows x 8 cols = one 128-byte line
+    assert Q.tile_shape(128, 4) == (4, 8)
+    assert Q.tile_shape(128, 8) == (4, 4)
+    assert Q.tile_shape(128, 16) == (2, 4)
+    assert Q.tile_shape(128, 1) == (8, 16)
+    obj = traces.ObjectInfo(0, "M", "texture2d", 0x10000, 64 * 64 * 4, 4, (64, 64), False)
+    column = 0x10000 + lanes * 64 * 4  # 32 rows of column 0
+    row = 0x10000 + lanes * 4  # 32 columns of row 0
+    col_1d = cachesim.coalesce(one_row_trace(4, column, objects=[obj], obj=0))
+    col_2d = cachesim.coalesce(one_row_trace(5, column, objects=[obj], obj=0))
+    row_1d = cachesim.coalesce(one_row_trace(4, row, objects=[obj], obj=0))
+    row_2d = cachesim.coalesce(one_row_trace(5, row, objects=[obj], obj=0))
+    assert (col_1d.lines[0], col_2d.lines[0]) == (32, 8)  # 32 rows = 8 tiles of 4 rows
+    assert (row_1d.lines[0], row_2d.lines[0]) == (1, 4)  # 32 columns = 4 tiles of 8 columns
+    # element (r, c) = (5, 10) is in tile (1, 1) = tile 1 * 8 + 1 = 9, inside at (1, 2) -> 1 * 8 + 2
+    a = np.uint64(0x10000 + (5 * 64 + 10) * 4)
+    tab = cachesim.coalesce.__globals__["object_table"]([obj])
+    assert Q.tiled_address(a, 0, tab, 128) == 0x10000 + 9 * 128 + (1 * 8 + 2) * 4
+    # without a 2D shape the address is unchanged
+    assert Q.tiled_address(a, -1, tab, 128) == a
+
+
+def test_bad_config():
+    with pytest.raises(cachesim.HierarchyConfigError, match="^line_bytes"):
+        cachesim.CoalesceConfig(line_bytes=96)
+    with pytest.raises(cachesim.HierarchyConfigError, match="^smem_banks"):
+        cachesim.CoalesceConfig(smem_banks=0)
