@@ -1,0 +1,160 @@
+"""The hierarchy: schedule, per-level counts, replays and the DRAM stream, worked by hand,
+and the L2 against simulate_cache on the same line stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cachesim
+import traces
+
+DRAM = cachesim.DramConfig(
+    352.0, 742.0, 1008.0,
+    row_bits=(14, 15, 16, 17, 18, 19, 20, 21, 30, 31, 32), column_bits=(8, 9, 10, 11, 12, 13), byte_bits=(0, 1, 2),
+)  # fmt: skip
+L2 = "N:64:128:16,L:B:m:W:L"
+lanes = np.arange(32, dtype=np.uint64)
+
+
+def make_trace(rows, ctas, wpb, objects=()):
+    """rows: list of (cta, warp, seq, op, space, width, lane addresses (32), obj); all lanes active."""
+    n = len(rows)
+    col = lambda k, dt: np.array([r[k] for r in rows], dtype=dt)  # noqa: E731
+    info = traces.KernelInfo(
+        kernel="t", grid=(ctas, 1, 1), block=(32 * wpb, 1, 1), objects=tuple(objects),
+        instructions=traces.Instructions(executed=n, warps=ctas * wpb),
+    )  # fmt: skip
+    addr = np.array([np.asarray(r[6], dtype=np.uint64) for r in rows], dtype=np.uint64).reshape(n, 32)
+    return traces.Trace(
+        cta=col(0, np.int32), warp=col(1, np.int32), seq=col(2, np.int64), pc=np.zeros(n, np.int32),
+        op=col(3, np.int8), space=col(4, np.int8), width=col(5, np.int8), mask=np.full(n, 0xFFFFFFFF, np.uint32),
+        addr=addr, obj=col(7, np.int16), info=info,
+    )  # fmt: skip
+
+
+def config(**kw):
+    base = dict(sms=2, l2=L2, l2_slices=1, dram=DRAM, l2_latency=100.0, issue_cycles=1.0)
+    base.update(kw)
+    return cachesim.HierarchyConfig(**base)
+
+
+def test_schedule_hand_worked():
+    # 5 blocks of 1 warp, 2 SMs, 2 blocks per SM: wave 0 = blocks 0-3 (SM 0: 0, 2; SM 1: 1, 3),
+    # wave 1 = block 4 on SM 0. Two warps resident per SM in wave 0, one in wave 1.
+    rows = [(b, 0, s, 0, 0, 4, lanes * 4, -1) for b in range(5) for s in (0, 1)]
+    t = make_trace(rows, 5, 1)
+    sm, slot = cachesim.schedule(t, 2, 2)
+    assert sm.tolist() == [0, 0, 1, 1, 0, 0, 1, 1, 0, 0]
+    # wave 0: slot = seq * 2 + rank (block 0 rank 0, block 2 rank 1); wave 0 lasts 4 slots
+    assert slot.tolist() == [0, 2, 0, 2, 1, 3, 1, 3, 4, 5]
+
+
+def test_shared_line_l1_per_sm():
+    # 4 blocks x 1 warp, all reading the same 128-byte line; 2 SMs each with an L1
+    rows = [(b, 0, 0, 0, 0, 4, 0x1000 + lanes * 4, -1) for b in range(4)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 4, 1), config(l1="N:32:128:4,L:L:m:N:L"), blocks_per_sm=2)
+    assert r.stat("l1", "global") == (4, 2, 2)  # one miss per SM
+    assert r.stat("l2", "global") == (2, 1, 1)
+    assert r.dram_addr.tolist() == [0x1000] and r.dram_bytes.tolist() == [128]
+    assert r.dram_write.tolist() == [False] and r.dram_warp.tolist() == [0]
+    assert r.dram_cycle.tolist() == [100.0]  # issued at slot 0, plus the L2 latency
+    assert r.instructions[0] == 4 and r.transactions[0] == 4 and r.replays.tolist() == [0, 0, 0, 0, 0]
+    # no L1: every warp goes to the L2
+    r = cachesim.simulate_hierarchy(make_trace(rows, 4, 1), config(), blocks_per_sm=2)
+    assert r.stat("l1", "global") == (0, 0, 0) and r.stat("l2", "global") == (4, 3, 1)
+
+
+def test_sectored_l2_fetches_sectors():
+    # a warp reading 64 bytes (16 lanes x 4 B, the others repeating) from a sectored L2
+    a = 0x2000 + (lanes % 16) * 4
+    rows = [(0, 0, 0, 0, 0, 4, a, -1), (0, 0, 1, 0, 0, 4, a + 64, -1), (0, 0, 2, 0, 0, 4, a, -1)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(l2="S:64:128:16,L:B:m:W:L"), blocks_per_sm=1)
+    assert r.stat("l2", "global") == (3, 1, 2)  # sectors 0-1 miss, sectors 2-3 miss in the same line, then hit
+    assert r.dram_addr.tolist() == [0x2000, 0x2040] and r.dram_bytes.tolist() == [64, 64]
+
+
+def test_writes_and_write_backs():
+    # a write-back L2 of 1 set x 1 way: a store allocates (fetch on write), a read of another
+    # line evicts it dirty -> a DRAM write-back with warp -1
+    rows = [(0, 0, 0, 1, 0, 4, 0x0 + lanes * 4, 0), (0, 0, 1, 0, 0, 4, 0x4000 + lanes * 4, 1)]
+    objs = [traces.ObjectInfo(0, "A", "global", 0, 128, 4, None, True), traces.ObjectInfo(1, "B", "global", 0x4000, 128, 4, None, False)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1, objs), config(l2="N:1:128:1,L:B:m:W:L"), blocks_per_sm=1)
+    assert r.dram_addr.tolist() == [0x0, 0x0, 0x4000]
+    assert r.dram_write.tolist() == [False, True, False]
+    assert r.dram_obj.tolist() == [0, -1, 1] and r.dram_warp.tolist() == [0, -1, 0]
+    # write-through L2 sends the store itself to DRAM and keeps nothing dirty
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1, objs), config(l2="N:1:128:1,L:T:m:N:L"), blocks_per_sm=1)
+    assert r.dram_write.tolist() == [True, False]
+
+
+def test_constant_and_shared_replays():
+    rows = [
+        (0, 0, 0, 0, 3, 4, np.where(lanes < 16, 0x100, 0x2000), -1),  # two addresses, two lines
+        (0, 0, 1, 0, 3, 4, np.full(32, 0x100, np.uint64), -1),  # one address, cached
+        (0, 0, 2, 0, 2, 4, lanes * 128, -1),  # stride-32 words: 32-way conflict
+        (0, 0, 3, 0, 2, 4, lanes * 8, -1),  # stride-2 words: 2-way
+    ]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(const="N:128:64:1,L:R:f:N:L"), blocks_per_sm=1)
+    assert r.replays.tolist() == [0, 0, 2, 1, 31 + 1]
+    assert r.stat("const", "constant") == (3, 1, 2)
+    assert r.stat("l2", "constant") == (2, 0, 2)
+    assert r.transactions.tolist() == [0, 0, 32 + 2, 2 + 1, 0, 0]
+    assert r.instructions.tolist() == [0, 0, 2, 2, 0, 0]
+
+
+def test_texture_2d_locality():
+    obj = traces.ObjectInfo(0, "M", "texture2d", 0x10000, 64 * 64 * 4, 4, (64, 64), False)
+    # 4 warps read 4 consecutive columns of the first 32 rows
+    rows = [(0, w, 0, 0, sp, 4, 0x10000 + lanes * 256 + 4 * w, 0) for w in range(4) for sp in [5]]
+    tex = "N:16:128:24,L:R:m:N:L"
+    r2 = cachesim.simulate_hierarchy(make_trace(rows, 1, 4, [obj]), config(tex=tex), blocks_per_sm=1)
+    rows1 = [(c, w, s, o, 4, wd, a, ob) for (c, w, s, o, _, wd, a, ob) in rows]
+    r1 = cachesim.simulate_hierarchy(make_trace(rows1, 1, 4, [obj]), config(tex=tex), blocks_per_sm=1)
+    assert r2.stat("tex", "texture2d") == (32, 24, 8)  # 8 tiles of 4 rows, then hits
+    assert r1.stat("tex", "texture1d") == (128, 96, 32)  # 32 lines, then hits
+
+
+@pytest.mark.parametrize("spec", ["N:4:128:2,L:B:m:W:L", "N:16:128:2,F:B:m:W:P", "N:4:128:2,L:B:m:W:X"])
+def test_l2_matches_simulate_cache(spec):
+    # one warp, one lane active per row in program order: the L2 sees exactly the line stream
+    rng = np.random.default_rng(3)
+    addrs = (rng.integers(0, 1 << 15, 400) // 4 * 4).astype(np.uint64)
+    rows = [(0, 0, s, 0, 0, 4, np.full(32, a, np.uint64), -1) for s, a in enumerate(addrs)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(sms=1, l2=spec, l2_slice_bytes=1 << 20), blocks_per_sm=1)
+    hits = cachesim.simulate_cache(spec, addrs)
+    assert r.stat("l2", "global") == (400, int(hits.sum()), int((~hits).sum()))
+    np.testing.assert_array_equal(r.dram_addr, (addrs[~hits] // 128) * 128)
+
+
+def test_l2_slices():
+    # 4 slices interleaved every 256 B: lines 0x000 and 0x400 are in slice 0, 0x100 in slice 1;
+    # each slice is 1 set x 1 way, so 0x000 and 0x400 evict each other and 0x100 does not
+    a = [0x000, 0x100, 0x400, 0x100, 0x000]
+    rows = [(0, 0, s, 0, 0, 4, np.full(32, x, np.uint64), -1) for s, x in enumerate(a)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(sms=1, l2="N:1:128:1,L:R:m:N:L", l2_slices=4), blocks_per_sm=1)
+    assert r.stat("l2", "global") == (5, 1, 4)
+    assert r.dram_addr.tolist() == [0x000, 0x100, 0x400, 0x000]
+
+
+def test_many_rows_grow_buffers():
+    # more DRAM requests than the first buffer holds
+    n = 3000
+    rows = [(0, 0, s, 0, 0, 4, lanes * 128 + np.uint64(s) * 4096 * 32, -1) for s in range(n)]
+    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(sms=1), blocks_per_sm=1)
+    assert r.dram_addr.shape == (32 * n,) and r.dram.outcome.shape == (32 * n,)
+    assert r.stat("l2", "global") == (32 * n, 0, 32 * n)
+
+
+def test_bad_inputs():
+    rows = [(0, 0, 0, 0, 0, 4, lanes * 4, -1)]
+    with pytest.raises(cachesim.HierarchyConfigError, match="^blocks_per_sm"):
+        cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(), blocks_per_sm=0)
+    with pytest.raises(cachesim.HierarchyConfigError, match="^l1"):
+        config(l1="N:3:128:4,L:L:m:N:L")
+    with pytest.raises(cachesim.HierarchyConfigError, match="^sms"):
+        config(sms=0)
+    with pytest.raises(cachesim.HierarchyConfigError, match="^l2_slice_bytes"):
+        config(l2_slice_bytes=64)
+    with pytest.raises(cachesim.HierarchyConfigError, match="^dram"):
+        config(dram=None)
