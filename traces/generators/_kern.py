@@ -79,3 +79,69 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
                     Y = cy * sy + ty[lane]
                     out[8][r, lane] = np.uint64(m_base[k] + m_elem[k] * (m_cx[k] * X + m_cy[k] * Y + m_c0[k]))
             r += 1
+
+
+@nb.njit(cache=True, parallel=True)
+def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_iter, loop_start, it_len, post_start,
+                m_obj, m_base, m_elem, m_op, m_space, m_phase, m_seq, m_pc, m_cx, m_cy, m_ck, m_c0, m_perm):  # fmt: skip
+    """Rows of a kernel whose lanes run: pre instructions, a loop of ``n_iter`` iterations, post instructions.
+
+    Lane (X, Y) = (blockIdx.x*bx + tx, blockIdx.y*by + ty) is active when X < limx and
+    Y < limy. With ``xperm`` > 0, instructions with ``m_perm`` set see X replaced by
+    (X % 32) * xperm + X // 32 (lane-major order: lanes of a warp ``xperm`` elements apart). Instruction k (phase 0 pre, 1 loop,
+    2 post) of iteration it reads base_k + elem_k * (cx_k*X + cy_k*Y + ck_k*it + c0_k).
+    seq: pre m_seq; loop loop_start + it*it_len + m_seq; post post_start + n_iter*it_len + m_seq.
+    """
+    wpb = (bx * by + 31) // 32
+    n_warps = gx * gy * wpb
+    K = m_obj.shape[0]
+    threads = bx * by
+    per_warp = 0
+    for k in range(K):
+        per_warp += n_iter if m_phase[k] == 1 else 1
+    for w in nb.prange(n_warps):
+        cta = w // wpb
+        warp = w % wpb
+        cx = cta % gx
+        cy = cta // gx
+        tx = np.empty(32, np.int64)
+        ty = np.empty(32, np.int64)
+        exist = warp_lanes(bx, by, threads, warp, tx, ty)
+        mask = np.uint32(0)
+        xs = np.zeros(32, np.int64)
+        xp = np.zeros(32, np.int64)
+        ys = np.zeros(32, np.int64)
+        for lane in range(32):
+            if (exist >> np.uint32(lane)) & np.uint32(1):
+                X = cx * bx + tx[lane]
+                Y = cy * by + ty[lane]
+                if X < limx and Y < limy:
+                    mask |= np.uint32(1) << np.uint32(lane)
+                    xs[lane] = X
+                    xp[lane] = (X % 32) * xperm + X // 32 if xperm > 0 else X
+                    ys[lane] = Y
+        if not fill:
+            counts[w] = per_warp if mask else 0
+            continue
+        if mask == 0:
+            continue
+        r = off[w]
+        for phase in range(3):
+            n_rep = n_iter if phase == 1 else 1
+            for it in range(n_rep):
+                for k in range(K):
+                    if m_phase[k] != phase:
+                        continue
+                    if phase == 0:
+                        s = m_seq[k]
+                    elif phase == 1:
+                        s = loop_start + it * it_len + m_seq[k]
+                    else:
+                        s = post_start + n_iter * it_len + m_seq[k]
+                    put(out, r, cta, warp, s, m_pc[k], m_op[k], m_space[k], m_elem[k], mask, m_obj[k])
+                    b = m_base[k] + m_elem[k] * (m_ck[k] * it + m_c0[k])
+                    xx = xp if m_perm[k] else xs
+                    for lane in range(32):
+                        if (mask >> np.uint32(lane)) & np.uint32(1):
+                            out[8][r, lane] = np.uint64(b + m_elem[k] * (m_cx[k] * xx[lane] + m_cy[k] * ys[lane]))
+                    r += 1
