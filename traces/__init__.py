@@ -7,7 +7,8 @@ through the functions exported here.
 """
 
 from .errors import InputError, TraceError
-from .io import Trace, atomic_write_table, iter_batches, read, read_info, to_table, write
+from .io import Trace, atomic_write_table, iter_batches, read, read_info, to_table, validate, write
+from .rewrite import Rewritten, rewrite, target_layout
 from .schema import (
     COLUMNS,
     INSTRUCTION_CLASSES,
@@ -37,12 +38,16 @@ __all__ = [
     "KernelInfo",
     "Measured",
     "ObjectInfo",
+    "Rewritten",
     "Trace",
     "TraceError",
     "atomic_write_table",
     "iter_batches",
     "read",
     "read_info",
+    "rewrite",
+    "target_layout",
     "to_table",
+    "validate",
     "write",
 ]

@@ -123,6 +123,11 @@ class _Checker:
         raise AssertionError(code)  # pragma: no cover
 
 
+def validate(trace: Trace, path: str = "<memory>") -> None:
+    """Check in-memory columns against the trace contract (as ``read`` checks a file)."""
+    _Checker(str(path), trace.info).check(trace)
+
+
 def _metadata(path: str, schema: pa.Schema) -> KernelInfo:
     meta = schema.metadata or {}
     if METADATA_KEY not in meta:

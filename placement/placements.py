@@ -1,0 +1,195 @@
+"""Placements: what they are, how they are spelled, and which are legal.
+
+A placement maps every data object of a kernel to one of the programmable spaces
+G (global), T (1D texture), 2T (2D texture), C (constant), S (shared); objects it
+does not name stay where the sample placement has them. The rules (DESIGN.md,
+"Placements and what makes one legal"; Huang & Li Sec. II-A):
+
+1. written objects only in G or S (texture and constant memory are read-only);
+2. all C objects together fit the constant bank;
+3. per block, the kernel's shared usage with the S objects moved in and out fits
+   the per-block limit, and the launch still fits on an SM (occupancy >= 1 block);
+4. T: the element count fits the 1D texture limit of linear memory;
+5. 2T: the object has a 2D shape within the 2D texture limits;
+6. objects outside the programmable spaces (local memory) cannot move.
+
+Every placement the search returns is re-checked here before it is ranked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from traces import SHORT_OF_SPACE, KernelInfo, ObjectInfo, target_layout
+from traces.errors import InputError
+
+from .gpu import Gpu
+from .occupancy import Occupancy, occupancy
+
+SPACES = ("G", "T", "2T", "C", "S")
+_ALIASES = {
+    "g": "G", "global": "G",
+    "t": "T", "texture": "T", "texture1d": "T", "tex": "T",
+    "2t": "2T", "texture2d": "2T", "tex2d": "2T",
+    "c": "C", "constant": "C", "const": "C",
+    "s": "S", "shared": "S",
+}  # fmt: skip
+
+class IllegalPlacement(InputError):
+    """A placement that breaks a rule; ``rule`` names it."""
+
+    def __init__(self, rule: str, message: str):
+        self.rule = rule
+        super().__init__(f"illegal placement ({rule}): {message}")
+
+
+def space_short(name: str) -> str:
+    """The short spelling (G, T, 2T, C, S) of a space name or alias."""
+    s = _ALIASES.get(name.strip().lower())
+    if s is None:
+        raise InputError(f"unknown space {name!r}; use one of G T 2T C S (or global texture texture2d constant shared)")
+    return s
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Object name -> short space, for every object of a kernel (sorted by object id)."""
+
+    spaces: tuple[tuple[str, str], ...]
+
+    def __getitem__(self, name: str) -> str:
+        for n, s in self.spaces:
+            if n == name:
+                return s
+        raise KeyError(name)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.spaces)
+
+    def moved(self, sample: "Placement") -> dict[str, tuple[str, str]]:
+        """Objects whose space differs from ``sample``: name -> (from, to)."""
+        ref = sample.as_dict()
+        return {n: (ref[n], s) for n, s in self.spaces if ref.get(n) != s}
+
+    def label(self, sample: "Placement | None" = None) -> str:
+        """`A=T,B=2T` of the moved objects (all objects when no sample is given)."""
+        items = self.moved(sample).items() if sample else ((n, (None, s)) for n, s in self.spaces)
+        text = ",".join(f"{n}={s}" for n, (_, s) in items)
+        return text or "sample"
+
+
+def object_short(o: ObjectInfo) -> str | None:
+    """The sample space of an object in short spelling; None for local memory."""
+    return SHORT_OF_SPACE.get(o.space)
+
+
+def sample_placement(info: KernelInfo) -> Placement:
+    """The placement the trace was recorded with (local objects left out)."""
+    return Placement(tuple((o.name, s) for o in info.objects if (s := object_short(o)) is not None))
+
+
+def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelInfo) -> Placement:
+    """Complete a partial placement (`A=T,B=2T` or a mapping) with the sample's spaces.
+
+    Names must be objects of the kernel; spaces any spelling of G T 2T C S.
+    """
+    if isinstance(text, str):
+        pairs = [p for p in (x.strip() for x in text.split(",")) if p]
+    elif isinstance(text, Mapping):
+        pairs = [f"{k}={v}" for k, v in text.items()]
+    else:
+        pairs = [p for x in text for p in (y.strip() for y in x.split(",")) if p]
+    wanted: dict[str, str] = {}
+    names = {o.name: o for o in info.objects}
+    for p in pairs:
+        if "=" not in p:
+            raise InputError(f"--place {p!r}: expected OBJ=SPACE (for example A=T,B=2T)")
+        name, space = (x.strip() for x in p.split("=", 1))
+        if name not in names:
+            raise InputError(f"--place {p!r}: no object {name!r} in kernel {info.kernel}; objects: {', '.join(names)}")
+        if name in wanted:
+            raise InputError(f"--place: object {name!r} placed twice")
+        if object_short(names[name]) is None:
+            raise IllegalPlacement("local", f"object {name!r} is in local memory, which is not programmable")
+        wanted[name] = space_short(space)
+    sample = sample_placement(info)
+    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces))
+
+
+@dataclass(frozen=True)
+class Legality:
+    """The outcome of checking a placement: the launch it implies."""
+
+    smem_per_block: int
+    const_bytes: int
+    occupancy: Occupancy
+
+
+def shared_bytes(info: KernelInfo, placement: Placement) -> int:
+    """Per-block shared memory of the kernel under ``placement``.
+
+    The sample's usage, less the S objects moved out, plus the objects moved in
+    above it (Huang & Li Sec. III-E; the layout is ``traces.target_layout``'s, the
+    same the trace rewriting uses).
+    """
+    return target_layout(info, placement.as_dict()).smem_per_block
+
+
+def check(info: KernelInfo, gpu: Gpu, placement: Placement) -> Legality:
+    """Check every rule; raise IllegalPlacement naming the first one broken."""
+    m = gpu.memory
+    objs = {o.name: o for o in info.objects}
+    const_bytes = 0
+    for name, space in placement.spaces:
+        o = objs[name]
+        if o.written and space not in ("G", "S"):
+            raise IllegalPlacement(
+                "written", f"{name} is written by the kernel, so it can only be in G or S, not {space}"
+            )
+        if space == "C":
+            const_bytes += o.size
+        elif space == "T":
+            elems = o.size // o.elem_bytes
+            if elems > m.tex1d_max_elems:
+                raise IllegalPlacement(
+                    "texture1d", f"{name} has {elems:,} elements; {gpu.name}'s 1D texture limit is {m.tex1d_max_elems:,}"
+                )
+        elif space == "2T":
+            if o.shape is None:
+                raise IllegalPlacement("texture2d", f"{name} has no 2D shape, so it cannot be a 2D texture")
+            rows, cols = o.shape
+            if cols > m.tex2d_max_width or rows > m.tex2d_max_height:
+                raise IllegalPlacement(
+                    "texture2d",
+                    f"{name} is {rows} x {cols}; {gpu.name}'s 2D texture limit is "
+                    f"{m.tex2d_max_height} rows x {m.tex2d_max_width} columns",
+                )
+    if const_bytes > m.const_bank_bytes:
+        in_c = ", ".join(n for n, s in placement.spaces if s == "C")
+        raise IllegalPlacement(
+            "constant", f"{in_c} need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}"
+        )
+    smem = shared_bytes(info, placement)
+    if smem > m.smem_per_block:
+        in_s = ", ".join(n for n, s in placement.spaces if s == "S")
+        raise IllegalPlacement(
+            "shared",
+            f"{in_s} need {smem:,} bytes of shared memory per block with the kernel's own; "
+            f"{gpu.name} allows {m.smem_per_block:,} per block",
+        )
+    try:
+        occ = occupancy(gpu, info.threads_per_block, info.regs_per_thread, smem)
+    except InputError as exc:
+        raise IllegalPlacement("launch", str(exc)) from None
+    if occ.blocks_per_sm < 1:
+        raise IllegalPlacement("launch", f"no block fits on an SM of {gpu.name} ({occ.limiter})")
+    return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ)
+
+
+def is_legal(info: KernelInfo, gpu: Gpu, placement: Placement) -> bool:
+    try:
+        check(info, gpu, placement)
+    except IllegalPlacement:
+        return False
+    return True

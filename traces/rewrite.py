@@ -1,0 +1,202 @@
+"""Rewrite a trace to a target placement (Huang & Li Sec. III-B and III-E).
+
+The same accesses, as the target placement would issue them:
+
+- the ``space`` of every row of a moved object becomes the target space;
+- addresses stay the same between off-chip spaces (G, T, 2T, C): the object keeps
+  its virtual range (Sec. III-E). 2T rows keep their linear element addresses; the
+  cache simulator maps them through the 2D texture layout of the object's shape;
+- an object moved into shared memory is given the block-window range just above
+  the highest offset in use (the sample's ``smem_per_block``), aligned to
+  ``SHARED_ALIGN``; every block sees the same offsets;
+- an object moved out of shared memory becomes one off-chip array holding every
+  block's copy, above the highest off-chip address in use, aligned to
+  ``OFFCHIP_ALIGN`` (cudaMalloc's alignment): block b's access to offset x goes to
+  base + b * size + x. This is the paper's "array index in shared memory replaced
+  with a global thread ID": for ``s[threadIdx.x]`` it is ``g[blockIdx.x * blockDim.x
+  + threadIdx.x]``;
+- per row, the change in addressing instructions (Sec. III-B): the cost of
+  computing the element's address in the target space minus that in the sample
+  space, from a per-object table of costs by space the caller supplies
+  (``placement.addressing`` reads it from configs/addressing.toml).
+
+Replays (causes 1-4 of Eq. 3) depend on coalescing and caches, so they are counted
+by ``cachesim`` on the rewritten rows, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+import numba as nb
+import numpy as np
+
+from .errors import InputError
+from .io import Trace
+from .schema import SHARED, SPACE_CODES, SPACE_NAMES, SPACE_SHORT, KernelInfo, ObjectInfo
+
+SHARED_ALIGN = 16
+OFFCHIP_ALIGN = 256
+_PROGRAMMABLE = ("global", "texture1d", "texture2d", "constant", "shared")
+
+# Per-object address modes of the rewrite kernel.
+_SAME, _INTO_SHARED, _OUT_OF_SHARED = 0, 1, 2
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each object lives under a target placement."""
+
+    objects: tuple[ObjectInfo, ...]
+    smem_per_block: int
+
+
+def _normalise(info: KernelInfo, target: Mapping[int | str, str]) -> dict[int, str]:
+    """Object id -> space name, from ids or names and long or short (G, T, 2T, C, S) spellings."""
+    out = {}
+    for key, space in target.items():
+        o = None
+        for cand in info.objects:
+            if cand.id == key or cand.name == key:
+                o = cand
+        if o is None:
+            raise InputError(f"target names object {key!r}, which kernel {info.kernel} does not have")
+        name = SPACE_SHORT.get(space, space)
+        if name not in _PROGRAMMABLE:
+            raise InputError(f"target space {space!r} of object {o.name!r} is not one of {', '.join(_PROGRAMMABLE)}")
+        out[o.id] = name
+    return out
+
+
+def target_layout(info: KernelInfo, target: Mapping[int | str, str]) -> Layout:
+    """Objects (space, base, size) and per-block shared bytes under ``target``.
+
+    ``target`` maps object id or name -> space (``global``, ``texture1d``,
+    ``texture2d``, ``constant``, ``shared`` or G, T, 2T, C, S); objects it leaves
+    out stay put.
+    """
+    target = _normalise(info, target)
+    smem = info.smem_per_block
+    offchip_top = max((o.end for o in info.objects if o.space not in ("shared", "local")), default=0)
+    offchip_top = _align(max(offchip_top, OFFCHIP_ALIGN), OFFCHIP_ALIGN)
+    out = []
+    for o in info.objects:
+        t = target.get(o.id, o.space)
+        if t == o.space:
+            out.append(o)
+        elif o.space == "local":
+            raise InputError(f"object {o.name!r} is in local memory and cannot be moved")
+        elif t == "shared":
+            base = _align(smem, SHARED_ALIGN)
+            smem = base + o.size
+            out.append(replace(o, space=t, base=base))
+        elif o.space == "shared":
+            smem -= o.size
+            size = o.size * info.ctas
+            out.append(replace(o, space=t, base=offchip_top, size=size))
+            offchip_top = _align(offchip_top + size, OFFCHIP_ALIGN)
+        else:
+            out.append(replace(o, space=t))
+    return Layout(objects=tuple(out), smem_per_block=max(smem, 0))
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """A trace in a target placement and its per-row addressing-instruction deltas."""
+
+    trace: Trace
+    addr_inst_delta: np.ndarray
+    """int16 per row: addressing instructions of the target minus the sample (Sec. III-B)."""
+    moved: tuple[int, ...]
+    """Ids of the objects whose space changed."""
+
+
+@nb.njit(cache=True, nogil=True)
+def _rewrite_rows(obj, space, cta, mask, addr, new_space, mode, shift, slice_bytes, cost, out_space, out_addr, delta,
+                  copy_addr):
+    """Row pass: new space, cost deltas and, when ``copy_addr``, new addresses into ``out_addr``."""
+    n = obj.shape[0]
+    for i in range(n):
+        o = obj[i]
+        s = space[i]
+        if o < 0 or new_space[o] < 0:
+            out_space[i] = s
+            delta[i] = 0
+            if copy_addr:
+                for lane in range(32):
+                    out_addr[i, lane] = addr[i, lane]
+            continue
+        t = new_space[o]
+        out_space[i] = t
+        delta[i] = cost[o, t] - cost[o, s]
+        if not copy_addr:
+            continue
+        md = mode[o]
+        m = mask[i]
+        for lane in range(32):
+            a = addr[i, lane]
+            if (m >> lane) & 1:
+                if md == 1:
+                    a = np.uint64(np.int64(a) + shift[o])
+                elif md == 2:
+                    a = np.uint64(np.int64(a) + shift[o] + np.int64(cta[i]) * slice_bytes[o])
+            out_addr[i, lane] = a
+
+
+def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None) -> Rewritten:
+    """The accesses of ``trace`` under the target placement.
+
+    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an (objects, 6) table
+    of addressing instructions per element access by object id and space code
+    (zeros when None). Works on a whole trace or on one batch of ``iter_batches``.
+    """
+    info = trace.info
+    layout = target_layout(info, target)
+    n_ids = max((o.id for o in info.objects), default=-1) + 1
+    new_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
+    mode = np.zeros(max(n_ids, 1), dtype=np.int8)
+    shift = np.zeros(max(n_ids, 1), dtype=np.int64)
+    slice_bytes = np.zeros(max(n_ids, 1), dtype=np.int64)
+    moved = []
+    for old, new in zip(info.objects, layout.objects):
+        if old.space == new.space:
+            continue
+        moved.append(old.id)
+        new_space[old.id] = SPACE_CODES[new.space]
+        if new.space == "shared":
+            mode[old.id] = _INTO_SHARED
+            shift[old.id] = new.base - old.base
+        elif old.space == "shared":
+            mode[old.id] = _OUT_OF_SHARED
+            shift[old.id] = new.base - old.base
+            slice_bytes[old.id] = old.size
+    if addr_cost is None:
+        cost = np.zeros((max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
+    else:
+        cost = np.ascontiguousarray(addr_cost, dtype=np.int16)
+        if cost.shape != (max(n_ids, 1), len(SPACE_NAMES)):
+            raise ValueError(f"addr_cost must have shape ({max(n_ids, 1)}, {len(SPACE_NAMES)}), got {cost.shape}")
+    n = len(trace)
+    out_space = np.empty(n, dtype=np.int8)
+    delta = np.empty(n, dtype=np.int16)
+    moves_addresses = bool((mode != _SAME).any())
+    out_addr = np.empty_like(trace.addr) if moves_addresses else trace.addr
+    _rewrite_rows(
+        trace.obj, trace.space, trace.cta, trace.mask, trace.addr,
+        new_space, mode, shift, slice_bytes, cost, out_space, out_addr, delta, moves_addresses,
+    )  # fmt: skip
+    new_info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
+    cols = trace.columns()
+    cols["space"] = out_space
+    cols["addr"] = out_addr
+    return Rewritten(
+        trace=Trace(**cols, info=new_info, start=trace.start), addr_inst_delta=delta, moved=tuple(moved)
+    )
+
+
+__all__ = ["Layout", "Rewritten", "rewrite", "target_layout", "SHARED", "SHARED_ALIGN", "OFFCHIP_ALIGN"]
