@@ -1,0 +1,82 @@
+"""Amaris et al.'s BSP-based GPU model (Eq. 3-5).
+
+T_k = t x (Comp + Comm_GM + Comm_SM) / (R x P x lambda)            (Eq. 3)
+Comm_SM = (ld0 + st0) x g_SM                                         (Eq. 4)
+Comm_GM = (ld1 + st1 - L1 - L2) x g_GM + L1 x g_L1 + L2 x g_L2      (Eq. 5)
+
+Counts are per thread: ld0/st0 shared and ld1/st1 global loads and stores, L1 and
+L2 the global accesses served by each cache. lambda absorbs everything the model
+leaves out (divergence, coalescing, bank conflicts, latency hiding): fitted from
+one measured run and reused across input sizes and GPUs of one architecture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from traces.errors import InputError
+
+from .kernel import KernelParams
+from .params import Machine
+
+
+@dataclass(frozen=True)
+class BspLatencies:
+    """Communication latencies in cycles (Amaris et al. Sec. V/VI: 5, 500, 5 and 250)."""
+
+    g_sm: float = 5.0
+    g_gm: float = 500.0
+    g_l1: float = 5.0
+    g_l2: float = 250.0
+
+
+@dataclass(frozen=True)
+class BspResult:
+    threads: int
+    comp: float
+    comm_gm: float
+    comm_sm: float
+    lam: float
+    cycles_per_thread: float
+    time_s: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def comm_sm(ld0: float, st0: float, g_sm: float) -> float:
+    """Eq. 4."""
+    return (ld0 + st0) * g_sm
+
+
+def comm_gm(ld1: float, st1: float, l1: float, l2: float, g: BspLatencies) -> float:
+    """Eq. 5."""
+    return (ld1 + st1 - l1 - l2) * g.g_gm + l1 * g.g_l1 + l2 * g.g_l2
+
+
+def comp_per_thread(k: KernelParams) -> float:
+    """Comp: the floating-point operations of a thread when known (Sec. V-A), else its computation instructions."""
+    return k.fp_insts if k.fp_insts is not None and k.fp_insts > 0 else k.comp_insts
+
+
+def predict(k: KernelParams, m: Machine, lam: float = 1.0, g: BspLatencies = BspLatencies()) -> BspResult:
+    """Eq. 3: the kernel time with lambda ``lam``."""
+    if lam <= 0:
+        raise InputError(f"lambda must be > 0, got {lam}")
+    threads = k.blocks * k.threads_per_block
+    mem = k.mem_insts
+    l1 = k.l1_hit_ratio * mem
+    l2 = k.l2_hit_ratio * mem
+    comp = comp_per_thread(k)
+    gm = comm_gm(mem, 0.0, l1, l2, g)
+    sm = comm_sm(k.shared_insts, 0.0, g.g_sm)
+    cycles = comp + gm + sm
+    t = threads * cycles / (m.freq_hz * m.cores * lam)
+    return BspResult(threads=threads, comp=comp, comm_gm=gm, comm_sm=sm, lam=lam, cycles_per_thread=cycles, time_s=t)
+
+
+def fit_lambda(k: KernelParams, m: Machine, measured_s: float, g: BspLatencies = BspLatencies()) -> float:
+    """lambda = T_k(lambda = 1) / T_measured (Sec. IV: the ratio of prediction to measurement)."""
+    if not measured_s > 0:
+        raise InputError(f"a measured time > 0 is needed to fit lambda, got {measured_s}")
+    return predict(k, m, 1.0, g).time_s / measured_s

@@ -1,0 +1,195 @@
+"""Sim et al.'s GPUPerf model (PPoPP 2012, Eq. 1-23 and Appendix A).
+
+T_exec = T_comp + T_mem - T_overlap (Eq. 1), with T_comp = W_parallel + W_serial
+(Eq. 2-10), T_mem from AMAT and inter-thread MLP (Eq. 11-15) and T_overlap from
+F_overlap (Eq. 16-17); all costs are in cycles per SM. The benefit metrics
+B_itilp, B_serial, B_fp and B_memlp (Eq. 18-23) say what an optimization could
+gain. The pieces are plain functions so that the data-placement model (Huang &
+Li) can reuse them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .kernel import KernelParams, launch
+from .params import Machine
+
+
+def itilp_max(avg_inst_lat: float, warp_size: int, simd_width: int) -> float:
+    """Eq. 5: ITILP_max = avg_inst_lat / (warp_size / SIMD_width)."""
+    return avg_inst_lat / (warp_size / simd_width)
+
+
+def itilp(ilp: float, n: int, itilp_max_: float) -> float:
+    """Eq. 4: ITILP = min(ILP x N, ITILP_max)."""
+    return min(ilp * n, itilp_max_)
+
+
+def avg_dram_lat(dram_lat: float, avg_trans_warp: float, delta: float) -> float:
+    """Eq. 13: avg_DRAM_lat = DRAM_lat + (avg_trans_warp - 1) x Delta."""
+    return dram_lat + max(avg_trans_warp - 1.0, 0.0) * delta
+
+
+def amat(avg_dram_lat_: float, miss_ratio: float, hit_lat: float) -> float:
+    """Eq. 12: AMAT = avg_DRAM_lat x miss_ratio + hit_lat."""
+    return avg_dram_lat_ * miss_ratio + hit_lat
+
+
+def mwp_peak_bw(mem_peak_bandwidth_gbs: float, freq_hz: float, transaction_size: float, avg_dram_lat_: float, active_sms: int) -> float:
+    """Eq. A.6-A.7: MWP_peak_bw = mem_peak_bandwidth / (BW_per_warp x #active_SMs), BW_per_warp = freq x transaction_size / avg_DRAM_lat."""
+    bw_per_warp = freq_hz * transaction_size / avg_dram_lat_
+    return mem_peak_bandwidth_gbs * 1e9 / (bw_per_warp * active_sms)
+
+
+def mwp(avg_dram_lat_: float, delta: float, peak_bw: float, n: int) -> float:
+    """Eq. A.5: MWP = min(avg_DRAM_lat / Delta, MWP_peak_bw, N)."""
+    by_delay = avg_dram_lat_ / delta if delta > 0 else float("inf")
+    return min(by_delay, peak_bw, float(n))
+
+
+def cwp(mem_cycles: float, comp_cycles: float, n: int) -> float:
+    """Eq. A.1-A.2: CWP = min((mem_cycles + comp_cycles) / comp_cycles, N)."""
+    if comp_cycles <= 0:
+        return float(n)
+    return min((mem_cycles + comp_cycles) / comp_cycles, float(n))
+
+
+def itmlp(mlp: float, mwp_: float, cwp_: float, peak_bw: float) -> float:
+    """Eq. 14-15: ITMLP = min(MLP x MWP_cp, MWP_peak_bw), MWP_cp = min(max(1, CWP - 1), MWP)."""
+    mwp_cp = min(max(1.0, cwp_ - 1.0), mwp_)
+    return min(mlp * mwp_cp, peak_bw)
+
+
+def t_comp(w_parallel: float, w_serial: float) -> float:
+    """Eq. 2: T_comp = W_parallel + W_serial."""
+    return w_parallel + w_serial
+
+
+def w_parallel(insts: float, total_warps: int, active_sms: int, avg_inst_lat: float, itilp_: float) -> float:
+    """Eq. 3: W_parallel = (#insts x #total_warps / #active_SMs) x avg_inst_lat / ITILP."""
+    return insts * total_warps / active_sms * avg_inst_lat / itilp_
+
+
+def f_sfu(sfu_insts: float, insts: float, sfu_width: int, simd_width: int) -> float:
+    """Eq. 10: F_SFU = min(max(#SFU_insts / #insts - SFU_width / SIMD_width, 0), 1)."""
+    if insts <= 0:
+        return 0.0
+    return min(max(sfu_insts / insts - sfu_width / simd_width, 0.0), 1.0)
+
+
+def f_overlap(n: int, cwp_: float, mwp_: float) -> float:
+    """Eq. 17: F_overlap = (N - zeta) / N, zeta = 1 if CWP <= MWP else 0."""
+    zeta = 1.0 if cwp_ <= mwp_ else 0.0
+    return (n - zeta) / n
+
+
+def t_overlap(t_comp_: float, t_mem_: float, f_overlap_: float) -> float:
+    """Eq. 16: T_overlap = min(T_comp x F_overlap, T_mem)."""
+    return min(t_comp_ * f_overlap_, t_mem_)
+
+
+@dataclass(frozen=True)
+class GpuPerfResult:
+    """GPUPerf's costs (cycles per SM), intermediates, benefits and the bound."""
+
+    t_exec: float
+    t_comp: float
+    t_mem: float
+    t_overlap: float
+    t_mem_prime: float
+    w_parallel: float
+    w_serial: float
+    o_sync: float
+    o_sfu: float
+    o_cfdiv: float
+    o_bank: float
+    t_fp: float
+    t_mem_min: float
+    b_itilp: float
+    b_serial: float
+    b_fp: float
+    b_memlp: float
+    itilp: float
+    itilp_max: float
+    itmlp: float
+    mwp: float
+    mwp_peak_bw: float
+    cwp: float
+    n: int
+    avg_dram_lat: float
+    amat: float
+    f_sfu: float
+    f_overlap: float
+    case: str
+    """'memory' (MWP < CWP), 'compute' (MWP >= CWP) or 'not enough warps' (MWP = CWP = N)."""
+    bound: str
+    """'memory' when T_mem > T_comp, else 'compute'."""
+    time_s: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
+    """GPUPerf's T_exec and benefit metrics for ``k`` on ``m``."""
+    ln = launch(k, m)
+    n, sms, warps = ln.n, ln.active_sms, ln.total_warps
+    insts = k.comp_insts + k.mem_insts  # per warp, SFU excluded (Table 2)
+    mem_insts = k.mem_insts
+    lat = m.avg_inst_latency
+    imax = itilp_max(lat, m.warp_size, m.simd_width)
+    il = itilp(k.ilp, n, imax)
+    wp = w_parallel(insts, warps, sms, lat, il)
+
+    trans = (k.coal_mem_insts * k.coal_per_mw + k.uncoal_mem_insts * k.uncoal_per_mw) / mem_insts if mem_insts else 1.0
+    delta = m.departure_del_uncoal
+    dram = avg_dram_lat(m.dram_latency, trans, delta)
+    # Eq. 12 expanded to two cache levels: every request pays the first level's
+    # hit latency; those that miss L1 pay L2's; those that miss both pay DRAM's.
+    hit_lat = (m.l1_latency if m.l1_caches_global else 0.0) + (1.0 - k.l1_hit_ratio) * m.l2_latency
+    am = amat(dram, k.miss_ratio, hit_lat)
+
+    per_sm = warps / sms
+    o_sync = k.synch_insts * per_sm * (m.gamma * dram * (mem_insts / insts if insts else 0.0))  # Eq. 7-8
+    fs = f_sfu(k.sfu_insts, insts, m.sfu_width, m.simd_width)
+    o_sfu = k.sfu_insts * per_sm * (m.warp_size / m.sfu_width) * fs  # Eq. 9
+    o_cfdiv = k.divergent_insts * per_sm * lat / il
+    o_bank = k.bank_conflict_insts * per_sm * lat / il
+    ws = o_sync + o_sfu + o_cfdiv + o_bank  # Eq. 6
+    tc = t_comp(wp, ws)
+
+    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, m.transaction_bytes, dram, sms)
+    mw = max(1.0, mwp(dram, delta, peak, n))
+    comp_cycles = insts * lat / il  # Eq. A.3
+    mem_cycles = mem_insts * am / k.mlp  # Eq. A.4
+    cw = cwp(mem_cycles, comp_cycles, n)
+    itm = max(1e-9, itmlp(k.mlp, mw, cw, peak))
+    tm = mem_insts * per_sm / itm * am  # Eq. 11
+    fo = f_overlap(n, cw, mw)
+    to = t_overlap(tc, tm, fo)
+    te = tc + tm - to  # Eq. 1
+
+    fp = k.comp_insts if k.fp_insts is None else k.fp_insts
+    t_fp = fp * warps * m.fp_latency / (sms * il)  # Eq. 18
+    # Eq. 19 with "size of data" as the minimum DRAM transactions per SM.
+    size = k.data_bytes / m.transaction_bytes / sms
+    t_mem_min = size * dram / peak
+    b_itilp = wp - insts * warps * lat / (sms * imax)  # Eq. 20
+    b_serial = ws  # Eq. 21
+    b_fp = tc - t_fp - b_itilp - b_serial  # Eq. 22
+    b_memlp = max(tm - to - t_mem_min, 0.0)  # Eq. 23
+    if mw >= n and cw >= n:
+        case = "not enough warps"
+    elif mw < cw:
+        case = "memory"
+    else:
+        case = "compute"
+    return GpuPerfResult(
+        t_exec=te, t_comp=tc, t_mem=tm, t_overlap=to, t_mem_prime=tm - to,
+        w_parallel=wp, w_serial=ws, o_sync=o_sync, o_sfu=o_sfu, o_cfdiv=o_cfdiv, o_bank=o_bank,
+        t_fp=t_fp, t_mem_min=t_mem_min, b_itilp=b_itilp, b_serial=b_serial, b_fp=b_fp, b_memlp=b_memlp,
+        itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
+        avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
+        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te),
+    )  # fmt: skip

@@ -1,0 +1,147 @@
+"""Lemeire et al.: CPI with the run correction, latencies, occupancy roofline, cache levels."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from placement.cli import main
+from placement.gpu import get_gpu
+from placement.models import lemeire as le
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+LATENCY = DATA / "gpu-benches-latency"
+
+
+def test_peak_performance_eq1():
+    # Sec. III: a GPU of 2 CUs with 192 PEs each at 900 MHz.
+    assert le.peak_performance(2, 192, 900e6) == pytest.approx(345.6e9)
+
+
+def test_run_correction_fig4():
+    # Fig. 4: 3 CUs, 2 concurrent work groups of 3 warps each; 7 work groups need 2 runs on some CU.
+    r = le.Run(work_items=7 * 96, wg_size=96, local_mem=24 * 1024, runtime_s=2e-6, instr_kernel=100)
+    p = le.run_point(r, nbr_cu=3, clock_hz=1e9, max_conc_wg=8, max_local_mem=48 * 1024, max_conc_warps=64)
+    assert p.conc_wg == 2 and p.conc_warps == 6 and p.actual_warp_size == 32
+    assert p.runs_cu == math.ceil(21 / 3 / 6) == 2
+    assert p.cycles_of_run == pytest.approx(1000)  # 2 us / 2 runs x 1 GHz
+    assert p.cpi_cu == pytest.approx(1000 / (100 * 96 * 2))
+    assert p.cpi_warp == pytest.approx(1000 / (100 * 96 * 2) * 32)
+
+
+def _pipeline_runs(gpu, completion=6.0, issue=0.5, instr=1000):
+    """Runs of a dependent-instruction kernel on the abstract pipeline of Sec. IV-A:
+    with w concurrent warps, a run takes instr x max(Lambda, w x lambda) cycles."""
+    runs = []
+    for w in range(1, 17):
+        cycles = instr * max(completion, w * issue)
+        runs.append(le.Run(work_items=w * 32 * gpu.compute.sms, wg_size=32,
+                           local_mem=gpu.memory.smem_per_sm // w, runtime_s=cycles / gpu.clock_hz,
+                           instr_kernel=instr))  # fmt: skip
+    return runs
+
+
+def test_latencies_and_ridge_from_pipeline():
+    # GT 640 numbers of Sec. V-A: completion latency 6 cycles, CPI converging to 0.5.
+    gpu = get_gpu("k80")
+    rep = le.analyze_runs(_pipeline_runs(gpu), gpu)
+    assert rep.completion_latency == pytest.approx(6.0)  # Eq. 5, one concurrent warp
+    assert rep.issue_latency == pytest.approx(0.5)  # Eq. 4
+    # Full pipeline from w = Lambda / lambda = 12 warps; within 5 % of the peak from
+    # 6/w <= 0.5/0.95, i.e. w >= 11.4 -> 12 warps = 384 work items per CU.
+    assert rep.ridge_concurrency == 12 * 32
+    assert rep.peak == pytest.approx(max(r.instr_kernel * r.work_items / r.runtime_s for r in _pipeline_runs(gpu)))
+
+
+def test_ridge_point_tolerance():
+    assert le.ridge_point([1, 2, 3, 4], [10, 90, 96, 100]) == 3
+    assert le.ridge_point([1, 2, 3, 4], [10, 90, 96, 100], tolerance=0.2) == 2
+
+
+def test_cli_runs(tmp_path, capsys):
+    gpu = get_gpu("k80")
+    p = tmp_path / "runs.csv"
+    lines = ["work_items,wg_size,local_mem,runtime_s,instr_kernel"]
+    lines += [f"{r.work_items},{r.wg_size},{r.local_mem},{r.runtime_s!r},{r.instr_kernel}" for r in _pipeline_runs(gpu)]
+    p.write_text("\n".join(lines) + "\n")
+    assert main(["model", "lemeire", "--gpu", "k80", "--runs", str(p), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["issue_latency"] == pytest.approx(0.5) and doc["completion_latency"] == pytest.approx(6.0)
+    assert doc["ridge_concurrency"] == 384
+
+
+def test_cli_runs_bad_column(tmp_path, capsys):
+    p = tmp_path / "runs.csv"
+    p.write_text("work_items,wg_size,runtime_s\n1,1,1\n")
+    assert main(["model", "lemeire", "--gpu", "k80", "--runs", str(p)]) == 2
+    assert "local_mem" in capsys.readouterr().err
+
+
+def test_eq6_curve_k620_constant_cache():
+    # Table III / Fig. 7: Quadro K620 constant memory, 8 KB cache, latencies 48 and 90.6 cycles.
+    l1 = le.CacheLevel("L1", 48.0, 8 * 1024, 0, 0, 0)
+    l2 = le.CacheLevel("DRAM", 90.6, None, 0, 0, 0)
+    sizes_kb = np.unique(np.round(np.geomspace(0.25, 4096, 80), 3))
+    lat = le.cpmr(sizes_kb * 1024, [l1, l2])
+    assert lat[sizes_kb <= 8].max() == pytest.approx(48.0)
+    assert le.cpmr([16 * 1024], [l1, l2])[0] == pytest.approx(48 + 42.6 * 0.5)  # Eq. 6 at twice the cache size
+    levels = le.cache_levels(sizes_kb, lat)
+    assert [lv.name for lv in levels] == ["L1", "DRAM"]
+    assert levels[0].latency == pytest.approx(48.0)
+    assert levels[0].size_bytes == pytest.approx(8 * 1024, rel=0.02)
+    assert levels[1].latency == pytest.approx(90.6, rel=0.05)
+
+
+def _levels(name):
+    path = LATENCY / f"{name}.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (real data lives in ../shared/data, not in a fresh clone)")
+    return le.cache_levels_from_file(path)
+
+
+MIB = 2**20
+
+
+def test_v100_levels():
+    lv = _levels("v100")
+    assert [x.name for x in lv] == ["L1", "L2", "DRAM"]
+    assert lv[0].latency == pytest.approx(30, abs=1) and 96 * 1024 <= lv[0].size_bytes <= 128 * 1024
+    assert lv[1].latency == pytest.approx(215, abs=3)
+    assert lv[1].size_bytes == pytest.approx(6 * MIB, rel=0.1)  # V100 L2: 6 MB
+    assert lv[2].latency > 400
+
+
+@pytest.mark.parametrize("name, l2_mib", [("a100_40", 40), ("a100_80", 40), ("h100_pcie", 50), ("l40", 96)])
+def test_last_level_cache_capacity(name, l2_mib):
+    lv = _levels(name)
+    caches = [x for x in lv if x.size_bytes is not None]
+    assert lv[-1].name == "DRAM" and lv[-1].latency > caches[-1].latency
+    # The last cache level before DRAM is the whole L2 (A100 and H100 show the
+    # near partition as an extra step at half the capacity).
+    assert caches[-1].size_bytes == pytest.approx(l2_mib * MIB, rel=0.1)
+    assert caches[0].latency < 40  # L1 hit
+
+
+def test_a100_near_and_far_l2():
+    lv = _levels("a100_40")
+    assert len(lv) == 4
+    assert lv[1].size_bytes == pytest.approx(20 * MIB, rel=0.1)  # near partition
+    assert lv[1].latency == pytest.approx(213, abs=3) and lv[2].latency == pytest.approx(426, abs=5)
+
+
+def test_cli_chase(capsys):
+    path = LATENCY / "v100.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    assert main(["model", "lemeire", "--chase", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [x["name"] for x in doc["levels"]] == ["L1", "L2", "DRAM"]
+
+
+def test_chase_bad_file(tmp_path, capsys):
+    p = tmp_path / "x.txt"
+    p.write_text("1 2 3\n4 5 6\n")
+    assert main(["model", "lemeire", "--chase", str(p)]) == 2
+    assert "line 1" in capsys.readouterr().err
