@@ -39,6 +39,7 @@ SHARED_ALIGN = 16
 PC_STEP = 16  # bytes per SASS instruction on sm_70 and later
 
 RECIPE_FILE = Path(__file__).with_name("recipes.toml")
+_LETTER = {"int": "i", "fp32": "f", "fp64": "d", "sfu": "s", "ldst": "m", "sync": "y", "branch": "b"}
 RECIPE_ARCH = "sm_80"
 _RECIPES: dict | None = None
 
@@ -91,6 +92,11 @@ def _block(kernel: str, label: str) -> dict:
     raise KeyError(f"{kernel}: no SASS block {label!r} in {RECIPE_FILE.name}")
 
 
+def mem_entries(kernel: str, label: str) -> list[tuple[int, str, str]]:
+    """(offset, opcode, address operand) of a block's memory instructions and CONST operands."""
+    return [tuple(m) for m in _block(kernel, label)["mem"]]
+
+
 def _block_index(kernel: str, label: str) -> int:
     for i, b in enumerate(recipe(kernel)["blocks"]):
         if b["label"] == label:
@@ -122,24 +128,20 @@ def segment(kernel: str, labels: str | list[str] | None = None, *, per: int = 1,
     lo = first or 0
     hi = total if upto is None else upto
     mem, pcs, ops = [], [], []
+    letters = "".join(b["cls"] for b in chosen)[lo:hi]
     pos = 0
-    partial = first is not None or upto is not None
     for b in chosen:
-        for off, op in b["mem"]:
+        for off, op, _operand in b["mem"]:
+            if op == "CONST":
+                continue
             p = pos + off
             if lo <= p < hi:
                 mem.append(p - lo)
                 pcs.append(b["pc"] + PC_STEP * off)
                 ops.append(op)
-        if not partial:
-            for c in INSTRUCTION_CLASSES:
-                counts[c] += b.get(c, 0)
         pos += b["n"]
-    if partial:
-        # Class counts of a cut block are not in the TOML; the generators cut only at
-        # the leading instructions listed in their docstrings (guards, predicated EXIT),
-        # which are int or branch: count the cut part as int except a trailing EXIT.
-        counts["int"] = float(hi - lo)
+    for c in INSTRUCTION_CLASSES:
+        counts[c] = float(letters.count(_LETTER[c]))
     length = hi - lo
     if per > 1:
         L = mem_per_iter if mem_per_iter is not None else len(mem) // per

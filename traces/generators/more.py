@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def specs(_p, KernelSpec):
-    from . import loops
+    from . import blocks, loops
 
     out = [
         KernelSpec("matmul_naive", "P = M * N, one output per thread (N reads coalesced, M broadcast)",
@@ -14,6 +14,17 @@ def specs(_p, KernelSpec):
                    "gpuperfpredict matMul_gpu_uncoalesced (Amaris et al.)", "M, N, P: global",
                    (_p("W", 128, "matrix edge"),), (_p("tile", 16, "block edge (tile x tile threads)"),),
                    loops.matmul_naive_uncoalesced),
+        KernelSpec("matrixmul", "C = A * B, tiled (BLOCK_SIZE 16), As and Bs in shared memory",
+                   "CUDA SDK matrixMul; Huang & Li Table IV", "A, B, C: global; As, Bs: shared",
+                   (_p("W", 128, "matrix edge (multiple of 16)", 16),), (_p("tile", 16, "BLOCK_SIZE (16 only)", 16),), blocks.matrixmul),
+        KernelSpec("convolution_rows", "row pass of the separable convolution, radius 8", "CUDA SDK convolutionSeparable; Huang & Li Table IV",
+                   "d_Src, d_Dst: global; c_Kernel: constant; s_Data: shared",
+                   (_p("width", 256, "image width (multiple of 128)", 128), _p("height", 64, "image height (multiple of 4)", 4)), (),
+                   blocks.convolution_rows),
+        KernelSpec("reduction", "sum of n floats, one partial sum per block", "SHOC Reduction (reduce); Huang & Li Table IV",
+                   "g_idata, g_odata: global; sdata: shared",
+                   (_p("n", 1 << 17, "elements (rounded up to whole passes of 512 x blocks)"), _p("blocks", 64, "thread blocks")), (),
+                   blocks.reduction),
     ]  # fmt: skip
     for k in range(1, 8):
         for s, word in (("c", "coalesced"), ("uc", "uncoalesced")):

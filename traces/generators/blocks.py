@@ -1,0 +1,267 @@
+"""Block-cooperative kernels with shared memory: reduction, matrixmul, convolution_rows.
+
+Rows are built with numpy, one SASS memory instruction at a time over every
+(block, warp) that runs it, then put in (cta, warp, seq) order. Addresses follow
+the CUDA source; the order and place of the rows follow the SASS (recipes.toml):
+
+reduction (SHOC reduce<float, 256>, blocks of 256):
+  ``reduction`` 11 (STS sdata[tid] = 0) | ``.L_x_3`` 13 per while-iteration (LDG i+256,
+  LDG i) | ``.L_x_2`` STS | ``.L_x_1`` | ``.L_x_0`` 41: tid<128 and tid<64 steps
+  (LDS, LDS, STS each, predicated), warps 1..7 branch out after 17, warp 0 runs the
+  six volatile warp steps | ``.L_x_5`` | ``.L_x_4`` 5: ``@P2 EXIT``, lane 0 LDS sdata[0],
+  STG g_odata[block] | EXIT.
+matrixmul (CUDA SDK, BLOCK_SIZE 16): ``matrixmul`` 30 | ``.L_x_1`` 49 per tile: LDG A,
+  LDG B, STS As, STS Bs, BAR, 16 LDS Bs[k][tx] and 4 LDS.128 As[ty][4m..4m+3] in SASS
+  order, BAR | ``.L_x_0`` STG C | EXIT.
+convolution_rows (CUDA SDK, radius 8, 16 x 4 threads, 8 result steps): one
+  straight-line block of 316; every LDS/LDG/STS address comes from its SASS operand's
+  immediate offset (the STGs, whose base register moves, in source order); the 136 FFMA operands c[0x3][..] are the c_Kernel
+  reads (rows in constant space at the FFMA's place: no load instruction of
+  their own, so they are not in the ldst count).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import _common as C
+
+LOAD, STORE = 0, 1
+LANES = np.arange(32, dtype=np.uint32)
+
+
+class Emitter:
+    """Collects rows instruction by instruction; ``columns`` sorts them into warp program order."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple] = []
+
+    def add(self, cta, warp, seq, pc, op, obj, width, active, index, byte_offset=None):
+        """cta, warp, seq: (n,); active: (n, 32) bool; index: (n, 32) element index into obj
+        (or byte offsets in ``byte_offset`` mode). Rows with no active lane are dropped."""
+        active = np.asarray(active, bool)
+        keep = active.any(axis=1)
+        if not keep.any():
+            return
+        n = int(keep.sum())
+        shape = active.shape
+        cta = np.broadcast_to(np.asarray(cta), keep.shape)[keep]
+        warp = np.broadcast_to(np.asarray(warp), keep.shape)[keep]
+        seq = np.broadcast_to(np.asarray(seq), keep.shape)[keep]
+        idx = np.broadcast_to(np.asarray(index if byte_offset is None else byte_offset, np.int64), shape)[keep]
+        active = active[keep]
+        scale = obj.elem_bytes if byte_offset is None else 1
+        addr = np.where(active, np.uint64(obj.base) + (idx * scale).astype(np.uint64), np.uint64(0))
+        mask = (active.astype(np.uint32) << LANES).sum(axis=1, dtype=np.uint64).astype(np.uint32)
+        self.parts.append((cta, warp, seq, np.full(n, pc), np.full(n, op), np.full(n, C.space_code(obj)),
+                           np.full(n, width), mask, addr, np.full(n, obj.id)))  # fmt: skip
+
+    def columns(self) -> dict[str, np.ndarray]:
+        names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
+        if not self.parts:
+            return C.alloc_rows(0)
+        cols = {}
+        for i, name in enumerate(names):
+            cols[name] = np.concatenate([p[i] for p in self.parts])
+        order = np.lexsort((cols["seq"], cols["warp"], cols["cta"]))
+        out = C.alloc_rows(order.size)
+        for name in names:
+            out[name][...] = cols[name][order]
+        return out
+
+
+def _grid_warps(n_ctas: int, wpb: int):
+    """(n_ctas * wpb,) cta and warp ids and the (n, 32) thread ids of their lanes."""
+    cta = np.repeat(np.arange(n_ctas, dtype=np.int64), wpb)
+    warp = np.tile(np.arange(wpb, dtype=np.int64), n_ctas)
+    tid = warp[:, None] * 32 + np.arange(32)[None, :]
+    return cta, warp, tid
+
+
+def reduction(n: int, blocks: int = 64):
+    """SHOC reduce<float, 256>: g_idata (n floats) -> g_odata (one sum per block); sdata in shared."""
+    B = 256
+    per_pass = 2 * B * blocks
+    n = -(-n // per_pass) * per_pass  # whole passes: every thread runs the same number of iterations
+    n_it = n // per_pass
+    L = C.Layout()
+    g_idata = L.add("g_idata", "global", 4 * n)
+    g_odata = L.add("g_odata", "global", 4 * blocks, written=True)
+    sdata = L.add("sdata", "shared", 4 * B, written=True)
+    k = "reduction"
+    head, loop, after, bsync, tree, bs5, fin, ex = (C.segment(k, lb) for lb in
+        ("reduction", ".L_x_3", ".L_x_2", ".L_x_1", ".L_x_0", ".L_x_5", ".L_x_4", ".L_x_8"))  # fmt: skip
+    tree_short = C.segment(k, ".L_x_0", upto=17)
+    wpb = B // 32
+    cta, warp, tid = _grid_warps(blocks, wpb)
+    allon = np.ones_like(tid, bool)
+    E = Emitter()
+    E.add(cta, warp, head.mem[0], head.pcs[0], STORE, sdata, 4, allon, tid)
+    s = head.length
+    for it in range(n_it):
+        i = cta[:, None] * 2 * B + tid + it * per_pass
+        E.add(cta, warp, s + loop.mem[0], loop.pcs[0], LOAD, g_idata, 4, allon, i + B)
+        E.add(cta, warp, s + loop.mem[1], loop.pcs[1], LOAD, g_idata, 4, allon, i)
+        s += loop.length
+    E.add(cta, warp, s + after.mem[0], after.pcs[0], STORE, sdata, 4, allon, tid)
+    s += after.length + bsync.length
+    # The tree: (threshold, offset) steps, three memory instructions each (LDS tid, LDS tid+off, STS tid).
+    steps = [(128, 128), (64, 64)] + [(32, o) for o in (32, 16, 8, 4, 2, 1)]
+    for j, (thr, o) in enumerate(steps):
+        act = tid < thr
+        for m, (op, idx) in enumerate(((LOAD, tid), (LOAD, tid + o), (STORE, tid))):
+            q = 3 * j + m
+            E.add(cta, warp, s + tree.mem[q], tree.pcs[q], op, sdata, 4, act, idx)
+    s_w0 = s + tree.length + bs5.length
+    s_w = s + tree_short.length + bs5.length
+    base = np.where(warp == 0, s_w0, s_w)
+    lane0 = tid == 0
+    E.add(cta, warp, base + fin.mem[0], fin.pcs[0], LOAD, sdata, 4, lane0, np.zeros_like(tid))
+    E.add(cta, warp, base + fin.mem[1], fin.pcs[1], STORE, g_odata, 4, lane0, np.broadcast_to(cta[:, None], tid.shape))
+    n_warps = blocks * wpb
+    t = C.Tally()
+    t.add(head, n_warps)
+    t.add(loop, n_warps * n_it)
+    t.add(after, n_warps)
+    t.add(bsync, n_warps)
+    t.add(tree, blocks)
+    t.add(tree_short, n_warps - blocks)
+    t.add(bs5, n_warps)
+    t.add(fin, blocks)
+    t.add(ex, blocks)
+    t.add({"branch": 1.0}, n_warps - blocks)  # @P2 EXIT
+    info = C.kernel_info(k, (blocks, 1, 1), (B, 1, 1), L, t, params={"n": n, "blocks": blocks})
+    return E.columns(), info
+
+
+def matrixmul(W: int, tile: int = 16):
+    """CUDA SDK matrixMul, C = A * B with square W x W matrices; As, Bs tiles in shared memory."""
+    if tile != 16 or W % 16:
+        from ..errors import InputError
+
+        raise InputError(f"matrixmul: the SASS recipe is for BLOCK_SIZE 16; W must be a multiple of 16, got W={W}, tile={tile}")
+    BS = 16
+    L = C.Layout()
+    A = L.add("A", "global", 4 * W * W, shape=(W, W))
+    B = L.add("B", "global", 4 * W * W, shape=(W, W))
+    Cm = L.add("C", "global", 4 * W * W, shape=(W, W), written=True)
+    As = L.add("As", "shared", 4 * BS * BS, shape=(BS, BS), written=True)
+    Bs = L.add("Bs", "shared", 4 * BS * BS, shape=(BS, BS), written=True)
+    k = "matrixmul"
+    head, body, store, ex = (C.segment(k, lb) for lb in ("matrixmul", ".L_x_1", ".L_x_0", ".L_x_3"))
+    g = W // BS
+    wpb = BS * BS // 32
+    cta, warp, tid = _grid_warps(g * g, wpb)
+    bx = (cta % g)[:, None]
+    by = (cta // g)[:, None]
+    tx, ty = tid % BS, tid // BS
+    allon = np.ones_like(tid, bool)
+    E = Emitter()
+    s = head.length
+    ops = body.ops
+    for t in range(W // BS):
+        a = W * BS * by + t * BS
+        b = BS * bx + t * BS * W
+        q = 0
+        kb, ma = 0, 0
+        for off, op, pc in zip(body.mem, ops, body.pcs):
+            if op.startswith("LDG"):
+                obj, idx = (A, a + W * ty + tx) if q == 0 else (B, b + W * ty + tx)
+                E.add(cta, warp, s + off, pc, LOAD, obj, 4, allon, idx)
+                q += 1
+            elif op.startswith("STS"):
+                obj = As if q == 2 else Bs
+                E.add(cta, warp, s + off, pc, STORE, obj, 4, allon, ty * BS + tx)
+                q += 1
+            elif op == "LDS.128":
+                E.add(cta, warp, s + off, pc, LOAD, As, 16, allon, ty * BS + 4 * ma)
+                ma += 1
+            else:
+                E.add(cta, warp, s + off, pc, LOAD, Bs, 4, allon, kb * BS + tx)
+                kb += 1
+        s += body.length
+    E.add(cta, warp, s + store.mem[0], store.pcs[0], STORE, Cm, 4, allon, W * BS * by + BS * bx + W * ty + tx)
+    n_warps = g * g * wpb
+    t = C.Tally()
+    t.add(head, n_warps)
+    t.add(body, n_warps * (W // BS))
+    t.add(store, n_warps)
+    t.add(ex, n_warps)
+    info = C.kernel_info(k, (g, g, 1), (BS, BS, 1), L, t, params={"W": W, "tile": BS})
+    return E.columns(), info
+
+
+_IMM = re.compile(r"\[(R\d+|RZ)(\.X4)?(?:\.64)?(?:\+(0x[0-9a-f]+))?\]")
+
+
+def convolution_rows(width: int, height: int | None = None):
+    """CUDA SDK convolutionRowsKernel over a width x height image (pitch = width).
+
+    Each block (16 x 4 threads) produces 8 x 16 outputs of 4 rows: it loads its main
+    tile and one 16-wide halo on each side into s_Data (halo lanes outside the
+    image store 0 instead of loading), then each thread computes 8 outputs from
+    17 taps of s_Data and c_Kernel.
+    """
+    height = width if height is None else height
+    if width % 128 or height % 4:
+        from ..errors import InputError
+
+        raise InputError(f"convolution_rows: width must be a multiple of 128 and height of 4, got {width} x {height}")
+    R, BX, BY, STEPS, HALO = 8, 16, 4, 8, 1
+    SW = (STEPS + 2 * HALO) * BX  # s_Data row length (160 floats)
+    L = C.Layout()
+    d_Src = L.add("d_Src", "global", 4 * width * height, shape=(height, width))
+    d_Dst = L.add("d_Dst", "global", 4 * width * height, shape=(height, width), written=True)
+    c_Kernel = L.add("c_Kernel", "constant", 4 * (2 * R + 1))
+    s_Data = L.add("s_Data", "shared", 4 * BY * SW, shape=(BY, SW), written=True)
+    k = "convolution_rows"
+    blk = C.recipe(k)["blocks"][0]
+    whole, ex = C.segment(k, k), C.segment(k, ".L_x_1")
+    gx, gy = width // (STEPS * BX), height // BY
+    wpb = BX * BY // 32
+    cta, warp, tid = _grid_warps(gx * gy, wpb)
+    tx, ty = tid % BX, tid // BX
+    baseX = ((cta % gx)[:, None] * STEPS - HALO) * BX + tx
+    baseY = (cta // gx)[:, None] * BY + ty
+    src0 = baseY * width + baseX  # element index of d_Src[baseY][baseX]
+    sdata0 = ty * SW + tx  # s_Data[ty][tx]
+    allon = np.ones_like(tid, bool)
+    E = Emitter()
+    const_seen = 0
+    stg = 0
+    for off, op, operand in blk["mem"]:
+        pc = blk["pc"] + C.PC_STEP * off
+        if op == "CONST":
+            imm = int(operand.split("[")[2].rstrip("]"), 16)
+            E.add(cta, warp, off, pc, LOAD, c_Kernel, 4, allon, None, byte_offset=np.full_like(tid, imm))
+            const_seen += 1
+            continue
+        m = _IMM.search(operand)
+        imm = int(m.group(3), 16) if m and m.group(3) else 0
+        e = imm // 4
+        if op.startswith("LDG"):
+            # Halo loads are predicated: left halo (e == 0) when baseX >= 0, right (e == 9*16)
+            # when imageW - baseX > 9*16.
+            act = allon
+            if e == 0:
+                act = baseX >= 0
+            elif e == (STEPS + HALO) * BX:
+                act = width - baseX > e
+            E.add(cta, warp, off, pc, LOAD, d_Src, 4, act, src0 + e)
+        elif op.startswith("STG"):
+            # The stores' base register moves between them: take them in source order, i = 1..8.
+            stg += 1
+            E.add(cta, warp, off, pc, STORE, d_Dst, 4, allon, src0 + stg * BX)
+        elif op.startswith("STS"):
+            E.add(cta, warp, off, pc, STORE, s_Data, 4, allon, sdata0 + e)
+        elif op.startswith("LDS"):
+            E.add(cta, warp, off, pc, LOAD, s_Data, 4, allon, sdata0 + e)
+    n_warps = gx * gy * wpb
+    t = C.Tally()
+    t.add(whole, n_warps)
+    t.add(ex, n_warps)
+    info = C.kernel_info(k, (gx, gy, 1), (BX, BY, 1), L, t, params={"width": width, "height": height},
+                         notes=f"{const_seen} c_Kernel rows are FFMA operands in the constant bank, not load instructions")  # fmt: skip
+    return E.columns(), info
