@@ -31,7 +31,8 @@ REQUIRED = ("Input.Size", "Duration", "Grid.X", "Grid.Y", "Grid.Z", "Block.X", "
 SPEC = ("compute_version", "gpu_name", "max_clock_rate", "num_of_cores", "L2", "bus", "memory_clock", "bandwith")
 # Counters the models read; a row lacking one of these (nvprof sometimes gives up
 # on long runs) is reported, not predicted.
-COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request")
+COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request",
+            "Global.Load.Transactions.Per.Request", "L2.Hit.Rate..L1.Reads.")
 
 
 @dataclass(frozen=True)

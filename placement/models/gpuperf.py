@@ -89,6 +89,15 @@ def t_overlap(t_comp_: float, t_mem_: float, f_overlap_: float) -> float:
     return min(t_comp_ * f_overlap_, t_mem_)
 
 
+def transaction_delta(k: KernelParams, m: Machine, avg_trans_warp: float) -> float:
+    """Delta, the departure delay per transaction: Hong & Kim's Eq. 15 Departure_delay over the
+    average transactions per request (Departure_del_coal for coalesced requests,
+    Departure_del_uncoal for uncoalesced ones; both are 20 on Sim et al.'s C2050)."""
+    from .mwp_cwp import departure_delay
+
+    return departure_delay(k, m) / max(avg_trans_warp, 1.0)
+
+
 @dataclass(frozen=True)
 class GpuPerfResult:
     """GPUPerf's costs (cycles per SM), intermediates, benefits and the bound."""
@@ -143,7 +152,7 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     wp = w_parallel(insts, warps, sms, lat, il)
 
     trans = (k.coal_mem_insts * k.coal_per_mw + k.uncoal_mem_insts * k.uncoal_per_mw) / mem_insts if mem_insts else 1.0
-    delta = m.departure_del_uncoal
+    delta = transaction_delta(k, m, trans)
     dram = avg_dram_lat(m.dram_latency, trans, delta)
     # Eq. 12 expanded to two cache levels: every request pays the first level's
     # hit latency; those that miss L1 pay L2's; those that miss both pay DRAM's.

@@ -19,6 +19,19 @@ from .kernel import KernelParams, launch
 from .params import Machine
 
 
+def mem_ld_effective(k: KernelParams, m: Machine) -> float:
+    """Mem_LD, or with cache hit ratios known (counters) the average access latency
+    miss x Mem_LD + L2 hits x L2 latency + L1 hits x L1 latency.
+
+    An extension: Hong & Kim model no cache (Sec. 3.5 leaves it to future work);
+    this is GPUPerf's AMAT idea (Sim et al. Sec. 2.2, Eq. 12). Without hit ratios
+    (a parameter file such as Table 2's) it is Mem_LD unchanged.
+    """
+    if k.l1_hit_ratio <= 0 and k.l2_hit_ratio <= 0:
+        return m.dram_latency
+    return k.miss_ratio * m.dram_latency + k.l2_hit_ratio * m.l2_latency + k.l1_hit_ratio * m.l1_latency
+
+
 def mem_l_uncoal(mem_ld: float, uncoal_per_mw: float, departure_del_uncoal: float) -> float:
     """Eq. 10: Mem_L_Uncoal = Mem_LD + (#Uncoal_per_mw - 1) * Departure_del_uncoal."""
     return mem_ld + (uncoal_per_mw - 1.0) * departure_del_uncoal
@@ -35,7 +48,8 @@ def weights(coal_insts: float, uncoal_insts: float) -> tuple[float, float]:
 def mem_l(k: KernelParams, m: Machine) -> float:
     """Eq. 10-12: the weighted round-trip latency of one memory warp."""
     w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
-    return mem_l_uncoal(m.dram_latency, k.uncoal_per_mw, m.departure_del_uncoal) * w_unc + m.dram_latency * w_coal
+    ld = mem_ld_effective(k, m)
+    return mem_l_uncoal(ld, k.uncoal_per_mw, m.departure_del_uncoal) * w_unc + ld * w_coal
 
 
 def departure_delay(k: KernelParams, m: Machine) -> float:
@@ -105,13 +119,16 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     ln = launch(k, m)
     n = ln.n
     w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
-    l_unc = mem_l_uncoal(m.dram_latency, k.uncoal_per_mw, m.departure_del_uncoal)
-    l_coal = m.dram_latency  # Eq. 11
+    mem_ld = mem_ld_effective(k, m)
+    l_unc = mem_l_uncoal(mem_ld, k.uncoal_per_mw, m.departure_del_uncoal)
+    l_coal = mem_ld  # Eq. 11
     ml = l_unc * w_unc + l_coal * w_coal  # Eq. 12
     dep = departure_delay(k, m)  # Eq. 15
     full = ml / dep if dep > 0 else float("inf")  # Eq. 16
     without_bw = min(full, float(n))  # Eq. 17
-    bw_warp = bw_per_warp(m.freq_hz, k.load_bytes_per_warp, ml)  # Eq. 7
+    # Eq. 7; with hit ratios known only the misses load DRAM (the cache extension above).
+    dram_bytes = k.load_bytes_per_warp * (k.miss_ratio if (k.l1_hit_ratio > 0 or k.l2_hit_ratio > 0) else 1.0)
+    bw_warp = bw_per_warp(m.freq_hz, max(dram_bytes, 1e-9), ml)
     peak = mwp_peak_bw(m.bandwidth_gbs, bw_warp, ln.active_sms)  # Eq. 6
     mw = mwp(full, peak, n)  # Eq. 5
     mw = max(mw, 1.0)
