@@ -24,6 +24,7 @@ COMMANDS = (
     "gpus",
     "bench",
     "model",
+    "import_",
 )
 
 

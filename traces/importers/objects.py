@@ -1,0 +1,314 @@
+"""Data objects of an imported trace: explicit, from host copies, or inferred.
+
+Real traces carry addresses, not arrays. The placement model moves *objects*
+(Huang & Li, Sec. II-A), so every importer ends here, with one rule set:
+
+1. ``--objects FILE.toml`` names and bounds objects explicitly; they win over
+   everything else (their rows are theirs, nothing inferred may overlap them).
+2. ``MemcpyHtoD,<base>,<bytes>`` lines give the extents of the arrays the host
+   copied in (overlapping copies are merged); copies the kernel never touches are
+   left out and counted.
+3. The remaining addresses are grouped by the instruction (PC) that touches them:
+   per PC, the rows' address intervals are sorted and cut where a gap is larger
+   than both a floor (64 KiB for off-chip spaces, 256 B on chip) and 16 times that
+   PC's median gap, so a strided or gathered walk over one array stays one range
+   while one PC reaching two distant arrays becomes two. Ranges of different PCs
+   that overlap are one object; ranges never cross an explicit or copied object.
+   Adjacent arrays touched by the same PC cannot be told apart this way: name them
+   with ``--objects``.
+
+Each address space is inferred on its own: the off-chip data spaces (global and
+texture share addresses), constant, shared (offsets in the block's window) and
+local (one object for the stack and spills). A row whose lanes fall in two objects,
+or straddle an object's edge, gets ``obj`` -1 and is counted.
+
+An object's space is the space most of its rows use, its ``elem_bytes`` the most
+common access width, ``written`` whether any row stores to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..errors import InputError
+from ..schema import CONSTANT, GLOBAL, LOAD, LOCAL, SHARED, SPACE_CODES, SPACE_NAMES, TEXTURE1D, TEXTURE2D, WIDTHS, ObjectInfo
+from . import _object_kernels as K
+
+log = logging.getLogger(__name__)
+
+OFFCHIP_GAP = 1 << 16
+ONCHIP_GAP = 256
+GAP_FACTOR = 16.0
+
+# Address families: spaces that share one address space.
+_FAMILIES = (
+    ("offchip", (GLOBAL, TEXTURE1D, TEXTURE2D), OFFCHIP_GAP),
+    ("constant", (CONSTANT,), ONCHIP_GAP),
+    ("shared", (SHARED,), ONCHIP_GAP),
+    ("local", (LOCAL,), None),  # None: one object for the whole family
+)
+_PREFIX = {GLOBAL: "global", TEXTURE1D: "tex", TEXTURE2D: "tex2d", CONSTANT: "const", SHARED: "shared", LOCAL: "local"}
+
+
+@dataclass(frozen=True)
+class ObjectSpec:
+    """An object named and bounded by the user (``--objects FILE.toml``)."""
+
+    name: str
+    base: int
+    size: int
+    space: str | None = None
+    elem_bytes: int | None = None
+    shape: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Extent:
+    """An address range known from the host side (a ``MemcpyHtoD`` line)."""
+
+    base: int
+    size: int
+    origin: str
+
+
+@dataclass(frozen=True)
+class Objects:
+    """The result: an object id per row, the objects, and what was found out how."""
+
+    obj: np.ndarray
+    objects: tuple[ObjectInfo, ...]
+    report: dict[str, Any]
+
+
+def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
+    """Read ``[[object]]`` tables: ``name``, ``base``, ``size`` and optional ``space``, ``elem_bytes``, ``shape``.
+
+    Example::
+
+        [[object]]
+        name = "A"
+        base = 0x7fb0fc400000
+        size = 200000
+        elem_bytes = 4
+    """
+    p = str(path)
+    try:
+        with open(p, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    tables = doc.get("object", doc.get("objects"))
+    if not isinstance(tables, list) or not tables:
+        raise InputError(f"{p}: expected one or more [[object]] tables with name, base and size")
+    allowed = {"name", "base", "size", "space", "elem_bytes", "shape"}
+    specs: list[ObjectSpec] = []
+    names: set[str] = set()
+    for i, t in enumerate(tables):
+        where = f"{p}: object {i + 1}"
+        if not isinstance(t, dict):
+            raise InputError(f"{where}: expected a table")
+        unknown = sorted(set(t) - allowed)
+        if unknown:
+            raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+        name, base, size = t.get("name"), t.get("base"), t.get("size")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}: 'name' must be a non-empty string")
+        if name in names:
+            raise InputError(f"{where}: name '{name}' used twice")
+        names.add(name)
+        for k, v in (("base", base), ("size", size)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (k == "size" and v == 0):
+                raise InputError(f"{where} ('{name}'): '{k}' must be a {'positive' if k == 'size' else 'non-negative'} integer, got {v!r}")
+        space = t.get("space")
+        if space is not None:
+            from ..schema import SPACE_SHORT
+
+            space = SPACE_SHORT.get(space, space)
+            if space not in SPACE_CODES:
+                raise InputError(f"{where} ('{name}'): space {t['space']!r} is not one of {', '.join(SPACE_NAMES)}")
+        elem = t.get("elem_bytes")
+        if elem is not None and elem not in WIDTHS:
+            raise InputError(f"{where} ('{name}'): elem_bytes must be one of {WIDTHS}, got {elem!r}")
+        shape = t.get("shape")
+        if shape is not None:
+            if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(x, int) and x >= 1 for x in shape)):
+                raise InputError(f"{where} ('{name}'): shape must be [rows, cols], got {shape!r}")
+            shape = (shape[0], shape[1])
+            if shape[0] * shape[1] * (elem or 4) > size:
+                raise InputError(f"{where} ('{name}'): shape {shape} x {elem or 4} B exceeds size {size}")
+        specs.append(ObjectSpec(name, base, size, space, elem, shape))
+    return tuple(specs)
+
+
+def _family_of(space_name: str | None) -> str:
+    code = SPACE_CODES.get(space_name or "global", GLOBAL)
+    for fam, codes, _ in _FAMILIES:
+        if code in codes:
+            return fam
+    raise AssertionError(space_name)  # pragma: no cover
+
+
+def _merge_extents(extents: Iterable[Extent]) -> list[tuple[int, int, list[str]]]:
+    out: list[tuple[int, int, list[str]]] = []
+    for e in sorted(extents, key=lambda e: (e.base, e.size)):
+        lo, hi = e.base, e.base + e.size
+        if out and lo < out[-1][1]:
+            plo, phi, origins = out[-1]
+            out[-1] = (plo, max(phi, hi), origins + [e.origin])
+        else:
+            out.append((lo, hi, [e.origin]))
+    return out
+
+
+def infer_objects(
+    space: np.ndarray,
+    pc: np.ndarray,
+    op: np.ndarray,
+    width: np.ndarray,
+    mask: np.ndarray,
+    addr: np.ndarray,
+    *,
+    explicit: Iterable[ObjectSpec] = (),
+    extents: Iterable[Extent] = (),
+) -> Objects:
+    """Assign every row an object (or -1) and describe the objects (module docstring)."""
+    n = space.shape[0]
+    lo = np.zeros(n, dtype=np.uint64)
+    hi = np.zeros(n, dtype=np.uint64)
+    if n:
+        K.row_bounds(mask, addr, width, lo, hi)
+    obj_key = np.full(n, -1, dtype=np.int64)  # provisional key per row: index into `cands`
+    cands: list[dict[str, Any]] = []  # candidate objects, in id order once filtered
+    explicit = tuple(explicit)
+    report: dict[str, Any] = {"rows_on_two_objects": 0}
+
+    # Explicit objects first, then copies, then inference, per address family.
+    ex_by_fam: dict[str, list[ObjectSpec]] = {}
+    for s in explicit:
+        ex_by_fam.setdefault(_family_of(s.space), []).append(s)
+    merged = _merge_extents(extents)
+    report["memcpy_ranges"] = len(merged)
+
+    for fam, codes, gap_floor in _FAMILIES:
+        rows = np.flatnonzero(np.isin(space, codes) & (hi > 0))
+        seeds: list[tuple[int, int, int]] = []  # (lo, hi, cand index)
+        for s in ex_by_fam.get(fam, []):
+            cands.append({"kind": "explicit", "name": s.name, "spec": s, "lo": s.base, "hi": s.base + s.size})
+            seeds.append((s.base, s.base + s.size, len(cands) - 1))
+        seeds.sort()
+        for a, b in zip(seeds, seeds[1:]):
+            if b[0] < a[1]:
+                raise InputError(f"objects '{cands[a[2]]['name']}' and '{cands[b[2]]['name']}' overlap")
+        if fam == "offchip":
+            for mlo, mhi, origins in merged:
+                if any(mlo < s_hi and s_lo < mhi for s_lo, s_hi, _ in seeds if cands[_]["kind"] == "explicit"):
+                    report["memcpy_overridden"] = report.get("memcpy_overridden", 0) + 1
+                    continue
+                cands.append({"kind": "memcpy", "lo": mlo, "hi": mhi, "origin": origins})
+                seeds.append((mlo, mhi, len(cands) - 1))
+            seeds.sort()
+        if rows.size == 0:
+            continue
+        rlo, rhi = lo[rows], hi[rows]
+        s_lo = np.array([s[0] for s in seeds], dtype=np.uint64)
+        s_hi = np.array([s[1] for s in seeds], dtype=np.uint64)
+        s_id = np.array([s[2] for s in seeds], dtype=np.int64)
+        slot = np.searchsorted(s_lo, rlo, side="right")  # seeds with base <= lo
+        inside = np.zeros(rows.size, dtype=bool)
+        span = np.zeros(rows.size, dtype=bool)
+        if seeds:
+            j = slot - 1
+            has = j >= 0
+            jj = np.where(has, j, 0)
+            inside = has & (rlo >= s_lo[jj]) & (rhi <= s_hi[jj])
+            span = has & (rlo < s_hi[jj]) & (rhi > s_hi[jj])
+            nxt = np.where(slot < len(seeds), slot, len(seeds) - 1)
+            span |= (slot < len(seeds)) & (rhi > s_lo[nxt])
+            obj_key[rows[inside]] = s_id[jj[inside]]
+        report["rows_on_two_objects"] += int(span.sum())
+        free = ~inside & ~span
+        if not free.any():
+            continue
+        f_rows, f_lo, f_hi, f_slot = rows[free], rlo[free], rhi[free], slot[free]
+        if gap_floor is None:  # one object for the family
+            cands.append({"kind": "inferred", "lo": int(f_lo.min()), "hi": int(f_hi.max())})
+            obj_key[f_rows] = len(cands) - 1
+            continue
+        # Per (slot, pc) ranges, then the union of overlapping ranges.
+        key = f_slot.astype(np.int64) * (1 << 32) + pc[f_rows].astype(np.int64)
+        order = np.lexsort((f_lo, key))
+        o_lo = np.empty(order.size, dtype=np.uint64)
+        o_hi = np.empty(order.size, dtype=np.uint64)
+        k = K.pc_ranges(key[order], f_lo[order], f_hi[order], gap_floor, GAP_FACTOR, o_lo, o_hi)
+        o = np.argsort(o_lo[:k], kind="stable")
+        c_lo = np.empty(k, dtype=np.uint64)
+        c_hi = np.empty(k, dtype=np.uint64)
+        m = K.merge_overlapping(o_lo[:k][o], o_hi[:k][o], c_lo, c_hi)
+        c_lo, c_hi = c_lo[:m], c_hi[:m]
+        first = len(cands)
+        for a, b in zip(c_lo.tolist(), c_hi.tolist()):
+            cands.append({"kind": "inferred", "lo": a, "hi": b})
+        ci = np.searchsorted(c_lo, f_lo, side="right") - 1
+        assert np.all(ci >= 0) and np.all(f_hi <= c_hi[ci])
+        obj_key[f_rows] = first + ci
+
+    # Describe the candidates that have rows (explicit ones always), number them.
+    used = np.bincount(obj_key[obj_key >= 0], minlength=len(cands)) if cands else np.zeros(0, np.int64)
+    ids = np.full(len(cands), -1, dtype=np.int64)
+    objects: list[ObjectInfo] = []
+    origins: dict[str, str] = {}
+    names_taken = {s.name for s in explicit}
+    counters: Counter[str] = Counter()
+    memcpy_untouched = 0
+    order_kinds = {"explicit": 0, "memcpy": 1, "inferred": 2}
+    for ci in sorted(range(len(cands)), key=lambda c: (order_kinds[cands[c]["kind"]], c if cands[c]["kind"] == "explicit" else 0, cands[c]["lo"])):
+        c = cands[ci]
+        if c["kind"] != "explicit" and used[ci] == 0:
+            memcpy_untouched += c["kind"] == "memcpy"
+            continue
+        sel = obj_key == ci
+        sp_counts = np.bincount(space[sel].astype(np.int64), minlength=len(SPACE_NAMES))
+        w_counts = np.bincount(width[sel].astype(np.int64), minlength=17)
+        written = bool(np.any(op[sel] != LOAD))
+        major = int(np.argmax(sp_counts)) if sp_counts.sum() else None
+        if c["kind"] == "explicit":
+            s: ObjectSpec = c["spec"]
+            name = s.name
+            sp = s.space or (SPACE_NAMES[major] if major is not None else "global")
+            elem = s.elem_bytes or (int(np.argmax(w_counts)) if w_counts.sum() else 4)
+            shape = s.shape
+            origin = "explicit (--objects)"
+        else:
+            sp = SPACE_NAMES[major]
+            elem = int(np.argmax(w_counts))
+            shape = None
+            prefix = "htod" if c["kind"] == "memcpy" else _PREFIX[major]
+            while True:
+                name = f"{prefix}{counters[prefix]}"
+                counters[prefix] += 1
+                if name not in names_taken:
+                    break
+            origin = ("MemcpyHtoD " + "; ".join(c["origin"])) if c["kind"] == "memcpy" else "inferred from addresses"
+        names_taken.add(name)
+        oid = len(objects)
+        ids[ci] = oid
+        objects.append(ObjectInfo(oid, name, sp, int(c["lo"]), int(c["hi"] - c["lo"]), elem, shape, written))
+        origins[name] = origin
+    if len(objects) > 32767:
+        raise InputError(f"{len(objects)} objects inferred; the trace holds at most 32767 (name them with --objects)")
+    obj = np.where(obj_key >= 0, ids[np.maximum(obj_key, 0)], -1).astype(np.int16)
+    report["memcpy_untouched"] = memcpy_untouched
+    report["objects"] = origins
+    if report["rows_on_two_objects"]:
+        log.warning("%d rows reach into two objects or over an object's edge; they are on no object (obj -1)",
+                    report["rows_on_two_objects"])  # fmt: skip
+    return Objects(obj, tuple(objects), report)
