@@ -76,6 +76,12 @@ def is_write_back(cfg, is_local):
 
 @nb.njit(cache=True, nogil=True)
 def access(cfg, state, inst, addr, smask, is_write, is_local, t):
+    """:func:`access_rows` on the rows of ``state``."""
+    return access_rows(cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], inst, addr, smask, is_write, is_local, t)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_local, t):
     """One access of cache instance ``inst``; returns (outcome, evicted dirty block, its dirty mask).
 
     ``smask`` is the mask of sectors wanted (any nonzero value for a normal line).
@@ -96,10 +102,6 @@ def access(cfg, state, inst, addr, smask, is_write, is_local, t):
     block = (np.uint64(addr) >> line_log2) << line_log2
     assoc = cfg[ASSOC]
     first = cfg[BASE] + (inst * cfg[NSETS] + set_index(cfg, addr)) * assoc
-    tags = state[TAG]
-    valid = state[VALID]
-    dirty = state[DIRTY]
-    stamp = state[STAMP]
     lru = cfg[REPL] == LRU
     wpol = cfg[WRITE]
     wb = is_write_back(cfg, is_local)
@@ -168,7 +170,8 @@ def run(cfg, state, addresses, writes, out):
     """Feed ``addresses`` (uint64) through cache instance 0; ``out[i]`` = outcome (MISS, HIT, SECTOR_MISS)."""
     n = addresses.shape[0]
     has_writes = writes.shape[0] == n
+    tags, valid, dirty, stamp = state[TAG], state[VALID], state[DIRTY], state[STAMP]
     for i in range(n):
         a = addresses[i]
         w = has_writes and writes[i]
-        out[i] = access(cfg, state, 0, a, sector_mask(cfg, a), w, False, i + 1)[0]
+        out[i] = access_rows(cfg, tags, valid, dirty, stamp, 0, a, sector_mask(cfg, a), w, False, i + 1)[0]

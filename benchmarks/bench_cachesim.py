@@ -1,0 +1,136 @@
+"""Speed of cachesim: simulate_cache against pycachesim, and the whole hierarchy.
+
+1. ``simulate_cache`` over 10 million random addresses (a 32 KiB 4-way LRU cache of
+   128-byte lines, linear index) in accesses per second, and pycachesim (in its own
+   virtual environment, see ``_pycachesim_env``) fed the same numpy array in one
+   ``load`` call, timed in the same run; the hit counts must agree. Goal: >= 2x.
+2. ``simulate_hierarchy`` over a synthetic 10-million warp-instruction trace on a
+   K80-like configuration (``configs/gpus/k80.toml`` through ``placement.gpu``). Per
+   warp: a global load, a 1D texture load, a constant load, a shared load and a
+   global store. Goal: under 10 s on one core. Compilation is excluded (warm-up first).
+
+    python benchmarks/bench_cachesim.py [--n 10000000] [--rows 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _pycachesim_env as env  # noqa: E402
+
+import cachesim  # noqa: E402
+import traces  # noqa: E402
+
+SPEC = "N:64:128:4,L:R:m:N:L"
+
+CHILD = r"""
+import sys, time, numpy as np
+from cachesim import Cache, CacheSimulator, MainMemory
+a = np.load(sys.argv[1])
+mem = MainMemory()
+c = Cache("L1", 64, 4, 128, "LRU")
+mem.load_to(c)
+mem.store_from(c)
+cs = CacheSimulator(c, mem)
+t0 = time.perf_counter()
+cs.load(a)
+dt = time.perf_counter() - t0
+print(dt, c.backend.HIT_count, c.backend.MISS_count)
+"""
+
+
+def bench_cache(n: int) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 1 << 22, n).astype(np.uint64)
+    cachesim.simulate_cache(SPEC, a[:1000])  # load the compiled kernel
+    t0 = time.perf_counter()
+    hits = cachesim.simulate_cache(SPEC, a)
+    ours = time.perf_counter() - t0
+    with env.scratch() as d:
+        path = os.path.join(d, "a.npy")
+        np.save(path, a)
+        dt, h, m = env.run(CHILD, path).split()
+    theirs = float(dt)
+    print(f"simulate_cache('{SPEC}'): {n:,} accesses in {ours:.3f} s = {n / ours / 1e6:.1f} M accesses/s, {int(hits.sum()):,} hits")
+    print(f"pycachesim load(array), same cache:  {n:,} accesses in {theirs:.3f} s = {n / theirs / 1e6:.1f} M accesses/s, {int(h):,} hits")
+    print(f"ratio: simulate_cache is {theirs / ours:.2f}x pycachesim (goal >= 2x); hit counts {'agree' if int(h) == int(hits.sum()) else 'DIFFER'}")
+
+
+def mixed_trace(rows: int) -> traces.Trace:
+    """Five warp-instructions per warp: global, texture1d, constant, shared loads, a global store."""
+    wpb = 8
+    warps = -(-rows // 5)
+    ctas = -(-warps // wpb)
+    elems = ctas * wpb * 32
+    objs = (
+        traces.ObjectInfo(0, "A", "global", 1 << 32, elems * 4, 4, None, False),
+        traces.ObjectInfo(1, "T", "texture1d", 2 << 32, elems * 4, 4, None, False),
+        traces.ObjectInfo(2, "K", "constant", 0x1000, 4096, 4, None, False),
+        traces.ObjectInfo(3, "S", "shared", 0, 1024, 4, None, False),
+        traces.ObjectInfo(4, "C", "global", 3 << 32, elems * 4, 4, None, True),
+    )
+    info = traces.KernelInfo(kernel="mixed_bench", grid=(ctas, 1, 1), block=(32 * wpb, 1, 1), objects=objs,
+                             instructions=traces.Instructions(executed=rows * 3, warps=ctas * wpb))  # fmt: skip
+    r = np.arange(rows, dtype=np.int64)
+    gw, k = r // 5, r % 5
+    lanes = np.arange(32, dtype=np.uint64) * 4
+    base = np.array([1 << 32, 2 << 32, 0x1000, 0, 3 << 32], np.uint64)[k]
+    step = np.where((k == 0) | (k == 1) | (k == 4), gw * 128, 0).astype(np.uint64)
+    step = np.where(k == 2, ((gw % 64) * 4).astype(np.uint64), step)  # one constant address per warp
+    addr = base[:, None] + step[:, None] + np.where(k[:, None] == 2, np.uint64(0), lanes[None, :])
+    addr[k == 3] = (np.arange(32, dtype=np.uint64) * 8)[None, :]  # shared, stride-2 words
+    return traces.Trace(
+        cta=(gw // wpb).astype(np.int32), warp=(gw % wpb).astype(np.int32), seq=(k * 3).astype(np.int64),
+        pc=(k * 16).astype(np.int32), op=(k == 4).astype(np.int8),
+        space=np.array([0, 4, 3, 2, 0], np.int8)[k], width=np.full(rows, 4, np.int8),
+        mask=np.full(rows, 0xFFFFFFFF, np.uint32), addr=addr, obj=k.astype(np.int16), info=info,
+    )  # fmt: skip
+
+
+def k80_config() -> cachesim.HierarchyConfig:
+    """The K80's HierarchyConfig, built here from placement's GPU config (placement will own this)."""
+    from placement.gpu import get_gpu
+
+    g = get_gpu("k80")
+    c, m, d = g.caches, g.memory, g.dram
+    dram = cachesim.DramConfig(d.row_hit_ns, d.row_miss_ns, d.row_conflict_ns, mapping=d.mapping, channels=d.channels,
+                               row_bits=d.row_bits, column_bits=d.column_bits, byte_bits=d.byte_bits)  # fmt: skip
+    return cachesim.HierarchyConfig(
+        sms=g.compute.sms, l1=c.l1, tex=c.tex, const=c.const, l2=c.l2, l2_slices=c.l2_slices, dram=dram,
+        l1_latency=c.l1_latency, tex_latency=c.tex_latency, const_latency=c.const_latency, l2_latency=c.l2_latency,
+        sector_bytes=m.sector_bytes, line_bytes=m.line_bytes, smem_banks=m.smem_banks,
+        smem_bank_bytes=m.smem_bank_bytes, issue_cycles=g.compute.issue_cycles,
+    )  # fmt: skip
+
+
+def bench_hierarchy(rows: int) -> None:
+    cfg = k80_config()
+    cachesim.simulate_hierarchy(mixed_trace(1000), cfg, blocks_per_sm=8)  # load the compiled kernels
+    t0 = time.perf_counter()
+    t = mixed_trace(rows)
+    print(f"built a {rows:,}-row mixed trace in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    r = cachesim.simulate_hierarchy(t, cfg, blocks_per_sm=8)
+    dt = time.perf_counter() - t0
+    print(f"simulate_hierarchy (k80, 8 blocks/SM): {rows:,} warp-instructions in {dt:.2f} s = {rows / dt / 1e6:.2f} M/s (goal < 10 s)")
+    for key, v in r.summary().items():
+        print(f"  {key}: {v}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000_000, help="addresses for simulate_cache")
+    ap.add_argument("--rows", type=int, default=10_000_000, help="warp-instructions for the hierarchy")
+    args = ap.parse_args()
+    bench_cache(args.n)
+    bench_hierarchy(args.rows)
+
+
+if __name__ == "__main__":
+    main()
