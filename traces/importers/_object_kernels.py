@@ -32,8 +32,8 @@ def pc_ranges(key, lo, hi, min_gap, factor, out_lo, out_hi):
     """Split each key's sorted row intervals into ranges at unusually large gaps.
 
     Rows are sorted by (key, lo). Within a key, the gap before a row is its lo minus
-    the highest end seen so far in the key. A gap larger than both ``min_gap`` and
-    ``factor`` times the median positive gap of that key starts a new range.
+    the highest end seen so far in the key (0 where they overlap). A gap larger than
+    both ``min_gap`` and ``factor`` times the median gap of that key starts a new range.
     Returns the number of ranges written to ``out_lo``/``out_hi``.
     """
     n = key.shape[0]
@@ -44,13 +44,12 @@ def pc_ranges(key, lo, hi, min_gap, factor, out_lo, out_hi):
         e = s + 1
         while e < n and key[e] == key[s]:
             e += 1
-        # positive gaps of this key
+        # gaps of this key (overlaps and touching intervals count as 0)
         g = 0
         run = hi[s]
         for j in range(s + 1, e):
-            if lo[j] > run:
-                gaps[g] = lo[j] - run
-                g += 1
+            gaps[g] = lo[j] - run if lo[j] > run else np.uint64(0)
+            g += 1
             if hi[j] > run:
                 run = hi[j]
         thr = np.uint64(min_gap)

@@ -11,7 +11,7 @@ Real traces carry addresses, not arrays. The placement model moves *objects*
 3. The remaining addresses are grouped by the instruction (PC) that touches them:
    per PC, the rows' address intervals are sorted and cut where a gap is larger
    than both a floor (64 KiB for off-chip spaces, 256 B on chip) and 16 times that
-   PC's median gap, so a strided or gathered walk over one array stays one range
+   PC's median gap (overlaps count as 0), so a strided or gathered walk over one array stays one range
    while one PC reaching two distant arrays becomes two. Ranges of different PCs
    that overlap are one object; ranges never cross an explicit or copied object.
    Adjacent arrays touched by the same PC cannot be told apart this way: name them
@@ -270,15 +270,20 @@ def infer_objects(
     counters: Counter[str] = Counter()
     memcpy_untouched = 0
     order_kinds = {"explicit": 0, "memcpy": 1, "inferred": 2}
+    nc = max(len(cands), 1)
+    keyed = obj_key >= 0
+    kk = obj_key[keyed]
+    sp_table = np.bincount(kk * 8 + space[keyed].astype(np.int64), minlength=nc * 8).reshape(nc, 8)
+    w_table = np.bincount(kk * 17 + width[keyed].astype(np.int64), minlength=nc * 17).reshape(nc, 17)
+    wr_table = np.bincount(kk, weights=(op[keyed] != LOAD), minlength=nc)
     for ci in sorted(range(len(cands)), key=lambda c: (order_kinds[cands[c]["kind"]], c if cands[c]["kind"] == "explicit" else 0, cands[c]["lo"])):
         c = cands[ci]
         if c["kind"] != "explicit" and used[ci] == 0:
             memcpy_untouched += c["kind"] == "memcpy"
             continue
-        sel = obj_key == ci
-        sp_counts = np.bincount(space[sel].astype(np.int64), minlength=len(SPACE_NAMES))
-        w_counts = np.bincount(width[sel].astype(np.int64), minlength=17)
-        written = bool(np.any(op[sel] != LOAD))
+        sp_counts = sp_table[ci]
+        w_counts = w_table[ci]
+        written = bool(wr_table[ci] > 0)
         major = int(np.argmax(sp_counts)) if sp_counts.sum() else None
         if c["kind"] == "explicit":
             s: ObjectSpec = c["spec"]
