@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Iterator, Mapping
 
 import numpy as np
@@ -20,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _kernels as K
+from .atomic import atomic_path
 from .errors import TraceError
 from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
 
@@ -298,16 +297,8 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
 
 
 def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
-    """Write a Parquet file through a temporary file and ``os.replace``."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    # mkstemp makes the file private; give it the mode a plain open() would.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    try:
+    """Write a Parquet file atomically (see ``traces.atomic``)."""
+    with atomic_path(path) as tmp:
         pq.write_table(
             table,
             tmp,
@@ -317,10 +308,3 @@ def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GRO
             use_dictionary=False,
             write_statistics=False,
         )
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
