@@ -53,18 +53,13 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
     for w in nb.prange(n_warps):
         cta = w // wpb
         warp = w % wpb
-        cx = cta % gx
-        cy = cta // gx
-        tx = np.empty(32, np.int64)
-        ty = np.empty(32, np.int64)
-        exist = warp_lanes(bx, by, threads, warp, tx, ty)
+        x0 = (cta % gx) * sx
+        y0 = (cta // gx) * sy
         mask = np.uint32(0)
         for lane in range(32):
-            if (exist >> np.uint32(lane)) & np.uint32(1):
-                X = cx * sx + tx[lane]
-                Y = cy * sy + ty[lane]
-                if X < limx and Y < limy:
-                    mask |= np.uint32(1) << np.uint32(lane)
+            t = warp * 32 + lane
+            if t < threads and x0 + t % bx < limx and y0 + t // bx < limy:
+                mask |= np.uint32(1) << np.uint32(lane)
         if not fill:
             counts[w] = K if mask else 0
             continue
@@ -73,11 +68,13 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
         r = off[w]
         for k in range(K):
             put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mask, m_obj[k])
+            row = out[8][r]
             for lane in range(32):
                 if (mask >> np.uint32(lane)) & np.uint32(1):
-                    X = cx * sx + tx[lane]
-                    Y = cy * sy + ty[lane]
-                    out[8][r, lane] = np.uint64(m_base[k] + m_elem[k] * (m_cx[k] * X + m_cy[k] * Y + m_c0[k]))
+                    t = warp * 32 + lane
+                    X = x0 + t % bx
+                    Y = y0 + t // bx
+                    row[lane] = np.uint64(m_base[k] + m_elem[k] * (m_cx[k] * X + m_cy[k] * Y + m_c0[k]))
             r += 1
 
 

@@ -1,0 +1,61 @@
+"""Generated warp-instructions (trace rows) per second per kernel, at a realistic size.
+
+Usage: python benchmarks/bench_generators.py [NAME ...] [--repeat 3]
+
+Each kernel is generated once to warm numba's cache, then timed (best of
+``--repeat``) at the size below; writing the Parquet file is not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from traces import generators as G
+
+SIZES: dict[str, tuple[list[int] | None, list[int] | None]] = {
+    "vecadd": ([1 << 24], None),
+    "triad": ([1 << 24], None),
+    "matrix_sum_normal": ([4096], None),
+    "matrix_sum_coalesced": ([4096], None),
+    "transpose": ([4096, 4096], None),
+    "matmul_naive": ([512], None),
+    "matmul_naive_uncoalesced": ([512], None),
+    "matrixmul": ([512], None),
+    "convolution_rows": ([1024, 512], None),
+    "reduction": ([1 << 24, 64], None),
+}
+for k in range(1, 8):
+    for s in ("c", "uc"):
+        SIZES[f"mb{k}_{s}"] = ([240, 256], None)  # 240 blocks of 128 threads, 256 iterations
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    names = args.names or [n for n in G.names() if n in SIZES]
+    print(f"# {os.cpu_count()} CPUs, numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
+    print(f"{'kernel':28s} {'size':>14s} {'rows':>12s} {'seconds':>8s} {'rows/s':>12s}")
+    for name in names:
+        size, block = SIZES.get(name, (None, None))
+        G.generate(name, [min(v, 64) if i == 0 and name == "vecadd" else v for i, v in enumerate(size or [])][:0] or None)
+        best = float("inf")
+        rows = 0
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            cols, info = G.generate(name, size, block)
+            best = min(best, time.perf_counter() - t0)
+            rows = len(cols["cta"])
+            del cols
+        sz = "x".join(map(str, size or []))
+        print(f"{name:28s} {sz:>14s} {rows:12,d} {best:8.3f} {rows / best / 1e6:10.1f} M")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
