@@ -153,10 +153,6 @@ def segment(kernel: str, labels: str | list[str] | None = None, *, per: int = 1,
     return Segment(kernel, tuple(b["label"] for b in chosen), length, counts, tuple(mem), tuple(pcs), tuple(ops), per)
 
 
-def branch_segment(kernel: str, n: int = 1) -> dict[str, float]:
-    return {"branch": float(n)}
-
-
 class Tally:
     """Warp-level instruction totals: add segment counts times executions."""
 
