@@ -1,0 +1,654 @@
+"""Count the address instructions of each memory space in nvcc's SASS (Huang & Li, Sec. III-B).
+
+Usage::
+
+    python benchmarks/addressing_modes.py [--arch sm_75,sm_80,...] [--types float,int,...]
+                                          [--verbose] [--toml]
+
+For every element type the script writes one ``.cu`` file of vector-add kernels
+in the style of the paper's Fig. 2 (``v[id] = a[id] + b[id]``, ``v`` always in
+global memory, ``a`` and ``b`` moved together), compiles it with
+``nvcc -cubin -O3 -arch=sm_XX``, disassembles it with ``cuobjdump -sass`` and
+counts, for the load of ``a``, the instructions that compute the element's address
+from the element index. The placements (the table's columns):
+
+``G``   ``const T* a`` kernel parameter, ``a[id]``                         (1D, id = blockIdx.x*blockDim.x+threadIdx.x)
+``T``   1D texture object, ``tex1Dfetch<T>(ta, id)``
+``C``   ``__constant__ T c_a[N]``, ``c_a[id]``
+``S``   ``__shared__ T s_a[N]``, ``s_a[threadIdx.x]`` (filled from global, then ``__syncthreads()``)
+``2T``  2D texture object, ``tex2D<T>(ta, x, y)`` with x, y from the 2D thread index of a 2D launch
+``2G``  the same 2D kernel with ``a[y*w + x]`` (``w`` a kernel parameter)       -- for comparison
+``2C``  the same 2D kernel with ``__constant__ T c_a[32][32]``, ``c_a[y][x]``    -- for comparison
+``2S``  the same 2D kernel with ``__shared__ T s_a[32][32]``, ``s_a[threadIdx.y][threadIdx.x]`` -- for comparison
+
+Texture objects cannot hold ``double``: the 8-byte texture kernels fetch ``int2`` and
+rebuild the double with ``__hiloint2double`` (the usual idiom; the fetch is the same).
+
+The counting rule (mechanical; ``--verbose`` prints what it counted):
+
+1. The kernels are straight-line code (the only branch allowed is nvcc's trailing
+   ``BRA`` to itself; a predicated ``EXIT`` does not end the data flow), so each
+   register read has one reaching definition: the last earlier instruction that wrote
+   that register (register pairs and quads of ``.64``/``.128``/``.WIDE``/``F64`` operands,
+   predicates and uniform registers included).
+2. *Index values* are (a) the values compared in the kernel's bound check -- the
+   register operands of the ``ISETP`` chain that computes the predicate of ``@P EXIT``
+   (``id`` in 1D kernels, ``x`` and ``y`` in 2D ones) -- and (b) every ``S2R``/``S2UR``
+   result (``threadIdx``/``blockIdx``, the index of the shared-memory kernels).
+3. The *address operands* of a load are the registers inside its address: ``[R2.64]``,
+   ``[R7.X4+0x1000]``, ``[R9+UR4]``, ``c[0x3][R4+0x10]`` (the ``desc[URx]`` memory
+   descriptor is not an address operand); for ``TEX``/``TLD`` the coordinate and LOD
+   registers (a 2D coordinate operand is the pair x, y) and the handle's uniform register.
+4. The *slice* of a load is the backward closure of the reaching definitions of its
+   address operands; it stops at index values (rule 2), which are not part of it.
+   Constant-bank operands (``c[0x0][0x160]``), immediates and ``RZ``/``URZ``/``PT``
+   are leaves.
+5. Counted: every slice instruction that depends (transitively) on an index value,
+   except register-to-register copies (``MOV Rd, Rs`` / ``IMAD.MOV.U32 Rd, RZ, RZ, Rs``
+   / ``UMOV``), which move an address without computing one. Not counted: slice
+   instructions that do not depend on the index (``MOV R5, 0x4``, ``HFMA2.MMA R8, -RZ,
+   RZ, ...``, ``LDC.64 R2, c[0x0][0x210]``, ``ULDC``, ``S2UR SR_CgaCtaId``+``ULEA``):
+   they only bring an element size, a base address, a texture handle or a LOD into a
+   register and are loop-invariant. This reproduces the paper's Kepler counts from
+   its Fig. 2 SASS: global ``IMAD`` + ``IMAD.HI.X`` = 2 (``MOV32I R5, 0x4`` not counted),
+   texture 0, constant ``SHL`` = 1, shared ``SHL`` = 1.
+   An instruction shared with another access (the store of ``v``, the load of ``b``)
+   is counted: the element's address needs it (the paper counts the constant kernel's
+   ``SHL``, which also serves ``b``, the same way).
+6. ``a`` and ``b`` are placed and addressed alike; the script counts the slice of
+   every load of the placed space (both arrays, and every piece of a wide element),
+   and the entry is their common count. If they disagree the entry is the largest and
+   the table marks it with ``*`` (``--toml`` refuses to write such a table).
+
+nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
+and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
+Kepler rows of configs/addressing.toml are the paper's, not this script's.
+
+``cuobjdump`` comes from PyPI ``nvidia-cuda-cuobjdump`` (found on PATH, else under
+site-packages/nvidia/cu13/bin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# sm_87 (Orin) is left out: its SASS opens with a branchy barrier-register prologue
+# (@P0 BRA over BMOV.32.CLEAR ...), which the straight-line rule refuses.
+ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
+# section of configs/addressing.toml each arch's counts go to
+FAMILY = {
+    "sm_75": "turing",
+    "sm_80": "ampere", "sm_86": "ampere",
+    "sm_89": "ada",
+    "sm_90": "hopper",
+    "sm_100": "blackwell", "sm_103": "blackwell", "sm_110": "blackwell",
+    "sm_120": "blackwell_rtx", "sm_121": "blackwell_rtx",
+}
+SPACES = ("G", "T", "2T", "C", "S")          # the table's columns
+COMPARE = ("2G", "2C", "2S")                 # 2D kernels of the other spaces, for comparison
+ALL_SPACES = SPACES + COMPARE
+
+N1 = 1024          # elements of the 1D constant / shared arrays
+W2 = 32            # the 2D constant / shared arrays are W2 x W2
+
+
+@dataclass(frozen=True)
+class ElemType:
+    name: str
+    bytes: int
+    tex: str            # type fetched from the texture object
+    from_tex: str       # expression turning the fetched value `t` into a T
+
+
+TYPES = {
+    "char": ElemType("char", 1, "char", "t"),
+    "short": ElemType("short", 2, "short", "t"),
+    "int": ElemType("int", 4, "int", "t"),
+    "float": ElemType("float", 4, "float", "t"),
+    "double": ElemType("double", 8, "int2", "__hiloint2double(t.y, t.x)"),
+    "float4": ElemType("float4", 16, "float4", "t"),
+}
+DEFAULT_TYPES = ("char", "short", "int", "float", "double", "float4")
+
+
+# ----------------------------------------------------------------------------- kernels
+
+def kernel_source(t: ElemType) -> str:
+    """One translation unit with the eight kernels ``k_<space>`` for element type ``t``."""
+    T, X = t.name, t.tex
+    conv = t.from_tex
+    return f"""// generated by benchmarks/addressing_modes.py -- element type {T} ({t.bytes} bytes)
+#include <cuda_runtime.h>
+#define N {N1}
+#define W {W2}
+typedef {T} T;
+__device__ __forceinline__ char   add(char x, char y)     {{ return (char)(x + y); }}
+__device__ __forceinline__ short  add(short x, short y)   {{ return (short)(x + y); }}
+__device__ __forceinline__ int    add(int x, int y)       {{ return x + y; }}
+__device__ __forceinline__ float  add(float x, float y)   {{ return x + y; }}
+__device__ __forceinline__ double add(double x, double y) {{ return x + y; }}
+__device__ __forceinline__ float4 add(float4 x, float4 y) {{
+    return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }}
+__device__ __forceinline__ T tex1(cudaTextureObject_t o, int i) {{ {X} t = tex1Dfetch<{X}>(o, i); return {conv}; }}
+__device__ __forceinline__ T tex2(cudaTextureObject_t o, int x, int y) {{ {X} t = tex2D<{X}>(o, x, y); return {conv}; }}
+
+__constant__ T c_a[N], c_b[N];
+__constant__ T c2_a[W][W], c2_b[W][W];
+
+extern "C" __global__ void k_G(const T* a, const T* b, T* v, int n) {{
+    int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id < n) v[id] = add(a[id], b[id]);
+}}
+extern "C" __global__ void k_T(cudaTextureObject_t ta, cudaTextureObject_t tb, T* v, int n) {{
+    int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id < n) v[id] = add(tex1(ta, id), tex1(tb, id));
+}}
+extern "C" __global__ void k_C(T* v, int n) {{
+    int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id < n) v[id] = add(c_a[id], c_b[id]);
+}}
+extern "C" __global__ void k_S(const T* a, const T* b, T* v, int n) {{
+    __shared__ T s_a[N], s_b[N];
+    int id = blockIdx.x * blockDim.x + threadIdx.x;
+    s_a[threadIdx.x] = a[id];
+    s_b[threadIdx.x] = b[id];
+    __syncthreads();
+    if (id < n) v[id] = add(s_a[threadIdx.x], s_b[threadIdx.x]);
+}}
+extern "C" __global__ void k_2T(cudaTextureObject_t ta, cudaTextureObject_t tb, T* v, int w, int h) {{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) v[y * w + x] = add(tex2(ta, x, y), tex2(tb, x, y));
+}}
+extern "C" __global__ void k_2G(const T* a, const T* b, T* v, int w, int h) {{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) v[y * w + x] = add(a[y * w + x], b[y * w + x]);
+}}
+extern "C" __global__ void k_2C(T* v, int w, int h) {{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) v[y * w + x] = add(c2_a[y][x], c2_b[y][x]);
+}}
+extern "C" __global__ void k_2S(const T* a, const T* b, T* v, int w, int h) {{
+    __shared__ T s_a[W][W], s_b[W][W];
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    s_a[threadIdx.y][threadIdx.x] = a[y * w + x];
+    s_b[threadIdx.y][threadIdx.x] = b[y * w + x];
+    __syncthreads();
+    if (x < w && y < h) v[y * w + x] = add(s_a[threadIdx.y][threadIdx.x], s_b[threadIdx.y][threadIdx.x]);
+}}
+"""
+
+
+# ----------------------------------------------------------------------------- tools
+
+def tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for base in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        for sub in ("cu13", "cu12", "cuda_cuobjdump", "cuda_nvcc"):
+            cand = Path(base) / "nvidia" / sub / "bin" / name
+            if cand.exists():
+                return str(cand)
+    return None
+
+
+def tool_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    lines = [ln for ln in out.splitlines() if "release" in ln or ln.startswith("Build")]
+    return "; ".join(lines) or out.strip().splitlines()[-1]
+
+
+def compile_cubin(src: str, arch: str, workdir: Path, stem: str, nvcc: str) -> Path:
+    cu = workdir / f"{stem}.cu"
+    cu.write_text(src)
+    cubin = workdir / f"{stem}.{arch}.cubin"
+    res = subprocess.run([nvcc, "-cubin", "-O3", f"-arch={arch}", "-o", str(cubin), str(cu)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"nvcc -arch={arch} failed on {cu}:\n{res.stderr}")
+    return cubin
+
+
+def disassemble(cubin: Path, cuobjdump: str) -> dict[str, list[str]]:
+    """``cuobjdump -sass`` of a cubin: kernel name -> its SASS lines (``/*pc*/ text ;``)."""
+    out = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    kernels: dict[str, list[str]] = {}
+    cur = None
+    for line in out.splitlines():
+        m = re.search(r"Function\s*:\s*(\S+)", line)
+        if m:
+            cur = m.group(1)
+            kernels[cur] = []
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*;", line)
+        if m and cur is not None:
+            kernels[cur].append(f"/*{m.group(1)}*/ {m.group(2)}")
+    return kernels
+
+
+# ----------------------------------------------------------------------------- SASS parsing
+
+REG = re.compile(r"(?<![\w.])(-|!|~|\|)?(URZ|UR\d+|UPT|UP\d|RZ|R\d+|PT|P\d)((?:\.\w+)*)")
+ZERO = {"RZ", "URZ", "PT", "UPT"}
+TEX_OPS = ("TEX", "TLD", "TLD4", "TXD", "TMML", "TXQ")
+LOAD_OPS = {
+    "G": ("LDG", "LD"),
+    "S": ("LDS",),
+    "T": TEX_OPS,
+    "C": ("LDC",),
+}
+
+
+@dataclass
+class Inst:
+    pc: int
+    text: str
+    guard: str | None
+    opcode: str          # with modifiers, e.g. IMAD.WIDE.U32
+    operands: list[str]
+    dests: list[str] = field(default_factory=list)
+    srcs: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+
+def split_operands(s: str) -> list[str]:
+    ops, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            ops.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        ops.append(cur.strip())
+    return ops
+
+
+def _expand(name: str, width: int) -> list[str]:
+    if name in ZERO or width == 1:
+        return [name]
+    m = re.match(r"(U?R)(\d+)$", name)
+    if not m:
+        return [name]
+    return [f"{m.group(1)}{int(m.group(2)) + k}" for k in range(width)]
+
+
+def _regs(operand: str, width: int = 1) -> list[str]:
+    """Registers an operand reads (``.64`` marks a pair); ``desc[URx]`` is skipped."""
+    operand = re.sub(r"desc\[[^\]]*\]", "", operand)
+    out = []
+    for m in REG.finditer(operand):
+        name, mods = m.group(2), m.group(3) or ""
+        w = 2 if ".64" in mods else width
+        out += _expand(name, w)
+    return out
+
+
+def _dest_width(opcode: str) -> int:
+    mods = opcode.split(".")
+    if "128" in mods:
+        return 4
+    if "64" in mods or "WIDE" in mods or "F64" in mods or opcode.startswith(("D", "I2F.F64", "F2F.F64")):
+        return 2
+    return 1
+
+
+def is_memref(operand: str) -> bool:
+    return "[" in operand
+
+
+def parse(line: str) -> Inst:
+    m = re.match(r"/\*([0-9a-f]+)\*/\s*(@!?U?P\w+\s+)?(\S+)\s*(.*)$", line)
+    if not m:
+        raise ValueError(f"cannot parse SASS line {line!r}")
+    pc = int(m.group(1), 16)
+    guard = m.group(2).strip() if m.group(2) else None
+    opcode = m.group(3)
+    operands = split_operands(m.group(4))
+    inst = Inst(pc, line, guard, opcode, operands)
+    base = inst.base
+    dw = _dest_width(opcode)
+    if base.startswith(TEX_OPS) or base in TEX_OPS:
+        # sm_75+: TEX/TLD Rd0, Rd1, Ra, Rb, [URh], imm..., dim, mask (two destinations);
+        # Kepler (the paper's Fig. 2): TLD Rd, Ra, imm, dim, mask (one destination)
+        dims = next((o for o in operands if re.fullmatch(r"(ARRAY_)?[123]D|CUBE", o)), "1D")
+        ndim = 2 if "2D" in dims else 3 if "3D" in dims else 1
+        lead = 0
+        while lead < len(operands) and re.fullmatch(r"R\d+|RZ", operands[lead].split(".")[0]):
+            lead += 1
+        nd = 2 if lead >= 3 else 1
+        inst.dests = [r for o in operands[:nd] for r in _regs(o, 2 if dw == 2 else 1)]
+        regs_src = [o for o in operands[nd:] if REG.fullmatch(o.split(".reuse")[0].strip("-!"))]
+        for k, o in enumerate(regs_src):
+            inst.srcs += _regs(o, ndim if k == 0 else 1)
+        if inst.guard:
+            inst.srcs += _regs(inst.guard)
+        return inst
+    first_is_dest = bool(operands) and not is_memref(operands[0]) and base not in {
+        "EXIT", "BRA", "BAR", "RET", "NOP", "BSYNC", "WARPSYNC", "CALL", "JMP", "BSSY"} \
+        and not base.startswith(("ST", "RED", "MEMBAR"))
+    rest = operands
+    if first_is_dest:
+        inst.dests = _regs(operands[0], dw)
+        k = 1
+        while k < len(operands) and re.fullmatch(r"U?P\d|U?PT", operands[k]):
+            inst.dests.append(operands[k])
+            k += 1
+        rest = operands[k:]
+    mods = opcode.split(".")[1:]
+    wide = "WIDE" in mods
+    alu64 = "64" in mods and not base.startswith(("LD", "ST", "ATOM", "RED"))
+    for k, o in enumerate(rest):
+        w = 1
+        if wide and k == 2:                       # IMAD.WIDE Rd, Ra, Rb, Rc(64-bit)
+            w = 2
+        if alu64:                                 # IADD.64 Rd, Ra, Rb: 64-bit sources
+            w = 2
+        if is_memref(o) and base in ("LDG", "STG", "LD", "ST", "ATOM", "ATOMG", "RED") \
+                and ".E" in "." + ".".join(opcode.split(".")[1:]) and "U" not in o.split("[")[-1][:2]:
+            w = 2                                 # sm_75 prints [R2] for a 64-bit .E address
+        inst.srcs += _regs(o, w)
+    if inst.guard:
+        inst.srcs += _regs(inst.guard)
+    inst.srcs = [r for r in inst.srcs if r not in ZERO]
+    inst.dests = [r for r in inst.dests if r not in ZERO]
+    return inst
+
+
+def address_regs(inst: Inst) -> list[str]:
+    """The registers of a load's address (rule 3)."""
+    base = inst.base
+    if base.startswith(TEX_OPS) or base in TEX_OPS:
+        return [r for r in inst.srcs if not re.fullmatch(r"U?P\w+", r)]
+    ref = next(o for o in inst.operands if is_memref(o))
+    ref = re.sub(r"desc\[[^\]]*\]", "", ref)
+    if ref.startswith("c["):                      # c[bank][Rx+imm]: the index register only
+        ref = ref[ref.index("]") + 1:]
+    w = 2
+    if base in ("LDS", "LDC") or (".64" not in ref and ".E" not in "." + ".".join(inst.opcode.split(".")[1:])):
+        w = 1
+    regs = []
+    for m in REG.finditer(ref):
+        name, mods = m.group(2), m.group(3) or ""
+        width = 2 if ".64" in mods else (w if name.startswith("R") else 1)
+        regs += _expand(name, width)
+    return [r for r in regs if r not in ZERO]
+
+
+def is_copy(inst: Inst) -> bool:
+    if inst.base in ("MOV", "UMOV") and len(inst.operands) >= 2 and re.fullmatch(r"U?R\d+", inst.operands[1].split(".")[0]):
+        return True
+    if inst.opcode.startswith("IMAD.MOV") and len(inst.operands) == 4 \
+            and inst.operands[1] == "RZ" and inst.operands[2] == "RZ" and re.fullmatch(r"R\d+", inst.operands[3]):
+        return True
+    return False
+
+
+def is_space_load(inst: Inst, space: str) -> bool:
+    kind = space[-1]
+    b = inst.base
+    if kind == "G":
+        return b in ("LDG", "LD")
+    if kind == "S":
+        return b == "LDS"
+    if kind == "T":
+        return b in TEX_OPS
+    if kind == "C":                                # LDC c[bank!=0][R...]: a user constant array
+        ref = next((o for o in inst.operands if o.startswith("c[")), "")
+        return b == "LDC" and not ref.startswith("c[0x0]") and bool(re.search(r"\]\[.*R\d", ref))
+    raise ValueError(space)
+
+
+@dataclass
+class LoadCount:
+    load: Inst
+    counted: list[Inst]
+    skipped: list[tuple[Inst, str]]
+
+
+@dataclass
+class KernelCount:
+    kernel: str
+    arch: str
+    space: str
+    elem: str
+    count: int
+    agree: bool
+    loads: list[LoadCount]
+    sass: list[Inst]
+
+
+def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "", elem: str = "") -> KernelCount:
+    """Apply the counting rule (module docstring) to one kernel's SASS lines."""
+    insts = [parse(ln) for ln in lines]
+    # drop the never-executed tail: everything after the last EXIT
+    last_exit = max(i for i, x in enumerate(insts) if x.base == "EXIT")
+    body = insts[: last_exit + 1]
+    for x in body:
+        if x.base in ("BRA", "BRX", "JMP", "CALL", "RET"):
+            raise ValueError(f"{kernel}/{arch}: not straight-line code ({x.text})")
+
+    def reaching(i: int, reg: str) -> int | None:
+        for j in range(i - 1, -1, -1):
+            if reg in body[j].dests:
+                return j
+        return None
+
+    # rule 2: index values
+    index_defs: set[int] = {j for j, x in enumerate(body) if x.base in ("S2R", "S2UR")
+                            and re.search(r"SR_(TID|CTAID)", " ".join(x.operands))}
+    exits = [i for i, x in enumerate(body) if x.base == "EXIT" and x.guard]
+    if not exits:
+        raise ValueError(f"{kernel}/{arch}: no guarded EXIT (bound check) found")
+    todo = [(exits[0], r) for r in _regs(body[exits[0]].guard) if r not in ZERO]
+    seen = set()
+    while todo:
+        i, reg = todo.pop()
+        j = reaching(i, reg)
+        if j is None or (j, reg) in seen:
+            continue
+        seen.add((j, reg))
+        x = body[j]
+        if x.base in ("ISETP", "PLOP3", "PSETP"):
+            for r in x.srcs:
+                if re.fullmatch(r"U?P\w+", r):
+                    todo.append((j, r))
+                elif re.fullmatch(r"R\d+", r):
+                    k = reaching(j, r)
+                    if k is not None:
+                        index_defs.add(k)
+
+    # index dependence of every instruction (forward pass)
+    dep: list[bool] = []
+    for i, x in enumerate(body):
+        d = i in index_defs
+        if not d:
+            for r in x.srcs:
+                j = reaching(i, r)
+                if j is not None and dep[j]:
+                    d = True
+                    break
+        dep.append(d)
+
+    loads: list[LoadCount] = []
+    for i, x in enumerate(body):
+        if not is_space_load(x, space):
+            continue
+        slice_: set[int] = set()
+        stack = [(i, r) for r in address_regs(x)]
+        while stack:
+            k, reg = stack.pop()
+            j = reaching(k, reg)
+            if j is None or j in index_defs or j in slice_:
+                continue
+            slice_.add(j)
+            stack += [(j, r) for r in body[j].srcs]
+        counted, skipped = [], []
+        for j in sorted(slice_):
+            y = body[j]
+            if not dep[j]:
+                skipped.append((y, "index-independent"))
+            elif is_copy(y):
+                skipped.append((y, "register copy"))
+            else:
+                counted.append(y)
+        loads.append(LoadCount(x, counted, skipped))
+    if not loads:
+        raise ValueError(f"{kernel}/{arch}: no {space} load found")
+    counts = [len(lc.counted) for lc in loads]
+    return KernelCount(kernel, arch, space, elem, max(counts), len(set(counts)) == 1, loads, body)
+
+
+# ----------------------------------------------------------------------------- driver
+
+def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None):
+    nvcc = nvcc or tool("nvcc")
+    cuobjdump = cuobjdump or tool("cuobjdump")
+    if not nvcc or not cuobjdump:
+        sys.exit("addressing_modes: nvcc and cuobjdump are needed "
+                 "(pip install nvidia-cuda-cuobjdump; nvcc from the CUDA toolkit)")
+    results: dict[tuple[str, str, str], KernelCount] = {}
+    tmp = tempfile.TemporaryDirectory(prefix="addressing_") if workdir is None else None
+    wd = Path(tmp.name) if tmp else workdir
+    try:
+        for tname in types:
+            t = TYPES[tname]
+            src = kernel_source(t)
+            for arch in archs:
+                cubin = compile_cubin(src, arch, wd, f"addr_{tname}", nvcc)
+                sass = disassemble(cubin, cuobjdump)
+                for space in ALL_SPACES:
+                    kc = count_kernel(sass[f"k_{space}"], space, f"k_{space}", arch, tname)
+                    results[(arch, tname, space)] = kc
+                    if verbose:
+                        print_snippet(kc)
+    finally:
+        if tmp:
+            tmp.cleanup()
+    return results
+
+
+def print_snippet(kc: KernelCount) -> None:
+    print(f"--- {kc.arch} {kc.elem} {kc.space} ({kc.kernel}): {kc.count}"
+          + ("" if kc.agree else "  (loads disagree: " + ", ".join(str(len(l.counted)) for l in kc.loads) + ")"))
+    for lc in kc.loads:
+        print(f"    load  {lc.load.text}")
+        for y in lc.counted:
+            print(f"      +1  {y.text}")
+        for y, why in lc.skipped:
+            print(f"       0  {y.text}    [{why}]")
+
+
+def table(results, archs, types) -> str:
+    lines = []
+    head = f"{'arch':7} {'type':7} {'B':>2}  " + " ".join(f"{s:>3}" for s in ALL_SPACES)
+    lines.append(head)
+    lines.append("-" * len(head))
+    for arch in archs:
+        for tname in types:
+            cells = []
+            for s in ALL_SPACES:
+                kc = results[(arch, tname, s)]
+                cells.append(f"{kc.count}{'' if kc.agree else '*'}".rjust(3))
+            lines.append(f"{arch:7} {tname:7} {TYPES[tname].bytes:>2}  " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def toml_rows(results, archs, types) -> str:
+    """The measured sections of configs/addressing.toml: per family, rows by element bytes and by type.
+
+    A family's archs must agree on every count, and the types of one size on every
+    count (the bytes row), else this refuses and says which entry differs.
+    """
+    out = []
+    fams: dict[str, list[str]] = {}
+    for a in archs:
+        fams.setdefault(FAMILY.get(a, a), []).append(a)
+
+    def cell(s: str) -> str:
+        return f'"{s}"' if s[0].isdigit() else s
+
+    for fam, members in fams.items():
+        rows: dict[str, dict[str, int]] = {}
+        for tname in types:
+            row = {}
+            for s in ALL_SPACES:
+                vals = {results[(a, tname, s)].count for a in members}
+                if len(vals) != 1 or not all(results[(a, tname, s)].agree for a in members):
+                    raise SystemExit(f"--toml: {fam} ({', '.join(members)}) {tname} {s} is not one number: "
+                                     + ", ".join(f"{a}={results[(a, tname, s)].count}" for a in members))
+                row[s] = vals.pop()
+            rows[tname] = row
+        by_bytes: dict[int, tuple[str, dict[str, int]]] = {}
+        for tname in types:
+            b = TYPES[tname].bytes
+            if b in by_bytes and by_bytes[b][1] != rows[tname]:
+                raise SystemExit(f"--toml: {fam}: {by_bytes[b][0]} and {tname} ({b} bytes) differ: "
+                                 f"{by_bytes[b][1]} vs {rows[tname]}")
+            by_bytes.setdefault(b, (tname, rows[tname]))
+        out.append(f"[{fam}]")
+        out.append("sm = [" + ", ".join(f'"{m}"' for m in members) + "]")
+        out.append('source = "measured"')
+        out.append("")
+        out.append(f"[{fam}.bytes]")
+        for b in sorted(by_bytes):
+            names = "/".join(t for t in types if TYPES[t].bytes == b)
+            row = by_bytes[b][1]
+            out.append(f'"{b}" = {{ ' + ", ".join(f"{cell(s)} = {row[s]}" for s in ALL_SPACES) + f" }}  # {names}")
+        out.append("")
+        out.append(f"[{fam}.types]")
+        for tname in types:
+            row = rows[tname]
+            out.append(f"{tname} = {{ bytes = {TYPES[tname].bytes}, "
+                       + ", ".join(f"{cell(s)} = {row[s]}" for s in ALL_SPACES) + " }")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", default=",".join(ARCHS), help="comma-separated sm_XX list")
+    ap.add_argument("--types", default=",".join(DEFAULT_TYPES), help="comma-separated element types")
+    ap.add_argument("--verbose", "-v", action="store_true", help="print the SASS each count is made of")
+    ap.add_argument("--toml", action="store_true", help="also print the rows for configs/addressing.toml")
+    ap.add_argument("--keep", type=Path, help="keep the .cu and .cubin files in this folder")
+    args = ap.parse_args(argv)
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    types = [t.strip() for t in args.types.split(",") if t.strip()]
+    for t in types:
+        if t not in TYPES:
+            ap.error(f"unknown type {t!r} (known: {', '.join(TYPES)})")
+    nvcc, cuobjdump = tool("nvcc"), tool("cuobjdump")
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    results = run(archs, types, args.verbose, args.keep, nvcc, cuobjdump)
+    print(f"# nvcc: {tool_version(nvcc)}")
+    print(f"# cuobjdump: {tool_version(cuobjdump)}")
+    print(table(results, archs, types))
+    if args.toml:
+        print()
+        print(toml_rows(results, archs, types))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
