@@ -7,7 +7,6 @@ import lzma
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import traces

@@ -32,7 +32,6 @@ import logging
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
