@@ -25,6 +25,9 @@ COMMANDS = (
     "bench",
     "model",
     "import_",
+    "evaluate",
+    "rank",
+    "train",
 )
 
 

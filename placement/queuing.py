@@ -138,8 +138,29 @@ def kingman_paper(c_a, c_s, rho, tau_a):
     return (c_a + c_s) / 2.0 * (rho / (1.0 - rho)) * tau_a
 
 
-def dram_latency(bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, mode: str = "kingman") -> Queuing:
-    """DRAM_lat of Eq. 6-7 from one stream of requests (bank, arrival time, service time)."""
+def dram_latency(
+    bank: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    mode: str = "kingman",
+    latency: np.ndarray | None = None,
+    population: float | None = None,
+) -> Queuing:
+    """DRAM_lat of Eq. 6-7 from one stream of requests (bank, arrival time, service time).
+
+    ``service`` is the time a request keeps its bank busy, which is what the queue
+    sees; ``latency``, when given, is each request's unloaded access latency, the
+    "ave_service_time" that Eq. 6 adds to the queuing delay (by default the
+    service time itself, as in the paper).
+
+    ``population``, when given, is the number of requests the GPU can have in
+    flight. The open-loop queues above let a saturated bank's wait grow with the
+    length of the trace; a GPU is a closed system in which at most ``population``
+    requests are outstanding, a share p_i of them at bank i, so a request there
+    waits for at most (population x p_i - 1) others: W_q,i is capped at
+    max(0, population x p_i - 1) x tau_s,i. In saturation the bank's latency then
+    makes T_mem equal its total busy time, the throughput bound.
+    """
     if mode not in MODES:
         raise ValueError(f"queue mode {mode!r}; expected one of {', '.join(MODES)}")
     st = bank_stats(bank, arrival, service)
@@ -158,11 +179,15 @@ def dram_latency(bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, mod
             wq[ok] = kingman_paper(st.c_a[ok], st.c_s[ok], st.rho[ok], st.tau_a[ok])
         wq[saturated] = st.wq_exact[saturated]
     weight = st.count / st.count.sum()
+    if population is not None:
+        wq = np.minimum(wq, np.maximum(population * weight - 1.0, 0.0) * st.tau_s)
+    mean_service = float(np.mean(latency)) if latency is not None else float(np.sum(weight * st.tau_s))
+    mean_wq = float(np.sum(weight * wq))
     return Queuing(
         mode=mode,
-        dram_lat=float(np.sum(weight * (wq + st.tau_s))),
-        mean_queuing_delay=float(np.sum(weight * wq)),
-        mean_service=float(np.sum(weight * st.tau_s)),
+        dram_lat=mean_wq + mean_service,
+        mean_queuing_delay=mean_wq,
+        mean_service=mean_service,
         saturated_banks=int(saturated.sum()),
         banks=st,
         wq=wq,

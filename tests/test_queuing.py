@@ -101,3 +101,22 @@ def test_exact_matches_an_independent_simulation():
     q = dram_latency(np.zeros(n, np.int64), arrivals, service, "exact")
     assert q.banks.rho[0] > 0.5
     assert q.mean_queuing_delay == pytest.approx(np.mean(waits), rel=1e-9, abs=1e-9)
+
+
+def test_closed_system_caps_a_saturated_bank():
+    a = np.arange(10, dtype=float)
+    s = np.full(10, 2.0)
+    # open loop: W_k = k - 1, mean 4.5; with 3 requests in flight a request waits for
+    # at most 2 others: (3 x 1 - 1) x 2 = 4
+    q = dram_latency(np.zeros(10, np.int64), a, s, "kingman", population=3)
+    assert q.mean_queuing_delay == pytest.approx(4.0)
+    # two banks sharing 10 requests in flight, 4 of them at bank 1: cap (10 x 0.4 - 1) x tau_s
+    bank = np.array([0] * 6 + [1] * 4)
+    arr = np.concatenate([np.arange(6.0), np.arange(4.0)])
+    svc = np.concatenate([np.full(6, 2.0), np.full(4, 3.0)])
+    q = dram_latency(bank, arr, svc, "exact", population=10)
+    open_loop = dram_latency(bank, arr, svc, "exact")
+    wq1_open = np.mean([0, 2, 4, 6])  # W_k = 2(k-1) at bank 1
+    assert open_loop.wq[1] == pytest.approx(wq1_open)
+    assert q.wq[1] == pytest.approx(min(wq1_open, (10 * 0.4 - 1) * 3.0))
+    assert q.wq[0] == pytest.approx(min(open_loop.wq[0], (10 * 0.6 - 1) * 2.0))

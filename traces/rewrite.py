@@ -185,11 +185,15 @@ def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray
     out_space = np.empty(n, dtype=np.int8)
     delta = np.empty(n, dtype=np.int16)
     moves_addresses = bool((mode != _SAME).any())
-    out_addr = np.empty_like(trace.addr) if moves_addresses else trace.addr
+    # Without a move to or from shared memory the addresses are the sample's: share
+    # them (they may be Arrow's read-only buffer) and give the kernel a dummy to write.
+    out_addr = np.empty_like(trace.addr) if moves_addresses else np.empty((0, 32), np.uint64)
     _rewrite_rows(
         trace.obj, trace.space, trace.cta, trace.mask, trace.addr,
         new_space, mode, shift, slice_bytes, cost, out_space, out_addr, delta, moves_addresses,
     )  # fmt: skip
+    if not moves_addresses:
+        out_addr = trace.addr
     new_info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
     cols = trace.columns()
     cols["space"] = out_space

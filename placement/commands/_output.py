@@ -44,7 +44,7 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str], align: str | Non
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return str(v)

@@ -1,0 +1,53 @@
+"""The GPU's memory hierarchy in cachesim's terms.
+
+cachesim never imports placement (data flows traces -> cachesim -> placement), so
+the hierarchy takes its own configuration; this module builds it from a
+:class:`placement.gpu.Gpu`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import cachesim
+
+from .gpu import Gpu
+
+
+def dram_config(gpu: Gpu) -> cachesim.DramConfig:
+    d = gpu.dram
+    return cachesim.DramConfig(
+        row_hit_ns=d.row_hit_ns,
+        row_miss_ns=d.row_miss_ns,
+        row_conflict_ns=d.row_conflict_ns,
+        mapping=d.mapping,
+        channels=d.channels,
+        row_bits=d.row_bits,
+        column_bits=d.column_bits,
+        byte_bits=d.byte_bits,
+    )
+
+
+@lru_cache(maxsize=32)
+def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
+    """cachesim's HierarchyConfig of a GPU (cached: a Gpu is frozen and hashable)."""
+    c, m, k = gpu.compute, gpu.memory, gpu.caches
+    return cachesim.HierarchyConfig(
+        sms=c.sms,
+        l2=k.l2,
+        l2_slices=k.l2_slices,
+        dram=dram_config(gpu),
+        l1=k.l1,
+        tex=k.tex,
+        const=k.const,
+        l1_latency=k.l1_latency,
+        tex_latency=k.tex_latency,
+        const_latency=k.const_latency,
+        l2_latency=k.l2_latency,
+        sector_bytes=m.sector_bytes,
+        line_bytes=m.line_bytes,
+        transaction_bytes=m.line_bytes,
+        smem_banks=m.smem_banks,
+        smem_bank_bytes=m.smem_bank_bytes,
+        issue_cycles=c.issue_cycles,
+    )

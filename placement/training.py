@@ -1,0 +1,125 @@
+"""Training T_overlap (Huang & Li Eq. 11) on measured placements.
+
+Each measurement is (trace of the sample placement, target placement, measured time
+in ns). The model's T_comp and T_mem for that placement and the measured T give the
+observed overlap ratio, (T_comp + T_mem - T_measured) / T_mem (Eq. 1 and 12); Eq.
+11's coefficients are its least-squares fit on the placement's event features.
+The fit is reported with its residuals and a leave-one-kernel-out error, the
+paper's protocol of training and evaluating on separate kernels.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import traces
+from traces.errors import InputError
+
+from .gpu import Gpu
+from .hms import Evaluator, Options, Terms
+from .overlap import FEATURES, OverlapModel, fit
+from .placements import parse_placement
+
+log = logging.getLogger(__name__)
+
+TIME_COLUMNS = ("measured_ns", "time_ns")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured placement with the model's terms for it."""
+
+    kernel: str
+    trace: str
+    placement: str
+    measured_ns: float
+    terms: Terms
+
+    @property
+    def features(self) -> np.ndarray:
+        return np.array([self.terms.events[f] for f in FEATURES])
+
+    def observed_ratio(self, gpu: Gpu) -> float:
+        t = gpu.ns_to_cycles(self.measured_ns)
+        return (self.terms.t_comp + self.terms.t_mem - t) / self.terms.t_mem if self.terms.t_mem else 0.0
+
+    def predict_ns(self, model: OverlapModel, gpu: Gpu) -> float:
+        t = self.terms
+        return gpu.cycles_to_ns(t.t_comp + t.t_mem - model.t_overlap(self.features, t.t_comp, t.t_mem))
+
+
+def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Sample]:
+    """Rows of (trace, placement, measured_ns); trace paths are relative to the CSV's folder."""
+    p = Path(path)
+    try:
+        fh = open(p, newline="")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        cols = reader.fieldnames or []
+        tcol = next((c for c in TIME_COLUMNS if c in cols), None)
+        if "trace" not in cols or "placement" not in cols or tcol is None:
+            raise InputError(f"{p}: expected columns trace, placement and measured_ns; got {', '.join(cols) or 'none'}")
+        rows = list(reader)
+    evaluators: dict[str, Evaluator] = {}
+    out = []
+    for i, r in enumerate(rows, start=2):
+        where = f"{p} line {i}"
+        tpath = (p.parent / r["trace"]).resolve() if not Path(r["trace"]).is_absolute() else Path(r["trace"])
+        try:
+            measured = float(r[tcol])
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: {tcol}: expected a number of ns, got {r[tcol]!r}") from None
+        if not measured > 0:
+            raise InputError(f"{where}: {tcol}: must be > 0, got {measured}")
+        key = str(tpath)
+        if key not in evaluators:
+            try:
+                evaluators[key] = Evaluator(traces.read(tpath), gpu, options)
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
+        ev = evaluators[key]
+        try:
+            placement = parse_placement(r["placement"] or "", ev.info)
+            terms = ev.evaluate(placement).target
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        out.append(Sample(ev.info.kernel, key, r["placement"], measured, terms))
+    if not out:
+        raise InputError(f"{p}: no measurements")
+    return out
+
+
+@dataclass(frozen=True)
+class TrainingReport:
+    model: OverlapModel
+    residuals_pct: list[float]
+    """(predicted - measured) / measured x 100, per sample, with the model fitted on all."""
+    loko_mape: float | None
+    """Leave-one-kernel-out mean absolute percentage error (None with a single kernel)."""
+    loko_per_kernel: dict[str, float]
+
+
+def train(samples: list[Sample], gpu: Gpu, source: str = "") -> TrainingReport:
+    x = np.array([s.features for s in samples])
+    y = np.array([s.observed_ratio(gpu) for s in samples])
+    model = fit(x, y, gpu=gpu.name, source=source)
+    residuals = [100.0 * (s.predict_ns(model, gpu) - s.measured_ns) / s.measured_ns for s in samples]
+    kernels = sorted({s.kernel for s in samples})
+    per_kernel: dict[str, float] = {}
+    if len(kernels) > 1:
+        for k in kernels:
+            train_idx = [i for i, s in enumerate(samples) if s.kernel != k]
+            if len(train_idx) < 2:
+                continue
+            m = fit(x[train_idx], y[train_idx], gpu=gpu.name)
+            errs = [abs(s.predict_ns(m, gpu) - s.measured_ns) / s.measured_ns for s in samples if s.kernel == k]
+            per_kernel[k] = 100.0 * float(np.mean(errs))
+    loko = float(np.mean(list(per_kernel.values()))) if per_kernel else None
+    return TrainingReport(model, residuals, loko, per_kernel)

@@ -1,0 +1,145 @@
+"""The data-placement model (Huang & Li) end to end, against hand-worked numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import traces
+from placement.gpu import get_gpu
+from placement.hms import Evaluator, Options, evaluate
+from placement.placements import IllegalPlacement, parse_placement, sample_placement
+from traces.generators import generate
+from tracemaker import vecadd
+
+K80 = get_gpu("k80")
+
+
+def one_load():
+    """One warp of one block loading 32 consecutive floats of A: one 128-byte line."""
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    cols = {k: v[:1] for k, v in cols.items()}
+    return traces.Trace(**cols, info=info)
+
+
+def test_one_coalesced_load_by_hand():
+    t = one_load()
+    s = Evaluator(t, K80).sample
+    # One L2 request, a miss; one DRAM request to a bank with no open row: the
+    # row-buffer miss time, 742 ns = 649.25 cycles at 875 MHz, with no queue.
+    assert (s.mem_requests, s.dram_requests) == (1, 1)
+    assert s.row_buffer == {"hit": 0, "miss": 1, "conflict": 0}
+    assert s.dram_lat == pytest.approx(742 * 0.875)
+    assert s.amat == pytest.approx(742 * 0.875)
+    assert s.mean_queuing_delay == 0.0
+    # No replay: 32 lanes x 4 bytes = one 128-byte transaction.
+    assert sum(s.replays.values()) == 0
+    assert s.issued_instructions == 10  # the trace's executed count (tracemaker: 10 per warp)
+    # One warp resident: N = 1, ITILP = min(1 x 1, 9 / (32 / 192)) = 1
+    assert (s.n, s.itilp) == (1, 1.0)
+    # T_comp = (10 x 1 / 1) x 9 / 1 = 90 cycles (Eq. 2-3, no W_serial)
+    assert s.t_comp == pytest.approx(90.0)
+    # MWP = CWP = N = 1, ITMLP = 1: T_mem = 1 request x AMAT (Eq. 4, 17)
+    assert (s.mwp, s.cwp, s.itmlp) == (1.0, 1.0, 1.0)
+    assert s.t_mem == pytest.approx(649.25)
+    # CWP <= MWP: zeta = 1, F_overlap = (1 - 1) / 1 = 0, no overlap (GPUPerf Eq. 16-17)
+    assert s.t_overlap == 0.0
+    assert s.cycles == pytest.approx(739.25)
+    assert s.time_ns == pytest.approx(739.25 / 0.875)
+
+
+@pytest.fixture(scope="module")
+def vec():
+    cols, info = generate("vecadd", [65536], None)
+    return traces.Trace(**cols, info=info)
+
+
+def test_sample_as_target_predicts_the_sample(vec):
+    ev = evaluate(vec, K80, sample_placement(vec.info))
+    assert ev.target == ev.sample and ev.speedup == 1.0
+    ev2 = evaluate(vec, K80, parse_placement("a=G", vec.info))
+    assert ev2.target.time_ns == ev2.sample.time_ns
+
+
+def test_inputs_to_texture_remove_two_address_instructions_per_load(vec):
+    ev = evaluate(vec, K80, parse_placement("a=T,b=T", vec.info))
+    warps = vec.info.instructions.warps
+    loads = int(((vec.obj == 0) | (vec.obj == 1)).sum())
+    assert loads == 2 * warps
+    assert ev.target.addressing_delta == -2 * loads  # Kepler float: G 2 -> T 0 (Sec. III-B)
+    # coalesced either way: no replay changes, so issued drops by exactly the addressing delta
+    assert ev.target.issued_instructions == ev.sample.issued_instructions - 2 * loads
+    assert ev.target.caches["tex.texture1d"]["requests"] > 0
+
+
+def test_shared_placement_over_capacity_is_refused(run_cli, tmp_path):
+    cols, info = generate("vecadd", [65536], None)  # each array is 256 KB
+    path = tmp_path / "v.parquet"
+    traces.write(path, cols, info)
+    code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "a=S")
+    assert code == 2 and out == ""
+    assert "illegal placement (shared)" in err and "k80 allows 49,152 per block" in err
+    with pytest.raises(IllegalPlacement, match="written"):
+        evaluate(traces.read(path), K80, parse_placement("v=T", info))
+
+
+def test_ablations(vec):
+    p = parse_placement("a=T", vec.info)
+    no_q = evaluate(vec, K80, p, Options(queuing=False)).target
+    assert no_q.mean_queuing_delay == 0.0 and no_q.dram_lat == pytest.approx(no_q.mean_service)
+    no_count = evaluate(vec, K80, p, Options(instruction_counting=False))
+    assert no_count.target.issued_instructions == no_count.sample.issued_instructions == vec.info.instructions.executed
+    even = evaluate(vec, K80, p, Options(even_banks=True)).target
+    assert even.dram_requests == no_q.dram_requests
+    exact = evaluate(vec, K80, p, Options(queue="exact")).target
+    assert exact.dram_lat >= exact.mean_service
+
+
+def test_measured_sample_scales_the_prediction(vec):
+    info = dataclasses.replace(vec.info, measured=traces.Measured(time_ns=50_000.0, gpu="k80"))
+    t = dataclasses.replace(vec, info=info)
+    ev = evaluate(t, K80, parse_placement("a=T,b=T", info))
+    assert ev.predicted_ns == pytest.approx(50_000.0 * ev.target.cycles / ev.sample.cycles)
+
+
+def test_evaluate_command_json(run_cli, tmp_path):
+    cols, info = generate("vecadd", [16384], None)
+    path = tmp_path / "v.parquet"
+    traces.write(path, cols, info)
+    code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "a=T", "--place", "b=C", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    for key in ("time_ns", "t_comp", "t_mem", "t_overlap", "issued_instructions", "replays", "caches", "row_buffer",
+                "mean_queuing_delay", "dram_lat", "amat", "mwp", "cwp", "itilp", "itmlp", "n", "sample"):  # fmt: skip
+        assert key in d, key
+    assert d["placement"] == {"a": "T", "b": "C", "v": "G"}
+    assert d["time_ns"] == pytest.approx(d["cycles"] / 0.875)
+    assert d["overlap_source"].startswith("GPUPerf fallback")
+    code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "q=T")
+    assert code == 2 and "no object 'q'" in err
+
+
+def test_dram_stream_by_hand():
+    from types import SimpleNamespace
+
+    from placement.hms import dram_stream
+    from placement.queuing import dram_latency
+
+    d = SimpleNamespace(order=np.array([0, 1, 2]), arrival=np.array([0.0, 0.0, 10.0]), bank=np.array([0, 0, 1]),
+                        service_ns=np.array([742.0, 352.0, 742.0]))  # fmt: skip
+    h = SimpleNamespace(dram=d, dram_bytes=np.array([128, 128, 128]))
+    bank, arrival, busy, latency = dram_stream(h, K80)
+    gap = 128 / (240e3 / 875)  # bytes over bytes per cycle at 240 GB/s and 875 MHz
+    # the second request may leave one gap after the first; the third is late enough anyway
+    np.testing.assert_allclose(arrival, [0.0, gap, 10.0])
+    # busy: the transfer on one of 6 channels, x 742/352 for a row miss
+    np.testing.assert_allclose(busy, [gap * 6 * 742 / 352, gap * 6, gap * 6 * 742 / 352])
+    np.testing.assert_allclose(latency, [742 * 0.875, 352 * 0.875, 742 * 0.875])
+    q = dram_latency(bank, arrival, busy, "exact", latency=latency)
+    # bank 0: the second request waits busy[0] - gap; bank 1 never waits
+    wq0 = (busy[0] - gap) / 2
+    assert q.mean_queuing_delay == pytest.approx(2 / 3 * wq0)
+    assert q.dram_lat == pytest.approx(2 / 3 * wq0 + latency.mean())
