@@ -87,6 +87,9 @@ def _specs() -> dict[str, KernelSpec]:
     from . import more
 
     specs += more.specs(_p, KernelSpec)
+    from . import shoc
+
+    specs += shoc.specs(_p, KernelSpec)
     return {s.name: s for s in specs}
 
 
