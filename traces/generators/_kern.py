@@ -36,7 +36,7 @@ def warp_lanes(bx, by, threads, warp, tx, ty):
     return m
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
              m_pc, m_cx, m_cy, m_c0, counts):  # fmt: skip
     """One row per memory instruction k of every warp with an active lane.
@@ -45,21 +45,40 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
     covers, usually bx, by) is active when X < limx and
     Y < limy; its address for instruction k is base_k + elem_k * (cx_k*X + cy_k*Y + c0_k).
     With ``fill`` False, writes the rows per warp into ``counts`` only.
+
+    Serial on purpose: the loop is bound by writing 256 bytes per row, and rows are written
+    once, whole (inactive lanes 0), in their final order, so ``out`` needs no zeroing.
     """
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
     K = m_obj.shape[0]
     threads = bx * by
-    for w in nb.prange(n_warps):
+    addr = out[8]
+    lx = np.empty(32, np.int64)  # lane offsets, tx and ty of the warp's lanes
+    ly = np.empty(32, np.int64)
+    lin = np.empty(32, np.int64)
+    for w in range(n_warps):
         cta = w // wpb
         warp = w % wpb
         x0 = (cta % gx) * sx
         y0 = (cta // gx) * sy
+        t = warp * 32
+        inside = t + 32 <= threads and x0 + bx <= limx and y0 + by <= limy
+        if not fill and inside:  # the common case: a full warp of a block inside the limits
+            counts[w] = K
+            continue
         mask = np.uint32(0)
+        tx = t % bx
+        ty = t // bx
         for lane in range(32):
-            t = warp * 32 + lane
-            if t < threads and x0 + t % bx < limx and y0 + t // bx < limy:
+            lx[lane] = tx
+            ly[lane] = ty
+            if inside or (t + lane < threads and x0 + tx < limx and y0 + ty < limy):
                 mask |= np.uint32(1) << np.uint32(lane)
+            tx += 1
+            if tx == bx:
+                tx = 0
+                ty += 1
         if not fill:
             counts[w] = K if mask else 0
             continue
@@ -68,17 +87,23 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
         r = off[w]
         for k in range(K):
             put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mask, m_obj[k])
-            row = out[8][r]
-            for lane in range(32):
-                if (mask >> np.uint32(lane)) & np.uint32(1):
-                    t = warp * 32 + lane
-                    X = x0 + t % bx
-                    Y = y0 + t // bx
-                    row[lane] = np.uint64(m_base[k] + m_elem[k] * (m_cx[k] * X + m_cy[k] * Y + m_c0[k]))
+            cx = m_cx[k]
+            cy = m_cy[k]
+            e = m_elem[k]
+            b = m_base[k] + e * (cx * x0 + cy * y0 + m_c0[k])
+            if mask == np.uint32(0xFFFFFFFF):
+                for lane in range(32):
+                    addr[r, lane] = np.uint64(b + e * (cx * lx[lane] + cy * ly[lane]))
+            else:
+                for lane in range(32):
+                    if (mask >> np.uint32(lane)) & np.uint32(1):
+                        addr[r, lane] = np.uint64(b + e * (cx * lx[lane] + cy * ly[lane]))
+                    else:
+                        addr[r, lane] = np.uint64(0)
             r += 1
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_iter, loop_start, it_len, post_start,
                 m_obj, m_base, m_elem, m_op, m_space, m_phase, m_seq, m_pc, m_cx, m_cy, m_ck, m_c0, m_perm):  # fmt: skip
     """Rows of a kernel whose lanes run: pre instructions, a loop of ``n_iter`` iterations, post instructions.
@@ -96,7 +121,7 @@ def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_ite
     per_warp = 0
     for k in range(K):
         per_warp += n_iter if m_phase[k] == 1 else 1
-    for w in nb.prange(n_warps):
+    for w in range(n_warps):
         cta = w // wpb
         warp = w % wpb
         cx = cta % gx
@@ -141,4 +166,6 @@ def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_ite
                     for lane in range(32):
                         if (mask >> np.uint32(lane)) & np.uint32(1):
                             out[8][r, lane] = np.uint64(b + m_elem[k] * (m_cx[k] * xx[lane] + m_cy[k] * ys[lane]))
+                        else:
+                            out[8][r, lane] = np.uint64(0)
                     r += 1
