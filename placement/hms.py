@@ -47,7 +47,6 @@ from . import addressing, queuing
 from .gpu import Gpu
 from .memory import hierarchy_config
 from .models import gpuperf
-from .models.params import GAMMA
 from .overlap import FEATURES, OverlapModel
 from .placements import Placement, check, sample_placement
 
@@ -280,6 +279,34 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     return _Memory(h, q, dram_lat, requests, amat, miss_ratio, shmem_ratio, avg_trans, tb, norm, caches)
 
 
+def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int,
+              inst_per_warp: float, total_warps: int) -> float:  # fmt: skip
+    """W_serial = O_sync + O_SFU (Eq. 16), the sample's, shared by every placement.
+
+    O_sync is Hong & Kim's Eq. 26: Departure_delay x (MWP - 1) x #synch_insts x
+    #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the global
+    accesses' transactions per request (Departure_del_coal when coalesced, else
+    Departure_del_uncoal x transactions). GPUPerf's Eq. 7-8 as printed charges
+    Gamma x avg_DRAM_lat x mem_ratio per barrier *per warp* (tens of thousands of
+    cycles per barrier), far more than the spread of warp progress a barrier can
+    cost, and makes a tiled matrixMul of 128 x 128 take milliseconds.
+    O_SFU is GPUPerf's Eq. 9-10. O_CFdiv is left out (the trace holds no branch
+    divergence), O_bank too: bank conflicts are replays in #inst (Eq. 3).
+    """
+    c, m = gpu.compute, gpu.memory
+    ins = info.instructions
+    per_sm = total_warps / active_sms
+    if mem.avg_trans_warp <= 1.0:
+        departure = m.departure_del_coal
+    else:
+        departure = m.departure_del_uncoal * mem.avg_trans_warp
+    rep = info.ctas / (active_sms * blocks_per_sm)
+    o_sync = departure * (mwp - 1.0) * (ins.sync / total_warps) * blocks_per_sm * rep
+    fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
+    o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
+    return o_sync + o_sfu
+
+
 def _terms(
     trace: traces.Trace,
     gpu: Gpu,
@@ -316,22 +343,15 @@ def _terms(
 
     delta = gpu.memory.departure_del_coal
     avg_dram = gpuperf.avg_dram_lat(mem.dram_lat, mem.avg_trans_warp, delta)
-    if w_serial is None:
-        ins = info.instructions
-        per_sm = total_warps / active_sms
-        mem_frac = mem.requests / issued if issued else 0.0
-        o_sync = ins.sync / total_warps * per_sm * GAMMA * avg_dram * min(mem_frac, 1.0)  # Sim et al. Eq. 7-8
-        fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
-        o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs  # Eq. 9
-        w_serial = o_sync + o_sfu
-    t_comp = gpuperf.t_comp(w_par, w_serial)
-
     peak = gpuperf.mwp_peak_bw(gpu.memory.bandwidth_gbs, gpu.clock_hz, mem.transaction_bytes, max(avg_dram, 1e-9), active_sms)
     mwp = max(1.0, gpuperf.mwp(max(avg_dram, 1e-9), delta, peak, n))
     mem_per_warp = mem.requests / total_warps
     comp_cycles = inst_per_warp * lat / itilp
     mem_cycles = mem_per_warp * mem.amat / mlp
     cwp = gpuperf.cwp(mem_cycles, comp_cycles, n)
+    if w_serial is None:
+        w_serial = _w_serial(info, gpu, mem, mwp, blocks_per_sm, active_sms, inst_per_warp, total_warps)
+    t_comp = gpuperf.t_comp(w_par, w_serial)
     itmlp = max(1e-9, gpuperf.itmlp(mlp, mwp, cwp, peak))
     eff = mem.requests / (active_sms * itmlp)  # Eq. 17
     t_mem = eff * mem.amat  # Eq. 4

@@ -5,10 +5,11 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
 1. evaluates every legal single-object move from the sample exactly (n x m runs);
    the surrogate of a placement is the sample's time plus the sum of its moves'
    changes;
-2. adds a pairwise term for two moved objects that land in the same cache
-   (texture: T and 2T share it; constant: C), where the sum of single moves
-   misses their competition for the cache, but only for moves that helped
-   alone (the others cannot lead to the best placements);
+2. adds a pairwise term for two objects moved into the same cache (texture: T
+   and 2T share it; constant: C), where the sum of single moves misses their
+   competition for the cache and the change they make together to the DRAM
+   request stream; the pairs whose single moves sum lowest come first, within a
+   budget of exact evaluations (3 per object by default);
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block) and return the best K distinct placements, one solve
    after another with each found solution cut off;
@@ -50,9 +51,13 @@ class SearchOptions:
     """Options of one search; unknown strategies are refused with the known ones."""
 
     top: int = 10
+    candidates: int = 16
+    """Placements CP-SAT proposes under the surrogate (at least ``top``), each then evaluated exactly."""
     strategy: str = "cpsat"
     """'cpsat' (surrogate + CP-SAT) or 'exhaustive' (every legal placement)."""
     pairwise: bool = True
+    pair_budget: int | None = None
+    """Exact evaluations spent on pairwise terms (default: 3 per object)."""
     time_limit_s: float = 10.0
     """CP-SAT time limit per solve."""
     max_exhaustive: int = 100_000
@@ -160,13 +165,21 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
                 continue
             p = _with(sample, {name: s})
             single[(name, s)] = run(p).target.time_ns - base
-    # 2. pairwise terms inside a shared cache, for moves that helped alone
+    # 2. pairwise terms for two objects moved into one cache (T and 2T share the
+    # texture cache, C the constant cache), most promising pairs first
     pair: dict[tuple[str, str, str, str], float] = {}
     if options.pairwise:
-        helpful = [(n, s) for (n, s), d in single.items() if d < 0 and s in SHARED_CACHE]
-        for (a, sa), (b, sb) in itertools.combinations(helpful, 2):
-            if a == b or SHARED_CACHE[sa] != SHARED_CACHE[sb]:
-                continue
+        moves = sorted((n, s) for (n, s), d in single.items() if s in SHARED_CACHE and s != sample[n])
+        pairs = [
+            (single[a] + single[b], a, b)
+            for a, b in itertools.combinations(moves, 2)
+            if a[0] != b[0] and SHARED_CACHE[a[1]] == SHARED_CACHE[b[1]]
+        ]
+        pairs.sort()
+        budget = options.pair_budget if options.pair_budget is not None else 3 * len(dom)
+        for _, (a, sa), (b, sb) in pairs:
+            if len(pair) >= budget:
+                break
             p = _with(sample, {a: sa, b: sb})
             if not _legal(info, gpu, p):
                 continue
@@ -213,7 +226,7 @@ def _best_k(info, gpu, dom, single, pair, options: SearchOptions) -> list[Placem
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0  # deterministic
     out: list[Placement] = []
-    for _ in range(options.top):
+    for _ in range(max(options.top, options.candidates)):
         status = solver.Solve(m)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
