@@ -26,6 +26,17 @@ SIZES: dict[str, tuple[list[int] | None, list[int] | None]] = {
     "matrixmul": ([512], None),
     "convolution_rows": ([1024, 512], None),
     "reduction": ([1 << 24, 64], None),
+    "scan": ([1 << 24, 64], None),
+    "stencil2d": ([1024, 1024], None),
+    "spmv": ([16384], None),  # SHOC size 4: 16384 rows, 1 % dense
+    "md": ([73728], None),  # SHOC size 4
+    "bfs": ([1 << 20, 8], None),
+    "sort": ([1 << 22], None),
+    "fft": ([8192], None),
+    "neuralnet": ([1024, 4096], None),
+    "cfd": ([97152], None),  # Rodinia fvcorr.domn.097K
+    "md5hash": ([7, 10, 256], None),
+    "s3d": ([1 << 18], None),
 }
 for k in range(1, 8):
     for s in ("c", "uc"):

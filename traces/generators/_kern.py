@@ -169,3 +169,80 @@ def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_ite
                         else:
                             out[8][r, lane] = np.uint64(0)
                     r += 1
+
+
+@nb.njit(cache=True)
+def scatter_part(out, cursor, key, cta, warp, seq, pc, op, space, width, mask, addr, obj):
+    """Append one Emitter part's rows to their warps' next free places (a stable counting sort
+    by warp: rows of a warp keep the order in which they were added)."""
+    for i in range(key.shape[0]):
+        r = cursor[key[i]]
+        cursor[key[i]] = r + 1
+        put(out, r, cta[i], warp[i], seq[i], pc, op, space, width, mask[i], obj)
+        for lane in range(32):
+            out[8][r, lane] = addr[i, lane]
+
+
+@nb.njit(cache=True)
+def seq_sorted(cta, warp, seq):
+    """True when seq increases within each run of rows of one (cta, warp)."""
+    for i in range(1, seq.shape[0]):
+        if cta[i] == cta[i - 1] and warp[i] == warp[i - 1] and seq[i] <= seq[i - 1]:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def matrixmul_rows(out, W, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_base, b_base, as_base, bs_base, c_base,
+                   objs, spaces, store_seq, store_pc):  # fmt: skip
+    """CUDA SDK matrixMul (BLOCK_SIZE 16) rows in final order: per warp, per tile, the body's memory
+    slots (kind 0 LDG A, 1 LDG B, 2 STS As, 3 STS Bs, 4 LDS.128 As[ty][4 arg..], 5 LDS Bs[arg][tx]),
+    then the STG of C. ``objs``/``spaces``: ids and space codes of A, B, As, Bs, C."""
+    BS = 16
+    g = W // BS
+    tiles = W // BS
+    full = np.uint32(0xFFFFFFFF)
+    addr = out[8]
+    r = 0
+    for cta in range(g * g):
+        bx = cta % g
+        by = cta // g
+        for warp in range(8):
+            ty0 = warp * 2  # lanes 0..15: ty0, tx = lane; lanes 16..31: ty0 + 1
+            for t in range(tiles):
+                a = W * BS * by + t * BS
+                b = BS * bx + t * BS * W
+                s0 = head_len + t * body_len
+                for q in range(s_kind.shape[0]):
+                    kd = s_kind[q]
+                    width = 4
+                    if kd == 0:
+                        o, op, base0, e = 0, 0, a_base + 4 * (a + W * ty0), 4
+                        ld = W
+                    elif kd == 1:
+                        o, op, base0, e = 1, 0, b_base + 4 * (b + W * ty0), 4
+                        ld = W
+                    elif kd == 2:
+                        o, op, base0, e = 2, 1, as_base + 4 * (ty0 * BS), 4
+                        ld = BS
+                    elif kd == 3:
+                        o, op, base0, e = 3, 1, bs_base + 4 * (ty0 * BS), 4
+                        ld = BS
+                    elif kd == 4:
+                        o, op, base0, e = 2, 0, as_base + 4 * (ty0 * BS + 4 * s_arg[q]), 0
+                        ld = BS
+                        width = 16
+                    else:
+                        o, op, base0, e = 3, 0, bs_base + 4 * (s_arg[q] * BS), 4
+                        ld = 0
+                    put(out, r, cta, warp, s0 + s_seq[q], s_pc[q], op, spaces[o], width, full, objs[o])
+                    for lane in range(16):
+                        addr[r, lane] = np.uint64(base0 + e * lane)
+                        addr[r, lane + 16] = np.uint64(base0 + 4 * ld + e * lane)
+                    r += 1
+            c = c_base + 4 * (W * BS * by + BS * bx + W * ty0)
+            put(out, r, cta, warp, head_len + tiles * body_len + store_seq, store_pc, 1, spaces[4], 4, full, objs[4])
+            for lane in range(16):
+                addr[r, lane] = np.uint64(c + 4 * lane)
+                addr[r, lane + 16] = np.uint64(c + 4 * W + 4 * lane)
+            r += 1

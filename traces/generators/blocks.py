@@ -27,6 +27,7 @@ import re
 import numpy as np
 
 from . import _common as C
+from ._kern import matrixmul_rows, scatter_part, seq_sorted
 
 LOAD, STORE = 0, 1
 LANES = np.arange(32, dtype=np.uint32)
@@ -59,16 +60,29 @@ class Emitter:
                            np.full(n, width), mask, addr, np.full(n, obj.id)))  # fmt: skip
 
     def columns(self) -> dict[str, np.ndarray]:
+        """Rows in (cta, warp, seq) order. Parts are added in each warp's program order, so a
+        stable counting sort by warp (one numba pass writing every row once, in place) gives
+        the final order; should a generator add out of order, a lexsort on seq fixes it."""
         names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
         if not self.parts:
             return C.alloc_rows(0)
-        cols = {}
-        for i, name in enumerate(names):
-            cols[name] = np.concatenate([p[i] for p in self.parts])
-        order = np.lexsort((cols["seq"], cols["warp"], cols["cta"]))
-        out = C.alloc_rows(order.size)
-        for name in names:
-            out[name][...] = cols[name][order]
+        n_warp = 1 + max(int(p[1].max()) for p in self.parts)
+        n_key = n_warp * (1 + max(int(p[0].max()) for p in self.parts))
+        keys = [p[0].astype(np.int64) * n_warp + p[1] for p in self.parts]
+        counts = np.zeros(n_key, np.int64)
+        for k in keys:
+            counts += np.bincount(k, minlength=n_key)
+        cursor = C.offsets_from_counts(counts)[:-1].copy()
+        out = C.alloc_rows(int(counts.sum()))
+        tup = C.out_tuple(out)
+        for k, p in zip(keys, self.parts):
+            scatter_part(tup, cursor, k, p[0].astype(np.int32), p[1].astype(np.int32), p[2].astype(np.int64),
+                         np.int32(p[3][0]), np.int8(p[4][0]), np.int8(p[5][0]), np.int8(p[6][0]), p[7], p[8],
+                         np.int16(p[9][0]))  # fmt: skip
+        if not seq_sorted(out["cta"], out["warp"], out["seq"]):
+            order = np.lexsort((out["seq"], out["warp"], out["cta"]))
+            for name in names:
+                out[name] = out[name][order]
         return out
 
 
@@ -153,36 +167,31 @@ def matrixmul(W: int, tile: int = 16):
     head, body, store, ex = (C.segment(k, lb) for lb in ("matrixmul", ".L_x_1", ".L_x_0", ".L_x_3"))
     g = W // BS
     wpb = BS * BS // 32
-    cta, warp, tid = _grid_warps(g * g, wpb)
-    bx = (cta % g)[:, None]
-    by = (cta // g)[:, None]
-    tx, ty = tid % BS, tid // BS
-    allon = np.ones_like(tid, bool)
-    E = Emitter()
-    s = head.length
-    ops = body.ops
-    for t in range(W // BS):
-        a = W * BS * by + t * BS
-        b = BS * bx + t * BS * W
-        q = 0
-        kb, ma = 0, 0
-        for off, op, pc in zip(body.mem, ops, body.pcs):
-            if op.startswith("LDG"):
-                obj, idx = (A, a + W * ty + tx) if q == 0 else (B, b + W * ty + tx)
-                E.add(cta, warp, s + off, pc, LOAD, obj, 4, allon, idx)
-                q += 1
-            elif op.startswith("STS"):
-                obj = As if q == 2 else Bs
-                E.add(cta, warp, s + off, pc, STORE, obj, 4, allon, ty * BS + tx)
-                q += 1
-            elif op == "LDS.128":
-                E.add(cta, warp, s + off, pc, LOAD, As, 16, allon, ty * BS + 4 * ma)
-                ma += 1
-            else:
-                E.add(cta, warp, s + off, pc, LOAD, Bs, 4, allon, kb * BS + tx)
-                kb += 1
-        s += body.length
-    E.add(cta, warp, s + store.mem[0], store.pcs[0], STORE, Cm, 4, allon, W * BS * by + BS * bx + W * ty + tx)
+    # One numba pass writes the rows in final order (_kern.matrixmul_rows); the body's memory
+    # slots in SASS order: LDG A, LDG B, STS As, STS Bs, then LDS Bs[k][tx] (k-th) and LDS.128
+    # As[ty][4m..4m+3] (m-th).
+    kinds, args = [], []
+    q, kb, ma = 0, 0, 0
+    for op in body.ops:
+        if op.startswith("LDG") or op.startswith("STS"):
+            kinds.append(q)
+            args.append(0)
+            q += 1
+        elif op == "LDS.128":
+            kinds.append(4)
+            args.append(ma)
+            ma += 1
+        else:
+            kinds.append(5)
+            args.append(kb)
+            kb += 1
+    n_rows = g * g * wpb * ((W // BS) * len(kinds) + 1)
+    cols = C.alloc_rows(n_rows)
+    objs = np.array([A.id, B.id, As.id, Bs.id, Cm.id], np.int16)
+    spaces = np.array([C.space_code(o) for o in (A, B, As, Bs, Cm)], np.int8)
+    matrixmul_rows(C.out_tuple(cols), W, head.length, body.length, np.array(kinds, np.int64), np.array(args, np.int64),
+                   body.mem_array(), body.pc_array(), A.base, B.base, As.base, Bs.base, Cm.base, objs, spaces,
+                   store.mem[0], store.pcs[0])  # fmt: skip
     n_warps = g * g * wpb
     t = C.Tally()
     t.add(head, n_warps)
@@ -190,7 +199,7 @@ def matrixmul(W: int, tile: int = 16):
     t.add(store, n_warps)
     t.add(ex, n_warps)
     info = C.kernel_info(k, (g, g, 1), (BS, BS, 1), L, t, params={"W": W, "tile": BS})
-    return E.columns(), info
+    return cols, info
 
 
 _IMM = re.compile(r"\[(R\d+|RZ)(\.X4)?(?:\.64)?(?:\+(0x[0-9a-f]+))?\]")
