@@ -37,6 +37,7 @@ SIZES: dict[str, tuple[list[int] | None, list[int] | None]] = {
     "cfd": ([97152], None),  # Rodinia fvcorr.domn.097K
     "md5hash": ([7, 10, 256], None),
     "s3d": ([1 << 18], None),
+    "qtc": ([4096], None),  # SHOC size 1
 }
 for k in range(1, 8):
     for s in ("c", "uc"):

@@ -10,6 +10,7 @@ import pytest
 
 import traces
 from traces import generators as G
+from traces.generators import qtc as qtc_mod
 from traces.generators import shoc
 from traces.errors import InputError
 
@@ -238,3 +239,163 @@ def test_bad_sizes():
         G.generate("stencil2d", [10, 256])
     with pytest.raises(InputError):
         G.generate("bfs", [256, 4, 999])
+
+
+# ---------------------------------------------------------------------------------------------
+# qtc (benchmarks/kernels/qtc_full.cu: SHOC QTC_device, full storage)
+
+
+def _qtc_reference_cluster(pts, ind, deg, seed, threshold):
+    """QT growth by the definition (independent of the generator's walk): repeatedly add the
+    neighbour of ``seed`` whose largest distance to the cluster is smallest (ties: smaller id) while
+    that distance is within the threshold. Distances in float32 as SHOC computes them."""
+    p = pts.astype(np.float32)
+    thr = np.float32(threshold)
+
+    def dist(a, b):
+        d2 = (p[a, 0] - p[b, 0]) * (p[a, 0] - p[b, 0]) + (p[a, 1] - p[b, 1]) * (p[a, 1] - p[b, 1])
+        return np.float32(np.sqrt(np.float64(d2))) if d2 < thr * thr else np.float32(np.finfo(np.float32).max)
+
+    cluster = [seed]
+    cands = [int(c) for c in ind[seed, : deg[seed]]]
+    while True:
+        best = None
+        for c in cands:
+            if c in cluster:
+                continue
+            d = max(dist(c, m) for m in cluster)
+            if best is None or d < best[0] or (d == best[0] and c < best[1]):
+                best = (d, c)
+        if best is None or best[0] > thr:
+            return cluster
+        cluster.append(best[1])
+
+
+def _qtc_block_rows(cols, cta, warp=None):
+    sel = cols["cta"] == cta
+    if warp is not None:
+        sel &= cols["warp"] == warp
+    return np.flatnonzero(sel)
+
+
+@pytest.fixture(scope="module")
+def qtc_small():
+    n = 512
+    cols, info = G.generate("qtc", [n, 1])
+    return n, cols, info
+
+
+def test_qtc_objects_and_2d_distance_matrix(qtc_small):
+    n, cols, info = qtc_small
+    dm = info.object("distance_matrix_txt")
+    assert dm.space == "global" and dm.shape == (n, n) and dm.size == 4 * n * n
+    assert info.grid == (256, 1, 1) and info.block == (64, 1, 1)  # SHOC: 16 SMs x 16 blocks of 64 threads
+    assert info.object("dist_array").space == "shared" and info.object("index_array").space == "shared"
+    assert info.object("Ai_mask").shape == (256, n) and info.object("Ai_mask").elem_bytes == 1
+    assert info.instructions.sync > 0 and info.instructions.ldst >= 0
+
+
+def test_qtc_distance_rows_one_matrix_row_per_lane_same_column(qtc_small):
+    n, cols, info = qtc_small
+    dm = info.object("distance_matrix_txt")
+    rows = rows_of(cols, info, "distance_matrix_txt")
+    assert rows.size > 0
+    for r in rows[:: max(1, rows.size // 400)]:
+        e = elems(cols, info, "distance_matrix_txt", np.array([r]))
+        row, col = e // n, e % n
+        assert len(set(col.tolist())) == 1  # column `latest`, the point added last
+        assert len(set(row.tolist())) == e.size  # each lane its own candidate row
+        # rows are n floats apart: one 128-byte line per active lane (uncoalesced)
+        assert len(set((cols["addr"][r][active(cols, r)] // 128).tolist())) == e.size
+        assert not np.any(row == col)  # a point is never its own candidate
+    assert set(cols["width"][rows].tolist()) == {4} and set(cols["op"][rows].tolist()) == {0}
+    assert dm.written is False
+
+
+def test_qtc_first_round_reads_the_seed_neighbours():
+    n = 512
+    cols, info = G.generate("qtc", [n, 1])
+    pts, ind, deg = qtc_mod.neighbourhoods(n, 1.0)
+    checked = 0
+    for b in range(256):
+        if deg[b] == 0:
+            continue
+        # Block b's first seed is point b. Its slot-0 row of warp 0: lanes t < degree read
+        # Ai_mask[c], clustered[c], distance_matrix[c][b] for c = indr_mtrx[b][t].
+        w0 = _qtc_block_rows(cols, b, 0)
+        dmr = w0[cols["obj"][w0] == info.object("distance_matrix_txt").id][0]
+        e = elems(cols, info, "distance_matrix_txt", np.array([dmr]))
+        k = min(32, int(deg[b]))
+        assert int(cols["mask"][dmr]) == (1 << k) - 1
+        assert np.array_equal(e // n, ind[b, :k]) and set((e % n).tolist()) == {b}
+        # the prefetch of slot 0 read indr_mtrx[b][0..k) just before
+        pre = w0[cols["obj"][w0] == info.object("indr_mtrx").id][0]
+        assert np.array_equal(elems(cols, info, "indr_mtrx", np.array([pre])), b * ind.shape[1] + np.arange(k))
+        checked += 1
+        if checked == 20:
+            break
+    assert checked == 20
+
+
+def test_qtc_first_cluster_matches_the_qt_definition():
+    n = 512
+    cols, info = G.generate("qtc", [n, 1])
+    pts, ind, deg = qtc_mod.neighbourhoods(n, 1.0)
+    am = info.object("Ai_mask")
+    for b in (0, 3, 17, 100):
+        w0 = _qtc_block_rows(cols, b, 0)
+        st = w0[(cols["obj"][w0] == am.id) & (cols["op"][w0] == 1) & (cols["mask"][w0] == 1)]
+        marked = ((cols["addr"][st, 0] - np.uint64(am.base + b * n))).astype(np.int64)
+        # the first seed b marks itself, then every point the reduction picks, until the next seed's clear
+        clear = w0[(cols["obj"][w0] == am.id) & (cols["op"][w0] == 1) & (cols["mask"][w0] != 1)]
+        first = marked[st < clear[clear > st[0]][0]] if np.any(clear > st[0]) else marked
+        assert first[0] == b
+        assert first.tolist() == _qtc_reference_cluster(pts, ind, deg, b, 1.0)
+
+
+def test_qtc_reduction_and_clearing_counts(qtc_small):
+    n, cols, info = qtc_small
+    p = info.extra["params"]
+    rounds, grown = p["rounds"], p["seeds_grown"]
+    ia, da = info.object("index_array"), info.object("dist_array")
+    full = cols["mask"] == 0xFFFFFFFF
+    # per round: every thread stores (dist, index), thread 0 reads dist_array[1..63], all threads read index[0]
+    lds0 = (cols["obj"] == ia.id) & (cols["op"] == 0) & full
+    assert np.count_nonzero(lds0) == 2 * rounds
+    scan = (cols["obj"] == da.id) & (cols["op"] == 0)
+    assert np.count_nonzero(scan) == 63 * rounds and set(cols["mask"][scan].tolist()) == {1}
+    assert np.all(cols["warp"][scan] == 0)
+    assert np.count_nonzero((cols["obj"] == da.id) & (cols["op"] == 1)) == 2 * rounds
+    # per grown seed and warp: ceil(n / 64) byte stores clearing the block's Ai_mask row
+    am = info.object("Ai_mask")
+    clr = np.flatnonzero((cols["obj"] == am.id) & (cols["op"] == 1) & (cols["mask"] != 1))
+    assert clr.size == grown * 2 * (-(-n // 64))
+    b0 = clr[cols["cta"][clr] == 0]
+    e = elems(cols, info, "Ai_mask", b0)
+    times = np.bincount(e, minlength=n)
+    assert times.min() == times.max() > 0  # each byte of block 0's row once per grown seed
+    # two cardinality stores per block by thread 0
+    cc = rows_of(cols, info, "cluster_cardinalities")
+    assert cc.size == 2 * 256 and set(cols["mask"][cc].tolist()) == {1}
+    # the skip test reads the seed id and its degree, broadcast, for every seed of every block (both warps)
+    ug = rows_of(cols, info, "ungrpd_pnts_indr")
+    assert ug.size == 2 * n and all(len(set(cols["addr"][r].tolist())) == 1 for r in ug[:64])
+    assert np.array_equal(np.sort(elems(cols, info, "ungrpd_pnts_indr")), np.repeat(np.arange(n), 64))
+
+
+def test_qtc_lane_masks_nest_and_inactive_lanes_zero(qtc_small):
+    n, cols, info = qtc_small
+    inactive = ((cols["mask"][:, None] >> np.arange(32, dtype=np.uint32)) & 1) == 0
+    assert np.all(cols["addr"][inactive] == 0)
+    # within a slot: the lanes reading the distance are a subset of those reading clustered_pnts_mask,
+    # themselves a subset of those reading Ai_mask (rows in that order, each warp's rows in seq order)
+    ids = {o.name: o.id for o in info.objects}
+    obj = cols["obj"]
+    i = np.flatnonzero((obj[:-2] == ids["Ai_mask"]) & (obj[1:-1] == ids["clustered_pnts_mask"]) &
+                       (obj[2:] == ids["distance_matrix_txt"]))  # fmt: skip
+    assert i.size > 0
+    m0, m1, m2 = cols["mask"][i], cols["mask"][i + 1], cols["mask"][i + 2]
+    assert np.all((m1 & ~m0) == 0) and np.all((m2 & ~m1) == 0)
+    key = cols["cta"].astype(np.int64) * 2 + cols["warp"]
+    same = key[1:] == key[:-1]
+    assert np.all(np.diff(cols["seq"])[same] > 0)

@@ -90,6 +90,13 @@ def _specs() -> dict[str, KernelSpec]:
     from . import shoc
 
     specs += shoc.specs(_p, KernelSpec)
+    from . import qtc
+
+    specs.append(KernelSpec("qtc", "SHOC QTC QTC_device: one launch of quality-threshold clustering (full-storage distance matrix)",
+                            "SHOC QTC; Huang & Li Table IV", "distance_matrix_txt, indr_mtrx, Ai_mask, ...: global; "
+                            "dist_array, index_array: shared",
+                            (_p("points", 1024, "synthetic points (SHOC size 1: 4096)", 32),
+                             _p("threshold", 1, "cluster diameter threshold (SHOC sizes 1-3: 1, size 4: 4)")), (), qtc.qtc))  # fmt: skip
     return {s.name: s for s in specs}
 
 
