@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -61,12 +63,16 @@ class SearchOptions:
     time_limit_s: float = 10.0
     """CP-SAT time limit per solve."""
     max_exhaustive: int = 100_000
+    workers: int = 1
+    """Processes for the exact evaluations (forked; results do not depend on it)."""
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
             raise InputError(f"search strategy {self.strategy!r}; known: {', '.join(STRATEGIES)}")
         if self.top < 1:
             raise InputError(f"--top must be >= 1, got {self.top}")
+        if self.workers < 1:
+            raise InputError(f"--workers must be >= 1, got {self.workers}")
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,56 @@ def _legal(info, gpu, p: Placement) -> bool:
     return True
 
 
+_WORKER_EVALUATOR: Evaluator | None = None
+
+
+def _evaluate_in_worker(p: Placement) -> Evaluation:
+    assert _WORKER_EVALUATOR is not None
+    return _WORKER_EVALUATOR.evaluate(p)
+
+
+class _Runner:
+    """Exact evaluations, each placement once, in parallel processes where allowed.
+
+    Workers are forked from this process after the evaluator is built, so they
+    share its trace and the sample's terms without copying or pickling them; an
+    evaluation is a pure function, so the results do not depend on the workers.
+    """
+
+    def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
+        self.ev = ev
+        self.exact: dict[Placement, Evaluation] = {}
+        self.progress = progress
+        self.pool = None
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            global _WORKER_EVALUATOR
+            _WORKER_EVALUATOR = ev
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+
+    def __enter__(self) -> "_Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def many(self, placements: list[Placement]) -> list[Evaluation]:
+        todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
+        if self.pool is not None and len(todo) > 1:
+            results = self.pool.map(_evaluate_in_worker, todo)
+            self.ev.evaluations += len(todo)
+        else:
+            results = (self.ev.evaluate(p) for p in todo)
+        for p, r in zip(todo, results):
+            self.exact[p] = r
+            if self.progress:
+                self.progress(1)
+        return [self.exact[p] for p in placements]
+
+    def one(self, p: Placement) -> Evaluation:
+        return self.many([p])[0]
+
+
 def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None] | None = None) -> Ranking:
     """Evaluate every legal placement exactly."""
     info, gpu = ev.info, ev.gpu
@@ -124,14 +180,12 @@ def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], 
             f"--exhaustive: {total:,} candidate placements exceed the limit of {options.max_exhaustive:,}; "
             "use the default search"
         )
-    results = []
-    for combo in itertools.product(*(dom[n] for n in names)):
-        p = Placement(tuple(zip(names, combo)))
-        if not _legal(info, gpu, p):
-            continue
-        results.append(ev.evaluate(p))
-        if progress:
-            progress(1)
+    legal = [
+        p for p in (Placement(tuple(zip(names, combo))) for combo in itertools.product(*(dom[n] for n in names)))
+        if _legal(info, gpu, p)
+    ]  # fmt: skip
+    with _Runner(ev, options.workers, progress) as runner:
+        results = runner.many(legal)
     ranked = sorted(results, key=_key)
     return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive")
 
@@ -147,50 +201,43 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
     sample = ev.sample_placement
     base = ev.sample.time_ns
     dom = domains(info, gpu)
-    exact: dict[Placement, Evaluation] = {sample: ev.evaluate(sample)}
-
-    def run(p: Placement) -> Evaluation:
-        if p not in exact:
-            exact[p] = ev.evaluate(p)
-            if progress:
-                progress(1)
-        return exact[p]
-
-    # 1. single moves
-    single: dict[tuple[str, str], float] = {}
-    for name, spaces in dom.items():
-        for s in spaces:
-            if s == sample[name]:
-                single[(name, s)] = 0.0
-                continue
-            p = _with(sample, {name: s})
-            single[(name, s)] = run(p).target.time_ns - base
-    # 2. pairwise terms for two objects moved into one cache (T and 2T share the
-    # texture cache, C the constant cache), most promising pairs first
-    pair: dict[tuple[str, str, str, str], float] = {}
-    if options.pairwise:
-        moves = sorted((n, s) for (n, s), d in single.items() if s in SHARED_CACHE and s != sample[n])
-        pairs = [
-            (single[a] + single[b], a, b)
-            for a, b in itertools.combinations(moves, 2)
-            if a[0] != b[0] and SHARED_CACHE[a[1]] == SHARED_CACHE[b[1]]
-        ]
-        pairs.sort()
-        budget = options.pair_budget if options.pair_budget is not None else 3 * len(dom)
-        for _, (a, sa), (b, sb) in pairs:
-            if len(pair) >= budget:
-                break
-            p = _with(sample, {a: sa, b: sb})
-            if not _legal(info, gpu, p):
-                continue
-            pair[(a, sa, b, sb)] = run(p).target.time_ns - base - single[(a, sa)] - single[(b, sb)]
-    # 3. CP-SAT for the best K under the surrogate
-    candidates = _best_k(info, gpu, dom, single, pair, options)
-    for p in candidates:
-        if _legal(info, gpu, p):  # re-check the solver's answer before trusting it
-            run(p)
-        else:  # pragma: no cover - the model's constraints are the legality rules
-            log.warning("solver returned an illegal placement %s; skipped", p.label(sample))
+    with _Runner(ev, options.workers, progress) as runner:
+        runner.exact[sample] = ev.evaluate(sample)
+        # 1. single moves
+        singles = [(n, s) for n, spaces in dom.items() for s in spaces if s != sample[n]]
+        done = runner.many([_with(sample, {n: s}) for n, s in singles])
+        single: dict[tuple[str, str], float] = {(n, sample[n]): 0.0 for n in dom}
+        single.update({k: e.target.time_ns - base for k, e in zip(singles, done)})
+        # 2. pairwise terms for two objects moved into one cache (T and 2T share the
+        # texture cache, C the constant cache), most promising pairs first
+        pair: dict[tuple[str, str, str, str], float] = {}
+        if options.pairwise:
+            moves = sorted((n, s) for (n, s) in single if s in SHARED_CACHE and s != sample[n])
+            pairs = sorted(
+                (single[a] + single[b], a, b)
+                for a, b in itertools.combinations(moves, 2)
+                if a[0] != b[0] and SHARED_CACHE[a[1]] == SHARED_CACHE[b[1]]
+            )
+            budget = options.pair_budget if options.pair_budget is not None else 3 * len(dom)
+            chosen = []
+            for _, a, b in pairs:
+                if len(chosen) >= budget:
+                    break
+                if _legal(info, gpu, _with(sample, {a[0]: a[1], b[0]: b[1]})):
+                    chosen.append((a, b))
+            done = runner.many([_with(sample, {a[0]: a[1], b[0]: b[1]}) for a, b in chosen])
+            for (a, b), e in zip(chosen, done):
+                pair[(a[0], a[1], b[0], b[1])] = e.target.time_ns - base - single[a] - single[b]
+        # 3. CP-SAT for the best K under the surrogate
+        candidates = _best_k(info, gpu, dom, single, pair, options)
+        legal = []
+        for p in candidates:
+            if _legal(info, gpu, p):  # re-check the solver's answer before trusting it
+                legal.append(p)
+            else:  # pragma: no cover - the model's constraints are the legality rules
+                log.warning("solver returned an illegal placement %s; skipped", p.label(sample))
+        runner.many(legal)
+        exact = runner.exact
     ranked = sorted(exact.values(), key=_key)
     surrogate = {"single_moves": float(len(single)), "pair_terms": float(len(pair)), "candidates": float(len(candidates))}
     return Ranking(exact[sample], ranked[: options.top], ev.evaluations, None, "cpsat", surrogate)
