@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         mod = importlib.import_module(f"placement.commands.{name}")
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.__doc__)
+        p = sub.add_parser(
+            mod.NAME, help=mod.HELP, description=mod.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
