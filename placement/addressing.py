@@ -17,13 +17,13 @@ tesla -> kepler, volta -> turing, sm_87 -> ampere). ``space`` is a placement let
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
 from placement.resources import config_dir
 from traces.errors import InputError
 from traces.schema import SHORT_OF_SPACE
+from traces.tomlfile import load_toml
 
 TABLE_NAME = "addressing.toml"
 _RESERVED = {"schema", "spaces", "fallback"}
@@ -36,13 +36,7 @@ def table_path() -> Path:
 @lru_cache(maxsize=4)
 def _load(path: str) -> dict:
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{p}: the addressing-mode table is missing") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    data = load_toml(p, missing="the addressing-mode table is missing")
     _validate(p, data)
     return data
 

@@ -12,13 +12,13 @@ source in a comment.
 from __future__ import annotations
 
 import logging
-import tomllib
 import typing
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from traces.errors import InputError
+from traces.tomlfile import load_toml
 
 from .resources import config_dir
 
@@ -258,13 +258,7 @@ def _cross_checks(g: Gpu) -> None:
 def load_gpu(path: str | Path) -> Gpu:
     """Load and validate one configuration file."""
     p = str(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(p, None, "no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(p, None, f"not valid TOML ({exc})") from None
+    data = load_toml(p)
     top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram"}
     unknown = sorted(set(data) - top)
     if unknown:

@@ -17,11 +17,12 @@ Without trained coefficients the model falls back to GPUPerf's analytical overla
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
+
 import numpy as np
 
 from traces.errors import InputError
+from traces.tomlfile import load_toml
 
 FEATURES = ("e_global", "e_constant", "e_texture", "e_shared", "e_row", "warps", "const")
 # The paper's names of the coefficients, in FEATURES order.
@@ -69,13 +70,7 @@ def fit(x: np.ndarray, y: np.ndarray, gpu: str = "", source: str = "") -> Overla
 def load(path) -> OverlapModel:
     """Read coefficients written by ``placement train``."""
     p = str(path)
-    try:
-        with open(p, "rb") as fh:
-            d = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    d = load_toml(p)
     co = d.get("coefficients")
     if not isinstance(co, dict):
         raise InputError(f"{p}: coefficients: missing table [coefficients]")

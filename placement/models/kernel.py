@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import math
-import tomllib
 import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from traces.errors import InputError
+from traces.tomlfile import load_toml
 
 from ..occupancy import occupancy
 from .params import Machine
@@ -163,13 +163,7 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
     (empty when the file has none). Unknown keys are refused with the known ones.
     """
     p = str(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    data = load_toml(p)
     unknown = sorted(set(data) - {"kernel", "machine"})
     if unknown:
         raise InputError(f"{p}: {unknown[0]}: unknown table; expected [kernel] and optionally [machine]")

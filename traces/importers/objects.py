@@ -29,7 +29,6 @@ common access width, ``written`` whether any row stores to it.
 from __future__ import annotations
 
 import logging
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -38,6 +37,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..schema import CONSTANT, GLOBAL, LOAD, LOCAL, SHARED, SPACE_CODES, SPACE_NAMES, TEXTURE1D, TEXTURE2D, WIDTHS, ObjectInfo
+from ..tomlfile import load_toml
 from . import _object_kernels as K
 
 log = logging.getLogger(__name__)
@@ -98,13 +98,7 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
         elem_bytes = 4
     """
     p = str(path)
-    try:
-        with open(p, "rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    doc = load_toml(p)
     tables = doc.get("object", doc.get("objects"))
     if not isinstance(tables, list) or not tables:
         raise InputError(f"{p}: expected one or more [[object]] tables with name, base and size")
