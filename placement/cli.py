@@ -28,6 +28,7 @@ COMMANDS = (
     "evaluate",
     "rank",
     "train",
+    "batch",
 )
 
 

@@ -1,0 +1,83 @@
+"""Evaluate a suite of (kernel, GPU, placement) predictions into one Parquet file.
+
+  placement batch SUITE.toml -o RESULTS.parquet [--executor local|dask://HOST:PORT] [--workers N] [--json]
+
+SUITE is a suite file or the name of a bundled suite (`table4`); the format is
+described in `placement/batch.py` and at the top of `configs/suites/table4.toml`.
+One row per (entry, GPU, placement) with the prediction, its terms and events,
+and, where the suite gives measured times, the error and the per-kernel rank
+agreement (Kendall tau, top-1 hit). Completed tasks are kept in RESULTS.parts/
+as they finish, so a run killed part way resumes where it stopped; resuming with
+a changed suite is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tqdm import tqdm
+
+from .. import batch
+from ._output import print_json, table
+
+NAME = "batch"
+HELP = "evaluate a suite of kernels, GPUs and placements into a results file"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("suite", help="suite file (.toml), or a bundled suite's name (table4)")
+    p.add_argument("-o", "--output", required=True, metavar="RESULTS.parquet", help="results file (resumed if present)")
+    p.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",
+                   help="local processes (default), or a Dask distributed scheduler")  # fmt: skip
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local processes (default: the CPUs this process may use)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _f(v, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def run(args) -> int:
+    workers = args.workers if args.workers is not None else len(os.sched_getaffinity(0))
+    show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
+    with tqdm(desc="placement batch", unit="task", disable=not show, file=sys.stderr, leave=False) as bar:
+
+        def progress(done: int, total: int) -> None:
+            if bar.total != total:
+                bar.reset(total=total)
+            bar.n = done
+            bar.refresh()
+
+        res = batch.run(args.suite, args.output, executor=args.executor, workers=workers, progress=progress)
+    if args.json:
+        print_json({
+            "output": res.output,
+            "suite": res.experiment["suite"],
+            "gpus": res.experiment["gpus"],
+            "version": res.experiment["version"],
+            "rows": res.rows,
+            "tasks_run": res.computed,
+            "tasks_resumed": res.skipped,
+            "entries": res.summary,
+            "overall": res.overall,
+        })  # fmt: skip
+        return 0
+    s = res.experiment["suite"]
+    print(f"suite {s['name']} ({s['path']}, sha256 {s['sha256'][:12]}): {res.rows} rows -> {res.output}"
+          f" ({res.computed} tasks run, {res.skipped} resumed)")  # fmt: skip
+    print()
+    rows = [[e["entry"], e["gpu"], e["rows"], e["best"], e["best_speedup"], e["n_measured"],
+             _f(e["mean_abs_error"], ".1%"), _f(e["kendall_tau"], ".2f"),
+             "-" if e["top1_hit"] is None else ("yes" if e["top1_hit"] else "no")]
+            for e in res.summary]  # fmt: skip
+    print(table(rows, ["entry", "gpu", "rows", "best predicted", "speedup", "measured", "|error|", "tau", "top-1"],
+                "llrlrrrrl"))  # fmt: skip
+    o = res.overall
+    if o["measured"]:
+        print(f"\nmeasured placements: {o['measured']}; mean |error| {_f(o['mean_abs_error'], '.1%')}; "
+              f"mean Kendall tau {_f(o['mean_kendall_tau'], '.2f')}; "
+              f"top-1 hits {o['top1_hits']}/{o['ranked_groups']}")  # fmt: skip
+    return 0
