@@ -143,3 +143,27 @@ def test_dram_stream_by_hand():
     wq0 = (busy[0] - gap) / 2
     assert q.mean_queuing_delay == pytest.approx(2 / 3 * wq0)
     assert q.dram_lat == pytest.approx(2 / 3 * wq0 + latency.mean())
+
+
+def test_eq3_replays_and_addressing_by_hand():
+    # One warp reads 32 floats of A at a 16-byte stride (A is 512 bytes): in global
+    # memory 32 words x 4 B = one 128-byte transaction's worth, so no replay of cause 1
+    # (the paper's rule counts words, not lines); the sample issues its 10 executed.
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    cols = {k: v[:1].copy() for k, v in cols.items()}
+    cols["addr"][0] = 0x10000 + 16 * np.arange(32, dtype=np.uint64)
+    info = dataclasses.replace(info, objects=(dataclasses.replace(info.objects[0], size=512),) + info.objects[1:])
+    ev = Evaluator(traces.Trace(**cols, info=info), K80)
+    assert ev.sample.issued_instructions == 10 and sum(ev.sample.replays.values()) == 0
+    # Constant: 32 distinct addresses, 31 replays of cause 3; they span 8 lines of the
+    # 64-byte constant cache, 8 misses = 8 replays of cause 2; addressing 1 - 2 = -1.
+    c = ev.evaluate(parse_placement("A=C", info)).target
+    assert list(c.replays.values()) == [0, 8, 31, 0]
+    assert c.addressing_delta == -1 and c.issued_instructions == 10 - 1 + 8 + 31  # Eq. 3
+    # Shared, 8-byte banks: lane l hits bank 2l mod 32, so lanes l and l + 16 collide:
+    # one 2-way conflict, one replay of cause 4; addressing 1 - 2 = -1.
+    s = ev.evaluate(parse_placement("A=S", info)).target
+    assert list(s.replays.values()) == [0, 0, 0, 1] and s.issued_instructions == 10 - 1 + 1
+    # 1D texture: no replay, addressing 0 - 2 = -2.
+    t = ev.evaluate(parse_placement("A=T", info)).target
+    assert t.issued_instructions == 8 and t.caches["tex.texture1d"] == {"requests": 4, "hits": 0, "misses": 4}
