@@ -209,6 +209,24 @@ ARCH_DEFAULTS: dict[str, dict] = {
 }  # fmt: skip
 
 
+# Huang & Li Sec. III-C2: DRAM row-buffer miss latency measured on the K80 (GK210),
+# 742 ns; configs/gpus/k40.toml and gtx680.toml take it for every GDDR5 Kepler part.
+KEPLER_DRAM_MISS_NS = 742.0
+
+
+def derived_memory_timing(arch: str, bandwidth_gbs: float, sms: int, clock_mhz: float) -> dict:
+    """Departure delays (and on Kepler the DRAM latency) of a spec row, by the rule of
+    configs/gpus/k40.toml and gtx680.toml: a 128-byte line (coalesced) or a 32-byte
+    sector (uncoalesced, per transaction) over the SM's share of the bandwidth per
+    cycle; Kepler DRAM latency = 742 ns x clock. Without this every spec row would
+    inherit the K80's delays, whatever its bandwidth and SM count."""
+    share = bandwidth_gbs * 1e9 / sms / (clock_mhz * 1e6)  # bytes per SM cycle
+    out = {"departure_del_coal": 128.0 / share, "departure_del_uncoal": 32.0 / share}
+    if arch == "kepler":
+        out["dram_latency"] = KEPLER_DRAM_MISS_NS * clock_mhz / 1000.0
+    return out
+
+
 def arch_of(cc: float) -> str:
     major = int(cc)
     if major == 3:
@@ -251,6 +269,7 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     comp.update(sms=sms, clock_mhz=clock, issue_cycles=32.0 / cores_per_sm,
                 max_regs_per_block=65536)  # fmt: skip
     mem = dict(d.get("memory", {}), **mem_extra, bandwidth_gbs=bw)
+    mem.update(derived_memory_timing(arch, bw, sms, clock))
     caches = dict(d.get("caches", {}))
     name = str(spec.get("gpu_name") or f"cc{cc}")
     return replace(
