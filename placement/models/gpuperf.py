@@ -98,6 +98,19 @@ def transaction_delta(k: KernelParams, m: Machine, avg_trans_warp: float) -> flo
     return departure_delay(k, m) / max(avg_trans_warp, 1.0)
 
 
+def request_bytes(k: KernelParams, m: Machine) -> float:
+    """Bytes one memory request of a warp moves, Eq. A.7's transaction_size: a line for a
+    coalesced request, #transactions x the transaction size for an uncoalesced one (the
+    counters' transactions per request; 32-byte sectors on Kepler). Sim et al. price
+    uncoalescing only as latency (Eq. 13); without this the 32 sectors of a strided
+    request would cost the bandwidth of one line."""
+    mem = k.mem_insts
+    if mem <= 0:
+        return float(m.transaction_bytes)
+    unc = max(k.uncoal_per_mw * m.sector_bytes, float(m.sector_bytes))
+    return (k.coal_mem_insts * m.transaction_bytes + k.uncoal_mem_insts * unc) / mem
+
+
 @dataclass(frozen=True)
 class GpuPerfResult:
     """GPUPerf's costs (cycles per SM), intermediates, benefits and the bound."""
@@ -160,7 +173,16 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     am = amat(dram, k.miss_ratio, hit_lat)
 
     per_sm = warps / sms
-    o_sync = k.synch_insts * per_sm * (m.gamma * dram * (mem_insts / insts if insts else 0.0))  # Eq. 7-8
+    if m.gamma is not None:
+        o_sync = k.synch_insts * per_sm * (m.gamma * dram * (mem_insts / insts if insts else 0.0))  # Eq. 7-8
+    else:
+        # No Gamma for this machine (Sim et al. fit 64 to Fermi by simulation): Hong & Kim's
+        # Eq. 26, as the HMS model does (placement/hms.py), with Delta x avg_trans_warp as
+        # the departure delay of one request and MWP capped by the block's warps.
+        from .mwp_cwp import synch_cost
+
+        mwp_sync = min(dram / delta if delta > 0 else float(n), float(n))
+        o_sync = synch_cost(delta * max(trans, 1.0), mwp_sync, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)
     fs = f_sfu(k.sfu_insts, insts, m.sfu_width, m.simd_width)
     o_sfu = k.sfu_insts * per_sm * (m.warp_size / m.sfu_width) * fs  # Eq. 9
     o_cfdiv = k.divergent_insts * per_sm * lat / il
@@ -168,7 +190,7 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     ws = o_sync + o_sfu + o_cfdiv + o_bank  # Eq. 6
     tc = t_comp(wp, ws)
 
-    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, m.transaction_bytes, dram, sms)
+    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, request_bytes(k, m), dram, sms)
     mw = max(1.0, mwp(dram, delta, peak, n))
     comp_cycles = insts * lat / il  # Eq. A.3
     mem_cycles = mem_insts * am / k.mlp  # Eq. A.4
@@ -200,5 +222,5 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         t_fp=t_fp, t_mem_min=t_mem_min, b_itilp=b_itilp, b_serial=b_serial, b_fp=b_fp, b_memlp=b_memlp,
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
-        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te),
+        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_overhead_s,
     )  # fmt: skip

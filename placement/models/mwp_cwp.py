@@ -9,6 +9,16 @@ form, which reproduces the paper's Table 2, is
     Exec_cycles_app = (Mem_cycles * N / MWP + Comp_cycles / #Mem_insts * (MWP - 1)) * #Rep
 
 (DESIGN.md, "The other seed models").
+
+Two extensions, both inert with their defaults (Table 2 is reproduced unchanged):
+
+- memory-level parallelism (``KernelParams.mlp``, Sim et al. Sec. 5.3: the average
+  number of a warp's memory requests in flight before the first use). A warp then
+  waits Mem_cycles / MLP (Sim et al. Eq. A.4), and MWP, which Eq. 5-17 count in
+  requests, holds MWP / MLP warps. When bandwidth binds (Eq. 23) the product
+  Mem_cycles x N / MWP, hence the bandwidth term, is unchanged; when warps are
+  few (Eq. 22) the independent loads overlap.
+- a fixed launch overhead (``Machine.launch_overhead_s``) added to the time.
 """
 
 from __future__ import annotations
@@ -79,6 +89,18 @@ def cwp(mem_cycles: float, comp_cycles: float, n: int) -> tuple[float, float]:
     return full, min(full, float(n))
 
 
+def synch_cost(departure_delay_: float, mwp_: float, warps_per_block: int, synch_insts: float, active_blocks: int, rep: float) -> float:
+    """Eq. 26: Departure_delay x (MWP - 1) x #Synch_insts x #Active_blocks_per_SM x #Rep.
+
+    Hong & Kim Sec. 3.4.6: the delay per barrier "in one block" is Departure_delay x
+    (MWP - 1), the spread of the in-flight warps' memory arrivals. A barrier waits
+    only for its own block's warps, so at most warps_per_block of them: MWP is taken
+    as min(MWP, warps per block). Table 2 (4 warps per block, MWP 2.28) is unchanged;
+    without the cap a 2-warp block would wait on 25 warps' departures.
+    """
+    return departure_delay_ * (max(min(mwp_, float(warps_per_block)), 1.0) - 1.0) * synch_insts * active_blocks * rep
+
+
 @dataclass(frozen=True)
 class MwpCwpResult:
     """Every intermediate of Hong & Kim's Table 2, the case taken and the time."""
@@ -130,9 +152,11 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     dram_bytes = k.load_bytes_per_warp * (k.miss_ratio if (k.l1_hit_ratio > 0 or k.l2_hit_ratio > 0) else 1.0)
     bw_warp = bw_per_warp(m.freq_hz, max(dram_bytes, 1e-9), ml)
     peak = mwp_peak_bw(m.bandwidth_gbs, bw_warp, ln.active_sms)  # Eq. 6
-    mw = mwp(full, peak, n)  # Eq. 5
+    mlp = max(k.mlp, 1.0)
+    # Eq. 5 in requests, over MLP requests per warp (the MLP extension; MLP 1 is Hong & Kim's).
+    mw = min(full / mlp, peak / mlp, float(n))
     mw = max(mw, 1.0)
-    mem_cycles = l_unc * k.uncoal_mem_insts + l_coal * k.coal_mem_insts  # Eq. 18
+    mem_cycles = (l_unc * k.uncoal_mem_insts + l_coal * k.coal_mem_insts) / mlp  # Eq. 18 (over MLP: Sim et al. Eq. A.4)
     comp_cycles = m.issue_cycles * k.total_insts  # Eq. 19
     cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
     mem_insts = k.mem_insts
@@ -148,7 +172,7 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     else:
         case = "eq24"
         app = (ml + comp_cycles * n) * ln.rep
-    synch = dep * (mw - 1) * k.synch_insts * ln.active_blocks_per_sm * ln.rep  # Eq. 26
+    synch = synch_cost(dep, mw, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)  # Eq. 26
     total = app + synch  # Eq. 27
     insts = k.total_insts * k.warps_per_block * k.blocks / ln.active_sms  # Eq. 25 denominator
     return MwpCwpResult(
@@ -176,5 +200,5 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         synch_cost=synch,
         exec_cycles=total,
         cpi=total / insts if insts > 0 else 0.0,
-        time_s=m.cycles_to_s(total),
+        time_s=m.cycles_to_s(total) + m.launch_overhead_s,
     )

@@ -47,12 +47,17 @@ class Machine:
     warp_size: int = 32
     transaction_bytes: int = 128
     """Sim et al. Eq. A.7 transaction size (128 B on Fermi and Kepler)."""
-    gamma: float = GAMMA
+    sector_bytes: int = 128
+    """Bytes of one transaction of an uncoalesced request (Kepler L2: 32 B sectors; Fermi's L1 lines: 128 B)."""
+    gamma: float | None = GAMMA
+    """Sim et al.'s Gamma (Eq. 8); None: no published value for the machine, O_sync from Hong & Kim Eq. 26."""
     max_warps_per_sm: int = 64
     l1_caches_global: bool = False
     """Whether global loads are looked up in L1 (Fermi yes, Kepler no by default)."""
     gpu: Gpu | None = None
     """The configuration this came from, for occupancy; None for the papers' presets."""
+    launch_overhead_s: float = 0.0
+    """Fixed time per kernel launch added by MWP-CWP and GPUPerf (neither paper has one; 0 keeps them as published)."""
 
     @property
     def freq_hz(self) -> float:
@@ -87,9 +92,11 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         smem_latency=m.smem_latency,
         warp_size=c.warp_size,
         transaction_bytes=m.line_bytes,
+        sector_bytes=m.sector_bytes,
         max_warps_per_sm=c.max_threads_per_sm // c.warp_size,
         l1_caches_global=bool(k.l1),
         gpu=gpu,
+        gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
     )
     return replace(mach, **overrides) if overrides else mach
 
