@@ -1,0 +1,67 @@
+"""What nvprof cannot count, from the known code of the gpuperfpredict kernels.
+
+nvprof on Kepler records no barrier count and no dependence information, so two
+model inputs cannot come from the counters: the barriers per warp (Hong & Kim's
+#Synch_insts, Sim et al.'s O_sync) and the memory-level parallelism (Sim et al.
+Sec. 5.3). For the kernels of Amaris et al.'s data set both follow from the code
+(shared/data/README.md describes each kernel; benchmarks/kernels/matmul_naive.cu
+and matrix_sum.cu render two of them):
+
+- MLP, by Sim et al.'s definition (Sec. 5.3): for each load, the number of memory
+  requests from it to the first instruction that uses its value; averaged over
+  the loads. Every one of these kernels loads two operands back to back before
+  using them (``A[i] + B[i]``, ``a[i] * b[i]``, ``M[..] * N[..]`` in the inner
+  loop, the ``Mds``/``Nds`` tile loads): local MLPs 2 and 1, average 1.5. The
+  store is not a load and has no use. subSeqMax's loop is not described closely
+  enough to say; it keeps MLP 1.
+- Barriers: the tiled matMul kernels run ``__syncthreads()`` twice per tile
+  (after loading the tiles, after using them), and a thread walks
+  width / Tile_Width tiles with Tile_Width = block edge; ``Input.Size`` is the
+  width. The counters agree: two global loads per tile per thread, so
+  gld_request per warp = 2 x tiles (65 = 2 x 32 + the store at width 256,
+  block 8 x 8).
+
+ILP is left at 1: on Kepler ITILP_max = 9 / (32/192) = 54 is reached by the
+occupancy alone (ITILP = min(ILP x N, ITILP_max), N >= 32 in every row), so
+the kernels' ILP does not change GPUPerf's prediction.
+
+A kernel not in the table keeps its counters-only parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .kernel import KernelParams
+
+PAIRED_LOADS_MLP = 1.5
+"""Two loads issued back to back before their first use: local MLPs 2 and 1 (Sim et al. Sec. 5.3)."""
+
+KERNEL_CODE: dict[str, dict] = {
+    "vectorAdd": {"mlp": PAIRED_LOADS_MLP},
+    "dotProd": {"mlp": PAIRED_LOADS_MLP},
+    "matrix_sum_normal": {"mlp": PAIRED_LOADS_MLP},
+    "matrix_sum_coalesced": {"mlp": PAIRED_LOADS_MLP},
+    "matMul_gpu": {"mlp": PAIRED_LOADS_MLP},
+    "matMul_gpu_uncoalesced": {"mlp": PAIRED_LOADS_MLP},
+    "matMul_gpu_sharedmem": {"mlp": PAIRED_LOADS_MLP, "barriers_per_tile": 2},
+    "matMul_gpu_sharedmem_uncoalesced": {"mlp": PAIRED_LOADS_MLP, "barriers_per_tile": 2},
+}
+
+
+def tiles(width: float, block_edge: int) -> int:
+    """Tiles a thread of the tiled matMul walks: ceil(width / Tile_Width), Tile_Width = block edge."""
+    return math.ceil(width / block_edge)
+
+
+def with_code_facts(k: KernelParams, kernel: str, input_size: float, block: tuple[int, ...]) -> KernelParams:
+    """``k`` with the MLP and barriers of ``kernel``'s known code; unchanged for an unknown kernel."""
+    facts = KERNEL_CODE.get(kernel)
+    if facts is None:
+        return k
+    changes: dict = {"mlp": facts["mlp"]}
+    per_tile = facts.get("barriers_per_tile")
+    if per_tile and input_size and input_size > 0:
+        changes["synch_insts"] = float(per_tile * tiles(input_size, block[0]))
+    return replace(k, **changes)
