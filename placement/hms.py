@@ -286,7 +286,9 @@ def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, acti
     O_sync is Hong & Kim's Eq. 26: Departure_delay x (MWP - 1) x #synch_insts x
     #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the global
     accesses' transactions per request (Departure_del_coal when coalesced, else
-    Departure_del_uncoal x transactions). GPUPerf's Eq. 7-8 as printed charges
+    Departure_del_uncoal x transactions), and MWP capped at the block's warps: a
+    barrier waits only for the warps of its own block (Hong & Kim: the delay is
+    "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged. GPUPerf's Eq. 7-8 as printed charges
     Gamma x avg_DRAM_lat x mem_ratio per barrier *per warp* (tens of thousands of
     cycles per barrier), far more than the spread of warp progress a barrier can
     cost, and makes a tiled matrixMul of 128 x 128 take milliseconds.
@@ -301,7 +303,8 @@ def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, acti
     else:
         departure = m.departure_del_uncoal * mem.avg_trans_warp
     rep = info.ctas / (active_sms * blocks_per_sm)
-    o_sync = departure * (mwp - 1.0) * (ins.sync / total_warps) * blocks_per_sm * rep
+    waiting = min(mwp, info.warps_per_block) - 1.0
+    o_sync = departure * max(waiting, 0.0) * (ins.sync / total_warps) * blocks_per_sm * rep
     fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
     o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
     return o_sync + o_sfu
