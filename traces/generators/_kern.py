@@ -21,42 +21,39 @@ def put(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
 
 
 @nb.njit(cache=True)
-def warp_lanes(bx, by, threads, warp, tx, ty):
-    """Fill tx, ty (32,) for the lanes of ``warp`` in a (bx, by) block; returns the mask of existing threads."""
-    m = np.uint32(0)
-    for lane in range(32):
-        t = warp * 32 + lane
-        if t < threads:
-            tx[lane] = t % bx
-            ty[lane] = t // bx
-            m |= np.uint32(1) << np.uint32(lane)
-        else:
-            tx[lane] = 0
-            ty[lane] = 0
-    return m
-
-
-@nb.njit(cache=True)
-def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
-             m_pc, m_cx, m_cy, m_c0, counts):  # fmt: skip
-    """One row per memory instruction k of every warp with an active lane.
+def affine2d(fill, out, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
+             m_pc, m_cx, m_cy, m_c0):  # fmt: skip
+    """One row per memory instruction k of every warp with an active lane; returns the number of
+    such warps (with ``fill`` False, only counts them: the caller allocates K rows for each).
 
     Lane (X, Y) = (blockIdx.x*sx + tx, blockIdx.y*sy + ty) (sx, sy: the tile a block
     covers, usually bx, by) is active when X < limx and
     Y < limy; its address for instruction k is base_k + elem_k * (cx_k*X + cy_k*Y + c0_k).
-    With ``fill`` False, writes the rows per warp into ``counts`` only.
-
-    Serial on purpose: the loop is bound by writing 256 bytes per row, and rows are written
-    once, whole (inactive lanes 0), in their final order, so ``out`` needs no zeroing.
+    Serial on purpose: rows are written once, whole (inactive lanes 0), in their final order,
+    so ``out`` needs no zeroing. A lane's offset elem_k * (cx_k*tx + cy_k*ty) depends only on
+    the warp's place in its block, so it is tabulated once (``tab``); a row of a full warp is
+    then its block's base plus one table row (a plain 32-wide add and store).
     """
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
     K = m_obj.shape[0]
     threads = bx * by
     addr = out[8]
-    lx = np.empty(32, np.int64)  # lane offsets, tx and ty of the warp's lanes
-    ly = np.empty(32, np.int64)
-    lin = np.empty(32, np.int64)
+    # tab[j, k]: lane offsets of instruction k in the j-th warp of a block; ltx, lty: lane (tx, ty).
+    tab = np.empty((wpb, K, 32), np.int64)
+    ltx = np.empty((wpb, 32), np.int64)
+    lty = np.empty((wpb, 32), np.int64)
+    for j in range(wpb):
+        for lane in range(32):
+            t = j * 32 + lane
+            ltx[j, lane] = t % bx
+            lty[j, lane] = t // bx
+        for k in range(K):
+            for lane in range(32):
+                tab[j, k, lane] = m_elem[k] * (m_cx[k] * ltx[j, lane] + m_cy[k] * lty[j, lane])
+    full = np.uint32(0xFFFFFFFF)
+    active = 0
+    r = 0
     for w in range(n_warps):
         cta = w // wpb
         warp = w % wpb
@@ -64,90 +61,82 @@ def affine2d(fill, out, off, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, 
         y0 = (cta // gx) * sy
         t = warp * 32
         inside = t + 32 <= threads and x0 + bx <= limx and y0 + by <= limy
-        if not fill and inside:  # the common case: a full warp of a block inside the limits
-            counts[w] = K
-            continue
-        mask = np.uint32(0)
-        tx = t % bx
-        ty = t // bx
-        for lane in range(32):
-            lx[lane] = tx
-            ly[lane] = ty
-            if inside or (t + lane < threads and x0 + tx < limx and y0 + ty < limy):
-                mask |= np.uint32(1) << np.uint32(lane)
-            tx += 1
-            if tx == bx:
-                tx = 0
-                ty += 1
-        if not fill:
-            counts[w] = K if mask else 0
-            continue
+        if inside:
+            mask = full
+        else:
+            mask = np.uint32(0)
+            for lane in range(32):
+                if t + lane < threads and x0 + ltx[warp, lane] < limx and y0 + lty[warp, lane] < limy:
+                    mask |= np.uint32(1) << np.uint32(lane)
         if mask == 0:
             continue
-        r = off[w]
+        active += 1
+        if not fill:
+            continue
         for k in range(K):
             put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mask, m_obj[k])
-            cx = m_cx[k]
-            cy = m_cy[k]
-            e = m_elem[k]
-            b = m_base[k] + e * (cx * x0 + cy * y0 + m_c0[k])
-            if mask == np.uint32(0xFFFFFFFF):
+            b = m_base[k] + m_elem[k] * (m_cx[k] * x0 + m_cy[k] * y0 + m_c0[k])
+            if mask == full:
                 for lane in range(32):
-                    addr[r, lane] = np.uint64(b + e * (cx * lx[lane] + cy * ly[lane]))
+                    addr[r, lane] = np.uint64(b + tab[warp, k, lane])
             else:
                 for lane in range(32):
                     if (mask >> np.uint32(lane)) & np.uint32(1):
-                        addr[r, lane] = np.uint64(b + e * (cx * lx[lane] + cy * ly[lane]))
+                        addr[r, lane] = np.uint64(b + tab[warp, k, lane])
                     else:
                         addr[r, lane] = np.uint64(0)
             r += 1
+    return active
 
 
 @nb.njit(cache=True)
-def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_iter, loop_start, it_len, post_start,
+def affine_loop(fill, out, gx, gy, bx, by, limx, limy, xperm, n_iter, loop_start, it_len, post_start,
                 m_obj, m_base, m_elem, m_op, m_space, m_phase, m_seq, m_pc, m_cx, m_cy, m_ck, m_c0, m_perm):  # fmt: skip
     """Rows of a kernel whose lanes run: pre instructions, a loop of ``n_iter`` iterations, post instructions.
+    Returns the number of warps with an active lane (with ``fill`` False it only counts them; each
+    has the same number of rows).
 
     Lane (X, Y) = (blockIdx.x*bx + tx, blockIdx.y*by + ty) is active when X < limx and
     Y < limy. With ``xperm`` > 0, instructions with ``m_perm`` set see X replaced by
     (X % 32) * xperm + X // 32 (lane-major order: lanes of a warp ``xperm`` elements apart). Instruction k (phase 0 pre, 1 loop,
     2 post) of iteration it reads base_k + elem_k * (cx_k*X + cy_k*Y + ck_k*it + c0_k).
     seq: pre m_seq; loop loop_start + it*it_len + m_seq; post post_start + n_iter*it_len + m_seq.
+
+    One serial pass writes every row once in final order; a warp's lane offsets
+    elem_k * (cx_k*X + cy_k*Y) are computed once per warp (``lo``), a row adds its iteration's base.
     """
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
     K = m_obj.shape[0]
     threads = bx * by
-    per_warp = 0
-    for k in range(K):
-        per_warp += n_iter if m_phase[k] == 1 else 1
+    addr = out[8]
+    full = np.uint32(0xFFFFFFFF)
+    lo = np.zeros((K, 32), np.int64)
+    active = 0
+    r = 0
     for w in range(n_warps):
         cta = w // wpb
         warp = w % wpb
-        cx = cta % gx
-        cy = cta // gx
-        tx = np.empty(32, np.int64)
-        ty = np.empty(32, np.int64)
-        exist = warp_lanes(bx, by, threads, warp, tx, ty)
+        ox = (cta % gx) * bx
+        oy = (cta // gx) * by
         mask = np.uint32(0)
-        xs = np.zeros(32, np.int64)
-        xp = np.zeros(32, np.int64)
-        ys = np.zeros(32, np.int64)
         for lane in range(32):
-            if (exist >> np.uint32(lane)) & np.uint32(1):
-                X = cx * bx + tx[lane]
-                Y = cy * by + ty[lane]
+            t = warp * 32 + lane
+            if t < threads:
+                X = ox + t % bx
+                Y = oy + t // bx
                 if X < limx and Y < limy:
                     mask |= np.uint32(1) << np.uint32(lane)
-                    xs[lane] = X
-                    xp[lane] = (X % 32) * xperm + X // 32 if xperm > 0 else X
-                    ys[lane] = Y
-        if not fill:
-            counts[w] = per_warp if mask else 0
-            continue
+                    if fill:
+                        xp = (X % 32) * xperm + X // 32 if xperm > 0 else X
+                        for k in range(K):
+                            xx = xp if m_perm[k] else X
+                            lo[k, lane] = m_elem[k] * (m_cx[k] * xx + m_cy[k] * Y)
         if mask == 0:
             continue
-        r = off[w]
+        active += 1
+        if not fill:
+            continue
         for phase in range(3):
             n_rep = n_iter if phase == 1 else 1
             for it in range(n_rep):
@@ -162,13 +151,17 @@ def affine_loop(fill, out, off, counts, gx, gy, bx, by, limx, limy, xperm, n_ite
                         s = post_start + n_iter * it_len + m_seq[k]
                     put(out, r, cta, warp, s, m_pc[k], m_op[k], m_space[k], m_elem[k], mask, m_obj[k])
                     b = m_base[k] + m_elem[k] * (m_ck[k] * it + m_c0[k])
-                    xx = xp if m_perm[k] else xs
-                    for lane in range(32):
-                        if (mask >> np.uint32(lane)) & np.uint32(1):
-                            out[8][r, lane] = np.uint64(b + m_elem[k] * (m_cx[k] * xx[lane] + m_cy[k] * ys[lane]))
-                        else:
-                            out[8][r, lane] = np.uint64(0)
+                    if mask == full:
+                        for lane in range(32):
+                            addr[r, lane] = np.uint64(b + lo[k, lane])
+                    else:
+                        for lane in range(32):
+                            if (mask >> np.uint32(lane)) & np.uint32(1):
+                                addr[r, lane] = np.uint64(b + lo[k, lane])
+                            else:
+                                addr[r, lane] = np.uint64(0)
                     r += 1
+    return active
 
 
 @nb.njit(cache=True)

@@ -42,15 +42,12 @@ def _run(name, sass, grid, block, lim, instrs, layout, tally_fn, params, notes="
     seq, pcs = tally_fn.mem_seq, tally_fn.mem_pc
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
-    counts = np.zeros(n_warps, np.int64)
-    dummy = C.out_tuple(C.alloc_rows(0))
-    affine2d(False, dummy, counts, gx, gy, bx, by, sx, sy, lim[0], lim[1], m_obj, m_base, m_elem, m_width, m_op, m_space,
-             seq, pcs, m_cx, m_cy, m_c0, counts)  # fmt: skip
-    off = C.offsets_from_counts(counts)
-    cols = C.alloc_rows(int(off[-1]))
-    affine2d(True, C.out_tuple(cols), off, gx, gy, bx, by, sx, sy, lim[0], lim[1], m_obj, m_base, m_elem, m_width, m_op,
-             m_space, seq, pcs, m_cx, m_cy, m_c0, counts)  # fmt: skip
-    active = int(np.count_nonzero(counts))
+    args = (gx, gy, bx, by, sx, sy, lim[0], lim[1], m_obj, m_base, m_elem, m_width, m_op, m_space, seq, pcs, m_cx,
+            m_cy, m_c0)  # fmt: skip
+    # A counting pass (no rows), then one pass writing every row once, in final order.
+    active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
+    cols = C.alloc_rows(active * K)
+    affine2d(True, C.out_tuple(cols), *args)
     tally = tally_fn(active, n_warps - active)
     info = C.kernel_info(name, (gx, gy, 1), (bx, by, 1), layout, tally, params=params, sass=sass, notes=notes)
     return cols, info

@@ -55,14 +55,13 @@ def _loop_run(name, grid, block, lim, instrs, n_iter, pre, it_seg, post, L, para
     post_start = loop_start
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
-    counts = np.zeros(n_warps, np.int64)
     args = (gx, gy, bx, by, lim[0], lim[1], xperm, n_iter, loop_start, it_seg.length, post_start,
             m_obj, m_base, m_elem, m_op, m_space, m_phase, m_seq, m_pc, m_cx, m_cy, m_ck, m_c0, m_perm)  # fmt: skip
-    affine_loop(False, C.out_tuple(C.alloc_rows(0)), counts, counts, *args)
-    off = C.offsets_from_counts(counts)
-    cols = C.alloc_rows(int(off[-1]))
-    affine_loop(True, C.out_tuple(cols), off, counts, *args)
-    active = int(np.count_nonzero(counts))
+    # A counting pass (no rows), then one pass writing every row once, in final order.
+    active = affine_loop(False, C.out_tuple(C.alloc_rows(0)), *args)
+    per_warp = sum(n_iter if ph == LOOP else 1 for ph in m_phase.tolist())
+    cols = C.alloc_rows(active * per_warp)
+    affine_loop(True, C.out_tuple(cols), *args)
     t = C.Tally()
     t.add(pre, active)
     t.add(it_seg, active * n_iter)
