@@ -239,3 +239,130 @@ def matrixmul_rows(out, W, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_bas
                 addr[r, lane] = np.uint64(c + 4 * lane)
                 addr[r, lane + 16] = np.uint64(c + 4 * W + 4 * lane)
             r += 1
+
+
+@nb.njit(cache=True)
+def convolution_rows_rows(fill, out, gx, gy, width, t_kind, t_pred, t_e, t_base, t_seq, t_pc, t_op, t_space, t_obj):
+    """CUDA SDK convolutionRowsKernel rows (16 x 4 threads, 8 result steps, halo 1, s_Data rows of 160)
+    in final order: per warp, the template rows t_* (already in seq order) whose predicate leaves
+    an active lane. Returns the number of rows (with ``fill`` False it only counts them).
+
+    Lane tid = 32*warp + lane: tx = tid % 16, ty = tid // 16, baseX = (bx*8 - 1)*16 + tx,
+    baseY = by*4 + ty. Address of a template row: kind 0 t_base (the c_Kernel operand, broadcast);
+    1 t_base + 4*(baseY*width + baseX) (d_Src / d_Dst, t_base holding the row's element offset);
+    2 t_base + 4*(ty*160 + tx) (s_Data). Predicate: 0 every lane; 1 baseX >= 0 (left halo);
+    2 width - baseX > t_e (right halo).
+    """
+    BX, BY, STEPS, HALO, SW, WPB = 16, 4, 8, 1, 160, 2
+    K = t_kind.shape[0]
+    addr = out[8]
+    full = np.uint32(0xFFFFFFFF)
+    bxs = np.empty(32, np.int64)
+    vec = np.empty((3, 32), np.int64)  # per kind: the lane term added to t_base
+    r = 0
+    for w in range(gx * gy * WPB):
+        cta = w // WPB
+        warp = w % WPB
+        bxi = cta % gx
+        byi = cta // gx
+        for lane in range(32):
+            t = warp * 32 + lane
+            tx = t % BX
+            ty = t // BX
+            bX = (bxi * STEPS - HALO) * BX + tx
+            bxs[lane] = bX
+            vec[0, lane] = 0
+            vec[1, lane] = 4 * ((byi * BY + ty) * width + bX)
+            vec[2, lane] = 4 * (ty * SW + tx)
+        for k in range(K):
+            p = t_pred[k]
+            if p == 0:
+                mask = full
+            else:
+                mask = np.uint32(0)
+                for lane in range(32):
+                    if (bxs[lane] >= 0) if p == 1 else (width - bxs[lane] > t_e[k]):
+                        mask |= np.uint32(1) << np.uint32(lane)
+                if mask == 0:
+                    continue
+            if fill:
+                put(out, r, cta, warp, t_seq[k], t_pc[k], t_op[k], t_space[k], 4, mask, t_obj[k])
+                kd = t_kind[k]
+                b = t_base[k]
+                for lane in range(32):
+                    if (mask >> np.uint32(lane)) & np.uint32(1):
+                        addr[r, lane] = np.uint64(b + vec[kd, lane])
+                    else:
+                        addr[r, lane] = np.uint64(0)
+            r += 1
+    return r
+
+
+@nb.njit(cache=True)
+def reduction_rows(fill, out, blocks, n_it, head_seq, head_pc, loop_start, loop_len, l_seq, l_pc, after_seq, after_pc,
+                   tr_thr, tr_add, tr_op, tr_seq, tr_pc, fin_base0, fin_base, fin_off, fin_pc, ids, spaces, g_in, g_out,
+                   sdata):  # fmt: skip
+    """SHOC reduce<float, 256> rows in final order; returns the number of rows (with ``fill``
+    False it only counts them). Per warp (lanes tid = 32*warp + lane of block b):
+    STS sdata[tid]; per iteration it: LDG g_idata[i + 256], LDG g_idata[i] (i = 512*b + tid +
+    it*512*blocks; l_seq/l_pc the two slots); STS sdata[tid]; the tree rows q (lanes tid <
+    tr_thr[q], sdata[tid + tr_add[q]]) with an active lane; lane tid 0 only: LDS sdata[0], STG
+    g_odata[b] at seq fin_base0 (warp 0; fin_base for the others) + fin_off. ``ids``/``spaces``: objects
+    g_idata, g_odata, sdata; g_in, g_out, sdata: their bases."""
+    B = 256
+    WPB = B // 32
+    per_pass = 2 * B * blocks
+    addr = out[8]
+    full = np.uint32(0xFFFFFFFF)
+    r = 0
+    for w in range(blocks * WPB):
+        cta = w // WPB
+        warp = w % WPB
+        t0 = warp * 32
+        if fill:
+            put(out, r, cta, warp, head_seq, head_pc, 1, spaces[2], 4, full, ids[2])
+            for lane in range(32):
+                addr[r, lane] = np.uint64(sdata + 4 * (t0 + lane))
+        r += 1
+        for it in range(n_it):
+            if fill:
+                s = loop_start + it * loop_len
+                i0 = g_in + 4 * (cta * 2 * B + t0 + it * per_pass)
+                put(out, r, cta, warp, s + l_seq[0], l_pc[0], 0, spaces[0], 4, full, ids[0])
+                for lane in range(32):
+                    addr[r, lane] = np.uint64(i0 + 4 * (B + lane))
+                put(out, r + 1, cta, warp, s + l_seq[1], l_pc[1], 0, spaces[0], 4, full, ids[0])
+                for lane in range(32):
+                    addr[r + 1, lane] = np.uint64(i0 + 4 * lane)
+            r += 2
+        if fill:
+            put(out, r, cta, warp, after_seq, after_pc, 1, spaces[2], 4, full, ids[2])
+            for lane in range(32):
+                addr[r, lane] = np.uint64(sdata + 4 * (t0 + lane))
+        r += 1
+        for q in range(tr_thr.shape[0]):
+            thr = tr_thr[q]
+            if t0 >= thr:
+                continue
+            if fill:
+                mask = full if t0 + 32 <= thr else (np.uint32(1) << np.uint32(thr - t0)) - np.uint32(1)
+                put(out, r, cta, warp, tr_seq[q], tr_pc[q], tr_op[q], spaces[2], 4, mask, ids[2])
+                for lane in range(32):
+                    if t0 + lane < thr:
+                        addr[r, lane] = np.uint64(sdata + 4 * (t0 + lane + tr_add[q]))
+                    else:
+                        addr[r, lane] = np.uint64(0)
+            r += 1
+        if t0 == 0:  # lane tid 0: the block's result
+            if fill:
+                s = fin_base0 if warp == 0 else fin_base
+                one = np.uint32(1)
+                put(out, r, cta, warp, s + fin_off[0], fin_pc[0], 0, spaces[2], 4, one, ids[2])
+                put(out, r + 1, cta, warp, s + fin_off[1], fin_pc[1], 1, spaces[1], 4, one, ids[1])
+                addr[r, 0] = np.uint64(sdata)
+                addr[r + 1, 0] = np.uint64(g_out + 4 * cta)
+                for lane in range(1, 32):
+                    addr[r, lane] = np.uint64(0)
+                    addr[r + 1, lane] = np.uint64(0)
+            r += 2
+    return r

@@ -1,8 +1,12 @@
 """Block-cooperative kernels with shared memory: reduction, matrixmul, convolution_rows.
 
-Rows are built with numpy, one SASS memory instruction at a time over every
-(block, warp) that runs it, then put in (cta, warp, seq) order. Addresses follow
-the CUDA source; the order and place of the rows follow the SASS (recipes.toml):
+Each kernel's rows are written by one numba pass in final (cta, warp, seq) order
+(``_kern.reduction_rows``, ``matrixmul_rows``, ``convolution_rows_rows``): a counting
+pass sizes the output, a second writes every row once. Addresses follow the CUDA
+source; the order and place of the rows follow the SASS (recipes.toml). The
+``Emitter`` here (rows built with numpy one SASS memory instruction at a time over
+every warp that runs it, then sorted into warp program order) serves the SHOC
+kernels of ``shoc``.
 
 reduction (SHOC reduce<float, 256>, blocks of 256):
   ``reduction`` 11 (STS sdata[tid] = 0) | ``.L_x_3`` 13 per while-iteration (LDG i+256,
@@ -27,7 +31,7 @@ import re
 import numpy as np
 
 from . import _common as C
-from ._kern import matrixmul_rows, scatter_part, seq_sorted
+from ._kern import convolution_rows_rows, matrixmul_rows, reduction_rows, scatter_part, seq_sorted
 
 LOAD, STORE = 0, 1
 LANES = np.arange(32, dtype=np.uint32)
@@ -109,31 +113,25 @@ def reduction(n: int, blocks: int = 64):
         ("reduction", ".L_x_3", ".L_x_2", ".L_x_1", ".L_x_0", ".L_x_5", ".L_x_4", ".L_x_8"))  # fmt: skip
     tree_short = C.segment(k, ".L_x_0", upto=17)
     wpb = B // 32
-    cta, warp, tid = _grid_warps(blocks, wpb)
-    allon = np.ones_like(tid, bool)
-    E = Emitter()
-    E.add(cta, warp, head.mem[0], head.pcs[0], STORE, sdata, 4, allon, tid)
-    s = head.length
-    for it in range(n_it):
-        i = cta[:, None] * 2 * B + tid + it * per_pass
-        E.add(cta, warp, s + loop.mem[0], loop.pcs[0], LOAD, g_idata, 4, allon, i + B)
-        E.add(cta, warp, s + loop.mem[1], loop.pcs[1], LOAD, g_idata, 4, allon, i)
-        s += loop.length
-    E.add(cta, warp, s + after.mem[0], after.pcs[0], STORE, sdata, 4, allon, tid)
-    s += after.length + bsync.length
-    # The tree: (threshold, offset) steps, three memory instructions each (LDS tid, LDS tid+off, STS tid).
+    # One numba pass writes the rows in final order (_kern.reduction_rows). The tree: (threshold,
+    # offset) steps, three memory instructions each (LDS tid, LDS tid+off, STS tid), rows in seq order.
+    s_after = head.length + n_it * loop.length
+    s = s_after + after.length + bsync.length
     steps = [(128, 128), (64, 64)] + [(32, o) for o in (32, 16, 8, 4, 2, 1)]
-    for j, (thr, o) in enumerate(steps):
-        act = tid < thr
-        for m, (op, idx) in enumerate(((LOAD, tid), (LOAD, tid + o), (STORE, tid))):
-            q = 3 * j + m
-            E.add(cta, warp, s + tree.mem[q], tree.pcs[q], op, sdata, 4, act, idx)
-    s_w0 = s + tree.length + bs5.length
+    tr = [(thr, add, op, s + tree.mem[3 * j + m], tree.pcs[3 * j + m])
+          for j, (thr, o) in enumerate(steps) for m, (op, add) in enumerate(((LOAD, 0), (LOAD, o), (STORE, 0)))]  # fmt: skip
+    tr.sort(key=lambda x: x[3])  # stable: program order by seq
+    tr_thr, tr_add, tr_op, tr_seq, tr_pc = (np.array([x[i] for x in tr], np.int64) for i in range(5))
+    s_w0 = s + tree.length + bs5.length  # warp 0 runs the whole tree, warps 1..7 leave after 17
     s_w = s + tree_short.length + bs5.length
-    base = np.where(warp == 0, s_w0, s_w)
-    lane0 = tid == 0
-    E.add(cta, warp, base + fin.mem[0], fin.pcs[0], LOAD, sdata, 4, lane0, np.zeros_like(tid))
-    E.add(cta, warp, base + fin.mem[1], fin.pcs[1], STORE, g_odata, 4, lane0, np.broadcast_to(cta[:, None], tid.shape))
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    ids = np.array([g_idata.id, g_odata.id, sdata.id], np.int16)
+    spaces = np.array([C.space_code(o) for o in (g_idata, g_odata, sdata)], np.int8)
+    args = (blocks, n_it, head.mem[0], head.pcs[0], head.length, loop.length, i64(loop.mem[:2]), i64(loop.pcs[:2]),
+            s_after + after.mem[0], after.pcs[0], tr_thr, tr_add, tr_op.astype(np.int8), tr_seq, tr_pc.astype(np.int32),
+            s_w0, s_w, i64(fin.mem[:2]), i64(fin.pcs[:2]), ids, spaces, g_idata.base, g_odata.base, sdata.base)  # fmt: skip
+    cols = C.alloc_rows(reduction_rows(False, C.out_tuple(C.alloc_rows(0)), *args))
+    reduction_rows(True, C.out_tuple(cols), *args)
     n_warps = blocks * wpb
     t = C.Tally()
     t.add(head, n_warps)
@@ -147,7 +145,7 @@ def reduction(n: int, blocks: int = 64):
     t.add(ex, blocks)
     t.add({"branch": 1.0}, n_warps - blocks)  # @P2 EXIT
     info = C.kernel_info(k, (blocks, 1, 1), (B, 1, 1), L, t, params={"n": n, "blocks": blocks})
-    return E.columns(), info
+    return cols, info
 
 
 def matrixmul(W: int, tile: int = 16):
@@ -230,21 +228,16 @@ def convolution_rows(width: int, height: int | None = None):
     whole, ex = C.segment(k, k), C.segment(k, ".L_x_1")
     gx, gy = width // (STEPS * BX), height // BY
     wpb = BX * BY // 32
-    cta, warp, tid = _grid_warps(gx * gy, wpb)
-    tx, ty = tid % BX, tid // BX
-    baseX = ((cta % gx)[:, None] * STEPS - HALO) * BX + tx
-    baseY = (cta // gx)[:, None] * BY + ty
-    src0 = baseY * width + baseX  # element index of d_Src[baseY][baseX]
-    sdata0 = ty * SW + tx  # s_Data[ty][tx]
-    allon = np.ones_like(tid, bool)
-    E = Emitter()
+    # The warp's row template in SASS order (kind, predicate, e, base, seq, pc, op, object); one
+    # numba pass (_kern.convolution_rows_rows) writes every warp's rows in final order.
+    tpl = []
     const_seen = 0
     stg = 0
     for off, op, operand in blk["mem"]:
         pc = blk["pc"] + C.PC_STEP * off
         if op == "CONST":
             imm = int(operand.split("[")[2].rstrip("]"), 16)
-            E.add(cta, warp, off, pc, LOAD, c_Kernel, 4, allon, None, byte_offset=np.full_like(tid, imm))
+            tpl.append((0, 0, 0, c_Kernel.base + imm, off, pc, LOAD, c_Kernel))
             const_seen += 1
             continue
         m = _IMM.search(operand)
@@ -253,24 +246,27 @@ def convolution_rows(width: int, height: int | None = None):
         if op.startswith("LDG"):
             # Halo loads are predicated: left halo (e == 0) when baseX >= 0, right (e == 9*16)
             # when imageW - baseX > 9*16.
-            act = allon
-            if e == 0:
-                act = baseX >= 0
-            elif e == (STEPS + HALO) * BX:
-                act = width - baseX > e
-            E.add(cta, warp, off, pc, LOAD, d_Src, 4, act, src0 + e)
+            pred = 1 if e == 0 else 2 if e == (STEPS + HALO) * BX else 0
+            tpl.append((1, pred, e, d_Src.base + 4 * e, off, pc, LOAD, d_Src))
         elif op.startswith("STG"):
             # The stores' base register moves between them: take them in source order, i = 1..8.
             stg += 1
-            E.add(cta, warp, off, pc, STORE, d_Dst, 4, allon, src0 + stg * BX)
+            tpl.append((1, 0, 0, d_Dst.base + 4 * stg * BX, off, pc, STORE, d_Dst))
         elif op.startswith("STS"):
-            E.add(cta, warp, off, pc, STORE, s_Data, 4, allon, sdata0 + e)
+            tpl.append((2, 0, 0, s_Data.base + 4 * e, off, pc, STORE, s_Data))
         elif op.startswith("LDS"):
-            E.add(cta, warp, off, pc, LOAD, s_Data, 4, allon, sdata0 + e)
+            tpl.append((2, 0, 0, s_Data.base + 4 * e, off, pc, LOAD, s_Data))
+    tpl.sort(key=lambda x: x[4])  # stable: program order by seq
+    col = lambda i, dt: np.array([x[i] for x in tpl], dt)  # noqa: E731
+    args = (gx, gy, width, col(0, np.int8), col(1, np.int8), col(2, np.int64), col(3, np.int64), col(4, np.int64),
+            col(5, np.int32), col(6, np.int8), np.array([C.space_code(x[7]) for x in tpl], np.int8),
+            np.array([x[7].id for x in tpl], np.int16))  # fmt: skip
+    cols = C.alloc_rows(convolution_rows_rows(False, C.out_tuple(C.alloc_rows(0)), *args))
+    convolution_rows_rows(True, C.out_tuple(cols), *args)
     n_warps = gx * gy * wpb
     t = C.Tally()
     t.add(whole, n_warps)
     t.add(ex, n_warps)
     info = C.kernel_info(k, (gx, gy, 1), (BX, BY, 1), L, t, params={"width": width, "height": height},
                          notes=f"{const_seen} c_Kernel rows are FFMA operands in the constant bank, not load instructions")  # fmt: skip
-    return E.columns(), info
+    return cols, info
