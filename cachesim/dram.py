@@ -164,12 +164,14 @@ def row_buffer(addresses: np.ndarray, arrival: np.ndarray, config: DramConfig) -
     t = np.ascontiguousarray(arrival, dtype=np.float64)
     if a.ndim != 1 or t.shape != a.shape:
         raise MappingError("arrival", f"expected one arrival per address, got shapes {a.shape} and {t.shape}")
+    n = a.shape[0]
     order = np.argsort(t, kind="stable")
-    a = a[order]
-    bank_raw, row, _ = decode(a, config)
-    bank_number, bank = np.unique(bank_raw, return_inverse=True)
-    bank = bank.astype(np.int32)
-    outcome = np.empty(a.shape[0], np.int8)
-    K.row_buffer(bank, row, bank_number.shape[0], outcome)
+    am = config.address_map
     times = np.array([config.row_hit_ns, config.row_miss_ns, config.row_conflict_ns])
-    return DramResult(order, t[order], bank, bank_number, row, outcome, times[outcome])
+    arr = np.empty(n, np.float64)
+    bank = np.empty(n, np.int32)
+    row = np.empty(n, np.uint64)
+    outcome = np.empty(n, np.int8)
+    service = np.empty(n, np.float64)
+    bank_number = K.serve(a, t, order, am.masks, am.dramid, am.channels, am.bank_bits, times, arr, bank, row, outcome, service)
+    return DramResult(order, arr, bank, bank_number, row, outcome, service)
