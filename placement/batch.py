@@ -115,6 +115,7 @@ METADATA_KEY = b"placement.batch"
 SUITE_KEYS = ("name", "description", "gpu", "options", "entry")
 ENTRY_KEYS = ("id", "trace", "generator", "size", "block", "gpu", "placements", "measured_ns", "rank", "top", "note")
 OPTION_KEYS = ("queue", "instruction_counting", "queuing", "even_banks", "overlap")
+DASK_CONNECT_TIMEOUT = "10s"
 LEADING = (
     "entry", "kernel", "gpu", "placement", "rank", "model_ns", "predicted_ns", "prediction_basis", "measured_ns",
     "error", "abs_error", "kendall_tau", "top1_hit", "n_measured", "speedup", "sample_ns", "placement_full",
@@ -419,6 +420,8 @@ class Plan:
     """Traces already in memory (generated while checking the suite), by trace key."""
     gpu_names: dict[str, str]
     """suite's GPU spelling -> the configuration's name."""
+    trace_rows: dict[str, int] = field(default_factory=dict)
+    """trace key -> rows (the cost estimate that orders the work)."""
 
 
 def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
@@ -443,6 +446,7 @@ def plan(suite: Suite) -> Plan:
     sources: dict[str, TraceSource] = {}
     loaded: dict[str, traces.Trace] = {}
     gpus: dict[str, Gpu] = {}
+    trace_rows: dict[str, int] = {}
     for e in suite.entries:
         where = _where(suite.path, e.index, e.id)
         src = e.source
@@ -451,12 +455,14 @@ def plan(suite: Suite) -> Plan:
         if src.path is not None:
             try:
                 info = traces.read_info(src.path)
+                trace_rows[key] = pq.ParquetFile(src.path).metadata.num_rows
             except InputError as exc:
                 raise SuiteError(f"{where}: {exc}") from None
         else:
             if key not in loaded:
                 loaded[key] = src.load()
             info = loaded[key].info
+            trace_rows[key] = len(loaded[key])
         sample = sample_placement(info)
         for gi, g in enumerate(e.gpus):
             gpu = gpus.setdefault(g, get_gpu(g))
@@ -491,7 +497,7 @@ def plan(suite: Suite) -> Plan:
                     measured_sample_ns=measured_sample,
                 ))  # fmt: skip
     return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
-                gpu_names={g: v.name for g, v in gpus.items()})  # fmt: skip
+                gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows)  # fmt: skip
 
 
 # ---------------------------------------------------------------- the task function
@@ -579,40 +585,88 @@ def evaluate_task(task: Task, trace: traces.Trace, gpu: Gpu, options: Options, o
     ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: Evaluator(trace, gpu, options))
     sample = ev.sample_placement
     if task.placement is not None:
-        return [_row(task, ev.evaluate(task.placement), sample, None, task.position)]
-    from .search import SearchOptions, solve
+        rows = [_row(task, ev.evaluate(task.placement), sample, None, task.position)]
+    else:
+        from .search import SearchOptions, solve
 
-    ranking = solve(ev, options=SearchOptions(top=task.top, workers=1))
-    return [_row(task, e, sample, i + 1, i) for i, e in enumerate(ranking.ranking)]
+        ranking = solve(ev, options=SearchOptions(top=task.top, workers=1))
+        rows = [_row(task, e, sample, i + 1, i) for i, e in enumerate(ranking.ranking)]
+    for r in rows:
+        r["task"] = task.key
+    return rows
 
 
-def _local_task(task: Task, source: TraceSource, gpu: Gpu, options: Options, options_key: str) -> list[dict[str, Any]]:
-    trace = _TRACES.get(task.trace_key)
+def evaluate_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+                   ) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of several tasks of one (trace, GPU), in order: the unit an executor runs."""
+    return [r for t in chunk for r in evaluate_task(t, trace, gpu, options, options_key)]
+
+
+def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+    key = chunk[0].trace_key
+    trace = _TRACES.get(key)
     if trace is None:  # a trace file: read once per process
-        trace = _TRACES[task.trace_key] = source.load()
-    return evaluate_task(task, trace, gpu, options, options_key)
+        trace = _TRACES[key] = source.load()
+    return evaluate_chunk(chunk, trace, gpu, options, options_key)
 
 
-def _dask_task(task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str) -> list[dict[str, Any]]:
-    return evaluate_task(task, trace, gpu, options, options_key)
+def _dask_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    return evaluate_chunk(chunk, trace, gpu, options, options_key)
+
+
+MIN_CHUNK = 3
+"""Placements per chunk before an (entry, GPU) is split over workers: every chunk
+builds the sample's terms again in its worker, one evaluation more."""
+
+
+def chunks(plan_: Plan, todo: Sequence[Task], workers: int) -> list[tuple[Task, ...]]:
+    """Group the tasks to run into chunks, largest estimated cost first.
+
+    The tasks of one (entry, GPU) share the sample's terms, which a worker computes
+    once per chunk; so they stay together, split into at most ``workers`` chunks of
+    at least MIN_CHUNK placements. Cost ~ trace rows x evaluations (a ranking: about
+    5 per object plus its top K). Longest first keeps the workers evenly loaded.
+    The chunking changes neither the rows nor what a rerun skips (that is per task).
+    """
+    groups: OrderedDict[tuple, list[Task]] = OrderedDict()
+    for t in todo:
+        groups.setdefault((t.entry_index, t.gpu_index, t.placement is None), []).append(t)
+    out: list[tuple[float, int, tuple[Task, ...]]] = []
+    for g in groups.values():
+        rows = plan_.trace_rows.get(g[0].trace_key, 1)
+        if g[0].placement is None:  # rankings: one task each
+            for t in g:
+                n_obj = len(plan_.loaded[t.trace_key].info.objects) if t.trace_key in plan_.loaded else 8
+                out.append((rows * (5 * n_obj + t.top), len(out), (t,)))
+            continue
+        k = max(1, min(workers, len(g) // MIN_CHUNK))
+        for j in range(k):
+            part = tuple(g[j::k]) if k > 1 else tuple(g)
+            has_sample = any(t.position == 0 for t in part)
+            out.append((rows * (len(part) + (0 if has_sample else 1)), len(out), part))
+    out.sort(key=lambda x: (-x[0], x[1]))
+    return [c for _, _, c in out]
 
 
 # ---------------------------------------------------------------- executors
 
 
-def _local(plan_: Plan, tasks: Sequence[Task], workers: int, gpus: dict[str, Gpu], okey: str
-           ) -> Iterator[tuple[Task, list[dict]]]:  # fmt: skip
+def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: dict[str, Gpu], okey: str
+           ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
     opts = plan_.suite.options
-    if workers <= 1 or len(tasks) <= 1:
+    if workers <= 1 or len(work) <= 1:
         _TRACES.update(plan_.loaded)
-        for t in tasks:
-            yield t, _local_task(t, plan_.sources[t.trace_key], gpus[t.gpu], opts, okey)
+        for c in work:
+            yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
         return
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     # With fork the initializer's arguments are inherited, not pickled.
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded,)) as pool:
-        futures = {pool.submit(_local_task, t, plan_.sources[t.trace_key], gpus[t.gpu], opts, okey): t for t in tasks}
+        futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey): c
+                   for c in work}  # fmt: skip
         try:
             for f in as_completed(futures):
                 yield futures[f], f.result()
@@ -629,25 +683,29 @@ def dask_address(executor: str) -> str:
     return rest if "://" in rest else f"tcp://{rest}"
 
 
-def _dask(plan_: Plan, tasks: Sequence[Task], address: str, gpus: dict[str, Gpu], okey: str
-          ) -> Iterator[tuple[Task, list[dict]]]:  # fmt: skip
+def _dask(plan_: Plan, todo: Sequence[Task], address: str, gpus: dict[str, Gpu], okey: str
+          ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
     try:
         from distributed import Client, as_completed as dask_completed
     except ImportError:
         raise InputError("--executor dask://...: needs dask's distributed scheduler; pip install 'dask[distributed]'") from None
     opts = plan_.suite.options
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
     except OSError as exc:
         raise InputError(f"--executor dask://: no Dask scheduler at {address} ({exc})") from None
-    groups: OrderedDict[str, list[Task]] = OrderedDict()
-    for t in tasks:
-        groups.setdefault(t.trace_key, []).append(t)
-    window = max(2, len(client.scheduler_info().get("workers", {})))
+    workers = client.scheduler_info().get("workers", {})
+    # A chunk runs on one thread: chunk for the cluster's threads.
+    work = chunks(plan_, todo, max(1, sum(w.get("nthreads", 1) for w in workers.values())))
+    order = {c: i for i, c in enumerate(work)}  # longest first
+    groups: OrderedDict[str, list[tuple[Task, ...]]] = OrderedDict()
+    for c in work:
+        groups.setdefault(c[0].trace_key, []).append(c)
+    window = max(2, len(workers))
     pending = list(groups.items())
     remaining: dict[str, int] = {}
     scattered: dict[str, Any] = {}
-    owner: dict[Any, Task] = {}
+    owner: dict[Any, tuple[Task, ...]] = {}
     done = dask_completed()
 
     def submit_next() -> None:
@@ -658,24 +716,25 @@ def _dask(plan_: Plan, tasks: Sequence[Task], address: str, gpus: dict[str, Gpu]
         # One copy per worker, not one per task.
         scattered[trace_key] = fut = client.scatter(trace, broadcast=True, hash=False)
         remaining[trace_key] = len(group)
-        for t in group:
-            f = client.submit(_dask_task, t, fut, gpus[t.gpu], opts, okey, pure=False,
-                              key=f"placement-batch-{hashlib.sha1(t.key.encode()).hexdigest()[:16]}")  # fmt: skip
-            owner[f] = t
+        for c in group:
+            f = client.submit(_dask_chunk, c, fut, gpus[c[0].gpu], opts, okey, pure=False, priority=-order[c],
+                              key=f"placement-batch-{_part_name(c).removesuffix('.parquet')}")  # fmt: skip
+            owner[f] = c
             done.add(f)
 
     try:
         while pending and len(scattered) < window:
             submit_next()
         for f in done:
-            t = owner.pop(f)
+            c = owner.pop(f)
             rows = f.result()
-            remaining[t.trace_key] -= 1
-            if remaining[t.trace_key] == 0:
-                scattered.pop(t.trace_key).release()
+            key = c[0].trace_key
+            remaining[key] -= 1
+            if remaining[key] == 0:
+                scattered.pop(key).release()
                 if pending:
                     submit_next()
-            yield t, rows
+            yield c, rows
     finally:
         for f in owner:
             f.cancel()
@@ -690,8 +749,8 @@ def parts_dir(output: str | os.PathLike) -> Path:
     return out.parent / (out.stem + ".parts")
 
 
-def _part_name(key: str) -> str:
-    return hashlib.sha1(key.encode()).hexdigest()[:20] + ".parquet"
+def _part_name(chunk: Sequence[Task]) -> str:
+    return hashlib.sha1("\n".join(t.key for t in chunk).encode()).hexdigest()[:20] + ".parquet"
 
 
 def experiment(plan_: Plan) -> dict[str, Any]:
@@ -816,8 +875,9 @@ def run(
     """Evaluate a suite into ``output`` (Parquet), resuming from what is already there.
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
-    ``"dask://HOST:PORT"``. ``progress(done, total)`` is called once before the first
-    task (done 0) and after each task's rows are safely on disk.
+    ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or
+    rankings): it is called once before the first (done 0) and after each chunk's
+    rows are safely on disk.
     """
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
@@ -853,9 +913,11 @@ def run(
         if f.name.startswith(".") and f.name.endswith(".tmp"):  # a part being written when a run was killed
             f.unlink()
         elif f.suffix == ".parquet":
-            rows = _read_rows(f)
-            if rows:
-                existing.setdefault(rows[0]["task"], rows)
+            found_rows: dict[str, list[dict]] = {}
+            for r in _read_rows(f):
+                found_rows.setdefault(r["task"], []).append(r)
+            for k, v in found_rows.items():
+                existing.setdefault(k, v)
     keys = {t.key for t in plan_.tasks}
     stray = sorted(set(existing) - keys)
     if stray:
@@ -871,15 +933,14 @@ def run(
     done = 0
     if todo:
         if executor == "local":
-            stream = _local(plan_, todo, workers, gpus, okey)
+            stream = _local(plan_, chunks(plan_, todo, workers), workers, gpus, okey)
         else:
             stream = _dask(plan_, todo, dask_address(executor), gpus, okey)
-        for task, rows in stream:
+        for chunk, rows in stream:
+            _write_table(rows, parts / _part_name(chunk), None)
             for r in rows:
-                r["task"] = task.key
-            _write_table(rows, parts / _part_name(task.key), None)
-            existing[task.key] = rows
-            done += 1
+                existing.setdefault(r["task"], []).append(r)
+            done += len(chunk)
             if progress:
                 progress(done, len(todo))
     # Combine, in suite order, with the rank agreement of each (entry, GPU).
@@ -899,5 +960,5 @@ def run(
                        summary=summary, overall=overall)  # fmt: skip
 
 
-__all__ = ["BatchResult", "Entry", "Plan", "Suite", "SuiteError", "Task", "TraceSource", "evaluate_task",
-           "load_suite", "plan", "read_experiment", "run"]  # fmt: skip
+__all__ = ["BatchResult", "Entry", "Plan", "Suite", "SuiteError", "Task", "TraceSource", "chunks", "evaluate_chunk",
+           "evaluate_task", "load_suite", "plan", "read_experiment", "run"]  # fmt: skip

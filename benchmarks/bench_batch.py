@@ -1,0 +1,68 @@
+"""Wall time of `placement batch` on the Table IV suite with 1 and 2 local workers.
+
+Each run is a fresh `placement batch SUITE -o OUT --workers N` process writing to a
+new folder, so the time is what a user waits: start-up, trace generation (in the
+parent, once), every evaluation, and the results file. Numba's on-disk cache is
+warmed by one untimed run first. Prints one line per worker count (the best of
+``--repeat`` runs) and the speedup over 1 worker, and checks that every run wrote
+the same rows.
+
+    python benchmarks/bench_batch.py [--suite table4] [--workers 1 2] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+
+def run_once(suite: str, out: Path, workers: int) -> float:
+    cmd = [sys.executable, "-m", "placement.cli", "batch", suite, "-o", str(out), "--workers", str(workers),
+           "--no-progress", "--json"]  # fmt: skip
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def rows(path: Path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", default="table4")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    print(f"CPUs available: {len(os.sched_getaffinity(0))}; suite {args.suite}")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
+        print(f"warm-up run (numba cache): {warm:.1f} s")
+        reference = rows(tmp / "warm.parquet")
+        best: dict[int, float] = {}
+        for w in args.workers:
+            times = []
+            for r in range(args.repeat):
+                out = tmp / f"w{w}-{r}.parquet"
+                times.append(run_once(args.suite, out, w))
+                assert rows(out) == reference, f"{out}: rows differ from the warm-up run's"
+            best[w] = min(times)
+            print(f"workers {w}: {best[w]:6.1f} s wall (best of {args.repeat}: {', '.join(f'{t:.1f}' for t in times)}); "
+                  f"{len(reference)} rows")  # fmt: skip
+        base = best.get(1)
+        if base:
+            for w, t in best.items():
+                if w != 1:
+                    print(f"speedup with {w} workers: {base / t:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

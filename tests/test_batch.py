@@ -1,0 +1,306 @@
+"""`placement batch`: suites, results files, resuming, and the local and Dask executors."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from scipy.stats import kendalltau
+
+from placement import batch
+from traces import generators
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Small kernels: the whole suite is a few dozen tasks of milliseconds each.
+SUITE = """\
+name = "small"
+gpu = "k80"
+
+[[entry]]
+id = "triad"
+generator = "triad"
+size = [4096]
+placements = ["", "B=S", "A=T", "A=T,B=T"]
+measured_ns = [5000.0, 4100.0, 5200.0, 4900.0]
+
+[[entry]]
+id = "transpose"
+generator = "transpose"
+size = [128, 128]
+placements = ["", "idata=2T", "idata=T"]
+gpu = ["k80", "v100"]
+
+[[entry]]
+trace = "vec.parquet"
+placements = ["", "a=T", "b=C"]
+
+[[entry]]
+id = "reduction-rank"
+generator = "reduction"
+size = [16384, 16]
+rank = true
+top = 3
+"""
+# tasks: 4 + 3*2 + 3 + 1 (the ranking)
+TASKS = 14
+
+
+def _suite(tmp_path: Path, text: str = SUITE) -> Path:
+    vec = tmp_path / "vec.parquet"
+    if not vec.exists():
+        generators.write("vecadd", vec, [2048], [128])
+    p = tmp_path / "suite.toml"
+    p.write_text(text)
+    return p
+
+
+def _rows(path) -> list[dict]:
+    rows = pq.read_table(path).to_pylist()
+    for r in rows:
+        r.pop("task", None)
+    return rows
+
+
+def test_small_suite_end_to_end(run_cli, tmp_path):
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "2", "--json")
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["tasks_run"] == TASKS and doc["tasks_resumed"] == 0
+    assert not batch.parts_dir(out).exists()
+    t = pq.read_table(out)
+    rows = t.to_pylist()
+    # 4 + 3 + 3 + 3 placements, 3 ranked
+    assert len(rows) == doc["rows"] == 16
+    # suite order, one row per (entry, gpu, placement)
+    assert [(r["entry"], r["gpu"]) for r in rows[:10]] == [("triad", "k80")] * 4 + [("transpose", "k80")] * 3 + [
+        ("transpose", "v100")
+    ] * 3
+    assert [r["placement"] for r in rows[:4]] == ["sample", "B=S", "A=T", "A=T,B=T"]
+    assert len({(r["entry"], r["gpu"], r["placement_full"]) for r in rows}) == len(rows)
+    # the experiment, in the Parquet metadata
+    exp = batch.read_experiment(out)
+    assert exp["suite"]["sha256"] == batch.load_suite(suite).sha256
+    assert exp["suite"]["path"] == str(suite) and exp["gpus"] == ["k80", "v100"] and exp["version"]
+    # terms and events flattened
+    assert {"t_comp", "t_mem", "t_overlap", "events.e_global", "row_buffer.hit", "caches.l2.global.misses"} <= set(
+        t.column_names
+    )
+    # measured: predicted = measured sample x T(target) / T(sample); error; rank agreement
+    tri = rows[:4]
+    meas = [5000.0, 4100.0, 5200.0, 4900.0]
+    for r, m in zip(tri, meas):
+        assert r["prediction_basis"] == "measured sample"
+        assert r["predicted_ns"] == pytest.approx(5000.0 * r["cycles"] / tri[0]["cycles"], rel=1e-12)
+        assert r["error"] == pytest.approx(r["predicted_ns"] / m - 1.0)
+    assert tri[0]["error"] == pytest.approx(0.0, abs=1e-12)
+    tau = kendalltau([r["predicted_ns"] for r in tri], meas).statistic
+    assert all(r["kendall_tau"] == pytest.approx(tau) for r in tri)
+    assert tri[0]["top1_hit"] == (min(tri, key=lambda r: r["predicted_ns"])["placement"] == "B=S")
+    assert all(r["kendall_tau"] is None and r["measured_ns"] is None for r in rows[4:])
+    # the ranking: top 3 in order
+    ranked = [r for r in rows if r["entry"] == "reduction-rank"]
+    assert [r["rank"] for r in ranked] == [1, 2, 3]
+    assert ranked == sorted(ranked, key=lambda r: r["model_ns"])
+    # a trace-file entry, named after its file
+    assert [r["placement"] for r in rows if r["entry"] == "vec"] == ["sample", "a=T", "b=C"]
+
+    # the screen summary; a rerun finds every row present and leaves the file as it was
+    before = out.read_bytes()
+    code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 0, err
+    assert f"(0 tasks run, {TASKS} resumed)" in stdout
+    assert "triad" in stdout and "tau" in stdout and "top-1 hits" in stdout
+    assert out.read_bytes() == before
+
+
+def test_workers_do_not_change_results(tmp_path):
+    suite = _suite(tmp_path)
+    batch.run(suite, tmp_path / "a.parquet", workers=1)
+    batch.run(suite, tmp_path / "b.parquet", workers=2)
+    assert _rows(tmp_path / "a.parquet") == _rows(tmp_path / "b.parquet")
+
+
+def test_other_suite_refused(run_cli, tmp_path):
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+    assert batch.run(suite, out).rows == 16
+    old = batch.load_suite(suite).sha256
+    suite.write_text(SUITE.replace("size = [4096]", "size = [8192]"))
+    new = batch.load_suite(suite).sha256
+    code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 2 and stdout == ""
+    assert old in err and new in err and "same suite" in err
+
+
+_KILLER = """\
+import os, signal, sys
+from placement import batch
+
+def progress(done, total):
+    if done >= int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)   # no cleanup, no finally
+
+batch.run(sys.argv[1], sys.argv[2], workers=1, progress=progress)
+"""
+
+
+def _tasks_in_parts(out) -> int:
+    keys = set()
+    for p in batch.parts_dir(out).glob("*.parquet"):
+        keys |= {r["task"] for r in pq.read_table(p).to_pylist()}
+    return len(keys)
+
+
+def test_killed_run_resumes_without_loss_or_duplicates(run_cli, tmp_path):
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+    script = tmp_path / "killer.py"
+    script.write_text(_KILLER)
+    proc = subprocess.run([sys.executable, str(script), str(suite), str(out), "5"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not out.exists()
+    assert (batch.parts_dir(out) / "experiment.json").exists()
+    kept = _tasks_in_parts(out)
+    assert 5 <= kept < TASKS
+
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "2")
+    assert code == 0, err
+    assert f"({TASKS - kept} tasks run, {kept} resumed)" in stdout
+    batch.run(suite, tmp_path / "clean.parquet", workers=1)
+    assert _rows(out) == _rows(tmp_path / "clean.parquet")
+
+
+def test_failure_mid_run_keeps_completed_rows(tmp_path):
+    """An exception part way (here from the progress hook) with worker processes."""
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+
+    def progress(done, total):
+        if done >= 4:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        batch.run(suite, out, workers=2, progress=progress)
+    assert not out.exists()
+    kept = _tasks_in_parts(out)
+    assert 4 <= kept < TASKS
+    res = batch.run(suite, out, workers=2)
+    assert (res.computed, res.skipped, res.rows) == (TASKS - kept, kept, 16)
+    batch.run(suite, tmp_path / "clean.parquet", workers=1)
+    assert _rows(out) == _rows(tmp_path / "clean.parquet")
+
+
+def test_chunks_keep_each_sample_once_per_worker():
+    """Chunks: an (entry, GPU) splits over workers only with MIN_CHUNK placements a piece; longest first."""
+    s = batch.load_suite("table4")
+    small = batch.Suite(path=s.path, sha256=s.sha256, name=s.name, description=s.description,
+                        entries=tuple(e for e in s.entries if e.id in ("neuralnet", "spmv", "triad")),
+                        options=s.options)  # fmt: skip
+    p = batch.plan(small)
+    one = batch.chunks(p, p.tasks, 1)
+    assert sorted(len(c) for c in one) == [2, 5, 9]
+    two = batch.chunks(p, p.tasks, 2)
+    assert sorted(len(c) for c in two) == [2, 4, 5, 5]  # spmv's 9 in two
+    assert sorted(t.key for c in two for t in c) == sorted(t.key for t in p.tasks)
+    cost = [p.trace_rows[c[0].trace_key] * (len(c) + (0 if any(t.position == 0 for t in c) else 1)) for c in two]
+    assert cost == sorted(cost, reverse=True)
+
+
+def test_dask_local_cluster_matches_local(run_cli, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    suite = _suite(tmp_path)
+    batch.run(suite, tmp_path / "local.parquet", workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.removeprefix("tcp://")
+        code, stdout, err = run_cli("batch", suite, "-o", tmp_path / "dask.parquet", "--executor", f"dask://{address}")
+        assert code == 0, err
+        with distributed.Client(cluster) as client:
+            built = client.run(lambda: __import__("placement.batch").batch._CACHE.built)
+    assert _rows(tmp_path / "dask.parquet") == _rows(tmp_path / "local.parquet")
+    # one evaluator per (trace, GPU) per worker at most: 5 such pairs in the suite
+    assert len(built) == 2 and all(n <= 5 for n in built.values()) and sum(built.values()) >= 5
+
+
+def test_dask_no_scheduler(run_cli, tmp_path, monkeypatch):
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    monkeypatch.setattr(batch, "DASK_CONNECT_TIMEOUT", "1s")
+    suite = _suite(tmp_path)
+    code, _, err = run_cli("batch", suite, "-o", tmp_path / "r.parquet", "--executor", "dask://127.0.0.1:1")
+    assert code == 2 and "no Dask scheduler at tcp://127.0.0.1:1" in err
+
+
+BAD = {
+    "missing gpu": (
+        '[[entry]]\nid = "t"\ngenerator = "triad"\nplacements = [""]\n',
+        "entry 1 ('t'): missing key 'gpu'",
+    ),
+    "missing placements": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\n',
+        "entry 1 ('t'): expected exactly one of 'placements'",
+    ),
+    "unknown generator": (
+        'gpu = "k80"\n[[entry]]\ngenerator = "triad"\nplacements = [""]\n[[entry]]\nid = "x"\ngenerator = "nosuch"\nplacements = [""]\n',
+        "entry 2 ('x'): unknown generator 'nosuch'; known: vecadd, triad",
+    ),
+    "unknown object": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nsize = [1024]\nplacements = ["", "D=T"]\n',
+        "entry 1 ('t'): placement 'D=T': unknown object 'D' in kernel triad; objects: A, B, C",
+    ),
+    "unknown key": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nplacement = [""]\n',
+        "entry 1 ('t'): unknown key 'placement'; known keys: id, trace",
+    ),
+    "illegal placement": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nsize = [1024]\nplacements = ["C=T"]\n',
+        "entry 1 ('t'): placement 'C=T' on k80: illegal placement (written)",
+    ),
+    "measured length": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nsize = [1024]\nplacements = ["", "A=T"]\nmeasured_ns = [1.0]\n',
+        "entry 1 ('t'): measured_ns must be a list of 2 positive times",
+    ),
+    "duplicate": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nsize = [1024]\nplacements = ["A=G", ""]\n',
+        "entry 1 ('t'): placement '' is the same placement as 'A=G'",
+    ),
+    "no trace file": (
+        'gpu = "k80"\n[[entry]]\ntrace = "nope.parquet"\nplacements = [""]\n',
+        "entry 1: trace file",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_suite_exit_2(run_cli, tmp_path, case):
+    text, expected = BAD[case]
+    suite = tmp_path / "bad.toml"
+    suite.write_text(text)
+    out = tmp_path / "r.parquet"
+    code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 2 and stdout == ""
+    assert err.startswith(f"placement batch: error: {suite}: ")
+    assert expected in err, err
+    assert not out.exists() and not batch.parts_dir(out).exists()
+
+
+def test_table4_suite_is_valid():
+    """The shipped suite parses, and every placement names real objects and is legal on the K80."""
+    s = batch.load_suite("table4")
+    assert [e.id for e in s.entries][:3] == ["bfs", "fft", "neuralnet"] and s.gpus == ["k80"]
+    text = (ROOT / "configs" / "suites" / "table4.toml").read_text()
+    assert text.startswith("# The placement tests of Huang & Li, Table IV")
+    # object names are checked against the kernels in plan(); generating them all is the slow part of
+    # a batch run, so only a few cheap ones are planned here
+    small = batch.Suite(path=s.path, sha256=s.sha256, name=s.name, description=s.description,
+                        entries=tuple(e for e in s.entries if e.id in ("neuralnet", "spmv", "triad", "md5hash")),
+                        options=s.options)  # fmt: skip
+    p = batch.plan(small)
+    assert len(p.tasks) == 5 + 9 + 2 + 2
