@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import _common as C
+from ._kern import put
 from .blocks import Emitter, _grid_warps
 
 LOAD, STORE = 0, 1
@@ -398,28 +399,144 @@ def graph(vertices: int, degree: int, tag: int = 3):
     a, b = a[keep], b[keep]
     src = np.concatenate([a, b])
     dst = np.concatenate([b, a])
-    order = np.lexsort((dst, src))
-    src, dst = src[order], dst[order]
     counts = np.bincount(src, minlength=vertices)
-    return C.offsets_from_counts(counts), dst
+    offsets = C.offsets_from_counts(counts)
+    # (src, dst) pairs in lexicographic order: a counting sort by src, then each list sorted.
+    return offsets, _csr_sorted(offsets, src, dst)
 
 
+@nb.njit(cache=True)
+def _csr_sorted(offsets, src, dst):
+    cursor = offsets[:-1].copy()
+    out = np.empty(dst.shape[0], np.int64)
+    for i in range(src.shape[0]):
+        out[cursor[src[i]]] = dst[i]
+        cursor[src[i]] += 1
+    for v in range(offsets.shape[0] - 1):  # insertion sort: lists are short (degree ~ 8)
+        lo, hi = offsets[v], offsets[v + 1]
+        if hi - lo > 64:
+            out[lo:hi].sort()
+            continue
+        for i in range(lo + 1, hi):
+            x = out[i]
+            j = i - 1
+            while j >= lo and out[j] > x:
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = x
+    return out
+
+
+@nb.njit(cache=True)
 def bfs_levels(offsets, nbrs, source=0):
+    """BFS level of every vertex from ``source`` (-1 where unreachable)."""
     n = offsets.shape[0] - 1
     lev = np.full(n, -1, np.int64)
+    queue = np.empty(n, np.int64)
     lev[source] = 0
-    front = np.array([source])
-    d = 0
-    while front.size:
-        starts, ends = offsets[front], offsets[front + 1]
-        idx = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)]) if front.size < 64 else \
-            np.repeat(starts - C.offsets_from_counts(ends - starts)[:-1], ends - starts) + np.arange(int((ends - starts).sum()))
-        nxt = np.unique(nbrs[idx])
-        nxt = nxt[lev[nxt] < 0]
-        d += 1
-        lev[nxt] = d
-        front = nxt
+    queue[0] = source
+    head, tail = 0, 1
+    while head < tail:
+        v = queue[head]
+        head += 1
+        for e in range(offsets[v], offsets[v + 1]):
+            u = nbrs[e]
+            if lev[u] < 0:
+                lev[u] = lev[v] + 1
+                queue[tail] = u
+                tail += 1
     return lev
+
+
+@nb.njit(cache=True)
+def _bfs_new_masks(vertices, front, nxt, offs, nbrs, n_ed):
+    """Per edge-loop iteration of the frontier vertices (in vertex order), the lanes that find their
+    neighbour u unvisited (``nxt[u]``: BFS level curr + 1); and the number of rows they make."""
+    masks = np.empty(n_ed, np.uint32)
+    ne = nbrs.shape[0]
+    j = 0
+    rows = 0
+    for v in range(vertices):
+        if not front[v]:
+            continue
+        first = offs[v]
+        deg = offs[v + 1] - first
+        for it in range((deg + 31) // 32):
+            new = np.uint32(0)
+            for lane in range(min(32, deg - 32 * it)):
+                e = first + 32 * it + lane
+                if nxt[nbrs[e] if ne else e]:
+                    new |= np.uint32(1) << np.uint32(lane)
+            masks[j] = new
+            j += 1
+            rows += 4 if new else 2
+    return masks, rows
+
+
+@nb.njit(cache=True)
+def _bfs_rows(out, vertices, wpb, n_warps, front, new_masks, offs, nbrs, head_len, vx_len, vx_seq, vx_pc, ed_len,
+              ed_seq, ed_pc, ids, spaces, levels_base, ea_base, aux_base, flag_base):  # fmt: skip
+    """SHOC BFS_kernel_warp rows in final order. Warp w owns vertices 32w .. 32w+31; per owned
+    vertex v: LDG levels[v] (broadcast) and, for a frontier vertex (``front[v]``), LDG
+    edgeArray[v], [v+1]; then per 32 of its edges (lane l takes e = edgeArray[v] + 32 it + l):
+    LDG edgeArrayAux[e], LDG levels[u], and, by the lanes that find u unvisited (``new_masks``,
+    one per iteration in vertex order), STG levels[u] and STG *flag. ``ids``/``spaces``: levels,
+    edgeArray, edgeArrayAux, flag."""
+    addr = out[8]
+    full = np.uint32(0xFFFFFFFF)
+    ne = nbrs.shape[0]
+    r = 0
+    j = 0
+    for w in range(n_warps):
+        cta = w // wpb
+        warp = w % wpb
+        s = head_len
+        for c in range(32):
+            v = w * 32 + c
+            if v >= vertices:
+                break
+            put(out, r, cta, warp, s + vx_seq[0], vx_pc[0], 0, spaces[0], 4, full, ids[0])
+            for lane in range(32):
+                addr[r, lane] = np.uint64(levels_base + 4 * v)
+            r += 1
+            s += vx_len
+            if not front[v]:
+                continue
+            for q in range(2):
+                put(out, r, cta, warp, s - vx_len + vx_seq[1 + q], vx_pc[1 + q], 0, spaces[1], 4, full, ids[1])
+                for lane in range(32):
+                    addr[r, lane] = np.uint64(ea_base + 4 * (v + q))
+                r += 1
+            first = offs[v]
+            deg = offs[v + 1] - first
+            for it in range((deg + 31) // 32):
+                n_act = min(32, deg - 32 * it)
+                mask = full if n_act == 32 else (np.uint32(1) << np.uint32(n_act)) - np.uint32(1)
+                new = new_masks[j]
+                j += 1
+                e0 = first + 32 * it
+                put(out, r, cta, warp, s + ed_seq[0], ed_pc[0], 0, spaces[2], 4, mask, ids[2])
+                put(out, r + 1, cta, warp, s + ed_seq[1], ed_pc[1], 0, spaces[0], 4, mask, ids[0])
+                for lane in range(32):
+                    if lane < n_act:
+                        u = nbrs[e0 + lane] if ne else e0 + lane
+                        addr[r, lane] = np.uint64(aux_base + 4 * (e0 + lane))
+                        addr[r + 1, lane] = np.uint64(levels_base + 4 * u)
+                    else:
+                        addr[r, lane] = np.uint64(0)
+                        addr[r + 1, lane] = np.uint64(0)
+                if new:
+                    put(out, r + 2, cta, warp, s + ed_seq[2], ed_pc[2], 1, spaces[0], 4, new, ids[0])
+                    put(out, r + 3, cta, warp, s + ed_seq[3], ed_pc[3], 1, spaces[3], 4, new, ids[3])
+                    for lane in range(32):
+                        if (new >> np.uint32(lane)) & np.uint32(1):
+                            addr[r + 2, lane] = addr[r + 1, lane]
+                            addr[r + 3, lane] = np.uint64(flag_base)
+                        else:
+                            addr[r + 2, lane] = np.uint64(0)
+                            addr[r + 3, lane] = np.uint64(0)
+                r += 4 if new else 2
+                s += ed_len
 
 
 def bfs(vertices: int, degree: int = 8, level: int = -1, block: int = 1024):
@@ -427,7 +544,9 @@ def bfs(vertices: int, degree: int = 8, level: int = -1, block: int = 1024):
 
     ``level`` picks the launch (curr); -1 takes the level with the largest frontier. Lanes that
     find a neighbour unvisited (levels[u] == UINT_MAX when the launch starts: its BFS level is
-    curr + 1) store levels[u] and *flag.
+    curr + 1) store levels[u] and *flag. The graph, its BFS levels, the lanes that find a
+    neighbour unvisited (``_bfs_new_masks``) and the rows (one pass in final order, ``_bfs_rows``)
+    come from numba.
     """
     offs, nbrs = graph(vertices, degree)
     lev = bfs_levels(offs, nbrs)
@@ -447,51 +566,27 @@ def bfs(vertices: int, degree: int = 8, level: int = -1, block: int = 1024):
     wpb = block // 32
     n_w = -(-vertices // 32)
     g = -(-n_w // wpb)
-    cta, warp, tid = _grid_warps(g, wpb)
-    lane = tid % 32
-    w = cta * wpb + warp
-    E = Emitter()
-    s = np.full(w.shape, head.length, np.int64)
-    n_vx = np.zeros(w.shape, np.int64)
-    n_ed = np.zeros(w.shape, np.int64)
-    full = _allon(tid)
-    for c in range(32):
-        v = w * 32 + c
-        owns = v < vertices
-        vv = np.minimum(v, vertices - 1)
-        act = np.broadcast_to(owns[:, None], tid.shape)
-        E.add(cta, warp, s + vx.mem[0], vx.pcs[0], LOAD, levels, 4, act, vv[:, None] + 0 * tid)
-        front = owns & (lev[vv] == level)
-        fa = np.broadcast_to(front[:, None], tid.shape)
-        E.add(cta, warp, s + vx.mem[1], vx.pcs[1], LOAD, edgeArray, 4, fa, vv[:, None] + 0 * tid)
-        E.add(cta, warp, s + vx.mem[2], vx.pcs[2], LOAD, edgeArray, 4, fa, vv[:, None] + 1 + 0 * tid)
-        n_vx += owns
-        s = s + np.where(owns, vx.length, 0)
-        deg = np.where(front, offs[vv + 1] - offs[vv], 0)
-        first = offs[vv]
-        for it in range(int(-(-deg.max(initial=0) // 32))):
-            e = first[:, None] + lane + 32 * it
-            act = fa & (lane + 32 * it < deg[:, None]) & full
-            ee = np.where(act, e, 0)
-            u = nbrs[ee] if ne else ee
-            new = act & (lev[u] == level + 1)
-            E.add(cta, warp, s + ed.mem[0], ed.pcs[0], LOAD, edgeArrayAux, 4, act, ee)
-            E.add(cta, warp, s + ed.mem[1], ed.pcs[1], LOAD, levels, 4, act, u)
-            E.add(cta, warp, s + ed.mem[2], ed.pcs[2], STORE, levels, 4, new, u)
-            E.add(cta, warp, s + ed.mem[3], ed.pcs[3], STORE, flag, 4, new, np.zeros_like(u))
-            ran = act.any(axis=1)
-            n_ed += ran
-            s = s + np.where(ran, ed.length, 0)
     n_warps = g * wpb
+    objs = (levels, edgeArray, edgeArrayAux, flag)
+    front = (lev == level).astype(np.uint8)  # byte flags: the random lookups stay in cache
+    nxt = (lev == level + 1).astype(np.uint8)
+    deg = np.diff(offs)[front.astype(bool)]
+    n_ed = int(((deg + 31) // 32).sum())
+    new_masks, ed_rows = _bfs_new_masks(vertices, front, nxt, offs, nbrs, n_ed)
+    cols = C.alloc_rows(vertices + 2 * int(front.sum()) + ed_rows)
+    _bfs_rows(C.out_tuple(cols), vertices, wpb, n_warps, front, new_masks, offs, nbrs, head.length, vx.length,
+              vx.mem_array(), vx.pc_array(), ed.length, ed.mem_array(), ed.pc_array(),
+              np.array([o.id for o in objs], np.int16), np.array([C.space_code(o) for o in objs], np.int8), levels.base,
+              edgeArray.base, edgeArrayAux.base, flag.base)  # fmt: skip
     t = C.Tally()
     t.add(head, n_warps)
-    t.add(vx, n_vx)
+    t.add(vx, vertices)  # every owned vertex
     t.add(ed, n_ed)
     t.add(ex, n_warps)
     info = C.kernel_info(k, (g, 1, 1), (block, 1, 1), L, t,
                          params={"vertices": vertices, "degree": degree, "level": level, "block": block, "edges": ne,
                                  "levels": n_levels, "frontier": int((lev == level).sum())})  # fmt: skip
-    return E.columns(), info
+    return cols, info
 
 
 # ---------------------------------------------------------------------------------------------
