@@ -60,12 +60,15 @@ suite path and SHA-256, GPU names, model options.
 
 Resuming
 --------
-Each completed task (one placement, or one ranking) is written at once, atomically,
-as a small Parquet part file in ``RESULTS.parts/``; at the end the parts (and any
-rows of an earlier ``RESULTS.parquet``) are combined, atomically, into
-``RESULTS.parquet`` and the folder is removed. A rerun skips every task whose rows
-are present, so a run killed part way and started again loses and duplicates
-nothing. Resuming with a suite whose SHA-256 differs from the recorded one is
+A *task* is one placement of an entry on one GPU, or one ranking; the row's
+``task`` column is its key. Tasks run in chunks (the placements of one (entry,
+GPU), split over the workers when there are many, see ``chunks``), and each
+completed chunk is written at once, atomically, as a small Parquet part file in
+``RESULTS.parts/``; at the end the parts (and any rows of an earlier
+``RESULTS.parquet``) are combined, atomically, into ``RESULTS.parquet`` and the
+folder is removed. A rerun skips every task whose rows are present, whatever the
+workers or executor, so a run killed part way and started again loses and
+duplicates nothing. Resuming with a suite whose SHA-256 differs from the recorded one is
 refused with both values (Kernel Tuner's habit, STYLE.md).
 
 Executors
