@@ -5,7 +5,8 @@ new folder, so the time is what a user waits: start-up, trace generation (in the
 parent, once), every evaluation, and the results file. Numba's on-disk cache is
 warmed by one untimed run first. Prints one line per worker count (the best of
 ``--repeat`` runs) and the speedup over 1 worker, and checks that every run wrote
-the same rows.
+the same rows. The CPU time (the command and its workers) shows the parallel
+overhead even when other processes share the CPUs and the wall time is noisy.
 
     python benchmarks/bench_batch.py [--suite table4] [--workers 1 2] [--repeat 2]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -23,12 +25,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 
-def run_once(suite: str, out: Path, workers: int) -> float:
+def run_once(suite: str, out: Path, workers: int) -> tuple[float, float]:
+    """(wall s, CPU s of the command and its worker processes)."""
     cmd = [sys.executable, "-m", "placement.cli", "batch", suite, "-o", str(out), "--workers", str(workers),
            "--no-progress", "--json"]  # fmt: skip
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def rows(path: Path) -> list[dict]:
@@ -41,27 +47,30 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    print(f"CPUs available: {len(os.sched_getaffinity(0))}; suite {args.suite}")
+    print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; suite {args.suite}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
+        warm, _ = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
         print(f"warm-up run (numba cache): {warm:.1f} s")
         reference = rows(tmp / "warm.parquet")
         best: dict[int, float] = {}
         for w in args.workers:
-            times = []
+            times, cpus = [], []
             for r in range(args.repeat):
                 out = tmp / f"w{w}-{r}.parquet"
-                times.append(run_once(args.suite, out, w))
+                wall, cpu = run_once(args.suite, out, w)
+                times.append(wall)
+                cpus.append(cpu)
                 assert rows(out) == reference, f"{out}: rows differ from the warm-up run's"
             best[w] = min(times)
             print(f"workers {w}: {best[w]:6.1f} s wall (best of {args.repeat}: {', '.join(f'{t:.1f}' for t in times)}); "
-                  f"{len(reference)} rows")  # fmt: skip
+                  f"CPU {min(cpus):.1f} s; {len(reference)} rows")  # fmt: skip
         base = best.get(1)
         if base:
             for w, t in best.items():
                 if w != 1:
                     print(f"speedup with {w} workers: {base / t:.2f}x")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on these CPUs slow the runs down)")
 
 
 if __name__ == "__main__":
