@@ -110,15 +110,44 @@ def _bank_stats(starts, arrival, service, tau_a, c_a, tau_s, c_s, wq_exact):
         wq_exact[b] = lindley(arrival[lo:hi], service[lo:hi])
 
 
+@nb.njit(cache=True, nogil=True)
+def _group_by_bank(bank, n_banks):
+    """Stable counting sort of request indices by a dense bank id: (order, starts)."""
+    counts = np.zeros(n_banks + 1, np.int64)
+    for i in range(bank.shape[0]):
+        counts[bank[i] + 1] += 1
+    starts = np.cumsum(counts)
+    pos = starts[:-1].copy()
+    order = np.empty(bank.shape[0], np.int64)
+    for i in range(bank.shape[0]):
+        b = bank[i]
+        order[pos[b]] = i
+        pos[b] += 1
+    return order, starts
+
+
 def bank_stats(bank: np.ndarray, arrival: np.ndarray, service: np.ndarray) -> BankStats:
-    """Per-bank arrival and service moments and exact mean waits."""
+    """Per-bank arrival and service moments and exact mean waits.
+
+    Requests are grouped by bank with their arrivals in order: a counting sort when
+    the banks are small non-negative ids and the arrivals already sorted (the DRAM
+    stream's case), a lexsort otherwise.
+    """
     bank = np.asarray(bank, dtype=np.int64)
     arrival = np.asarray(arrival, dtype=np.float64)
     service = np.asarray(service, dtype=np.float64)
-    order = np.lexsort((arrival, bank))  # by bank, then arrival (stable for ties)
-    b, a, s = bank[order], arrival[order], service[order]
-    ids, starts = np.unique(b, return_index=True)
-    starts = np.append(starts, b.shape[0]).astype(np.int64)
+    n = bank.shape[0]
+    dense = n > 0 and bank.min() >= 0 and bank.max() < 4 * n + 1024
+    if dense and bool(np.all(arrival[1:] >= arrival[:-1])):
+        order, starts = _group_by_bank(bank, int(bank.max()) + 1)
+        present = np.flatnonzero(np.diff(starts))
+        ids = present.astype(np.int64)
+        starts = np.append(starts[present], n).astype(np.int64)
+    else:
+        order = np.lexsort((arrival, bank))  # by bank, then arrival (stable for ties)
+        ids, first = np.unique(bank[order], return_index=True)
+        starts = np.append(first, n).astype(np.int64)
+    a, s = arrival[order], service[order]
     k = ids.shape[0]
     tau_a, c_a, tau_s, c_s, wq = (np.empty(k) for _ in range(5))
     if k:

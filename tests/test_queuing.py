@@ -120,3 +120,20 @@ def test_closed_system_caps_a_saturated_bank():
     assert open_loop.wq[1] == pytest.approx(wq1_open)
     assert q.wq[1] == pytest.approx(min(wq1_open, (10 * 0.4 - 1) * 3.0))
     assert q.wq[0] == pytest.approx(min(open_loop.wq[0], (10 * 0.6 - 1) * 2.0))
+
+
+def test_grouping_paths_agree():
+    # The counting-sort path (dense banks, sorted arrivals) and the lexsort path give
+    # the same statistics.
+    rng = np.random.default_rng(5)
+    n = 5000
+    arrival = np.cumsum(rng.exponential(3.0, n))
+    service = rng.choice([2.0, 4.0, 6.0], n)
+    bank = rng.integers(0, 37, n)
+    fast = bank_stats(bank, arrival, service)
+    shuffled = rng.permutation(n)  # unsorted arrivals force the lexsort path
+    slow = bank_stats(bank[shuffled], arrival[shuffled], service[shuffled])
+    np.testing.assert_array_equal(fast.bank, slow.bank)
+    np.testing.assert_array_equal(fast.count, slow.count)
+    for f in ("tau_a", "c_a", "tau_s", "c_s", "rho", "wq_exact"):
+        np.testing.assert_allclose(getattr(fast, f), getattr(slow, f), rtol=1e-12, err_msg=f)
