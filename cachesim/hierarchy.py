@@ -226,7 +226,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     obj_info = object_table(info.objects)
     cols = (trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
 
-    cap = n + H.ROW_MARGIN + 1024
+    cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
     out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
            np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
     start = 0
