@@ -80,6 +80,7 @@ def main() -> None:
     ap.add_argument("--gpu", default="k80")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--pair-budget", type=int, default=None)
     args = ap.parse_args()
     gpu = get_gpu(args.gpu)
     t0 = time.perf_counter()
@@ -89,7 +90,7 @@ def main() -> None:
     small = traces.Trace(**{k: v[:5000] for k, v in trace.columns().items()}, info=trace.info)
     solve(Evaluator(small, gpu), options=SearchOptions(top=2, pair_budget=2))
     t0 = time.perf_counter()
-    r = solve(Evaluator(trace, gpu), options=SearchOptions(top=args.top, workers=args.workers))
+    r = solve(Evaluator(trace, gpu), options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
     dt = time.perf_counter() - t0
     print(f"rank top {args.top} on {gpu.name} with {args.workers} worker(s): {dt:.1f} s (goal: under 60 s), "
           f"{r.evaluations} exact evaluations of 5^12 = {5**12:,} placements "

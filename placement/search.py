@@ -9,7 +9,7 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    and 2T share it; constant: C), where the sum of single moves misses their
    competition for the cache and the change they make together to the DRAM
    request stream; the pairs whose single moves sum lowest come first, within a
-   budget of exact evaluations (3 per object by default);
+   budget of exact evaluations (2 per object by default);
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block) and return the best K distinct placements, one solve
    after another with each found solution cut off;
@@ -59,7 +59,7 @@ class SearchOptions:
     """'cpsat' (surrogate + CP-SAT) or 'exhaustive' (every legal placement)."""
     pairwise: bool = True
     pair_budget: int | None = None
-    """Exact evaluations spent on pairwise terms (default: 3 per object)."""
+    """Exact evaluations spent on pairwise terms (default: 2 per object)."""
     time_limit_s: float = 10.0
     """CP-SAT time limit per solve."""
     max_exhaustive: int = 100_000
@@ -218,7 +218,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
                 for a, b in itertools.combinations(moves, 2)
                 if a[0] != b[0] and SHARED_CACHE[a[1]] == SHARED_CACHE[b[1]]
             )
-            budget = options.pair_budget if options.pair_budget is not None else 3 * len(dom)
+            budget = options.pair_budget if options.pair_budget is not None else 2 * len(dom)
             chosen = []
             for _, a, b in pairs:
                 if len(chosen) >= budget:

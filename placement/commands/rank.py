@@ -33,6 +33,8 @@ def add_arguments(p) -> None:
     p.add_argument("--top", type=int, default=10, metavar="K", help="placements to rank (default 10)")
     p.add_argument("--exhaustive", action="store_true", help="evaluate every legal placement (small kernels)")
     p.add_argument("--report", metavar="OUT.html", help="also write a self-contained HTML report")
+    p.add_argument("--pair-budget", type=int, default=None, metavar="N",
+                   help="exact evaluations for pairwise surrogate terms (default: 2 per object)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -61,7 +63,9 @@ def run(args) -> int:
     model_opts = options_from_args(args)
     trace = traces.read(args.trace)
     workers = args.workers if args.workers is not None else len(os.sched_getaffinity(0))
-    opts = SearchOptions(top=args.top, strategy="exhaustive" if args.exhaustive else "cpsat", workers=workers)
+    opts = SearchOptions(
+        top=args.top, strategy="exhaustive" if args.exhaustive else "cpsat", workers=workers, pair_budget=args.pair_budget
+    )
     ev = Evaluator(trace, gpu, model_opts)
     show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
     with tqdm(desc="exact evaluations", unit="eval", disable=not show, file=sys.stderr, leave=False) as bar:
