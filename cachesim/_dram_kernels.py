@@ -63,6 +63,21 @@ def pext_groups(value, groups):
     return out
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def bank_of(a, dramid, channels, bank_bits, g_chip, g_bank):
+    """(bank number, address with the channel removed) of one address; see ``decode``."""
+    if dramid >= 0:
+        s = np.uint64(dramid)
+        c = np.uint64(channels)
+        chip = (a >> s) % c
+        low = a & ((np.uint64(1) << s) - np.uint64(1))
+        rest = (((a >> s) // c) << s) | low
+    else:
+        chip = pext_groups(a, g_chip)
+        rest = a
+    return (chip << np.uint64(bank_bits)) | pext_groups(rest, g_bank), rest
+
+
 @nb.njit(cache=True, nogil=True)
 def decode(addresses, masks, dramid, channels, bank_bits, bank_out, row_out, col_out):
     """Bank (chip and bank together), row and column of each address.
@@ -78,16 +93,7 @@ def decode(addresses, masks, dramid, channels, bank_bits, bank_out, row_out, col
     g_col = bit_groups(masks[M_COL])
     for i in range(n):
         a = addresses[i]
-        if dramid >= 0:
-            s = np.uint64(dramid)
-            c = np.uint64(channels)
-            chip = (a >> s) % c
-            low = a & ((np.uint64(1) << s) - np.uint64(1))
-            rest = (((a >> s) // c) << s) | low
-        else:
-            chip = pext_groups(a, g_chip)
-            rest = a
-        bank_out[i] = (chip << np.uint64(bank_bits)) | pext_groups(rest, g_bank)
+        bank_out[i], rest = bank_of(a, dramid, channels, bank_bits, g_chip, g_bank)
         row_out[i] = pext_groups(rest, g_row)
         col_out[i] = pext_groups(rest, g_col)
 
@@ -138,16 +144,7 @@ def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
         j = order[i]
         a = addresses[j]
         arrival_out[i] = arrival[j]
-        if dramid >= 0:
-            s = np.uint64(dramid)
-            c = np.uint64(channels)
-            chip = (a >> s) % c
-            low = a & ((np.uint64(1) << s) - np.uint64(1))
-            rest = (((a >> s) // c) << s) | low
-        else:
-            chip = pext_groups(a, g_chip)
-            rest = a
-        b = (chip << np.uint64(bank_bits)) | pext_groups(rest, g_bank)
+        b, rest = bank_of(a, dramid, channels, bank_bits, g_chip, g_bank)
         r = pext_groups(rest, g_row)
         row_out[i] = r
         # bank number -> first-seen id
