@@ -168,14 +168,14 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement) -> Legality:
     if const_bytes > m.const_bank_bytes:
         in_c = ", ".join(n for n, s in placement.spaces if s == "C")
         raise IllegalPlacement(
-            "constant", f"{in_c} need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}"
+            "constant", f"the objects in C ({in_c}) need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}"
         )
     smem = shared_bytes(info, placement)
     if smem > m.smem_per_block:
         in_s = ", ".join(n for n, s in placement.spaces if s == "S")
         raise IllegalPlacement(
             "shared",
-            f"{in_s} need {smem:,} bytes of shared memory per block with the kernel's own; "
+            f"the objects in S ({in_s}) need {smem:,} bytes of shared memory per block with the kernel's own; "
             f"{gpu.name} allows {m.smem_per_block:,} per block",
         )
     try:

@@ -66,7 +66,7 @@ def test_written_objects_only_global_or_shared():
 def test_constant_bank_capacity():
     k = kernel([("A", "global", 40000, None, False), ("B", "global", 30000, None, False)])
     check(k, K80, parse_placement("A=C", k))
-    with pytest.raises(IllegalPlacement, match=r"\(constant\): A, B need 70,000 bytes; the constant bank holds 65,536"):
+    with pytest.raises(IllegalPlacement, match=r"\(constant\): the objects in C \(A, B\) need 70,000 bytes; the constant bank holds 65,536"):
         check(k, K80, parse_placement("A=C,B=C", k))
 
 
@@ -75,7 +75,7 @@ def test_shared_capacity_per_block_counts_the_kernel_usage():
     assert shared_bytes(k, parse_placement("A=S", k)) == 48000
     check(k, K80, parse_placement("A=S", k))  # 48000 <= 49152
     k2 = dataclasses.replace(k, smem_per_block=9500)  # the kernel uses 1500 more bytes of its own
-    with pytest.raises(IllegalPlacement, match=r"\(shared\): A, s need 49,504 bytes of shared memory per block"):
+    with pytest.raises(IllegalPlacement, match=r"\(shared\): the objects in S \(A, s\) need 49,504 bytes of shared memory per block"):
         check(k2, K80, parse_placement("A=S", k2))
     # moving s out frees its bytes
     assert shared_bytes(k2, parse_placement("A=S,s=G", k2)) == 1504 + 40000
