@@ -112,6 +112,7 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
         "Device.Memory.Write.Transactions", "FP.Instructions.Single.", "FP.Instructions.Double.",
         "Floating.Point.Operations.Single.Precision.Special.", "Achieved.Occupancy",
         "l1_global_load_hit", "l1_global_load_miss",
+        "L2.Read.Transactions..L1.read.requests.", "L2.Write.Transactions..L1.write.requests.",
     )  # fmt: skip
     raw = {n: g(n) for n in names}
     missing = tuple(c for c in COUNTERS if not (raw[c] >= 0))
@@ -172,6 +173,12 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
         l1_hit_ratio=l1 * load_share,
         l2_hit_ratio=l2 * (1.0 - l1) * load_share,
         data_bytes=dram_bytes,
+        # nvprof's gld/gst_transactions_per_request count one L2 transaction per
+        # 128-byte line a request touches (1-4 sectors): vectorAdd 1 (4 sectors),
+        # matrix_sum_normal at block 32 x 32, 32 (one sector each).
+        l2_transactions=gld * tl + gst * ts,
+        # and the L2 counts those lines' 32-byte sectors (vectorAdd 4 per request).
+        l2_sectors=per(raw["L2.Read.Transactions..L1.read.requests."]) + per(raw["L2.Write.Transactions..L1.write.requests."]),
         input_size=g("Input.Size"),
         measured_s=g("Duration"),
     )
@@ -272,8 +279,11 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     mem.update(derived_memory_timing(arch, bw, sms, clock))
     caches = dict(d.get("caches", {}))
     name = str(spec.get("gpu_name") or f"cc{cc}")
+    bus = _num(spec.get("bus"))
+    dram = replace(base.dram, channels=int(bus // 64)) if bus >= 64 else base.dram  # 64-bit GDDR5 channels
     return replace(
         base,
+        dram=dram,
         name=name,
         description=f"{name} from its specification columns ({arch} defaults)",
         arch=arch,

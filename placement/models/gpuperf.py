@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .kernel import KernelParams, launch
+from .l2bound import t_l2
 from .params import Machine
 
 
@@ -148,6 +149,10 @@ class GpuPerfResult:
     bound: str
     """'memory' when T_mem > T_comp, else 'compute'."""
     time_s: float
+    t_l2: float = 0.0
+    """Cycles the L2 needs for the kernel's transactions (the extension; 0: off)."""
+    t_mem_latency: float = 0.0
+    """Eq. 11's T_mem before the L2 bound."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -196,7 +201,11 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     mem_cycles = mem_insts * am / k.mlp  # Eq. A.4
     cw = cwp(mem_cycles, comp_cycles, n)
     itm = max(1e-9, itmlp(k.mlp, mw, cw, peak))
-    tm = mem_insts * per_sm / itm * am  # Eq. 11
+    tm_lat = mem_insts * per_sm / itm * am  # Eq. 11
+    # Extension (placement.models.l2bound): T_mem is at least the cycles the L2 needs
+    # for all the kernel's transactions; Sim et al. price L2 hits by latency only.
+    tl2 = t_l2(k, m)
+    tm = max(tm_lat, tl2)
     fo = f_overlap(n, cw, mw)
     to = t_overlap(tc, tm, fo)
     te = tc + tm - to  # Eq. 1
@@ -223,4 +232,5 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
         bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_overhead_s,
+        t_l2=tl2, t_mem_latency=tm_lat,
     )  # fmt: skip

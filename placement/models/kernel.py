@@ -66,6 +66,14 @@ class KernelParams:
     """Extra instructions per warp from divergent paths (Sim et al. O_CFdiv)."""
     data_bytes: float = 0.0
     """Bytes the kernel must move from DRAM (Sim et al. Eq. 19 size of data); 0: unknown."""
+    l2_transactions: float = 0.0
+    """L2 transactions per warp (global load + store requests x nvprof's transactions per
+    request: one per 128-byte line touched); 0: unknown, no L2 throughput bound
+    (``placement.models.l2bound``)."""
+    l2_sectors: float = 0.0
+    """32-byte L2 sectors per warp that global loads and stores query (nvprof
+    l2_read/write_transactions of L1 requests); 0: unknown. BSP's Comm_GM counts these
+    (``placement.models.bsp``)."""
     name: str = "kernel"
     input_size: float | None = None
     measured_s: float | None = None

@@ -19,6 +19,10 @@ Two extensions, both inert with their defaults (Table 2 is reproduced unchanged)
   Mem_cycles x N / MWP, hence the bandwidth term, is unchanged; when warps are
   few (Eq. 22) the independent loads overlap.
 - a fixed launch overhead (``Machine.launch_overhead_s``) added to the time.
+- an L2 throughput bound (``placement.models.l2bound``, inert without transaction
+  counts or a machine L2 rate): the memory term of Eq. 22-24 (Mem_cycles x #Rep,
+  Mem_cycles x N / MWP x #Rep, Mem_L x #Rep) is at least T_L2, the cycles the L2
+  needs for all the kernel's transactions.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .kernel import KernelParams, launch
+from .l2bound import t_l2
 from .params import Machine
 
 
@@ -131,6 +136,8 @@ class MwpCwpResult:
     exec_cycles: float
     cpi: float
     time_s: float
+    t_l2: float = 0.0
+    """Cycles the L2 needs for the kernel's transactions (the extension; 0: off)."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -160,18 +167,19 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     comp_cycles = m.issue_cycles * k.total_insts  # Eq. 19
     cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
     mem_insts = k.mem_insts
+    tl2 = t_l2(k, m)  # the L2 throughput extension; 0 when off
     if mem_insts <= 0:
         case = "compute-only"
         app = comp_cycles * n * ln.rep
     elif mw == n and cw == n:
         case = "eq22"
-        app = (mem_cycles + comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+        app = max(mem_cycles * ln.rep, tl2) + (comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
     elif cw >= mw or comp_cycles > mem_cycles:
         case = "eq23"
-        app = (mem_cycles * n / mw + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+        app = max(mem_cycles * n / mw * ln.rep, tl2) + comp_cycles / mem_insts * (mw - 1) * ln.rep
     else:
         case = "eq24"
-        app = (ml + comp_cycles * n) * ln.rep
+        app = max(ml * ln.rep, tl2) + comp_cycles * n * ln.rep
     synch = synch_cost(dep, mw, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)  # Eq. 26
     total = app + synch  # Eq. 27
     insts = k.total_insts * k.warps_per_block * k.blocks / ln.active_sms  # Eq. 25 denominator
@@ -201,4 +209,5 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         exec_cycles=total,
         cpi=total / insts if insts > 0 else 0.0,
         time_s=m.cycles_to_s(total) + m.launch_overhead_s,
+        t_l2=tl2,
     )

@@ -14,6 +14,17 @@ from dataclasses import dataclass, replace
 
 from ..gpu import Gpu
 
+KEPLER_L2_TX_PER_CHANNEL_CYCLE = 1.0
+"""L2 transactions a Kepler GPU serves per SM cycle per 64-bit memory channel (its L2
+slice pair). Derived from the gpuperfpredict counters on the calibration third of
+benchmarks/accuracy_seed_models.py (global load + store transactions / (Duration x
+clock x channels) of the kernels that saturate L2, matrix_sum_normal and
+matMul_gpu_uncoalesced: 0.92-1.0 on the GTX-680, 1.2-1.33 on the Tesla-K40 at its
+745 MHz base clock, 1.04-1.13 at its 875 MHz boost); 1 transaction per channel per
+cycle is the round value between them. No vendor figure is published per
+transaction; the GK110 whitepaper only says L2 bandwidth per clock doubled over
+Fermi."""
+
 GAMMA = 64.0
 """Sim et al. Eq. 8: machine parameter of the synchronization cost, 64 for Fermi."""
 
@@ -58,6 +69,11 @@ class Machine:
     """The configuration this came from, for occupancy; None for the papers' presets."""
     launch_overhead_s: float = 0.0
     """Fixed time per kernel launch added by MWP-CWP and GPUPerf (neither paper has one; 0 keeps them as published)."""
+    l2_transactions_per_cycle: float | None = None
+    """L2 throughput of the whole GPU in transactions (one 128-byte line's 1-4 32-byte
+    sectors, nvprof's gld/gst transactions) per SM cycle, for the L2 throughput bound
+    (:func:`placement.models.l2bound.t_l2`, an extension beyond the papers); None: no
+    bound (the papers' presets)."""
 
     @property
     def freq_hz(self) -> float:
@@ -97,6 +113,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         l1_caches_global=bool(k.l1),
         gpu=gpu,
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
+        l2_transactions_per_cycle=(gpu.dram.channels * KEPLER_L2_TX_PER_CHANNEL_CYCLE if gpu.arch == "kepler" else None),
     )
     return replace(mach, **overrides) if overrides else mach
 
