@@ -8,6 +8,17 @@ Counts are per thread: ld0/st0 shared and ld1/st1 global loads and stores, L1 an
 L2 the global accesses served by each cache. lambda absorbs everything the model
 leaves out (divergence, coalescing, bank conflicts, latency hiding): fitted from
 one measured run and reused across input sizes and GPUs of one architecture.
+
+ld1 + st1 from counters: Sec. IV defines Comm_GM as "the sum of load and write
+transactions over the global memory". When the counters give the 32-byte L2 sectors
+the global accesses query (``KernelParams.l2_sectors``), ld1 + st1 is those sectors
+in units of one coalesced access per thread: sectors x 32 B / (32 threads x 4-byte
+word). A coalesced kernel keeps its per-thread count (a warp's 32 words = 4 sectors);
+an uncoalesced one pays for every sector it touches (a column walk: 32 sectors a
+request, 8 x the count), which a single lambda per (GPU, app) could not absorb
+across block sizes, since the sectors per request change with the block's width.
+The 4-byte word is an assumption (every gpuperfpredict kernel is float). Without
+sector counts (a parameter file, a trace) it is the requests per thread, as before.
 """
 
 from __future__ import annotations
@@ -59,12 +70,23 @@ def comp_per_thread(k: KernelParams) -> float:
     return k.fp_insts if k.fp_insts is not None and k.fp_insts > 0 else k.comp_insts
 
 
+WORD_BYTES = 4
+"""The word one thread accesses (float) for ld1 + st1 from sectors."""
+
+
+def global_accesses(k: KernelParams, m: Machine) -> float:
+    """ld1 + st1 per thread: L2 sectors in coalesced-word units when counted, else the requests."""
+    if k.l2_sectors > 0:
+        return k.l2_sectors * m.sector_bytes / (m.warp_size * WORD_BYTES)
+    return k.mem_insts
+
+
 def predict(k: KernelParams, m: Machine, lam: float = 1.0, g: BspLatencies = BspLatencies()) -> BspResult:
     """Eq. 3: the kernel time with lambda ``lam``."""
     if lam <= 0:
         raise InputError(f"lambda must be > 0, got {lam}")
     threads = k.blocks * k.threads_per_block
-    mem = k.mem_insts
+    mem = global_accesses(k, m)
     l1 = k.l1_hit_ratio * mem
     l2 = k.l2_hit_ratio * mem
     comp = comp_per_thread(k)
