@@ -15,6 +15,12 @@ and the mean absolute percentage error is reported on the other two thirds.
   shared by all kernels: Mem_LD (DRAM latency) or Departure_del_uncoal, whichever
   fits the calibration rows better (Hong & Kim fit exactly these by
   micro-benchmarks, Sec. 5.1). The choice is made on calibration rows only.
+  Both models take max(T_mem, T_L2), an L2 throughput bound beyond the papers
+  (placement.models.l2bound): the rate, L2 transactions per cycle per 64-bit
+  memory channel, is the peak each GPU sustained on its calibration rows
+  (l2bound.rate_from_counters: the largest transactions / (Duration x clock x
+  channels)), a measured hardware rate, not fitted to the error. With
+  --kepler-l2-rate it is the Kepler default instead (params.py, 1.0 per channel).
 - BSP: lambda per (GPU, kernel), as the model prescribes (Amaris et al. Sec. IV),
   the median of T(lambda=1) / T_measured over the calibration rows; latencies
   5 / 500 / 5 / 250 cycles (Sec. VI). Compared with the authors' own lambdas.
@@ -36,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.models import bsp, gpuperf, mwp_cwp
+from placement.models import bsp, gpuperf, l2bound, mwp_cwp
 from placement.gpu import get_gpu
 from placement.models.counters import gpu_from_spec, read_counters
 from placement.models.gpuperfpredict import with_code_facts
@@ -106,6 +112,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
+    ap.add_argument("--kepler-l2-rate", action="store_true",
+                    help="L2 bound at the Kepler default rate (params.KEPLER_L2_TX_PER_CHANNEL_CYCLE) instead of each GPU's calibration peak")
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"accuracy_seed_models: {args.data} is absent (the gpuperfpredict data lives in ../shared/data)", file=sys.stderr)
@@ -120,6 +128,14 @@ def main(argv=None) -> int:
         else:
             g = gpu_from_spec(next(s["calib"][0].spec for (g_, _), s in sets.items() if g_ == gpu and s["calib"]))
         base[gpu] = machine_from_gpu(g, launch_overhead_s=LAUNCH_OVERHEAD_S)
+        if not args.kepler_l2_rate:
+            calib_rows = [r for (g_, _), s in sets.items() if g_ == gpu for r in s["calib"]]
+            per_channel = l2bound.rate_from_counters(calib_rows, g.compute.clock_mhz, g.dram.channels)
+            if per_channel > 0:
+                base[gpu] = replace(base[gpu], l2_transactions_per_cycle=per_channel * g.dram.channels)
+        results["calibration"][f"{gpu}/l2_transactions_per_cycle"] = {
+            "constant": "l2_transactions_per_cycle", "value": base[gpu].l2_transactions_per_cycle,
+            "default": machine_from_gpu(g).l2_transactions_per_cycle, "calib_mape": math.nan}
         for model in PREDICT:
             name, value, err = calibrate(model, gpu, sets, base[gpu])
             results["calibration"][f"{gpu}/{model}"] = {"constant": name, "value": value, "default": getattr(base[gpu], name), "calib_mape": err}
@@ -146,6 +162,9 @@ def main(argv=None) -> int:
 
     print("Calibrated constants (one per GPU and model, on every third row):")
     for key, c in results["calibration"].items():
+        if key.endswith("l2_transactions_per_cycle"):
+            print(f"  {key:20s} (measured on calibration rows, not fitted) {c['value']:.4g} per cycle (Kepler default {c['default']:.4g})")
+            continue
         print(f"  {key:20s} {c['constant']} = {c['value']:.4g} (default {c['default']:.4g}); calibration MAPE {c['calib_mape']:.1f} %")
     print()
     cols = ["mwp-cwp", "gpuperf", "bsp", "bsp (authors' lambda)", "mwp-cwp (uncalibrated)", "gpuperf (uncalibrated)"]
