@@ -232,7 +232,7 @@ def test_dask_local_cluster_matches_local(run_cli, tmp_path):
 
 def test_dask_no_scheduler(run_cli, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="dask[distributed] is not installed")
-    monkeypatch.setattr(batch, "DASK_CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(batch.execute, "DASK_CONNECT_TIMEOUT", "1s")
     suite = _suite(tmp_path)
     code, _, err = run_cli("batch", suite, "-o", tmp_path / "r.parquet", "--executor", "dask://127.0.0.1:1")
     assert code == 2 and "no Dask scheduler at tcp://127.0.0.1:1" in err

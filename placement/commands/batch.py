@@ -3,7 +3,7 @@
   placement batch SUITE.toml -o RESULTS.parquet [--executor local|dask://HOST:PORT] [--workers N] [--json]
 
 SUITE is a suite file or the name of a bundled suite (`table4`); the format is
-described in `placement/batch.py` and at the top of `configs/suites/table4.toml`.
+described in `placement/batch/__init__.py` and at the top of `configs/suites/table4.toml`.
 One row per (entry, GPU, placement) with the prediction, its terms and events,
 and, where the suite gives measured times, the error and the per-kernel rank
 agreement (Kendall tau, top-1 hit). Completed tasks are kept in RESULTS.parts/

@@ -1,0 +1,218 @@
+"""Batch evaluation of suites: many (kernel, GPU, placement) predictions, resumable.
+
+A *suite* (``configs/suites/*.toml``) lists entries; each names a trace, a GPU (or
+several) and the placements to evaluate, or asks for the top K of a ranking.
+``run`` evaluates every (entry, GPU, placement) on an executor, writes one row per
+prediction to a Parquet results file, and compares with measured times where the
+suite gives them. An evaluation is a pure function of (trace, GPU, options,
+placement) (DESIGN.md, "The pipeline"), so the same task function runs in local
+processes or on a Dask cluster, and the rows do not depend on which.
+
+Suite format (TOML)
+-------------------
+Top level (all optional but ``entry``)::
+
+    name = "table4"                 # shown in the summary
+    description = "..."
+    gpu = "k80"                     # default GPU of the entries
+    [options]                       # model options, as `placement evaluate` takes them
+    queue = "kingman"               # kingman | kingman-paper | exact
+    instruction_counting = true
+    queuing = true
+    even_banks = false
+    overlap = "coeffs.toml"         # trained T_overlap coefficients (path relative to the suite)
+
+Each ``[[entry]]``::
+
+    id = "spmv"                     # unique; default: the generator name or the trace file's stem
+    trace = "traces/spmv.parquet"   # a trace file, relative to the suite file ...
+    generator = "spmv"              # ... or a benchmark generator (`placement bench list`)
+    size = [2048]                   #     its size parameters (optional, defaults otherwise)
+    block = [256]                   #     its block parameters (optional)
+    gpu = "k80"                     # a name from `placement gpus`, a .toml path (relative to
+                                    # the suite), or a list of them; default: the top-level gpu
+    placements = ["", "vec=G", "rowDelimiters=S,vec=G"]
+                                    # "OBJ=SPACE,..." moves from the sample; "" is the sample
+    measured_ns = [10500.0, 9800.0, 12100.0]
+                                    # optional: measured time of each placement (one GPU only)
+    rank = true                     # instead of placements: the top K of `placement rank`
+    top = 5                         # K (default 10)
+    note = "free text"              # e.g. where a paper placement could not be expressed
+
+Every entry must have exactly one of ``trace`` / ``generator`` and one of
+``placements`` / ``rank = true``; unknown keys, unknown generators, GPUs and objects,
+illegal placements and duplicates are refused before anything runs, with the file
+and the entry named (exit 2).
+
+Results
+-------
+One row per (entry, GPU, placement), in suite order: ``entry``, ``kernel``, ``gpu``,
+``placement`` (the moved objects, ``sample`` for none), ``placement_full``,
+``model_ns`` (the model's own time), ``predicted_ns`` (measured sample x
+T(target) / T(sample) when a measured sample time is known, from the suite or the
+trace, else ``model_ns``; ``prediction_basis`` says which), ``measured_ns``,
+``error`` (predicted / measured - 1), the per-(entry, GPU) rank agreement
+``kendall_tau`` and ``top1_hit`` over the measured placements, and every term of
+the prediction (``t_comp``, ``t_mem``, ..., nested ones flattened with dots:
+``replays.global_words``, ``caches.l2.misses``, ``events.e_global``). The Parquet
+schema metadata key ``placement.batch`` identifies the experiment: tool version,
+suite path and SHA-256, GPU names, model options.
+
+Resuming
+--------
+A *task* is one placement of an entry on one GPU, or one ranking; the row's
+``task`` column is its key. Tasks run in chunks (the placements of one (entry,
+GPU), split over the workers when there are many, see ``chunks``), and each
+completed chunk is written at once, atomically, as a small Parquet part file in
+``RESULTS.parts/``; at the end the parts (and any rows of an earlier
+``RESULTS.parquet``) are combined, atomically, into ``RESULTS.parquet`` and the
+folder is removed. A rerun skips every task whose rows are present, whatever the
+workers or executor, so a run killed part way and started again loses and
+duplicates nothing. Resuming with a suite whose SHA-256 differs from the recorded one is
+refused with both values (Kernel Tuner's habit, STYLE.md).
+
+Executors
+---------
+``local`` runs tasks in the calling process (``workers=1``) or in forked worker
+processes that inherit the generated traces (no pickling); trace files are read
+once per worker. ``dask://HOST:PORT`` submits the same task function to a Dask
+distributed scheduler: each trace is scattered once, broadcast to every worker, and
+each worker builds one evaluator per (trace, GPU) and reuses it for every task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from traces.atomic import atomic_path
+from traces.errors import InputError
+
+from ..gpu import get_gpu
+from .execute import _dask, _local, chunks, dask_address
+from .plan import Plan, Task, plan
+from .results import (
+    BatchResult,
+    _agreement,
+    _part_name,
+    _read_rows,
+    _refuse_other_suite,
+    _summarize,
+    _write_table,
+    experiment,
+    parts_dir,
+    read_experiment,
+)
+from .suite import Entry, Suite, SuiteError, TraceSource, load_suite
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    suite: Suite | str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    executor: str = "local",
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> BatchResult:
+    """Evaluate a suite into ``output`` (Parquet), resuming from what is already there.
+
+    ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
+    ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or
+    rankings): it is called once before the first (done 0) and after each chunk's
+    rows are safely on disk.
+    """
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite)
+    if executor != "local" and not executor.startswith("dask://"):
+        raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
+    if workers < 1:
+        raise InputError(f"--workers must be >= 1, got {workers}")
+    plan_ = plan(suite)
+    exp = experiment(plan_)
+    out = Path(output)
+    parts = parts_dir(out)
+    manifest = parts / "experiment.json"
+    existing: dict[str, list[dict]] = {}
+    if out.exists():
+        try:
+            found = read_experiment(out)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"{out}: exists and is not a readable Parquet file ({exc}); write to another -o") from None
+        _refuse_other_suite(found, str(out), exp, out)
+        for r in _read_rows(out):
+            existing.setdefault(r["task"], []).append(r)
+    if manifest.exists():
+        try:
+            found = json.loads(manifest.read_text())
+        except (ValueError, OSError):
+            found = None
+        _refuse_other_suite(found, str(manifest), exp, out)
+    parts.mkdir(parents=True, exist_ok=True)
+    if not manifest.exists():
+        with atomic_path(manifest) as tmp:
+            Path(tmp).write_text(json.dumps(exp, indent=2, sort_keys=True))
+    for f in parts.iterdir():
+        if f.name.startswith(".") and f.name.endswith(".tmp"):  # a part being written when a run was killed
+            f.unlink()
+        elif f.suffix == ".parquet":
+            found_rows: dict[str, list[dict]] = {}
+            for r in _read_rows(f):
+                found_rows.setdefault(r["task"], []).append(r)
+            for k, v in found_rows.items():
+                existing.setdefault(k, v)
+    keys = {t.key for t in plan_.tasks}
+    stray = sorted(set(existing) - keys)
+    if stray:
+        raise InputError(f"{out}: holds rows of tasks this suite does not have ({stray[0]!r}); write to another -o")
+    todo = [t for t in plan_.tasks if t.key not in existing]
+    skipped = len(plan_.tasks) - len(todo)
+    if skipped:
+        log.info("resuming %s: %d of %d tasks already done", out, skipped, len(plan_.tasks))
+    gpus = {g: get_gpu(g) for g in suite.gpus}
+    okey = json.dumps(suite.options_doc, sort_keys=True)
+    if progress:
+        progress(0, len(todo))
+    done = 0
+    if todo:
+        if executor == "local":
+            stream = _local(plan_, chunks(plan_, todo, workers), workers, gpus, okey)
+        else:
+            stream = _dask(plan_, todo, dask_address(executor), gpus, okey)
+        for chunk, rows in stream:
+            _write_table(rows, parts / _part_name(chunk), None)
+            for r in rows:
+                existing.setdefault(r["task"], []).append(r)
+            done += len(chunk)
+            if progress:
+                progress(done, len(todo))
+    # Combine, in suite order, with the rank agreement of each (entry, GPU).
+    rows = [r for t in plan_.tasks for r in existing[t.key]]
+    rows.sort(key=lambda r: (r["entry_index"], r["gpu_index"], r["position"]))
+    by_group: OrderedDict[tuple, list[dict]] = OrderedDict()
+    for r in rows:
+        by_group.setdefault((r["entry_index"], r["gpu_index"]), []).append(r)
+    for g in by_group.values():
+        _agreement(g)
+    if todo or not out.exists() or any(parts.glob("*.parquet")):
+        _write_table(rows, out, exp)
+    shutil.rmtree(parts, ignore_errors=True)
+    summary, overall = _summarize(rows)
+    log.info("%s: %d rows (%d tasks run, %d resumed)", out, len(rows), done, skipped)
+    return BatchResult(output=str(out), experiment=exp, rows=len(rows), computed=done, skipped=skipped,
+                       summary=summary, overall=overall)  # fmt: skip
+
+
+# The names users and tests reach through `placement.batch`.
+from .execute import _CACHE, evaluate_chunk, evaluate_task  # noqa: E402
+
+__all__ = ["BatchResult", "Entry", "Plan", "Suite", "SuiteError", "Task", "TraceSource", "chunks", "evaluate_chunk",
+           "evaluate_task", "load_suite", "parts_dir", "plan", "read_experiment", "run", "_CACHE"]  # fmt: skip

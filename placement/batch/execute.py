@@ -1,0 +1,216 @@
+"""The task function and the executors that run it: local processes or a Dask cluster."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Callable, Iterator, Sequence
+
+import traces
+from traces.errors import InputError
+
+from ..gpu import Gpu
+from ..hms import Evaluator, Options
+from .plan import Plan, Task
+from .results import _part_name, _row
+from .suite import TraceSource
+
+log = logging.getLogger(__name__)
+
+
+DASK_CONNECT_TIMEOUT = "10s"
+
+
+class _EvaluatorCache:
+    """Per-process evaluators keyed by (trace, GPU, options); thread-safe, bounded."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self.items: OrderedDict[tuple, Evaluator] = OrderedDict()
+        self.lock = threading.Lock()
+        self.built = 0
+
+    def get(self, key: tuple, make: Callable[[], Evaluator]) -> Evaluator:
+        with self.lock:
+            ev = self.items.get(key)
+            if ev is None:
+                ev = make()
+                self.built += 1
+                self.items[key] = ev
+                while len(self.items) > self.size:
+                    self.items.popitem(last=False)
+            self.items.move_to_end(key)
+            return ev
+
+
+_CACHE = _EvaluatorCache()
+
+
+_TRACES: dict[str, traces.Trace] = {}
+"""Traces this process holds (local executor: inherited from the parent)."""
+
+
+def _init_worker(loaded: dict[str, traces.Trace]) -> None:
+    _TRACES.update(loaded)
+
+
+def evaluate_task(task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str) -> list[dict[str, Any]]:
+    """The rows of one task; a pure function of its arguments (the evaluator is cached per process)."""
+    ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: Evaluator(trace, gpu, options))
+    sample = ev.sample_placement
+    if task.placement is not None:
+        rows = [_row(task, ev.evaluate(task.placement), sample, None, task.position)]
+    else:
+        from ..search import SearchOptions, solve
+
+        ranking = solve(ev, options=SearchOptions(top=task.top, workers=1))
+        rows = [_row(task, e, sample, i + 1, i) for i, e in enumerate(ranking.ranking)]
+    for r in rows:
+        r["task"] = task.key
+    return rows
+
+
+def evaluate_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+                   ) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of several tasks of one (trace, GPU), in order: the unit an executor runs."""
+    return [r for t in chunk for r in evaluate_task(t, trace, gpu, options, options_key)]
+
+
+def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+    key = chunk[0].trace_key
+    trace = _TRACES.get(key)
+    if trace is None:  # a trace file: read once per process
+        trace = _TRACES[key] = source.load()
+    return evaluate_chunk(chunk, trace, gpu, options, options_key)
+
+
+def _dask_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    return evaluate_chunk(chunk, trace, gpu, options, options_key)
+
+
+MIN_CHUNK = 3
+"""Placements per chunk before an (entry, GPU) is split over workers: every chunk
+builds the sample's terms again in its worker, one evaluation more."""
+
+
+def chunks(plan_: Plan, todo: Sequence[Task], workers: int) -> list[tuple[Task, ...]]:
+    """Group the tasks to run into chunks, largest estimated cost first.
+
+    The tasks of one (entry, GPU) share the sample's terms, which a worker computes
+    once per chunk; so they stay together, split into at most ``workers`` chunks of
+    at least MIN_CHUNK placements. Cost ~ trace rows x evaluations (a ranking: about
+    5 per object plus its top K). Longest first keeps the workers evenly loaded.
+    The chunking changes neither the rows nor what a rerun skips (that is per task).
+    """
+    groups: OrderedDict[tuple, list[Task]] = OrderedDict()
+    for t in todo:
+        groups.setdefault((t.entry_index, t.gpu_index, t.placement is None), []).append(t)
+    out: list[tuple[float, int, tuple[Task, ...]]] = []
+    for g in groups.values():
+        rows = plan_.trace_rows.get(g[0].trace_key, 1)
+        if g[0].placement is None:  # rankings: one task each
+            for t in g:
+                n_obj = len(plan_.loaded[t.trace_key].info.objects) if t.trace_key in plan_.loaded else 8
+                out.append((rows * (5 * n_obj + t.top), len(out), (t,)))
+            continue
+        k = max(1, min(workers, len(g) // MIN_CHUNK))
+        for j in range(k):
+            part = tuple(g[j::k]) if k > 1 else tuple(g)
+            has_sample = any(t.position == 0 for t in part)
+            out.append((rows * (len(part) + (0 if has_sample else 1)), len(out), part))
+    out.sort(key=lambda x: (-x[0], x[1]))
+    return [c for _, _, c in out]
+
+
+def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: dict[str, Gpu], okey: str
+           ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
+    opts = plan_.suite.options
+    if workers <= 1 or len(work) <= 1:
+        _TRACES.update(plan_.loaded)
+        for c in work:
+            yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    # With fork the initializer's arguments are inherited, not pickled.
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded,)) as pool:
+        futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey): c
+                   for c in work}  # fmt: skip
+        try:
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+
+
+def dask_address(executor: str) -> str:
+    """``dask://HOST:PORT`` -> ``tcp://HOST:PORT`` (``dask://tcp://...``, ``dask://inproc://...`` as given)."""
+    rest = executor[len("dask://"):]
+    if not rest:
+        raise InputError(f"--executor {executor!r}: expected dask://HOST:PORT (the scheduler's address)")
+    return rest if "://" in rest else f"tcp://{rest}"
+
+
+def _dask(plan_: Plan, todo: Sequence[Task], address: str, gpus: dict[str, Gpu], okey: str
+          ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise InputError("--executor dask://...: needs dask's distributed scheduler; pip install 'dask[distributed]'") from None
+    opts = plan_.suite.options
+    try:
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
+    except OSError as exc:
+        raise InputError(f"--executor dask://: no Dask scheduler at {address} ({exc})") from None
+    workers = client.scheduler_info().get("workers", {})
+    # A chunk runs on one thread: chunk for the cluster's threads.
+    work = chunks(plan_, todo, max(1, sum(w.get("nthreads", 1) for w in workers.values())))
+    order = {c: i for i, c in enumerate(work)}  # longest first
+    groups: OrderedDict[str, list[tuple[Task, ...]]] = OrderedDict()
+    for c in work:
+        groups.setdefault(c[0].trace_key, []).append(c)
+    window = max(2, len(workers))
+    pending = list(groups.items())
+    remaining: dict[str, int] = {}
+    scattered: dict[str, Any] = {}
+    owner: dict[Any, tuple[Task, ...]] = {}
+    done = dask_completed()
+
+    def submit_next() -> None:
+        trace_key, group = pending.pop(0)
+        trace = plan_.loaded.get(trace_key)
+        if trace is None:
+            trace = plan_.sources[trace_key].load()
+        # One copy per worker, not one per task.
+        scattered[trace_key] = fut = client.scatter(trace, broadcast=True, hash=False)
+        remaining[trace_key] = len(group)
+        for c in group:
+            f = client.submit(_dask_chunk, c, fut, gpus[c[0].gpu], opts, okey, pure=False, priority=-order[c],
+                              key=f"placement-batch-{_part_name(c).removesuffix('.parquet')}")  # fmt: skip
+            owner[f] = c
+            done.add(f)
+
+    try:
+        while pending and len(scattered) < window:
+            submit_next()
+        for f in done:
+            c = owner.pop(f)
+            rows = f.result()
+            key = c[0].trace_key
+            remaining[key] -= 1
+            if remaining[key] == 0:
+                scattered.pop(key).release()
+                if pending:
+                    submit_next()
+            yield c, rows
+    finally:
+        for f in owner:
+            f.cancel()
+        client.close()

@@ -1,0 +1,133 @@
+"""A suite checked against its kernels and turned into tasks, one per (entry, GPU, placement)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
+
+import traces
+from traces.errors import InputError
+
+from ..gpu import Gpu, get_gpu
+from ..placements import (
+    IllegalPlacement,
+    Placement,
+    check,
+    parse_placement,
+    sample_placement,
+)
+from .suite import Suite, SuiteError, TraceSource, _where
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: one placement of an entry on one GPU, or one ranking."""
+
+    key: str
+    """The resume key: entry|gpu|full placement, or entry|gpu|rank."""
+    entry: str
+    entry_index: int
+    gpu: str
+    gpu_index: int
+    trace_key: str
+    trace_label: str
+    position: int
+    """Index in the entry's placements list (0 for a ranking)."""
+    placement: Placement | None
+    top: int = 0
+    measured_ns: float | None = None
+    measured_sample_ns: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: Suite
+    tasks: tuple[Task, ...]
+    sources: dict[str, TraceSource]
+    """trace key -> source."""
+    loaded: dict[str, traces.Trace]
+    """Traces already in memory (generated while checking the suite), by trace key."""
+    gpu_names: dict[str, str]
+    """suite's GPU spelling -> the configuration's name."""
+    trace_rows: dict[str, int] = field(default_factory=dict)
+    """trace key -> rows (the cost estimate that orders the work)."""
+
+
+def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
+    names = [o.name for o in info.objects]
+    for part in (x.strip() for x in text.split(",")):
+        if not part:
+            continue
+        if "=" not in part:
+            raise SuiteError(f"{where}: {part!r}: expected OBJ=SPACE (for example A=T,B=2T)")
+        name = part.split("=", 1)[0].strip()
+        if name not in names:
+            raise SuiteError(f"{where}: unknown object {name!r} in kernel {info.kernel}; objects: {', '.join(names)}")
+
+
+def plan(suite: Suite) -> Plan:
+    """Check every entry against its kernel (objects, legality) and list the tasks.
+
+    Generator traces are generated here, once (their metadata needs it); trace files
+    only have their metadata read.
+    """
+    tasks: list[Task] = []
+    sources: dict[str, TraceSource] = {}
+    loaded: dict[str, traces.Trace] = {}
+    gpus: dict[str, Gpu] = {}
+    trace_rows: dict[str, int] = {}
+    for e in suite.entries:
+        where = _where(suite.path, e.index, e.id)
+        src = e.source
+        key = src.key
+        sources[key] = src
+        if src.path is not None:
+            try:
+                info = traces.read_info(src.path)
+                trace_rows[key] = pq.ParquetFile(src.path).metadata.num_rows
+            except InputError as exc:
+                raise SuiteError(f"{where}: {exc}") from None
+        else:
+            if key not in loaded:
+                loaded[key] = src.load()
+            info = loaded[key].info
+            trace_rows[key] = len(loaded[key])
+        sample = sample_placement(info)
+        for gi, g in enumerate(e.gpus):
+            gpu = gpus.setdefault(g, get_gpu(g))
+            if e.rank:
+                tasks.append(Task(key=f"{e.id}|{g}|rank", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi,
+                                  trace_key=key, trace_label=src.label, position=0, placement=None, top=e.top))  # fmt: skip
+                continue
+            parsed: list[Placement] = []
+            for text in e.placements:
+                pwhere = f"{where}: placement {text!r}"
+                _check_names(text, info, pwhere)
+                try:
+                    p = parse_placement(text, info)
+                    check(info, gpu, p)
+                except IllegalPlacement as exc:
+                    raise SuiteError(f"{pwhere} on {g}: {exc}") from None
+                except InputError as exc:
+                    raise SuiteError(f"{pwhere}: {exc}") from None
+                if p in parsed:
+                    first = e.placements[parsed.index(p)]
+                    raise SuiteError(f"{pwhere} is the same placement as {first!r}; list each placement once")
+                parsed.append(p)
+            measured_sample = None
+            if e.measured_ns is not None and sample in parsed:
+                measured_sample = e.measured_ns[parsed.index(sample)]
+            for pos, p in enumerate(parsed):
+                full = ",".join(f"{n}={s}" for n, s in p.spaces)
+                tasks.append(Task(
+                    key=f"{e.id}|{g}|{full}", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi, trace_key=key,
+                    trace_label=src.label, position=pos, placement=p,
+                    measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
+                    measured_sample_ns=measured_sample,
+                ))  # fmt: skip
+    return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
+                gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows)  # fmt: skip

@@ -1,0 +1,292 @@
+"""Suite files (configs/suites/*.toml): reading and checking them; the format is in the package docstring."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import traces
+from traces import generators
+from traces.errors import InputError
+from traces.tomlfile import load_toml
+
+from ..gpu import get_gpu
+from ..hms import Options
+from ..queuing import MODES
+from ..resources import config_dir
+
+log = logging.getLogger(__name__)
+
+
+SUITE_KEYS = ("name", "description", "gpu", "options", "entry")
+
+
+ENTRY_KEYS = ("id", "trace", "generator", "size", "block", "gpu", "placements", "measured_ns", "rank", "top", "note")
+
+
+OPTION_KEYS = ("queue", "instruction_counting", "queuing", "even_banks", "overlap")
+
+
+class SuiteError(InputError):
+    """A suite file that does not meet the suite format; the message names the file and entry."""
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """Where an entry's trace comes from: a file, or a generator with its parameters."""
+
+    path: str | None = None
+    generator: str | None = None
+    size: tuple[int, ...] | None = None
+    block: tuple[int, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        """Identifies the trace (the workers' cache key)."""
+        if self.path is not None:
+            st = os.stat(self.path)
+            return f"file:{self.path}:{st.st_size}:{st.st_mtime_ns}"
+        return f"gen:{self.generator}:size={list(self.size or [])}:block={list(self.block or [])}"
+
+    @property
+    def label(self) -> str:
+        if self.path is not None:
+            return self.path
+        parts = [self.generator or ""]
+        if self.size:
+            parts.append("size=" + "x".join(map(str, self.size)))
+        if self.block:
+            parts.append("block=" + "x".join(map(str, self.block)))
+        return "generator:" + " ".join(parts)
+
+    def load(self) -> traces.Trace:
+        if self.path is not None:
+            return traces.read(self.path)
+        cols, info = generators.generate(self.generator, self.size, self.block)
+        return traces.Trace(**cols, info=info)
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    index: int
+    source: TraceSource
+    gpus: tuple[str, ...]
+    placements: tuple[str, ...] = ()
+    measured_ns: tuple[float, ...] | None = None
+    rank: bool = False
+    top: int = 10
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: str
+    sha256: str
+    name: str
+    description: str
+    entries: tuple[Entry, ...]
+    options: Options
+    options_doc: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> list[str]:
+        return list(dict.fromkeys(g for e in self.entries for g in e.gpus))
+
+
+def suite_dir() -> Path:
+    return config_dir() / "suites"
+
+
+def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
+    """A suite file by path, or a bundled suite by name (``table4``)."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        return p
+    candidate = suite_dir() / f"{p}.toml"
+    if candidate.exists():
+        return candidate
+    known = ", ".join(sorted(q.stem for q in suite_dir().glob("*.toml")))
+    raise InputError(f"no suite file {str(p)!r}; bundled suites: {known or 'none'} (or a path to a .toml file)")
+
+
+def _where(path: str, i: int | None, eid: str | None) -> str:
+    if i is None:
+        return path
+    return f"{path}: entry {i + 1}" + (f" ({eid!r})" if eid else "")
+
+
+def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise SuiteError(f"{where}: {key} must be an integer or a list of integers, got {v!r}")
+    return tuple(v)
+
+
+def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
+        raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {v!r}")
+    out = []
+    for g in items:
+        if g.endswith(".toml") and not os.path.isabs(g):
+            g = str((base / g).resolve())
+        out.append(g)
+    if len(set(out)) != len(out):
+        raise SuiteError(f"{where}: gpu lists a GPU twice: {items}")
+    return tuple(out)
+
+
+def load_suite(path: str | os.PathLike) -> Suite:
+    """Parse and validate the structure of a suite file (the format is in the module docstring).
+
+    Object names and legality need each kernel's metadata; ``plan`` checks those.
+    """
+    p = resolve_suite_path(path)
+    ps = str(p)
+    raw = p.read_bytes() if p.exists() else None
+    data = load_toml(ps)
+    sha = hashlib.sha256(raw or b"").hexdigest()
+    base = p.resolve().parent
+    unknown = sorted(set(data) - set(SUITE_KEYS))
+    if unknown:
+        raise SuiteError(f"{ps}: unknown key {unknown[0]!r}; known keys: {', '.join(SUITE_KEYS)}")
+    for k in ("name", "description"):
+        if k in data and not isinstance(data[k], str):
+            raise SuiteError(f"{ps}: {k} must be a string, got {data[k]!r}")
+    default_gpu = _gpu_list(data["gpu"], ps, base) if "gpu" in data else None
+    options, options_doc = _options(data.get("options", {}), ps, base)
+    raw_entries = data.get("entry")
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise SuiteError(f"{ps}: no entries; expected one or more [[entry]] tables")
+    entries = []
+    ids: dict[str, int] = {}
+    for i, e in enumerate(raw_entries):
+        entries.append(_entry(e, i, ps, base, default_gpu))
+        eid = entries[-1].id
+        if eid in ids:
+            raise SuiteError(f"{_where(ps, i, eid)}: id {eid!r} is already entry {ids[eid] + 1}'s; give each entry its own id")
+        ids[eid] = i
+    return Suite(
+        path=ps, sha256=sha, name=data.get("name", p.stem), description=data.get("description", ""),
+        entries=tuple(entries), options=options, options_doc=options_doc,
+    )  # fmt: skip
+
+
+def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
+    if not isinstance(d, dict):
+        raise SuiteError(f"{ps}: [options] must be a table")
+    unknown = sorted(set(d) - set(OPTION_KEYS))
+    if unknown:
+        raise SuiteError(f"{ps}: [options]: unknown key {unknown[0]!r}; known keys: {', '.join(OPTION_KEYS)}")
+    queue = d.get("queue", "kingman")
+    if queue not in MODES:
+        raise SuiteError(f"{ps}: [options] queue {queue!r}: expected one of {', '.join(MODES)}")
+    flags = {}
+    for k, default in (("instruction_counting", True), ("queuing", True), ("even_banks", False)):
+        v = d.get(k, default)
+        if not isinstance(v, bool):
+            raise SuiteError(f"{ps}: [options] {k} must be true or false, got {v!r}")
+        flags[k] = v
+    overlap = None
+    doc: dict[str, Any] = {"queue": queue, **flags, "overlap": None}
+    if "overlap" in d:
+        from ..overlap import load as load_overlap
+
+        if not isinstance(d["overlap"], str):
+            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {d['overlap']!r}")
+        op = Path(d["overlap"])
+        op = op if op.is_absolute() else base / op
+        overlap = load_overlap(op)
+        doc["overlap"] = {"path": str(op), "coef": list(overlap.coef_)}
+    return Options(queue=queue, overlap=overlap, **flags), doc
+
+
+def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
+    where = _where(ps, i, None)
+    if not isinstance(e, dict):
+        raise SuiteError(f"{where}: expected a table of keys, got {e!r}")
+    eid = e.get("id")
+    if eid is not None and (not isinstance(eid, str) or not eid or "|" in eid):
+        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {eid!r}")
+    where = _where(ps, i, eid)
+    unknown = sorted(set(e) - set(ENTRY_KEYS))
+    if unknown:
+        raise SuiteError(f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(ENTRY_KEYS)}")
+    if ("trace" in e) == ("generator" in e):
+        raise SuiteError(f"{where}: expected exactly one of 'trace' (a trace file) or 'generator' (a benchmark kernel)")
+    if "trace" in e:
+        if not isinstance(e["trace"], str):
+            raise SuiteError(f"{where}: trace must be a path, got {e['trace']!r}")
+        if "size" in e or "block" in e:
+            raise SuiteError(f"{where}: size and block go with 'generator', not with 'trace'")
+        tp = Path(e["trace"])
+        tp = tp if tp.is_absolute() else base / tp
+        if not tp.is_file():
+            raise SuiteError(f"{where}: trace file {str(tp)!r} does not exist")
+        source = TraceSource(path=str(tp.resolve()))
+        default_id = tp.stem
+    else:
+        name = e["generator"]
+        if not isinstance(name, str) or name not in generators.names():
+            raise SuiteError(f"{where}: unknown generator {name!r}; known: {', '.join(generators.names())}")
+        size = _ints(e["size"], where, "size") if "size" in e else None
+        block = _ints(e["block"], where, "block") if "block" in e else None
+        try:
+            generators.get(name).resolve(size, block)
+        except InputError as exc:
+            raise SuiteError(f"{where}: {exc}") from None
+        source = TraceSource(generator=name, size=size, block=block)
+        default_id = name
+    eid = eid or default_id
+    where = _where(ps, i, eid)
+    if "gpu" in e:
+        gpus = _gpu_list(e["gpu"], where, base)
+    elif default_gpu is not None:
+        gpus = default_gpu
+    else:
+        raise SuiteError(f"{where}: missing key 'gpu' (and the suite has no top-level gpu)")
+    for g in gpus:
+        try:
+            get_gpu(g)
+        except InputError as exc:
+            raise SuiteError(f"{where}: {exc}") from None
+    rank = e.get("rank", False)
+    if not isinstance(rank, bool):
+        raise SuiteError(f"{where}: rank must be true or false, got {rank!r}")
+    if rank == ("placements" in e):
+        raise SuiteError(f"{where}: expected exactly one of 'placements' (a list of \"OBJ=SPACE,...\") or 'rank = true'")
+    top = e.get("top", 10)
+    if "top" in e and not rank:
+        raise SuiteError(f"{where}: 'top' goes with 'rank = true'")
+    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
+        raise SuiteError(f"{where}: top must be an integer >= 1, got {top!r}")
+    placements: tuple[str, ...] = ()
+    if not rank:
+        pl = e["placements"]
+        if not isinstance(pl, list) or not pl or not all(isinstance(x, str) for x in pl):
+            raise SuiteError(f"{where}: placements must be a non-empty list of strings like \"A=T,B=2T\" (\"\" for the sample)")
+        placements = tuple(pl)
+    measured = None
+    if "measured_ns" in e:
+        m = e["measured_ns"]
+        if rank:
+            raise SuiteError(f"{where}: measured_ns goes with a placements list, not with 'rank = true'")
+        if len(gpus) != 1:
+            raise SuiteError(f"{where}: measured_ns needs exactly one gpu (this entry has {len(gpus)}); "
+                             "write one entry per GPU")  # fmt: skip
+        ok = isinstance(m, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in m)
+        if not ok or len(m) != len(placements):
+            raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns "
+                             f"(one per placement), got {m!r}")  # fmt: skip
+        measured = tuple(float(x) for x in m)
+    note = e.get("note", "")
+    if not isinstance(note, str):
+        raise SuiteError(f"{where}: note must be a string")
+    return Entry(id=eid, index=i, source=source, gpus=gpus, placements=placements, measured_ns=measured,
+                 rank=rank, top=top, note=note)  # fmt: skip
