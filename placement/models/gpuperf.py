@@ -6,6 +6,11 @@ F_overlap (Eq. 16-17); all costs are in cycles per SM. The benefit metrics
 B_itilp, B_serial, B_fp and B_memlp (Eq. 18-23) say what an optimization could
 gain. The pieces are plain functions so that the data-placement model (Huang &
 Li) can reuse them.
+
+Two throughput bounds extend the paper, both off for its C2050 preset: T_mem is at
+least T_L2 (``placement.models.l2bound``), and the parallel work is at least the
+cycles the SM's load/store units need (``placement.models.ldst``): T_comp =
+max(W_parallel + O_bank, T_LDST) + O_sync + O_SFU + O_CFdiv.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from .kernel import KernelParams, launch
 from .l2bound import t_l2
+from .ldst import ldst_cycles_per_warp
 from .params import Machine
 
 
@@ -153,6 +159,8 @@ class GpuPerfResult:
     """Cycles the L2 needs for the kernel's transactions (the extension; 0: off)."""
     t_mem_latency: float = 0.0
     """Eq. 11's T_mem before the L2 bound."""
+    t_ldst: float = 0.0
+    """Cycles per SM the LD/ST units need (the extension; 0: off): T_comp = max(W_parallel + O_bank, t_ldst) + the other W_serial terms."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -193,7 +201,13 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     o_cfdiv = k.divergent_insts * per_sm * lat / il
     o_bank = k.bank_conflict_insts * per_sm * lat / il
     ws = o_sync + o_sfu + o_cfdiv + o_bank  # Eq. 6
-    tc = t_comp(wp, ws)
+    # Extension (placement.models.ldst): the LD/ST units need t_ldst cycles for the
+    # SM's memory instructions and shared-memory replays, whatever the cores' ILP.
+    # They overlap the issue of the warps' instructions, W_parallel + O_bank (the
+    # replays as Sim et al. price them), so T_comp takes the larger of the two; the
+    # other serial overheads (barriers, SFU, divergence) add as in Eq. 2 and 6.
+    t_ldst = ldst_cycles_per_warp(k, m) * per_sm
+    tc = t_comp(max(wp + o_bank, t_ldst), ws - o_bank)
 
     peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, request_bytes(k, m), dram, sms)
     mw = max(1.0, mwp(dram, delta, peak, n))
@@ -232,5 +246,5 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
         bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_overhead_s,
-        t_l2=tl2, t_mem_latency=tm_lat,
+        t_l2=tl2, t_mem_latency=tm_lat, t_ldst=t_ldst,
     )  # fmt: skip

@@ -142,7 +142,7 @@ _MACHINE_KEYS = {
     "sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "dram_latency",
     "departure_del_coal", "departure_del_uncoal", "issue_cycles", "fp_latency",
     "avg_inst_latency", "l1_latency", "l2_latency", "smem_latency", "transaction_bytes",
-    "max_warps_per_sm", "gamma", "name",
+    "max_warps_per_sm", "gamma", "name", "ldst_units",
 }  # fmt: skip
 
 

@@ -23,6 +23,12 @@ Two extensions, both inert with their defaults (Table 2 is reproduced unchanged)
   counts or a machine L2 rate): the memory term of Eq. 22-24 (Mem_cycles x #Rep,
   Mem_cycles x N / MWP x #Rep, Mem_L x #Rep) is at least T_L2, the cycles the L2
   needs for all the kernel's transactions.
+- a load/store-unit throughput bound (``placement.models.ldst``, inert without a
+  machine LD/ST unit count): Comp_cycles (Eq. 19) is max(Issue_cycles x
+  #Total_insts, LDST_cycles), LDST_cycles = (global + shared memory instructions +
+  shared replays) x warp size / LD/ST units per SM, so CWP and Eq. 22-24 see the
+  LD/ST pipe when it, not the cores, paces the warps (shared-memory tiled kernels
+  on Kepler: 32 LD/ST units against 192 cores).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import asdict, dataclass
 
 from .kernel import KernelParams, launch
 from .l2bound import t_l2
+from .ldst import ldst_cycles_per_warp
 from .params import Machine
 
 
@@ -138,6 +145,10 @@ class MwpCwpResult:
     time_s: float
     t_l2: float = 0.0
     """Cycles the L2 needs for the kernel's transactions (the extension; 0: off)."""
+    issue_cycles_comp: float = 0.0
+    """Eq. 19's Issue_cycles x #Total_insts, before the LD/ST bound."""
+    ldst_cycles: float = 0.0
+    """Cycles per warp the LD/ST units need (the extension; 0: off); comp_cycles is the larger of the two."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -164,7 +175,9 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     mw = min(full / mlp, peak / mlp, float(n))
     mw = max(mw, 1.0)
     mem_cycles = (l_unc * k.uncoal_mem_insts + l_coal * k.coal_mem_insts) / mlp  # Eq. 18 (over MLP: Sim et al. Eq. A.4)
-    comp_cycles = m.issue_cycles * k.total_insts  # Eq. 19
+    issue_comp = m.issue_cycles * k.total_insts  # Eq. 19
+    ldst_warp = ldst_cycles_per_warp(k, m)  # the LD/ST extension; 0 when off
+    comp_cycles = max(issue_comp, ldst_warp)
     cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
     mem_insts = k.mem_insts
     tl2 = t_l2(k, m)  # the L2 throughput extension; 0 when off
@@ -210,4 +223,6 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         cpi=total / insts if insts > 0 else 0.0,
         time_s=m.cycles_to_s(total) + m.launch_overhead_s,
         t_l2=tl2,
+        issue_cycles_comp=issue_comp,
+        ldst_cycles=ldst_warp,
     )

@@ -25,6 +25,27 @@ cycle is the round value between them. No vendor figure is published per
 transaction; the GK110 whitepaper only says L2 bandwidth per clock doubled over
 Fermi."""
 
+LDST_UNITS: dict[str, int] = {"fermi": 16, "kepler": 32, "maxwell": 32, "pascal": 32}
+"""Load/store units per SM by architecture, from NVIDIA's whitepapers: Fermi GF100 16
+("NVIDIA's Next Generation CUDA Compute Architecture: Fermi", 2009: 16 load/store
+units per SM); Kepler 32 ("NVIDIA GeForce GTX 680" whitepaper, 2012, GK104 SMX, and
+"NVIDIA's Next Generation CUDA Compute Architecture: Kepler GK110", 2012: each SMX has
+192 single-precision cores, 32 special-function units and 32 load/store units);
+Maxwell 32 ("NVIDIA GeForce GTX 750 Ti" and "GTX 980" whitepapers: four processing
+blocks of 8 per SMM); Pascal 32 (GP104, "NVIDIA GeForce GTX 1080" whitepaper, four
+blocks of 8 per SM) except GP100 (compute capability 6.0: two blocks of 8, 16 per SM,
+"NVIDIA Tesla P100" whitepaper). Other architectures have no default (the LD/ST bound,
+``placement.models.ldst``, is off): from Volta on, a warp's shared-memory access is
+no longer paced by the unit count alone."""
+LDST_UNITS_CC = {(6, 0): 16}
+"""Per compute capability exceptions to LDST_UNITS (GP100)."""
+
+
+def ldst_units_of(gpu: Gpu) -> int | None:
+    """The LD/ST units per SM of ``gpu``'s architecture (LDST_UNITS), None when unknown."""
+    return LDST_UNITS_CC.get(tuple(gpu.compute_capability), LDST_UNITS.get(gpu.arch))
+
+
 GAMMA = 64.0
 """Sim et al. Eq. 8: machine parameter of the synchronization cost, 64 for Fermi."""
 
@@ -74,6 +95,10 @@ class Machine:
     sectors, nvprof's gld/gst transactions) per SM cycle, for the L2 throughput bound
     (:func:`placement.models.l2bound.t_l2`, an extension beyond the papers); None: no
     bound (the papers' presets)."""
+    ldst_units: int | None = None
+    """Load/store units per SM (LDST_UNITS: Kepler 32), for the LD/ST throughput bound
+    (:mod:`placement.models.ldst`, an extension beyond the papers); None: no bound (the
+    papers' presets)."""
 
     @property
     def freq_hz(self) -> float:
@@ -114,6 +139,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         gpu=gpu,
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
         l2_transactions_per_cycle=(gpu.dram.channels * KEPLER_L2_TX_PER_CHANNEL_CYCLE if gpu.arch == "kepler" else None),
+        ldst_units=ldst_units_of(gpu),
     )
     return replace(mach, **overrides) if overrides else mach
 

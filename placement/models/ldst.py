@@ -1,0 +1,48 @@
+"""A throughput bound on the SM's load/store units, shared by MWP-CWP and GPUPerf (an extension).
+
+Hong & Kim price every non-global instruction, shared-memory accesses included, at
+Issue_cycles (warp size / SIMD width: 1/6 cycle per warp-instruction on a Kepler
+SMX of 192 cores), and Sim et al. likewise at avg_inst_lat / ITILP with ITILP_max =
+avg_inst_lat / (warp size / SIMD width). On GPUs whose SM has fewer load/store
+units than cores that is too cheap for memory instructions: every shared, global
+and local load and store goes through the SM's LD/ST units, and a warp-wide one
+occupies them warp_size / LDST_units cycles, once more for every replay (a bank
+conflict, or more words than one pass carries). NVIDIA's whitepapers give the
+units per SM (``params.LDST_UNITS``): Fermi GF100 16 ("Fermi" whitepaper, 2009:
+16 load/store units per SM), Kepler GK104 and GK110 32 (GeForce GTX 680
+whitepaper, 2012, and "Kepler GK110" whitepaper, 2012: each SMX has 192
+single-precision cores, 32 special-function units and 32 load/store units),
+Maxwell GM107/GM204 32 (8 per SMM processing block), Pascal GP104 32 and GP100 16
+(8 per processing block). The Kepler value agrees with its shared memory: 32 banks
+serve one 32-bit word per lane of a warp per clock (CUDA C Programming Guide,
+compute capability 3.x), one warp-instruction per cycle, as 32 / 32 units says. Hence
+per warp
+
+    LDST_cycles = (#global_mem_insts + #shared_insts + #shared_replays) x warp_size / LDST_units
+
+and the SM needs LDST_cycles x (warps per SM) cycles however well the cores
+overlap: the models take max() of their computation term with it (MWP-CWP's
+Comp_cycles, GPUPerf's T_comp). Replays come from nvprof's shared_load_replay and
+shared_store_replay (``KernelParams.bank_conflict_insts``). With no unit count
+(the papers' presets, ``Machine.ldst_units`` None) the bound is off and the models
+are as published.
+"""
+
+from __future__ import annotations
+
+from .kernel import KernelParams
+from .params import Machine
+
+
+def ldst_insts(k: KernelParams) -> float:
+    """Warp-instructions per warp through the LD/ST units: global loads and stores,
+    shared loads and stores, and the shared-memory replays."""
+    return k.mem_insts + k.shared_insts + k.bank_conflict_insts
+
+
+def ldst_cycles_per_warp(k: KernelParams, m: Machine) -> float:
+    """Cycles one warp's memory instructions hold the SM's LD/ST units; 0 when the bound is off."""
+    units = m.ldst_units
+    if not units or units <= 0:
+        return 0.0
+    return ldst_insts(k) * m.warp_size / units
