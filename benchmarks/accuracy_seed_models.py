@@ -21,6 +21,10 @@ and the mean absolute percentage error is reported on the other two thirds.
   (l2bound.rate_from_counters: the largest transactions / (Duration x clock x
   channels)), a measured hardware rate, not fitted to the error. With
   --kepler-l2-rate it is the Kepler default instead (params.py, 1.0 per channel).
+  Both also take max() of their computation term with an LD/ST-unit throughput
+  bound (placement.models.ldst, beyond the papers): (global + shared memory
+  instructions + shared replays, from the counters) x 32 / 32 LD/ST units per
+  Kepler SM (GK104 and GK110 whitepapers); nothing is fitted for it.
 - BSP: lambda per (GPU, kernel), as the model prescribes (Amaris et al. Sec. IV),
   the median of T(lambda=1) / T_measured over the calibration rows; latencies
   5 / 500 / 5 / 250 cycles (Sec. VI). Compared with the authors' own lambdas.
