@@ -30,7 +30,7 @@ def test_ldst_units_per_architecture():
     assert machine_from_gpu(get_gpu("c2050")).ldst_units == 16  # Fermi whitepaper
     assert machine_from_gpu(get_gpu("v100")).ldst_units is None  # no default from Volta on
     assert hong_kim_example().ldst_units is None and c2050().ldst_units is None  # papers' presets as published
-    units = {cc: machine_from_gpu(gpu_from_spec(dict(SPEC, compute_version=cc, num_of_cores="3840"))).ldst_units
+    units = {cc: machine_from_gpu(gpu_from_spec({**SPEC, "compute_version": cc, "num_of_cores": "3840"})).ldst_units
              for cc in ("3.5", "5.2", "6.0", "6.1")}  # fmt: skip
     assert units == {"3.5": 32, "5.2": 32, "6.0": 16, "6.1": 32}
 
@@ -38,10 +38,9 @@ def test_ldst_units_per_architecture():
 def _mk(**kw):
     # 8 warps an SM (2 blocks of 4 warps), one round; one coalesced load and 40 other
     # instructions a warp, 30 of them shared-memory accesses
-    base = dict(threads_per_block=128, blocks=32, active_blocks_per_sm=2, active_sms=16, comp_insts=40.0,
-                coal_mem_insts=1.0, shared_insts=30.0)  # fmt: skip
-    base.update(kw)
-    return KernelParams(**base)
+    base = {"threads_per_block": 128, "blocks": 32, "active_blocks_per_sm": 2, "active_sms": 16, "comp_insts": 40.0,
+            "coal_mem_insts": 1.0, "shared_insts": 30.0}  # fmt: skip
+    return KernelParams(**{**base, **kw})
 
 
 def test_mwp_cwp_ldst_bound_hand_worked():
