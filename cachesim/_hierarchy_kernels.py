@@ -104,6 +104,17 @@ def _popcount(x):
     return c
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _line_piece(a, end, cl, csz, sl):
+    """The part of [a, end) in a's cache line: (line base, end of the part, mask of its sectors)."""
+    line = (a >> cl) << cl
+    stop = min(end, line + csz)
+    s0 = (a - line) >> sl
+    s1 = (stop - np.uint64(1) - line) >> sl
+    smask = ((np.uint64(1) << (s1 - s0 + np.uint64(1))) - np.uint64(1)) << s0
+    return line, stop, smask
+
+
 @nb.njit(cache=True, nogil=True)
 def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle):
     """A read or write of [addr, addr + nbytes) at the L2; misses and write-backs become DRAM requests.
@@ -128,11 +139,7 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
-        line = (a >> cl) << cl
-        stop = min(end, line + csz)
-        s0 = (a - line) >> sl
-        s1 = (stop - np.uint64(1) - line) >> sl
-        smask = ((np.uint64(1) << (s1 - s0 + np.uint64(1))) - np.uint64(1)) << s0
+        line, stop, smask = _line_piece(a, end, cl, csz, sl)
         sl_id = np.int64((a >> sh) % nsl)
         p = (((a >> sh) // nsl) << sh) | (a & low)
         t = stats[CLOCK] + 1
@@ -183,11 +190,7 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
-        line = (a >> cl) << cl
-        stop = min(end, line + csz)
-        s0 = (a - line) >> sl
-        s1 = (stop - np.uint64(1) - line) >> sl
-        smask = ((np.uint64(1) << (s1 - s0 + np.uint64(1))) - np.uint64(1)) << s0
+        line, stop, smask = _line_piece(a, end, cl, csz, sl)
         t = stats[CLOCK] + 1
         stats[CLOCK] = t
         res = C.access(cfg, state, inst, a, smask, is_write, is_local, t)
