@@ -89,6 +89,14 @@ def points(n: int, tag: int = 7) -> np.ndarray:
     return out
 
 
+@nb.njit(cache=True, inline="always")
+def _near(px, py, i, j, thr_sq):
+    """Points i and j are distinct neighbours (squared distance under the threshold)."""
+    dx = px[i] - px[j]
+    dy = py[i] - py[j]
+    return j != i and dx * dx + dy * dy < thr_sq
+
+
 @nb.njit(cache=True)
 def _degrees(px, py, thr_sq):
     n = px.shape[0]
@@ -96,11 +104,8 @@ def _degrees(px, py, thr_sq):
     for i in range(n):
         c = 0
         for j in range(n):
-            if j != i:
-                dx = px[i] - px[j]
-                dy = py[i] - py[j]
-                if dx * dx + dy * dy < thr_sq:
-                    c += 1
+            if _near(px, py, i, j, thr_sq):
+                c += 1
         deg[i] = c
     return deg
 
@@ -112,12 +117,9 @@ def _indirection(px, py, thr_sq, D):
     for i in range(n):
         c = 0
         for j in range(n):
-            if j != i:
-                dx = px[i] - px[j]
-                dy = py[i] - py[j]
-                if dx * dx + dy * dy < thr_sq:
-                    ind[i, c] = j
-                    c += 1
+            if _near(px, py, i, j, thr_sq):
+                ind[i, c] = j
+                c += 1
     return ind
 
 
