@@ -59,12 +59,46 @@ def test_mwp_cwp_memory_term_is_at_least_t_l2():
         rest = (r.comp_cycles + r.comp_cycles / k.mem_insts * (r.mwp - 1)) * r.rep
     elif r.case == "eq23":
         rest = r.comp_cycles / k.mem_insts * (r.mwp - 1) * r.rep
-    else:
-        rest = r.comp_cycles * r.n * r.rep
-    assert r.exec_cycles_app == pytest.approx(8000.0 + rest)
+    else:  # Eq. 24: the bound caps the whole time
+        rest = None
+    assert r.exec_cycles_app == pytest.approx(8000.0 + rest if rest is not None else 8000.0)
     # a rate so high the bound is below the latency term: unchanged
     r_hi = mwp_cwp.predict(k, replace(m0, l2_transactions_per_cycle=1e9))
     assert r_hi.exec_cycles == pytest.approx(r0.exec_cycles)
+
+
+def test_mwp_cwp_eq24_whole_time_is_at_least_t_l2():
+    # Compute bound (Eq. 24): 8 warps an SM, one round, Comp_cycles 248 (4 LD/ST units), Mem_L 420:
+    # 420 + 248 x 8 = 2404 cycles (tests/test_models_ldst.py works the same kernel by hand).
+    k = KernelParams(threads_per_block=128, blocks=32, active_blocks_per_sm=2, active_sms=16, comp_insts=40.0,
+                     coal_mem_insts=1.0, shared_insts=30.0)  # fmt: skip
+    m = replace(hong_kim_example(), ldst_units=4, l2_transactions_per_cycle=1.0)
+    # 10 transactions x 128 warps / 1 a cycle = 1280 < 2404: memory stays hidden, the time is unchanged
+    low = mwp_cwp.predict(replace(k, l2_transactions=10.0), m)
+    assert low.case == "eq24" and low.t_l2 == pytest.approx(1280.0)
+    assert low.exec_cycles == pytest.approx(2404.0)
+    # 50 x 128 = 6400 > 2404: the L2 paces the kernel, 6400 cycles in all
+    high = mwp_cwp.predict(replace(k, l2_transactions=50.0), m)
+    assert high.case == "eq24" and high.exec_cycles == pytest.approx(6400.0)
+
+
+def test_mwp_cwp_cached_departure_delay_hand_worked():
+    # Hong & Kim's Sec. 3.6 machine: Departure_del_coal 4, Mem_LD 420, no L2 latency; an L2 of
+    # 2 transactions a cycle shared by 4 active SMs: an L2 hit leaves every 4 / 2 = 2 cycles.
+    m = replace(hong_kim_example(), l2_transactions_per_cycle=2.0)
+    k = _k(uncoal_mem_insts=0.0, coal_mem_insts=2.0, l2_hit_ratio=0.75)
+    # 0.25 miss x 4 + 0.75 hit x 1 transaction x 2 = 2.5 cycles
+    assert mwp_cwp.departure_delay_cached(k, m, 4) == pytest.approx(2.5)
+    r = mwp_cwp.predict(k, m)
+    assert r.departure_delay == pytest.approx(2.5)
+    # Eq. 16: MWP_Without_BW_full = Mem_L / Departure_delay = (0.25 x 420) / 2.5 = 42
+    assert r.mwp_without_bw_full == pytest.approx(42.0)
+    # an uncoalesced request of 8 transactions that hits pays 8 L2 spacings; L1 hits do not leave the SM
+    k8 = _k(l1_hit_ratio=0.2, l2_hit_ratio=0.5)
+    assert mwp_cwp.departure_delay_cached(k8, m, 4) == pytest.approx(0.3 * 10.0 * 8.0 + 0.5 * 8.0 * 2.0)
+    # no hit ratios, or no L2 rate: Eq. 15 as published
+    assert mwp_cwp.departure_delay_cached(_k(), m, 4) == pytest.approx(mwp_cwp.departure_delay(_k(), m))
+    assert mwp_cwp.departure_delay_cached(k, hong_kim_example(), 4) == pytest.approx(4.0)
 
 
 def test_gpuperf_t_mem_is_max_of_latency_and_l2():

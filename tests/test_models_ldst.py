@@ -16,12 +16,15 @@ SPEC = {"gpu_name": "x", "max_clock_rate": "1000", "L2": "1", "bus": "256", "mem
 
 def test_ldst_cycles_hand_worked():
     k = KernelParams(threads_per_block=64, blocks=4, comp_insts=20.0, coal_mem_insts=2.0, uncoal_mem_insts=1.0,
-                     shared_insts=10.0, bank_conflict_insts=3.0)  # fmt: skip
-    assert ldst_insts(k) == 16.0  # 2 + 1 global, 10 shared, 3 replays
+                     uncoal_per_mw=4.0, shared_insts=10.0, bank_conflict_insts=3.0)  # fmt: skip
+    # 2 coalesced x 1 transaction + 1 uncoalesced x 4 transactions (3 replays), 10 shared, 3 shared replays
+    assert ldst_insts(k) == 19.0
     m = hong_kim_example()
-    assert ldst_cycles_per_warp(k, replace(m, ldst_units=32)) == pytest.approx(16.0)  # Kepler: 32 / 32 = 1 cycle each
-    assert ldst_cycles_per_warp(k, replace(m, ldst_units=16)) == pytest.approx(32.0)  # Fermi: 2 cycles each
+    assert ldst_cycles_per_warp(k, replace(m, ldst_units=32)) == pytest.approx(19.0)  # Kepler: 32 / 32 = 1 cycle each
+    assert ldst_cycles_per_warp(k, replace(m, ldst_units=16)) == pytest.approx(38.0)  # Fermi: 2 cycles each
     assert ldst_cycles_per_warp(k, m) == 0.0  # no unit count (the papers' presets): off
+    # A 32-transaction column walk holds the units 32 passes, as nvprof's global replays count
+    assert ldst_insts(replace(k, uncoal_per_mw=32.0)) == 2.0 + 32.0 + 10.0 + 3.0
 
 
 def test_ldst_units_per_architecture():

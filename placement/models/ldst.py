@@ -18,12 +18,17 @@ serve one 32-bit word per lane of a warp per clock (CUDA C Programming Guide,
 compute capability 3.x), one warp-instruction per cycle, as 32 / 32 units says. Hence
 per warp
 
-    LDST_cycles = (#global_mem_insts + #shared_insts + #shared_replays) x warp_size / LDST_units
+    LDST_cycles = (#global_transactions + #shared_insts + #shared_replays) x warp_size / LDST_units
 
 and the SM needs LDST_cycles x (warps per SM) cycles however well the cores
 overlap: the models take max() of their computation term with it (MWP-CWP's
-Comp_cycles, GPUPerf's T_comp). Replays come from nvprof's shared_load_replay and
-shared_store_replay (``KernelParams.bank_conflict_insts``). With no unit count
+Comp_cycles, GPUPerf's T_comp). Shared-memory replays come from nvprof's
+shared_load_replay and shared_store_replay (``KernelParams.bank_conflict_insts``). A
+global request is replayed once per transaction after its first (nvprof's
+global_replay_overhead counts these issues: "replays for non-coalesced global memory
+accesses"), so a global memory instruction holds the units for its transactions per
+request (``coal_per_mw``, ``uncoal_per_mw``): the 32 transactions of a strided
+request are 32 passes. With no unit count
 (the papers' presets, ``Machine.ldst_units`` None) the bound is off and the models
 are as published.
 """
@@ -35,9 +40,11 @@ from .params import Machine
 
 
 def ldst_insts(k: KernelParams) -> float:
-    """Warp-instructions per warp through the LD/ST units: global loads and stores,
-    shared loads and stores, and the shared-memory replays."""
-    return k.mem_insts + k.shared_insts + k.bank_conflict_insts
+    """Warp-instruction passes per warp through the LD/ST units: global loads and
+    stores with their replays (one pass per transaction), shared loads and stores,
+    and the shared-memory replays."""
+    global_passes = k.coal_mem_insts * max(k.coal_per_mw, 1.0) + k.uncoal_mem_insts * max(k.uncoal_per_mw, 1.0)
+    return global_passes + k.shared_insts + k.bank_conflict_insts
 
 
 def ldst_cycles_per_warp(k: KernelParams, m: Machine) -> float:

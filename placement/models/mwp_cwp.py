@@ -20,9 +20,13 @@ Two extensions, both inert with their defaults (Table 2 is reproduced unchanged)
   few (Eq. 22) the independent loads overlap.
 - a fixed launch overhead (``Machine.launch_overhead_s``) added to the time.
 - an L2 throughput bound (``placement.models.l2bound``, inert without transaction
-  counts or a machine L2 rate): the memory term of Eq. 22-24 (Mem_cycles x #Rep,
-  Mem_cycles x N / MWP x #Rep, Mem_L x #Rep) is at least T_L2, the cycles the L2
-  needs for all the kernel's transactions.
+  counts or a machine L2 rate): the memory term of Eq. 22-23 (Mem_cycles x #Rep,
+  Mem_cycles x N / MWP x #Rep) is at least T_L2, the cycles the L2 needs for all
+  the kernel's transactions; in Eq. 24 (compute bound, memory hidden but for the
+  last warp's Mem_L x #Rep) the whole time is at least T_L2.
+- cached departures (:func:`departure_delay_cached`, inert without hit ratios and
+  an L2 rate): Eq. 15's delay for the requests that miss, the L2's spacing for
+  those that hit.
 - a load/store-unit throughput bound (``placement.models.ldst``, inert without a
   machine LD/ST unit count): Comp_cycles (Eq. 19) is max(Issue_cycles x
   #Total_insts, LDST_cycles), LDST_cycles = (global + shared memory instructions +
@@ -78,6 +82,22 @@ def departure_delay(k: KernelParams, m: Machine) -> float:
     """Eq. 15: Departure_delay = Departure_del_uncoal * #Uncoal_per_mw * Weight_uncoal + Departure_del_coal * Weight_coal."""
     w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
     return m.departure_del_uncoal * k.uncoal_per_mw * w_unc + m.departure_del_coal * w_coal
+
+
+def departure_delay_cached(k: KernelParams, m: Machine, active_sms: int) -> float:
+    """Eq. 15 with caches (an extension, the departure-side twin of
+    :func:`mem_ld_effective`): only the requests that miss every cache leave at
+    DRAM's spacing (Eq. 15); an L2 hit leaves at the L2's, active_sms /
+    L2_transactions_per_cycle per transaction, and an L1 hit does not leave the SM.
+    Without hit ratios or an L2 rate it is Eq. 15 unchanged.
+    """
+    dep = departure_delay(k, m)
+    rate = m.l2_transactions_per_cycle
+    if (k.l1_hit_ratio <= 0 and k.l2_hit_ratio <= 0) or not rate or rate <= 0:
+        return dep
+    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
+    trans = k.uncoal_per_mw * w_unc + k.coal_per_mw * w_coal
+    return k.miss_ratio * dep + k.l2_hit_ratio * trans * active_sms / rate
 
 
 def bw_per_warp(freq_hz: float, load_bytes_per_warp: float, mem_l_cycles: float) -> float:
@@ -163,7 +183,7 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     l_unc = mem_l_uncoal(mem_ld, k.uncoal_per_mw, m.departure_del_uncoal)
     l_coal = mem_ld  # Eq. 11
     ml = l_unc * w_unc + l_coal * w_coal  # Eq. 12
-    dep = departure_delay(k, m)  # Eq. 15
+    dep = departure_delay_cached(k, m, ln.active_sms)  # Eq. 15 (with caches: the extension)
     full = ml / dep if dep > 0 else float("inf")  # Eq. 16
     without_bw = min(full, float(n))  # Eq. 17
     # Eq. 7; with hit ratios known only the misses load DRAM (the cache extension above).
@@ -192,7 +212,9 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         app = max(mem_cycles * n / mw * ln.rep, tl2) + comp_cycles / mem_insts * (mw - 1) * ln.rep
     else:
         case = "eq24"
-        app = max(ml * ln.rep, tl2) + comp_cycles * n * ln.rep
+        # Compute bound: memory hides under computation except the last warp's Mem_L,
+        # so the L2 bound caps the whole time, not the exposed latency tail.
+        app = max(ml * ln.rep + comp_cycles * n * ln.rep, tl2)
     synch = synch_cost(dep, mw, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)  # Eq. 26
     total = app + synch  # Eq. 27
     insts = k.total_insts * k.warps_per_block * k.blocks / ln.active_sms  # Eq. 25 denominator
