@@ -50,6 +50,7 @@ def test_vectoradd_row_params():
     assert r.input_size == 4194304 and r.measured_s == pytest.approx(0.000439072)
     assert k.threads_per_block == 64 and k.blocks == 65536
     assert k.coal_mem_insts == 3 and k.uncoal_mem_insts == 0  # 2 loads + 1 store, one transaction each
+    assert k.store_insts == 1  # gst_request per warp
     assert k.comp_insts == 18 - 3
     assert k.data_bytes == (1048583 + 524288) * 32
 

@@ -61,6 +61,18 @@ def test_not_enough_warps_eq22():
     assert close(r.exec_cycles_app, 420 + 40 + 40 * (2 - 1))  # Eq. 22
 
 
+def test_eq22_waits_on_loads_not_stores():
+    # 2 warps an SM, 2 coalesced loads and 1 store a warp: Mem_cycles = 3 x 420 = 1260,
+    # Comp_cycles = 4 x (9 + 3) = 48; MWP = CWP = N = 2 (Eq. 22).
+    k = _k(threads_per_block=64, blocks=16, active_blocks_per_sm=1, comp_insts=9, coal_mem_insts=3)
+    r = mwp_cwp.predict(k, hong_kim_example())
+    assert r.case == "eq22" and close(r.exec_cycles_app, 1260 + 48 + 48 / 3 * (2 - 1))  # every access waited on
+    # Knowing one of the three is a store: the warp waits on 2 x 420 = 840 cycles only
+    rs = mwp_cwp.predict(replace(k, store_insts=1.0), hong_kim_example())
+    assert rs.case == "eq22" and close(rs.exec_cycles_app, 840 + 48 + 16)
+    assert rs.mem_cycles == r.mem_cycles and rs.mwp == r.mwp  # bandwidth and MWP still see the store
+
+
 def test_bandwidth_limits_mwp():
     # Coalesced, 80 GB/s: BW_per_warp = 1 GHz x 128 B / 420 = 0.305 GB/s; MWP_peak_BW = 80 / (0.305 x 16) = 16.4.
     r = mwp_cwp.predict(_k(comp_insts=3, coal_mem_insts=1), hong_kim_example())

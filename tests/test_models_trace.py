@@ -48,6 +48,7 @@ def test_kernel_from_trace(tmp_path):
     k = kernel_from_trace(_write(tmp_path))
     assert k.threads_per_block == 32 and k.blocks == 2 and k.regs_per_thread == 16
     assert k.coal_mem_insts == 2 and k.uncoal_mem_insts == 1 and k.uncoal_per_mw == 32
+    assert k.store_insts == 1  # the op-1 row of each warp
     assert k.sfu_insts == 2 and k.synch_insts == 1 and k.fp_insts == 4
     assert k.comp_insts == 20 - 3 - 2
 

@@ -176,6 +176,7 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
         # nvprof's gld/gst_transactions_per_request count one L2 transaction per
         # 128-byte line a request touches (1-4 sectors): vectorAdd 1 (4 sectors),
         # matrix_sum_normal at block 32 x 32, 32 (one sector each).
+        store_insts=gst,
         l2_transactions=gld * tl + gst * ts,
         # and the L2 counts those lines' 32-byte sectors (vectorAdd 4 per request).
         l2_sectors=per(raw["L2.Read.Transactions..L1.read.requests."]) + per(raw["L2.Write.Transactions..L1.write.requests."]),

@@ -70,6 +70,11 @@ class KernelParams:
     """L2 transactions per warp (global load + store requests x nvprof's transactions per
     request: one per 128-byte line touched); 0: unknown, no L2 throughput bound
     (``placement.models.l2bound``)."""
+    store_insts: float = 0.0
+    """Of the global memory instructions (coal_mem_insts + uncoal_mem_insts), the stores per
+    warp; 0: unknown (all counted as loads, as Hong & Kim do). A warp does not wait on its
+    stores (no instruction uses their value), so only loads add to a warp's own memory
+    waiting (MWP-CWP Eq. 22)."""
     l2_sectors: float = 0.0
     """32-byte L2 sectors per warp that global loads and stores query (nvprof
     l2_read/write_transactions of L1 requests); 0: unknown. BSP's Comm_GM counts these
@@ -248,6 +253,7 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
         coal_mem_insts=coal,
         uncoal_mem_insts=uncoal,
         uncoal_per_mw=per_mw,
+        store_insts=float((tr.op[glob] == traces.schema.STORE).sum()) / warps,
         synch_insts=ins.sync / warps,
         sfu_insts=ins.sfu / warps,
         fp_insts=(ins.fp32 + ins.fp64) / warps if (ins.fp32 or ins.fp64) else None,

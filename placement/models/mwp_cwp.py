@@ -18,6 +18,11 @@ Two extensions, both inert with their defaults (Table 2 is reproduced unchanged)
   requests, holds MWP / MLP warps. When bandwidth binds (Eq. 23) the product
   Mem_cycles x N / MWP, hence the bandwidth term, is unchanged; when warps are
   few (Eq. 22) the independent loads overlap.
+- stores are not waited on: when warps are too few (Eq. 22) a warp's own memory
+  waiting counts its loads only (``KernelParams.store_insts``; no instruction uses a
+  store's value, so the warp issues on). Stores still take bandwidth: Eq. 23 and
+  MWP keep every memory instruction. Without a store count (parameter files such
+  as Table 2's) every memory instruction is waited on, as Hong & Kim count them.
 - a fixed launch overhead (``Machine.launch_overhead_s``) added to the time.
 - an L2 throughput bound (``placement.models.l2bound``, inert without transaction
   counts or a machine L2 rate): the memory term of Eq. 22-23 (Mem_cycles x #Rep,
@@ -206,7 +211,9 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         app = comp_cycles * n * ln.rep
     elif mw == n and cw == n:
         case = "eq22"
-        app = max(mem_cycles * ln.rep, tl2) + (comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+        # Too few warps: each warp's own waiting, on its loads only (stores are not waited on).
+        waited = mem_cycles * (1.0 - min(max(k.store_insts, 0.0), mem_insts) / mem_insts)
+        app = max(waited * ln.rep, tl2) + (comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
     elif cw >= mw or comp_cycles > mem_cycles:
         case = "eq23"
         app = max(mem_cycles * n / mw * ln.rep, tl2) + comp_cycles / mem_insts * (mw - 1) * ln.rep
