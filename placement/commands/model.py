@@ -155,9 +155,9 @@ def run(args) -> int:
 
 
 def _run_counters(args) -> int:
-    from placement.models import bsp
     from dataclasses import replace
 
+    from placement.models import bsp
     from placement.models.counters import read_counters
     from placement.models.gpuperfpredict import with_code_facts
 

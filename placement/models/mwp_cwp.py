@@ -10,7 +10,7 @@ form, which reproduces the paper's Table 2, is
 
 (DESIGN.md, "The other seed models").
 
-Two extensions, both inert with their defaults (Table 2 is reproduced unchanged):
+Extensions, each inert with its default (Table 2 is reproduced unchanged):
 
 - memory-level parallelism (``KernelParams.mlp``, Sim et al. Sec. 5.3: the average
   number of a warp's memory requests in flight before the first use). A warp then
@@ -34,8 +34,8 @@ Two extensions, both inert with their defaults (Table 2 is reproduced unchanged)
   those that hit.
 - a load/store-unit throughput bound (``placement.models.ldst``, inert without a
   machine LD/ST unit count): Comp_cycles (Eq. 19) is max(Issue_cycles x
-  #Total_insts, LDST_cycles), LDST_cycles = (global + shared memory instructions +
-  shared replays) x warp size / LD/ST units per SM, so CWP and Eq. 22-24 see the
+  #Total_insts, LDST_cycles), LDST_cycles = (global transactions + shared memory
+  instructions + shared replays) x warp size / LD/ST units per SM, so CWP and Eq. 22-24 see the
   LD/ST pipe when it, not the cores, paces the warps (shared-memory tiled kernels
   on Kepler: 32 LD/ST units against 192 cores).
 """
