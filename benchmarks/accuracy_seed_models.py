@@ -67,7 +67,7 @@ import numpy as np
 from placement.gpu import get_gpu
 from placement.models import bsp, gpuperf, l2bound, mwp_cwp
 from placement.models.counters import gpu_from_spec, read_counters
-from placement.models.gpuperfpredict import with_code_facts
+from placement.models.gpuperfpredict import rows_with_code_facts
 from placement.models.params import machine_from_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def load(data: Path):
             p = data / f"{kern}-{gpu}.csv"
             if not p.exists():
                 continue
-            rows = [replace(r, params=with_code_facts(r.params, kern, r.input_size, r.block)) if r.params is not None else r for r in read_counters(p)]
+            rows = rows_with_code_facts(read_counters(p))
             ok = [r for r in rows if r.params is not None and r.measured_s > 0]
             calib = [r for i, r in enumerate(rows) if i % 3 == 0 and r.params is not None and r.measured_s > 0]
             held = [r for i, r in enumerate(rows) if i % 3 != 0 and r.params is not None and r.measured_s > 0]
@@ -136,6 +136,15 @@ def floor_mape(rows, feature) -> float:
         best = min((np.abs(c * x - t) / t for c in t / x), key=np.mean)
         errs.extend(best)
     return float(np.mean(errs) * 100) if errs else math.nan
+
+
+def bsp_lambda(rows, mach) -> float:
+    """BSP's lambda for ``rows``: the median of T(lambda = 1) / T_measured."""
+    return float(np.median([bsp.predict(r.params, mach, 1.0).time_s / r.measured_s for r in rows]))
+
+
+def bsp_mape(rows, mach, lam) -> float:
+    return mape([bsp.predict(r.params, mach, lam).time_s for r in rows], [r.measured_s for r in rows])
 
 
 def times(model, rows, mach):
@@ -202,19 +211,17 @@ def main(argv=None) -> int:
             row[model] = mape(times(model, held, mach), meas)
             row[model + " (uncalibrated)"] = mape(times(model, held, base[gpu]), meas)
         m = base[gpu]
-        ratios = [bsp.predict(r.params, m, 1.0).time_s / r.measured_s for r in s["calib"]]
-        lam = float(np.median(ratios))
+        lam = bsp_lambda(s["calib"], m)
         row["bsp_lambda"] = lam
-        row["bsp"] = mape([bsp.predict(r.params, m, lam).time_s for r in held], meas)
+        row["bsp"] = bsp_mape(held, m, lam)
         lam_a = AUTHORS_LAMBDA[gpu][KERNELS.index(kern)]
         row["bsp_authors_lambda"] = lam_a
-        row["bsp (authors' lambda)"] = mape([bsp.predict(r.params, m, lam_a).time_s for r in held], meas)
+        row["bsp (authors' lambda)"] = bsp_mape(held, m, lam_a)
         b16 = [r for r in held if authors_shape(kern, r)]
-        row["bsp block-16 (authors' lambda)"] = mape([bsp.predict(r.params, m, lam_a).time_s for r in b16], [r.measured_s for r in b16])
+        row["bsp block-16 (authors' lambda)"] = bsp_mape(b16, m, lam_a)
         # The paper's own protocol: lambda from the block-16 calibration rows, scored on the block-16 held rows.
         c16 = [r for r in s["calib"] if authors_shape(kern, r)]
-        lam16 = float(np.median([bsp.predict(r.params, m, 1.0).time_s / r.measured_s for r in c16])) if c16 else math.nan
-        row["bsp (block 16 only)"] = mape([bsp.predict(r.params, m, lam16).time_s for r in b16], [r.measured_s for r in b16]) if c16 else math.nan
+        row["bsp (block 16 only)"] = bsp_mape(b16, m, bsp_lambda(c16, m)) if c16 else math.nan
         row["floor (work)"] = floor_mape(held, lambda r, k=kern: work(k, r.input_size))
         row["floor (DRAM)"] = floor_mape(held, lambda r: r.params.data_bytes)
         results["rows"].append(row)

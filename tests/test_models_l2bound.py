@@ -60,8 +60,8 @@ def test_mwp_cwp_memory_term_is_at_least_t_l2():
     elif r.case == "eq23":
         rest = r.comp_cycles / k.mem_insts * (r.mwp - 1) * r.rep
     else:  # Eq. 24: the bound caps the whole time
-        rest = None
-    assert r.exec_cycles_app == pytest.approx(8000.0 + rest if rest is not None else 8000.0)
+        rest = 0.0
+    assert r.exec_cycles_app == pytest.approx(8000.0 + rest)
     # a rate so high the bound is below the latency term: unchanged
     r_hi = mwp_cwp.predict(k, replace(m0, l2_transactions_per_cycle=1e9))
     assert r_hi.exec_cycles == pytest.approx(r0.exec_cycles)

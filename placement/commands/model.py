@@ -155,16 +155,13 @@ def run(args) -> int:
 
 
 def _run_counters(args) -> int:
-    from dataclasses import replace
-
     from placement.models import bsp
     from placement.models.counters import read_counters
-    from placement.models.gpuperfpredict import with_code_facts
+    from placement.models.gpuperfpredict import rows_with_code_facts
 
     # The known kernels of the gpuperfpredict set get the MLP and barriers of their code,
     # which nvprof cannot count (placement.models.gpuperfpredict); others keep their counters.
-    rows = [replace(r, params=with_code_facts(r.params, r.kernel, r.input_size, r.block)) if r.params is not None else r
-            for r in read_counters(args.counters)]  # fmt: skip
+    rows = rows_with_code_facts(read_counters(args.counters))
     fixed = _machine(args) if args.gpu else None
     lam = 1.0
     fitted_on = None

@@ -177,7 +177,7 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     il = itilp(k.ilp, n, imax)
     wp = w_parallel(insts, warps, sms, lat, il)
 
-    trans = (k.coal_mem_insts * k.coal_per_mw + k.uncoal_mem_insts * k.uncoal_per_mw) / mem_insts if mem_insts else 1.0
+    trans = k.global_transactions / mem_insts if mem_insts else 1.0
     delta = transaction_delta(k, m, trans)
     dram = avg_dram_lat(m.dram_latency, trans, delta)
     # Eq. 12 expanded to two cache levels: every request pays the first level's

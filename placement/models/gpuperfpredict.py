@@ -55,6 +55,13 @@ def tiles(width: float, block_edge: int) -> int:
     return math.ceil(width / block_edge)
 
 
+def rows_with_code_facts(rows: list) -> list:
+    """Counter rows (``placement.models.counters.CounterRow``) with their kernel's code facts
+    (:func:`with_code_facts`); rows without counters unchanged."""
+    return [replace(r, params=with_code_facts(r.params, r.kernel, r.input_size, r.block)) if r.params is not None else r
+            for r in rows]  # fmt: skip
+
+
 def with_code_facts(k: KernelParams, kernel: str, input_size: float, block: tuple[int, ...]) -> KernelParams:
     """``k`` with the MLP and barriers of ``kernel``'s known code; unchanged for an unknown kernel."""
     facts = KERNEL_CODE.get(kernel)

@@ -88,6 +88,11 @@ class KernelParams:
         return self.coal_mem_insts + self.uncoal_mem_insts
 
     @property
+    def global_transactions(self) -> float:
+        """Transactions per warp of its global requests: #coal x coal_per_mw + #uncoal x uncoal_per_mw."""
+        return self.coal_mem_insts * self.coal_per_mw + self.uncoal_mem_insts * self.uncoal_per_mw
+
+    @property
     def total_insts(self) -> float:
         """Hong & Kim #Total_insts = #Comp_insts + #Mem_insts (SFU counted as computation)."""
         return self.comp_insts + self.sfu_insts + self.mem_insts

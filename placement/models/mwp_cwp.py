@@ -100,8 +100,7 @@ def departure_delay_cached(k: KernelParams, m: Machine, active_sms: int) -> floa
     rate = m.l2_transactions_per_cycle
     if (k.l1_hit_ratio <= 0 and k.l2_hit_ratio <= 0) or not rate or rate <= 0:
         return dep
-    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
-    trans = k.uncoal_per_mw * w_unc + k.coal_per_mw * w_coal
+    trans = k.global_transactions / k.mem_insts if k.mem_insts > 0 else k.coal_per_mw  # per request (Eq. 13-14 weights)
     return k.miss_ratio * dep + k.l2_hit_ratio * trans * active_sms / rate
 
 
