@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args))
     except InputError as exc:
-        print(f"placement {args.command}: error: {exc}", file=sys.stderr)
+        # One line whatever the message holds (a parser's message may carry newlines).
+        print(f"placement {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("placement: interrupted", file=sys.stderr)

@@ -81,3 +81,11 @@ def test_cli_counters_bad_file(tmp_path, capsys):
     p.write_text("a,b\n1,2\n")
     assert main(["model", "bsp", "--counters", str(p)]) == 2
     assert "Input.Size" in capsys.readouterr().err
+
+
+def test_unparsable_counters_file_one_line(tmp_path, capsys):
+    p = tmp_path / "ragged.csv"
+    p.write_text("a\nb\nc,d,e,f\n")  # pandas: "Error tokenizing data ... saw 4\n", with a newline
+    assert main(["model", "mwp-cwp", "--counters", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert f"{p}: not a CSV file" in err and err.count("\n") == 1
