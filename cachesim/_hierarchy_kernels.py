@@ -17,7 +17,7 @@ from . import _coalesce_kernels as Q
 # cache levels (rows of cfgs) and the spaces of the trace
 L1, TEX, CONST, L2 = range(4)
 N_LEVELS = 4
-N_SPACES = 6
+N_SPACES = 7  # traces.SPACE_NAMES: global, local, shared, constant, texture1d, texture2d, readonly
 # flat stats layout
 COUNTS = 0  # (level, space, [requests, hits, misses])
 REPLAYS = N_LEVELS * N_SPACES * 3  # 5 entries: replays by Huang & Li cause 1..4 (0 unused)
@@ -29,7 +29,10 @@ STATS_LEN = NDRAM + 1
 
 # hp (int64 parameters); the first six are the coalescing parameters
 HP_LINE_LOG2, HP_SECT_LOG2, HP_TXN, HP_BANKS, HP_BANK_BYTES, HP_TEX_LOG2, HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(9)
-HP_LEN = 9
+# the per-SM level that global and read-only loads go to first (L1, TEX, or NO_LEVEL: straight to the L2)
+HP_GLOBAL_LVL, HP_RO_LVL = 9, 10
+HP_LEN = 11
+NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
 
@@ -228,10 +231,12 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
 def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out):
     """Walk rows ``order[start:]`` through the hierarchy; return the next row to do (len(order) when done).
 
-    ``cols`` = (cta, warp, op, space, width, mask, addr, obj). Global and local accesses go
-    through the L1 (loads and stores; atomics and reductions are done at the L2), texture
-    through the texture cache, constant through the constant cache, all then to the L2.
-    Shared accesses only count bank conflicts. Stops early, returning the row it stopped
+    ``cols`` = (cta, warp, op, space, width, mask, addr, obj). Global accesses go through
+    the level ``hp[HP_GLOBAL_LVL]`` (the L1, or straight to the L2), read-only ones through
+    ``hp[HP_RO_LVL]`` (the texture cache or the L1), local ones through the L1 (loads and
+    stores; atomics and reductions are done at the L2), texture through the texture cache
+    (which may be the L1's array: see ``simulate_hierarchy``), constant through the
+    constant cache, all then to the L2. Shared accesses only count bank conflicts. Stops early, returning the row it stopped
     at, when the DRAM buffers ``out`` have less than ROW_MARGIN free entries.
     """
     cta, warp, op, space, width, mask, addr, obj = cols
@@ -260,11 +265,12 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         stats[INSTR + sp] += 1
         if m == 0:
             continue
-        if sp == 0 or sp == 1:
+        if sp == 0 or sp == 1 or sp == 6:
             k = Q.lines_touched(m, addr[i], w, hp[HP_LINE_LOG2], hp[HP_SECT_LOG2], lines, smasks)
             stats[LINES + sp] += k
             stats[REPLAYS + 1] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[HP_TXN])
             is_local = sp == 1
+            lvl = L1 if sp == 1 else (hp[HP_RO_LVL] if sp == 6 else hp[HP_GLOBAL_LVL])
             o_p = op[i]
             for j in range(k):
                 # each run of consecutive sectors of the line is one request
@@ -279,10 +285,12 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                         e += 1
                     a0 = lines[j] + np.uint64(b * sect)
                     nbytes = (e - b + 1) * sect
-                    if o_p == 0:
-                        upper_span(L1, s, cfgs, state, stats, out, hp, lat, a0, nbytes, False, is_local, sp, o, g, cyc)
-                    elif o_p == 1:
-                        upper_span(L1, s, cfgs, state, stats, out, hp, lat, a0, nbytes, True, is_local, sp, o, g, cyc)
+                    if o_p == 0 and lvl != NO_LEVEL:
+                        upper_span(lvl, s, cfgs, state, stats, out, hp, lat, a0, nbytes, False, is_local, sp, o, g, cyc)
+                    elif o_p == 1 and lvl != NO_LEVEL:
+                        upper_span(lvl, s, cfgs, state, stats, out, hp, lat, a0, nbytes, True, is_local, sp, o, g, cyc)
+                    elif o_p <= 1:
+                        l2_span(cfgs, state, stats, out, hp, lat, a0, nbytes, o_p == 1, sp, o, g, cyc)
                     else:
                         l2_span(cfgs, state, stats, out, hp, lat, a0, nbytes, True, sp, o, g, cyc)
                     b = e + 1

@@ -30,7 +30,7 @@ from .spec import CacheSpec, parse_spec
 log = logging.getLogger(__name__)
 
 LEVELS = ("l1", "tex", "const", "l2")
-SPACES = ("global", "local", "shared", "constant", "texture1d", "texture2d")
+SPACES = ("global", "local", "shared", "constant", "texture1d", "texture2d", "readonly")
 REPLAY_CAUSES = {
     1: "global words per warp over the transaction size",
     2: "constant cache misses",
@@ -47,7 +47,12 @@ class HierarchyConfig:
     cache: an empty ``l1`` means global (and local) accesses are not cached per SM
     (Kepler's default for globals; its L1 caching of local memory is left out), an
     empty ``tex`` or ``const`` sends those requests straight to the L2, an empty ``l2``
-    straight to DRAM. ``l2`` is one slice; addresses go to slice
+    straight to DRAM. Routing: ``global_in_l1`` sends global loads and stores through
+    the L1 (else straight to the L2); ``readonly`` names the per-SM cache of read-only
+    loads (space ``readonly``): "tex", "l1" or "l2" (none: straight to the L2);
+    ``tex_in_l1`` makes texture requests use the L1's array (one tag store, the
+    ``l1`` string; ``tex`` is then ignored) while keeping ``tex_latency`` and their
+    own counts under level "tex". ``l2`` is one slice; addresses go to slice
     (addr // l2_slice_bytes) mod l2_slices. Latencies are hit latencies in cycles,
     added to a request's issue cycle on its way to DRAM. ``issue_cycles`` is the cycles
     per warp-instruction issue slot of the schedule (Hong & Kim's Issue_cycles).
@@ -71,6 +76,9 @@ class HierarchyConfig:
     smem_bank_bytes: int = 4
     l2_slice_bytes: int = 256
     issue_cycles: float = 4.0
+    global_in_l1: bool = True
+    readonly: str = "tex"
+    tex_in_l1: bool = False
     specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -87,6 +95,8 @@ class HierarchyConfig:
         v = self.l2_slice_bytes
         if not isinstance(v, int) or v < 1 or v & (v - 1):
             raise HierarchyConfigError("l2_slice_bytes", f"expected a power of two, got {v!r}")
+        if self.readonly not in ("tex", "l1", "l2"):
+            raise HierarchyConfigError("readonly", f"expected 'tex', 'l1' or 'l2', got {self.readonly!r}")
         specs = {}
         for level in LEVELS:
             text = getattr(self, level)
@@ -101,6 +111,8 @@ class HierarchyConfig:
                 raise HierarchyConfigError(level, f"line of {s.line} B is smaller than sector_bytes {self.sector_bytes}")
         if specs["l2"] is not None and specs["l2"].line > self.l2_slice_bytes:
             raise HierarchyConfigError("l2_slice_bytes", f"{self.l2_slice_bytes} is smaller than the L2 line {specs['l2'].line} B")
+        if self.tex_in_l1:
+            specs["tex"] = specs["l1"]
         object.__setattr__(self, "specs", specs)
         self.coalesce_config()  # validates the geometry
 
@@ -210,6 +222,9 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     base = 0
     for k, level in enumerate(LEVELS):
         spec = config.specs[level]
+        if level == "tex" and config.tex_in_l1:
+            cfgs[k] = cfgs[LEVELS.index("l1")]  # the same tag store
+            continue
         cfgs[k] = cache_config(spec, base)
         if spec is not None:
             base += spec.nsets * spec.assoc * (config.l2_slices if level == "l2" else config.sms)
@@ -221,6 +236,8 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     hp[H.HP_SLICES] = config.l2_slices
     hp[H.HP_SLICE_SHIFT] = config.l2_slice_bytes.bit_length() - 1
     hp[H.HP_WPB] = info.warps_per_block
+    hp[H.HP_GLOBAL_LVL] = H.L1 if config.global_in_l1 else H.NO_LEVEL
+    hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
     lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
     stats = np.zeros(H.STATS_LEN, np.int64)
     obj_info = object_table(info.objects)
@@ -243,7 +260,8 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     log.info("hierarchy: %d rows, %d DRAM requests", n, nd)
     return HierarchyResult(
         requests=counts[:, :, 0].copy(), hits=counts[:, :, 1].copy(), misses=counts[:, :, 2].copy(),
-        instructions=stats[H.INSTR : H.INSTR + 6].copy(), transactions=stats[H.LINES : H.LINES + 6].copy(),
+        instructions=stats[H.INSTR : H.INSTR + H.N_SPACES].copy(),
+        transactions=stats[H.LINES : H.LINES + H.N_SPACES].copy(),
         replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),

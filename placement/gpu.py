@@ -93,11 +93,25 @@ class Memory:
 
 @dataclass(frozen=True)
 class Caches:
-    """Caches as GPGPU-Sim cache strings (``N|S:nsets:line:assoc,repl:write:alloc:wralloc:index,...``).
+    """Caches as GPGPU-Sim cache strings (``N|S:nsets:line:assoc,repl:write:alloc:wralloc:index,...``),
+    and which loads each one serves.
 
-    An empty ``l1`` string means global loads are not cached in L1 (Kepler's
-    default); ``l2`` describes one L2 slice, of which there are ``l2_slices``.
-    Latencies are hit latencies in cycles.
+    ``l1`` is the per-SM L1 array ("" for none); ``l2`` describes one L2 slice, of
+    which there are ``l2_slices``. Which loads go where is stated, not assumed:
+
+    - ``global_in_l1``: global loads are cached in the L1 by default (Fermi and
+      Volta and later: yes; Kepler, Maxwell and Pascal: no, they go to the L2);
+    - ``readonly_cache``: the per-SM cache that serves loads through the read-only
+      data path (``__ldg``, ``const __restrict__``; the placement space R): "tex"
+      (Kepler GK110/GK210's 48 KB texture path, Maxwell's and Pascal's unified
+      L1/texture cache), "l1" (Volta and later: the unified L1) or "none" (Fermi,
+      GK104 and older: no such path, so R is illegal);
+    - ``l1_tex_unified``: texture and read-only requests use the L1's array (one
+      tag store, the ``l1`` string; ``tex`` must then be ""), as on Maxwell and
+      later.
+
+    Latencies are hit latencies in cycles, per path: a texture request that hits
+    the unified array still takes ``tex_latency``.
     """
 
     l1: str
@@ -109,6 +123,9 @@ class Caches:
     tex_latency: float
     const_latency: float
     l2_latency: float
+    global_in_l1: bool
+    readonly_cache: str
+    l1_tex_unified: bool
 
 
 @dataclass(frozen=True)
@@ -166,11 +183,16 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "smem_bank_bytes": (4, 8),
     "max_regs_per_thread": (1, 255),
 }
-_CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES}
+READONLY_CACHES = ("tex", "l1", "none")
+_CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}
 
 
 def _check_value(path: str, key: str, value: Any, kind: Any) -> Any:
     origin = typing.get_origin(kind)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, key, f"expected true or false, got {value!r}")
+        return value
     if kind is int:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(path, key, f"expected an integer, got {value!r}")
@@ -250,6 +272,17 @@ def _cross_checks(g: Gpu) -> None:
         raise ConfigError(p, "dram.mapping", "give either a mapping string or both row_bits and column_bits")
     if not d.row_hit_ns <= d.row_miss_ns <= d.row_conflict_ns:
         raise ConfigError(p, "dram.row_hit_ns", "expected row_hit_ns <= row_miss_ns <= row_conflict_ns")
+    k = g.caches
+    if k.global_in_l1 and not k.l1.strip():
+        raise ConfigError(p, "caches.global_in_l1", "is true but caches.l1 is empty (no L1 to cache global loads in)")
+    if k.l1_tex_unified and not k.l1.strip():
+        raise ConfigError(p, "caches.l1_tex_unified", "is true but caches.l1 is empty (no L1 array to share)")
+    if k.l1_tex_unified and k.tex.strip():
+        raise ConfigError(p, "caches.tex", "must be \"\" when caches.l1_tex_unified is true (texture requests use the l1 array)")
+    if k.readonly_cache == "l1" and not k.l1.strip():
+        raise ConfigError(p, "caches.readonly_cache", "is \"l1\" but caches.l1 is empty")
+    if k.readonly_cache == "tex" and not (k.tex.strip() or k.l1_tex_unified):
+        raise ConfigError(p, "caches.readonly_cache", "is \"tex\" but there is no texture cache (caches.tex is empty)")
     bits = list(d.row_bits) + list(d.column_bits) + list(d.byte_bits)
     if len(bits) != len(set(bits)):
         raise ConfigError(p, "dram.row_bits", "row, column and byte bits must not overlap")

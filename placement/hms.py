@@ -52,8 +52,20 @@ from .placements import Placement, check, sample_placement
 
 log = logging.getLogger(__name__)
 
-OFFCHIP = ("global", "local", "constant", "texture1d", "texture2d")
-FIRST_LEVEL = {"global": "l1", "local": "l1", "constant": "const", "texture1d": "tex", "texture2d": "tex"}
+OFFCHIP = ("global", "local", "constant", "texture1d", "texture2d", "readonly")
+
+
+def first_levels(gpu: Gpu) -> dict[str, str | None]:
+    """The per-SM cache level each off-chip space meets first (None: straight to the L2), from ``[caches]``."""
+    k = gpu.caches
+    return {
+        "global": "l1" if k.global_in_l1 else None,
+        "local": "l1",
+        "constant": "const",
+        "texture1d": "tex",
+        "texture2d": "tex",
+        "readonly": None if k.readonly_cache == "none" else k.readonly_cache,
+    }
 
 
 @dataclass(frozen=True)
@@ -220,6 +232,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     k = gpu.caches
     hit_latency = {"l1": k.l1_latency, "tex": k.tex_latency, "const": k.const_latency, "l2": k.l2_latency}
     present = {lvl: cfg.specs[lvl] is not None for lvl in cachesim.LEVELS}
+    first_level = first_levels(gpu)
     li = {lvl: i for i, lvl in enumerate(cachesim.LEVELS)}
 
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
@@ -243,7 +256,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
         j = SPACE_CODES[space]
         if h.instructions[j] == 0:
             continue
-        chain = [lvl for lvl in (FIRST_LEVEL[space], "l2") if present[lvl]]
+        chain = [lvl for lvl in (first_level[space], "l2") if lvl is not None and present[lvl]]
         first = chain[0] if chain else None
         n_req = int(h.requests[li[first], j]) if first else int(h.transactions[j])
         requests += n_req
@@ -255,7 +268,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
             }  # fmt: skip
         misses = int(h.misses[li[chain[-1]], j]) if chain else n_req
         dram_bound += misses
-        if space == "global":
+        if space in ("global", "readonly"):
             events["global"] += n_req + (int(h.misses[li["l2"], j]) if present["l2"] else misses)
         elif space == "constant":
             events["constant"] += n_req + (int(h.misses[li["const"], j]) if present["const"] else 0)

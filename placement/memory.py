@@ -50,4 +50,7 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         smem_banks=m.smem_banks,
         smem_bank_bytes=m.smem_bank_bytes,
         issue_cycles=c.issue_cycles,
+        global_in_l1=k.global_in_l1,
+        readonly={"tex": "tex", "l1": "l1", "none": "l2"}[k.readonly_cache],
+        tex_in_l1=k.l1_tex_unified,
     )

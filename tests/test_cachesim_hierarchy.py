@@ -99,8 +99,8 @@ def test_constant_and_shared_replays():
     assert r.replays.tolist() == [0, 0, 2, 1, 31 + 1]
     assert r.stat("const", "constant") == (3, 1, 2)
     assert r.stat("l2", "constant") == (2, 0, 2)
-    assert r.transactions.tolist() == [0, 0, 32 + 2, 2 + 1, 0, 0]
-    assert r.instructions.tolist() == [0, 0, 2, 2, 0, 0]
+    assert r.transactions.tolist() == [0, 0, 32 + 2, 2 + 1, 0, 0, 0]
+    assert r.instructions.tolist() == [0, 0, 2, 2, 0, 0, 0]
 
 
 def test_texture_2d_locality():

@@ -267,10 +267,12 @@ def test_mt4g(name):
     assert g.memory.line_bytes == mem["l1"]["lineSize"]["size"] == mem["l2"]["lineSize"]["size"]
     assert g.memory.sector_bytes == mem["l1"]["fetchGranularity"]["size"] == mem["l2"]["fetchGranularity"]["size"]
     assert cache_bytes(g.caches.l2) * g.caches.l2_slices == mem["l2"]["size"]["value"]
-    # unified L1 / texture: 4 sets of 128-byte lines, whole ways, within one way group (512 B) below mt4g's size
-    for spec, key in ((g.caches.l1, "l1"), (g.caches.tex, "texture")):
-        assert spec.startswith("S:4:128:")
-        assert 0 <= mem[key]["size"]["size"] - cache_bytes(spec) < 4 * 128
+    # unified L1 / texture: one array (l1_tex_unified, tex = ""), 4 sets of 128-byte lines, whole ways, within
+    # one way group (512 B) below mt4g's L1 size; mt4g's texture-path size is the same array, measured within 3 %
+    assert g.caches.l1_tex_unified and g.caches.tex == "" and g.caches.global_in_l1 and g.caches.readonly_cache == "l1"
+    assert g.caches.l1.startswith("S:4:128:")
+    assert 0 <= mem["l1"]["size"]["size"] - cache_bytes(g.caches.l1) < 4 * 128
+    assert abs(mem["texture"]["size"]["size"] / cache_bytes(g.caches.l1) - 1) < 0.03
     # constant L1: mt4g's 2112 B is 2 KB plus one 64-byte line (the p-chase overshoot)
     assert cache_bytes(g.caches.const) == mem["constant"]["l1"]["size"]["size"] - mem["constant"]["l1"]["lineSize"]["size"]
     # latencies are mt4g's p50, with two documented exceptions on the A100

@@ -12,11 +12,11 @@ from traces.schema import GLOBAL, SHARED, TEXTURE1D, TEXTURE2D
 from tracemaker import BASES, vecadd
 
 # Kepler, 4-byte element (Huang & Li Sec. III-B): G 2, T 0, C 1, S 1; 2T taken as 0 here.
-KEPLER_FLOAT = {"global": 2, "texture1d": 0, "texture2d": 0, "constant": 1, "shared": 1, "local": 0}
+KEPLER_FLOAT = {"global": 2, "texture1d": 0, "texture2d": 0, "constant": 1, "shared": 1, "local": 0, "readonly": 2}
 
 
 def cost_table(info):
-    t = np.zeros((len(info.objects), 6), np.int16)
+    t = np.zeros((len(info.objects), len(traces.SPACE_NAMES)), np.int16)
     for code, name in enumerate(traces.SPACE_NAMES):
         t[:, code] = KEPLER_FLOAT[name]
     return t

@@ -36,7 +36,7 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
             return BAD_WIDTH, i, 0
         if op[i] < 0 or op[i] > 3:
             return BAD_OP, i, 0
-        if space[i] < 0 or space[i] > 5:
+        if space[i] < 0 or space[i] > 6:
             return BAD_SPACE, i, 0
         o = obj[i]
         if o < -1 or o >= n_ids or (o >= 0 and obj_hi[o] == 0):

@@ -20,11 +20,14 @@ METADATA_KEY = b"placement.kernel"
 WARP_SIZE = 32
 
 # Memory spaces, as stored in the `space` column and named in object metadata.
-GLOBAL, LOCAL, SHARED, CONSTANT, TEXTURE1D, TEXTURE2D = range(6)
-SPACE_NAMES = ("global", "local", "shared", "constant", "texture1d", "texture2d")
+# `readonly` (6) is global memory read through the read-only data path (`__ldg`,
+# `const __restrict__`; SASS LDG.E.CONSTANT, Kepler's LDG); it extends DESIGN.md's
+# list of six: files written before it never hold code 6 and read as before.
+GLOBAL, LOCAL, SHARED, CONSTANT, TEXTURE1D, TEXTURE2D, READONLY = range(7)
+SPACE_NAMES = ("global", "local", "shared", "constant", "texture1d", "texture2d", "readonly")
 SPACE_CODES = {name: code for code, name in enumerate(SPACE_NAMES)}
 # The placement spelling of the programmable spaces (DESIGN.md, "Placements").
-SPACE_SHORT = {"G": "global", "T": "texture1d", "2T": "texture2d", "C": "constant", "S": "shared"}
+SPACE_SHORT = {"G": "global", "T": "texture1d", "2T": "texture2d", "C": "constant", "R": "readonly", "S": "shared"}
 SHORT_OF_SPACE = {v: k for k, v in SPACE_SHORT.items()}
 
 # Memory operations, as stored in the `op` column.

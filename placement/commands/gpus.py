@@ -32,8 +32,8 @@ def run(args) -> int:
     rows = [
         [g.name, g.arch, f"{g.compute_capability[0]}.{g.compute_capability[1]}", g.compute.sms,
          g.compute.sms * g.compute.cores_per_sm, g.compute.clock_mhz, g.memory.bandwidth_gbs,
-         "yes" if g.caches.l1 else "no", g.description]
+         "yes" if g.caches.global_in_l1 else "no", g.caches.readonly_cache, g.description]
         for g in gpus
     ]  # fmt: skip
-    print(table(rows, ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "description"], "lllrrrrll"))
+    print(table(rows, ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "read-only", "description"], "lllrrrrlll"))
     return 0

@@ -135,7 +135,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         transaction_bytes=m.line_bytes,
         sector_bytes=m.sector_bytes,
         max_warps_per_sm=c.max_threads_per_sm // c.warp_size,
-        l1_caches_global=bool(k.l1),
+        l1_caches_global=k.global_in_l1,
         gpu=gpu,
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
         l2_transactions_per_cycle=(gpu.dram.channels * KEPLER_L2_TX_PER_CHANNEL_CYCLE if gpu.arch == "kepler" else None),
