@@ -17,6 +17,7 @@ tesla -> kepler, volta -> turing, sm_87 -> ampere). ``space`` is a placement let
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -141,3 +142,22 @@ def addressing_cost(arch: str, elem_bytes: int, space: str) -> int:
 def addressing_delta(arch: str, elem_bytes: int, source: str, target: str) -> int:
     """Change in address instructions per access when an array moves from ``source`` to ``target``."""
     return addressing_cost(arch, elem_bytes, target) - addressing_cost(arch, elem_bytes, source)
+
+
+# PROVISIONAL until the [<family>.staging] tables are measured from SASS (benchmarks/addressing_modes.py):
+# a cooperative copy loop costs its loop increment, compare and branch plus the source and
+# shared address arithmetic per element; one BAR.SYNC per barrier.
+@dataclass(frozen=True)
+class StagingCost:
+    """Non-memory instructions of the staging code (see placement.staging)."""
+
+    per_element: dict
+    writeback_int: int
+    barrier: int
+
+    def stage_int(self, source: str) -> int:
+        return self.per_element[source]
+
+
+def staging_cost(arch: str) -> StagingCost:
+    return StagingCost(per_element={"global": 5, "texture1d": 4, "readonly": 5}, writeback_int=5, barrier=1)

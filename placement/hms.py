@@ -41,14 +41,17 @@ import numpy as np
 
 import cachesim
 import traces
-from traces import SPACE_CODES, SPACE_NAMES
+from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
+from traces import staging as ts
 
 from . import addressing, queuing
+from . import staging as stg
 from .gpu import Gpu
 from .memory import hierarchy_config
 from .models import gpuperf
+from .occupancy import Occupancy, occupancy
 from .overlap import FEATURES, OverlapModel
-from .placements import Placement, check, sample_placement
+from .placements import Placement, check, is_staged, sample_placement, unstaged
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +130,9 @@ class Terms:
     active_sms: int
     smem_per_block: int
     events: dict[str, float]
+    staging: dict[str, Any] = field(default_factory=dict)
+    """For staged placements: the windows, each object's tile, the instructions the staging
+    code adds, and the window counts tried with their times."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,10 +173,10 @@ def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
     """(objects, spaces) addressing instructions per access (configs/addressing.toml)."""
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     table = np.zeros((max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
-    short = {"global": "G", "texture1d": "T", "texture2d": "2T", "constant": "C", "shared": "S"}
     for o in info.objects:
-        for space, s in short.items():
-            table[o.id, SPACE_CODES[space]] = addressing.addressing_cost(gpu.arch, o.elem_bytes, s)
+        for s, space in SPACE_SHORT.items():
+            s_ = "G" if s == "R" else s  # PROVISIONAL until the table has R
+            table[o.id, SPACE_CODES[space]] = addressing.addressing_cost(gpu.arch, o.elem_bytes, s_)
     return table
 
 
@@ -308,19 +314,26 @@ def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, acti
     O_SFU is GPUPerf's Eq. 9-10. O_CFdiv is left out (the trace holds no branch
     divergence), O_bank too: bank conflicts are replays in #inst (Eq. 3).
     """
-    c, m = gpu.compute, gpu.memory
+    c = gpu.compute
     ins = info.instructions
     per_sm = total_warps / active_sms
+    o_sync = _o_sync(info, gpu, mem, mwp, blocks_per_sm, active_sms, total_warps, ins.sync)
+    fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
+    o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
+    return o_sync + o_sfu
+
+
+def _o_sync(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int, total_warps: int,
+            sync: float) -> float:  # fmt: skip
+    """O_sync of ``sync`` barrier warp-instructions (Hong & Kim Eq. 26; see ``_w_serial``)."""
+    m = gpu.memory
     if mem.avg_trans_warp <= 1.0:
         departure = m.departure_del_coal
     else:
         departure = m.departure_del_uncoal * mem.avg_trans_warp
     rep = info.ctas / (active_sms * blocks_per_sm)
     waiting = min(mwp, info.warps_per_block) - 1.0
-    o_sync = departure * max(waiting, 0.0) * (ins.sync / total_warps) * blocks_per_sm * rep
-    fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
-    o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
-    return o_sync + o_sfu
+    return departure * max(waiting, 0.0) * (sync / total_warps) * blocks_per_sm * rep
 
 
 def _terms(
@@ -329,16 +342,22 @@ def _terms(
     placement: Placement,
     opts: Options,
     *,
+    occ: Occupancy,
+    smem_per_block: int,
     issued_base: float,
     add_replays: bool,
     executed: float,
     addressing_delta: int,
     w_serial: float | None,
+    extra_sync: float = 0.0,
+    staging: dict[str, Any] | None = None,
 ) -> Terms:
-    """The terms of one placement; issued = issued_base (+ the replays of causes 1-4 it incurs)."""
+    """The terms of one placement; issued = issued_base (+ the replays of causes 1-4 it incurs).
+
+    ``w_serial`` None computes it for this placement (the sample); otherwise it is the
+    sample's, plus O_sync of the ``extra_sync`` barriers the placement's staging code adds.
+    """
     info = trace.info
-    legal = check(info, gpu, placement)
-    occ = legal.occupancy
     total_warps = info.instructions.warps or info.ctas * info.warps_per_block
     active_sms = min(gpu.compute.sms, info.ctas)
     # Resident blocks: the occupancy limit, or fewer when the grid cannot fill the SMs.
@@ -367,6 +386,8 @@ def _terms(
     cwp = gpuperf.cwp(mem_cycles, comp_cycles, n)
     if w_serial is None:
         w_serial = _w_serial(info, gpu, mem, mwp, blocks_per_sm, active_sms, inst_per_warp, total_warps)
+    elif extra_sync:
+        w_serial += _o_sync(info, gpu, mem, mwp, blocks_per_sm, active_sms, total_warps, extra_sync)
     t_comp = gpuperf.t_comp(w_par, w_serial)
     itmlp = max(1e-9, gpuperf.itmlp(mlp, mwp, cwp, peak))
     eff = mem.requests / (active_sms * itmlp)  # Eq. 17
@@ -417,8 +438,9 @@ def _terms(
         n=n,
         blocks_per_sm=blocks_per_sm,
         active_sms=active_sms,
-        smem_per_block=legal.smem_per_block,
+        smem_per_block=smem_per_block,
         events={f: float(v) for f, v in zip(FEATURES, features)},
+        staging=staging or {},
     )
     return terms
 
@@ -438,6 +460,7 @@ class Evaluator:
         self.info = trace.info
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
+        self.staging = stg.StagingFacts(trace)
         ins = self.info.instructions
         self._executed = float(ins.executed)
         counting = options.instruction_counting
@@ -445,30 +468,71 @@ class Evaluator:
         # the replays of causes 1-4 the hierarchy finds (causes 5-10 are unknown).
         known = ins.issued is not None or not counting
         base = float(ins.issued) if ins.issued is not None and counting else self._executed
+        legal = check(self.info, gpu, self.sample_placement)
         self.sample = _terms(
-            trace, gpu, self.sample_placement, options,
+            trace, gpu, self.sample_placement, options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
             issued_base=base, add_replays=not known, executed=self._executed, addressing_delta=0, w_serial=None,
         )  # fmt: skip
         self._sample_replays = float(sum(self.sample.replays.values()))
         self.evaluations = 0
 
+    def check(self, placement: Placement):
+        """The placement's legality (``placements.check`` with this trace's footprints)."""
+        return check(self.info, self.gpu, placement, self.staging)
+
+    def _target(self, placement: Placement, legal) -> Terms:
+        """The target's terms: rewritten (and staged) trace, Eq. 3's issued count, the model."""
+        counting = self.options.instruction_counting
+        staged = [self.info.object(n).id for n, s in placement.spaces if is_staged(s)]
+        rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged)
+        if not staged:
+            delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
+            # Eq. 3: the target keeps the sample's issued count with its replays of
+            # causes 1-4 swapped for its own, plus the addressing delta (Sec. III-B).
+            base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
+            return _terms(
+                rw.trace, self.gpu, placement, self.options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+                issued_base=base, add_replays=counting, executed=self._executed + delta, addressing_delta=delta,
+                w_serial=self.sample.w_serial,
+            )  # fmt: skip
+        choice = legal.staging  # the window counts worth trying; keep the fastest
+        costs = stg.costs(self.gpu)
+        best, tried = None, []
+        for option in choice.options:
+            plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
+            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier,
+                                      option.smem_per_block)  # fmt: skip
+            ins = st.inserted
+            added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
+                     + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
+            delta = int(st.addr_inst_delta.sum(dtype=np.int64))
+            base = (self.sample.issued_instructions - self._sample_replays + delta + added) if counting else self._executed
+            occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
+            detail = {
+                "windows": option.windows,
+                "why": option.why,
+                "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
+                "inserted": dict(ins),
+                "added_instructions": added,
+            }
+            t = _terms(
+                st.trace, self.gpu, placement, self.options, occ=occ, smem_per_block=option.smem_per_block,
+                issued_base=base, add_replays=counting, executed=self._executed + delta + added,
+                addressing_delta=delta, w_serial=self.sample.w_serial, extra_sync=ins["barriers"], staging=detail,
+            )  # fmt: skip
+            tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
+            if best is None or t.cycles < best.cycles:
+                best = t
+        best.staging["tried"] = tried
+        return best
+
     def evaluate(self, placement: Placement) -> Evaluation:
-        check(self.info, self.gpu, placement)
+        legal = self.check(placement)
         self.evaluations += 1
         if placement == self.sample_placement:
             target = self.sample
         else:
-            rw = traces.rewrite(self.trace, placement.as_dict(), self.cost)
-            delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
-            counting = self.options.instruction_counting
-            # Eq. 3: the target keeps the sample's issued count with its replays of
-            # causes 1-4 swapped for its own, plus the addressing delta (Sec. III-B).
-            base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
-            target = _terms(
-                rw.trace, self.gpu, placement, self.options,
-                issued_base=base, add_replays=counting, executed=self._executed + delta, addressing_delta=delta,
-                w_serial=self.sample.w_serial,
-            )  # fmt: skip
+            target = self._target(placement, legal)
         measured = self.info.measured.time_ns if self.info.measured else None
         speedup = self.sample.cycles / target.cycles if target.cycles > 0 else float("inf")
         return Evaluation(

@@ -1,25 +1,39 @@
 """Placements: what they are, how they are spelled, and which are legal.
 
 A placement maps every data object of a kernel to one of the programmable spaces
-G (global), T (1D texture), 2T (2D texture), C (constant), S (shared); objects it
-does not name stay where the sample placement has them. The rules (DESIGN.md,
-"Placements and what makes one legal"; Huang & Li Sec. II-A):
+G (global), T (1D texture), 2T (2D texture), C (constant), R (global memory read
+through the read-only data path: ``__ldg``, ``const __restrict__``) or staged shared
+memory S/G, S/T, S/R (each block copies its tile of the object into shared memory from
+global memory, a 1D texture or the read-only path: ``traces.staging``); objects it does
+not name stay where the sample placement has them. ``S`` alone means ``S/G`` for an
+object the sample holds elsewhere, and the sample's own shared array for one it holds
+in shared memory (such an array is the kernel's: its fills are in the trace already).
+The rules (DESIGN.md, "Placements and what makes one legal"; Huang & Li Sec. II-A):
 
-1. written objects only in G or S (texture and constant memory are read-only);
+1. written objects only in G, S/G or their own shared array (texture, constant and the
+   read-only path are read-only);
 2. all C objects together fit the constant bank;
-3. per block, the kernel's shared usage with the S objects moved in and out fits
-   the per-block limit, and the launch still fits on an SM (occupancy >= 1 block);
-4. T: the element count fits the 1D texture limit of linear memory;
-5. 2T: the object has a 2D shape within the 2D texture limits;
-6. objects outside the programmable spaces (local memory) cannot move.
+3. R and S/R need a read-only data path (``[caches] readonly_cache``; Fermi and GK104
+   have none);
+4. a written object is staged only where blocks write disjoint elements, or where
+   every write is an atomic or a reduction (then each block works on a private copy);
+5. per block, the kernel's shared usage (its own arrays, less those moved out) plus
+   the staged tiles fits the per-block limit, with the tiles split into windows
+   (loop tiling) where the whole footprint does not fit; and the launch still fits on
+   an SM (occupancy >= 1 block);
+6. T and S/T: the element count fits the 1D texture limit of linear memory;
+7. 2T: the object has a 2D shape within the 2D texture limits;
+8. objects outside the programmable spaces (local memory) cannot move.
 
-Every placement the search returns is re-checked here before it is ranked.
+Rules 4 and 5 need the trace's footprints (``placement.staging.StagingFacts``); the
+others only the kernel's metadata. Every placement the search returns is re-checked
+here before it is ranked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from traces import SHORT_OF_SPACE, KernelInfo, ObjectInfo, target_layout
 from traces.errors import InputError
@@ -27,14 +41,23 @@ from traces.errors import InputError
 from .gpu import Gpu
 from .occupancy import Occupancy, occupancy
 
-SPACES = ("G", "T", "2T", "C", "S")
+if TYPE_CHECKING:
+    from .staging import StagingChoice, StagingFacts
+
+# Spaces an object may take; "S" is the sample's own shared array (only for an object the
+# sample holds in shared memory), the S/x spaces stage an object held elsewhere.
+SPACES = ("G", "T", "2T", "C", "R", "S/G", "S/T", "S/R")
+STAGED = ("S/G", "S/T", "S/R")
+STAGING_SOURCE = {"S/G": "global", "S/T": "texture1d", "S/R": "readonly"}
 _ALIASES = {
     "g": "G", "global": "G",
     "t": "T", "texture": "T", "texture1d": "T", "tex": "T",
     "2t": "2T", "texture2d": "2T", "tex2d": "2T",
     "c": "C", "constant": "C", "const": "C",
+    "r": "R", "readonly": "R", "read-only": "R", "ldg": "R",
     "s": "S", "shared": "S",
 }  # fmt: skip
+_SOURCES = {"G", "T", "R"}
 
 class IllegalPlacement(InputError):
     """A placement that breaks a rule; ``rule`` names it."""
@@ -44,12 +67,25 @@ class IllegalPlacement(InputError):
         super().__init__(f"illegal placement ({rule}): {message}")
 
 
+SPELLING = "G T 2T C R S S/G S/T S/R (or global texture texture2d constant readonly shared shared/global ...)"
+
+
 def space_short(name: str) -> str:
-    """The short spelling (G, T, 2T, C, S) of a space name or alias."""
-    s = _ALIASES.get(name.strip().lower())
-    if s is None:
-        raise InputError(f"unknown space {name!r}; use one of G T 2T C S (or global texture texture2d constant shared)")
-    return s
+    """The short spelling (G, T, 2T, C, R, S, S/G, S/T, S/R) of a space name or alias."""
+    head, sep, src = name.strip().lower().partition("/")
+    s = _ALIASES.get(head.strip())
+    if s is None or (sep and s != "S"):
+        raise InputError(f"unknown space {name!r}; use one of {SPELLING}")
+    if not sep:
+        return s
+    source = _ALIASES.get(src.strip())
+    if source not in _SOURCES:
+        raise InputError(f"unknown staging source in {name!r}: shared memory is staged from G, T or R (S/G, S/T, S/R)")
+    return f"S/{source}"
+
+
+def is_staged(space: str) -> bool:
+    return space in STAGED
 
 
 @dataclass(frozen=True)
@@ -110,46 +146,71 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
             raise InputError(f"--place {p!r}: no object {name!r} in kernel {info.kernel}; objects: {', '.join(names)}")
         if name in wanted:
             raise InputError(f"--place: object {name!r} placed twice")
-        if object_short(names[name]) is None:
+        own = object_short(names[name])
+        if own is None:
             raise IllegalPlacement("local", f"object {name!r} is in local memory, which is not programmable")
-        wanted[name] = space_short(space)
+        short = space_short(space)
+        if short == "S" and own != "S":
+            short = "S/G"  # staged from global memory, the usual way
+        elif is_staged(short) and own == "S":
+            raise InputError(f"--place {p!r}: {name!r} is already a shared-memory array of the kernel; place it in S")
+        wanted[name] = short
     sample = sample_placement(info)
     return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces))
 
 
 @dataclass(frozen=True)
 class Legality:
-    """The outcome of checking a placement: the launch it implies."""
+    """The outcome of checking a placement: the launch it implies.
+
+    With staged objects, ``staging`` holds the window counts worth evaluating (see
+    ``placement.staging.choose``); ``smem_per_block`` and ``occupancy`` are those of
+    its first (fewest windows that fit).
+    """
 
     smem_per_block: int
     const_bytes: int
     occupancy: Occupancy
+    staging: "StagingChoice | None" = None
+
+
+def unstaged(placement: Placement) -> dict[str, str]:
+    """The placement's spaces with each staged object left where the sample has it
+    (its accesses are rewritten by ``traces.staging``, not by ``traces.rewrite``)."""
+    return {n: s for n, s in placement.spaces if not is_staged(s)}
 
 
 def shared_bytes(info: KernelInfo, placement: Placement) -> int:
-    """Per-block shared memory of the kernel under ``placement``.
+    """Per-block shared memory of the kernel's own arrays under ``placement`` (staged tiles not included).
 
-    The sample's usage, less the S objects moved out, plus the objects moved in
-    above it (Huang & Li Sec. III-E; the layout is ``traces.target_layout``'s, the
-    same the trace rewriting uses).
+    The sample's usage, less its shared arrays moved out (Huang & Li Sec. III-E; the
+    layout is ``traces.target_layout``'s, the same the trace rewriting uses).
     """
-    return target_layout(info, placement.as_dict()).smem_per_block
+    return target_layout(info, unstaged(placement)).smem_per_block
 
 
-def check(info: KernelInfo, gpu: Gpu, placement: Placement) -> Legality:
-    """Check every rule; raise IllegalPlacement naming the first one broken."""
+def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFacts | None" = None) -> Legality:
+    """Check every rule; raise IllegalPlacement naming the first one broken.
+
+    ``staging`` (the trace's footprints) is needed when the placement stages an object.
+    """
     m = gpu.memory
     objs = {o.name: o for o in info.objects}
     const_bytes = 0
     for name, space in placement.spaces:
         o = objs[name]
-        if o.written and space not in ("G", "S"):
+        if o.written and space not in ("G", "S", "S/G"):
             raise IllegalPlacement(
-                "written", f"{name} is written by the kernel, so it can only be in G or S, not {space}"
+                "written", f"{name} is written by the kernel, so it can only be in G or S/G (staged from global), not {space}"
+            )
+        if space in ("R", "S/R") and gpu.caches.readonly_cache == "none":
+            raise IllegalPlacement(
+                "readonly", f"{gpu.name} ({gpu.arch}, cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]}) has no "
+                f"read-only data path (__ldg needs cc 3.5, and GK104 has none), so {name} cannot be in {space}"
             )
         if space == "C":
             const_bytes += o.size
-        elif space == "T":
+        elif space in ("T", "S/T"):
             elems = o.size // o.elem_bytes
             if elems > m.tex1d_max_elems:
                 raise IllegalPlacement(
@@ -175,21 +236,28 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement) -> Legality:
         in_s = ", ".join(n for n, s in placement.spaces if s == "S")
         raise IllegalPlacement(
             "shared",
-            f"the objects in S ({in_s}) need {smem:,} bytes of shared memory per block with the kernel's own; "
-            f"{gpu.name} allows {m.smem_per_block:,} per block",
+            f"the kernel's shared arrays ({in_s}) need {smem:,} bytes per block; {gpu.name} allows {m.smem_per_block:,}",
         )
+    choice = None
+    if any(is_staged(s) for _, s in placement.spaces):
+        if staging is None:
+            raise InputError("a placement with staged shared memory (S/G, S/T, S/R) needs the trace's footprints")
+        from .staging import choose
+
+        choice = choose(staging, gpu, placement, smem)
+        smem = choice.options[0].smem_per_block
     try:
         occ = occupancy(gpu, info.threads_per_block, info.regs_per_thread, smem)
     except InputError as exc:
         raise IllegalPlacement("launch", str(exc)) from None
     if occ.blocks_per_sm < 1:
         raise IllegalPlacement("launch", f"no block fits on an SM of {gpu.name} ({occ.limiter})")
-    return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ)
+    return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ, staging=choice)
 
 
-def is_legal(info: KernelInfo, gpu: Gpu, placement: Placement) -> bool:
+def is_legal(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFacts | None" = None) -> bool:
     try:
-        check(info, gpu, placement)
+        check(info, gpu, placement, staging)
     except IllegalPlacement:
         return False
     return True

@@ -6,13 +6,16 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    the surrogate of a placement is the sample's time plus the sum of its moves'
    changes;
 2. adds a pairwise term for two objects moved into the same cache (texture: T
-   and 2T share it; constant: C), where the sum of single moves misses their
-   competition for the cache and the change they make together to the DRAM
-   request stream; the pairs whose single moves sum lowest come first, within a
-   budget of exact evaluations (2 per object by default);
+   and 2T share it, and R too where the read-only path is the texture cache or
+   the L1 is unified with it; constant: C) or both staged into shared memory (their
+   tiles share the block's shared memory, its windows and its occupancy), where the
+   sum of single moves misses their competition and the change they make together
+   to the DRAM request stream; the pairs whose single moves sum lowest come first,
+   within a budget of exact evaluations (2 per object by default);
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
-   shared memory per block) and return the best K distinct placements, one solve
-   after another with each found solution cut off;
+   shared memory per block, a staged object counted at its smallest tile) and
+   return the best K distinct placements, one solve after another with each found
+   solution cut off;
 4. evaluates those exactly, re-checks each for legality in plain Python, and ranks
    every placement it evaluated exactly (sample, single moves, pairs, candidates).
 
@@ -33,19 +36,33 @@ from typing import Callable
 from ortools.sat.python import cp_model
 
 import traces
+import traces.staging
 from traces.errors import InputError
 from traces.rewrite import SHARED_ALIGN
 
 from .gpu import Gpu
 from .hms import Evaluation, Evaluator, Options
-from .placements import SPACES, IllegalPlacement, Placement, check, sample_placement
+from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
+from .staging import StagingFacts
 
 log = logging.getLogger(__name__)
 
-# Spaces whose objects share one per-SM cache: moving two objects into the same
-# one makes them compete for it.
-SHARED_CACHE = {"T": "tex", "2T": "tex", "C": "const"}
 SCALE = 1000.0  # surrogate costs go to CP-SAT as integers of picoseconds
+COUNT_LIMIT = 20_000
+"""Legal placements are counted one by one when the candidate space is at most this large."""
+
+
+def shared_resource(gpu: Gpu) -> dict[str, str]:
+    """Spaces whose objects compete for one per-SM resource on ``gpu``: moving two objects
+    into the same one makes the sum of their single moves miss their competition."""
+    k = gpu.caches
+    tex = "l1" if k.l1_tex_unified else "tex"
+    out = {"T": tex, "2T": tex, "C": "const"}
+    if k.readonly_cache != "none":
+        out["R"] = "l1" if k.readonly_cache == "l1" or k.l1_tex_unified else "tex"
+    for s in STAGED:
+        out[s] = "shared"
+    return out
 
 
 @dataclass(frozen=True)
@@ -84,19 +101,35 @@ class Ranking:
     """How many legal placements exist (known when enumerated or small enough to count)."""
     strategy: str
     surrogate: dict[str, float] = field(default_factory=dict)
+    candidates: int = 0
+    """Placements the single-object rules allow (the product of the domains): an upper bound on the legal ones."""
+    excluded: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Object -> space -> why that single move is illegal (the rule and its message)."""
 
 
-def domains(info: traces.KernelInfo, gpu: Gpu) -> dict[str, list[str]]:
-    """Spaces each object may take on its own (single-object rules)."""
+def object_spaces(o: traces.ObjectInfo) -> tuple[str, ...]:
+    """The spaces an object may be tried in: its own shared array stays "S" (or leaves for off-chip
+    spaces); any other object may go anywhere, shared memory by staging."""
+    if o.space == "shared":
+        return ("S",) + tuple(s for s in SPACES if not is_staged(s))
+    return SPACES
+
+
+def domains(info: traces.KernelInfo, gpu: Gpu, staging: StagingFacts | None = None,
+            why: dict[str, dict[str, str]] | None = None) -> dict[str, list[str]]:  # fmt: skip
+    """Spaces each object may take on its own (single-object rules); ``why`` collects the reasons of the others."""
     sample = sample_placement(info)
+    objs = {o.name: o for o in info.objects}
     out = {}
     for name, s0 in sample.spaces:
         ok = []
-        for s in SPACES:
+        for s in object_spaces(objs[name]):
             p = Placement(tuple((n, s if n == name else t) for n, t in sample.spaces))
             try:
-                check(info, gpu, p)
-            except IllegalPlacement:
+                check(info, gpu, p, staging)
+            except IllegalPlacement as exc:
+                if why is not None and s != s0:
+                    why.setdefault(name, {})[s] = str(exc).removeprefix("illegal placement ")
                 continue
             ok.append(s)
         if s0 not in ok:  # the sample itself may be over a limit; keep it reachable
@@ -109,12 +142,19 @@ def _with(sample: Placement, moves: dict[str, str]) -> Placement:
     return Placement(tuple((n, moves.get(n, s)) for n, s in sample.spaces))
 
 
-def _legal(info, gpu, p: Placement) -> bool:
+def _legal(info, gpu, p: Placement, staging: StagingFacts | None = None) -> bool:
     try:
-        check(info, gpu, p)
+        check(info, gpu, p, staging)
     except IllegalPlacement:
         return False
     return True
+
+
+def _product(dom: dict[str, list[str]]) -> int:
+    total = 1
+    for v in dom.values():
+        total *= len(v)
+    return total
 
 
 _WORKER_EVALUATOR: Evaluator | None = None
@@ -170,11 +210,10 @@ class _Runner:
 def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None] | None = None) -> Ranking:
     """Evaluate every legal placement exactly."""
     info, gpu = ev.info, ev.gpu
-    dom = domains(info, gpu)
+    why: dict[str, dict[str, str]] = {}
+    dom = domains(info, gpu, ev.staging, why)
     names = list(dom)
-    total = 1
-    for v in dom.values():
-        total *= len(v)
+    total = _product(dom)
     if total > options.max_exhaustive:
         raise InputError(
             f"--exhaustive: {total:,} candidate placements exceed the limit of {options.max_exhaustive:,}; "
@@ -182,12 +221,13 @@ def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], 
         )
     legal = [
         p for p in (Placement(tuple(zip(names, combo))) for combo in itertools.product(*(dom[n] for n in names)))
-        if _legal(info, gpu, p)
+        if _legal(info, gpu, p, ev.staging)
     ]  # fmt: skip
     with _Runner(ev, options.workers, progress) as runner:
         results = runner.many(legal)
     ranked = sorted(results, key=_key)
-    return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive")
+    return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive",
+                   candidates=total, excluded=why)  # fmt: skip
 
 
 def _key(e: Evaluation):
@@ -200,7 +240,9 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
     info, gpu = ev.info, ev.gpu
     sample = ev.sample_placement
     base = ev.sample.time_ns
-    dom = domains(info, gpu)
+    why: dict[str, dict[str, str]] = {}
+    dom = domains(info, gpu, ev.staging, why)
+    resource = shared_resource(gpu)
     with _Runner(ev, options.workers, progress) as runner:
         runner.exact[sample] = ev.evaluate(sample)
         # 1. single moves
@@ -212,27 +254,27 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         # texture cache, C the constant cache), most promising pairs first
         pair: dict[tuple[str, str, str, str], float] = {}
         if options.pairwise:
-            moves = sorted((n, s) for (n, s) in single if s in SHARED_CACHE and s != sample[n])
+            moves = sorted((n, s) for (n, s) in single if s in resource and s != sample[n])
             pairs = sorted(
                 (single[a] + single[b], a, b)
                 for a, b in itertools.combinations(moves, 2)
-                if a[0] != b[0] and SHARED_CACHE[a[1]] == SHARED_CACHE[b[1]]
+                if a[0] != b[0] and resource[a[1]] == resource[b[1]]
             )
             budget = options.pair_budget if options.pair_budget is not None else 2 * len(dom)
             chosen = []
             for _, a, b in pairs:
                 if len(chosen) >= budget:
                     break
-                if _legal(info, gpu, _with(sample, {a[0]: a[1], b[0]: b[1]})):
+                if _legal(info, gpu, _with(sample, {a[0]: a[1], b[0]: b[1]}), ev.staging):
                     chosen.append((a, b))
             done = runner.many([_with(sample, {a[0]: a[1], b[0]: b[1]}) for a, b in chosen])
             for (a, b), e in zip(chosen, done):
                 pair[(a[0], a[1], b[0], b[1])] = e.target.time_ns - base - single[a] - single[b]
         # 3. CP-SAT for the best K under the surrogate
-        candidates = _best_k(info, gpu, dom, single, pair, options)
+        candidates = _best_k(info, gpu, dom, single, pair, options, ev.staging)
         legal = []
         for p in candidates:
-            if _legal(info, gpu, p):  # re-check the solver's answer before trusting it
+            if _legal(info, gpu, p, ev.staging):  # re-check the solver's answer before trusting it
                 legal.append(p)
             else:  # pragma: no cover - the model's constraints are the legality rules
                 log.warning("solver returned an illegal placement %s; skipped", p.label(sample))
@@ -240,10 +282,12 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         exact = runner.exact
     ranked = sorted(exact.values(), key=_key)
     surrogate = {"single_moves": float(len(single)), "pair_terms": float(len(pair)), "candidates": float(len(candidates))}
-    return Ranking(exact[sample], ranked[: options.top], ev.evaluations, None, "cpsat", surrogate)
+    total = _product(dom)
+    n_legal = count_legal(info, gpu, COUNT_LIMIT, ev.staging) if total <= COUNT_LIMIT else None
+    return Ranking(exact[sample], ranked[: options.top], ev.evaluations, n_legal, "cpsat", surrogate, total, why)
 
 
-def _best_k(info, gpu, dom, single, pair, options: SearchOptions) -> list[Placement]:
+def _best_k(info, gpu, dom, single, pair, options: SearchOptions, staging: StagingFacts | None) -> list[Placement]:
     """The K best distinct placements under the surrogate, by repeated CP-SAT solves."""
     sample = sample_placement(info)
     objs = {o.name: o for o in info.objects}
@@ -254,13 +298,21 @@ def _best_k(info, gpu, dom, single, pair, options: SearchOptions) -> list[Placem
     # constant bank (all C objects together)
     cap = gpu.memory.const_bank_bytes
     m.Add(sum(objs[n].size * x[(n, "C")] for n in dom if (n, "C") in x) <= cap)
-    # shared memory per block: the kernel's own usage besides its S objects, plus
-    # every object in S; an object moved in may need up to SHARED_ALIGN - 1 bytes of
-    # alignment, counted in full here (exact legality is re-checked afterwards)
+    # shared memory per block: the kernel's own usage besides its S arrays, plus each
+    # S array kept and each staged object's smallest tile (its finest windows) with
+    # SHARED_ALIGN - 1 bytes of alignment counted in full (exact legality, windows
+    # included, is re-checked afterwards)
     in_sample_s = [n for n, s in sample.spaces if s == "S"]
     own = max(info.smem_per_block - sum(objs[n].size for n in in_sample_s), 0)
-    need = {n: objs[n].size + (0 if n in in_sample_s else SHARED_ALIGN - 1) for n in dom}
-    m.Add(sum(need[n] * x[(n, "S")] for n in dom if (n, "S") in x) <= gpu.memory.smem_per_block - own)
+    need = {}
+    for (n, s) in x:
+        if s == "S":
+            need[(n, s)] = objs[n].size
+        elif is_staged(s) and staging is not None:
+            k = staging.access(n).ordinals
+            wins = traces.staging.window_counts(k)
+            need[(n, s)] = staging.footprint(n, wins).bytes[-1] + SHARED_ALIGN - 1
+    m.Add(sum(v * x[k] for k, v in need.items()) <= gpu.memory.smem_per_block - own)
     terms = [int(round(d * SCALE)) * x[k] for k, d in single.items() if d != 0.0]
     for (a, sa, b, sb), d in pair.items():
         y = m.NewBoolVar(f"y[{a},{sa},{b},{sb}]")
@@ -297,16 +349,15 @@ def rank(trace: traces.Trace, gpu: Gpu, options: SearchOptions = SearchOptions()
     return solve(Evaluator(trace, gpu, model_options), options=options, progress=progress)
 
 
-def count_legal(info: traces.KernelInfo, gpu: Gpu, limit: int = 1_000_000) -> int | None:
+def count_legal(info: traces.KernelInfo, gpu: Gpu, limit: int = 1_000_000, staging: StagingFacts | None = None) -> int | None:
     """Number of legal placements, or None when the candidate space exceeds ``limit``."""
-    dom = domains(info, gpu)
-    total = 1
-    for v in dom.values():
-        total *= len(v)
-    if total > limit:
+    dom = domains(info, gpu, staging)
+    if _product(dom) > limit:
         return None
     names = list(dom)
-    return sum(_legal(info, gpu, Placement(tuple(zip(names, c)))) for c in itertools.product(*(dom[n] for n in names)))
+    return sum(
+        _legal(info, gpu, Placement(tuple(zip(names, c))), staging) for c in itertools.product(*(dom[n] for n in names))
+    )
 
 
 __all__ = ["Ranking", "SearchOptions", "count_legal", "cpsat", "domains", "exhaustive", "rank", "solve"]

@@ -18,7 +18,12 @@ The same accesses, as the target placement would issue them:
 - per row, the change in addressing instructions (Sec. III-B): the cost of
   computing the element's address in the target space minus that in the sample
   space, from a per-object table of costs by space the caller supplies
-  (``placement.addressing`` reads it from configs/addressing.toml).
+  (``placement.addressing`` reads it from configs/addressing.toml), optionally one
+  table per access context (an index computed from the thread's position, or a
+  constant offset from the previous access: ``traces.context``), chosen per row;
+- objects listed as ``staged`` keep their rows here (``traces.staging`` moves them
+  into shared memory afterwards) but their rows' deltas are already those of shared
+  memory.
 
 Replays (causes 1-4 of Eq. 3) depend on coalescing and caches, so they are counted
 by ``cachesim`` on the rewritten rows, not here.
@@ -27,7 +32,7 @@ by ``cachesim`` on the rewritten rows, not here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Collection, Mapping
 
 import numba as nb
 import numpy as np
@@ -38,7 +43,7 @@ from .schema import SHARED, SPACE_CODES, SPACE_NAMES, SPACE_SHORT, KernelInfo, O
 
 SHARED_ALIGN = 16
 OFFCHIP_ALIGN = 256
-_PROGRAMMABLE = ("global", "texture1d", "texture2d", "constant", "shared")
+_PROGRAMMABLE = ("global", "texture1d", "texture2d", "constant", "readonly", "shared")
 
 # Per-object address modes of the rewrite kernel.
 _SAME, _INTO_SHARED, _OUT_OF_SHARED = 0, 1, 2
@@ -117,23 +122,33 @@ class Rewritten:
 
 
 @nb.njit(cache=True, nogil=True)
-def _rewrite_rows(obj, space, cta, mask, addr, new_space, mode, shift, slice_bytes, cost, out_space, out_addr, delta,
-                  copy_addr):
-    """Row pass: new space, cost deltas and, when ``copy_addr``, new addresses into ``out_addr``."""
+def _rewrite_rows(obj, space, cta, mask, addr, new_space, cost_space, mode, shift, slice_bytes, cost, context, out_space,
+                  out_addr, delta, copy_addr):  # fmt: skip
+    """Row pass: new space, cost deltas and, when ``copy_addr``, new addresses into ``out_addr``.
+
+    ``cost`` is (contexts, objects, spaces); ``context`` gives each row's first index.
+    """
     n = obj.shape[0]
     for i in range(n):
         o = obj[i]
         s = space[i]
-        if o < 0 or new_space[o] < 0:
+        if o < 0 or (new_space[o] < 0 and cost_space[o] < 0):
             out_space[i] = s
             delta[i] = 0
             if copy_addr:
                 for lane in range(32):
                     out_addr[i, lane] = addr[i, lane]
             continue
-        t = new_space[o]
+        t = new_space[o] if new_space[o] >= 0 else s
         out_space[i] = t
-        delta[i] = cost[o, t] - cost[o, s]
+        ct = cost_space[o] if cost_space[o] >= 0 else t
+        c = context[i]
+        delta[i] = cost[c, o, ct] - cost[c, o, s]
+        if new_space[o] < 0:
+            if copy_addr:
+                for lane in range(32):
+                    out_addr[i, lane] = addr[i, lane]
+            continue
         if not copy_addr:
             continue
         md = mode[o]
@@ -148,17 +163,26 @@ def _rewrite_rows(obj, space, cta, mask, addr, new_space, mode, shift, slice_byt
             out_addr[i, lane] = a
 
 
-def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None) -> Rewritten:
+def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
+            staged: Collection[int | str] = (), context: np.ndarray | None = None) -> Rewritten:  # fmt: skip
     """The accesses of ``trace`` under the target placement.
 
-    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an (objects, 6) table
-    of addressing instructions per element access by object id and space code
-    (zeros when None). Works on a whole trace or on one batch of ``iter_batches``.
+    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an
+    (objects, spaces) table of addressing instructions per element access by object id and
+    space code, or a (contexts, objects, spaces) stack of them with ``context`` giving each
+    row's (int8); zeros when None. ``staged`` objects (ids or names) keep their rows, with
+    the deltas of shared memory. Works on a whole trace or on one batch of ``iter_batches``.
     """
     info = trace.info
     layout = target_layout(info, target)
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     new_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
+    cost_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
+    for key in staged:
+        o = info.object(key)
+        if layout.objects[info.objects.index(o)].space != o.space:
+            raise ValueError(f"object {o.name!r} is staged, so the target must leave it where it is")
+        cost_space[o.id] = SHARED
     mode = np.zeros(max(n_ids, 1), dtype=np.int8)
     shift = np.zeros(max(n_ids, 1), dtype=np.int64)
     slice_bytes = np.zeros(max(n_ids, 1), dtype=np.int64)
@@ -175,13 +199,20 @@ def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray
             mode[old.id] = _OUT_OF_SHARED
             shift[old.id] = new.base - old.base
             slice_bytes[old.id] = old.size
+    shape = (max(n_ids, 1), len(SPACE_NAMES))
     if addr_cost is None:
-        cost = np.zeros((max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
+        cost = np.zeros((1,) + shape, dtype=np.int16)
     else:
         cost = np.ascontiguousarray(addr_cost, dtype=np.int16)
-        if cost.shape != (max(n_ids, 1), len(SPACE_NAMES)):
-            raise ValueError(f"addr_cost must have shape ({max(n_ids, 1)}, {len(SPACE_NAMES)}), got {cost.shape}")
+        if cost.ndim == 2:
+            cost = cost[None]
+        if cost.shape[1:] != shape:
+            raise ValueError(f"addr_cost must have shape {shape} or (contexts, *{shape}), got {cost.shape}")
     n = len(trace)
+    if context is None:
+        context = np.zeros(n, np.int8)
+    elif context.shape != (n,) or (n and int(context.max()) >= cost.shape[0]):
+        raise ValueError(f"context must be {n} row indices into the {cost.shape[0]} cost tables")
     out_space = np.empty(n, dtype=np.int8)
     delta = np.empty(n, dtype=np.int16)
     moves_addresses = bool((mode != _SAME).any())
@@ -190,7 +221,8 @@ def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray
     out_addr = np.empty_like(trace.addr) if moves_addresses else np.empty((0, 32), np.uint64)
     _rewrite_rows(
         trace.obj, trace.space, trace.cta, trace.mask, trace.addr,
-        new_space, mode, shift, slice_bytes, cost, out_space, out_addr, delta, moves_addresses,
+        new_space, cost_space, mode, shift, slice_bytes, cost, np.ascontiguousarray(context, np.int8), out_space,
+        out_addr, delta, moves_addresses,
     )  # fmt: skip
     if not moves_addresses:
         out_addr = trace.addr

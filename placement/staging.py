@@ -1,0 +1,224 @@
+"""Staged shared memory in the model: the trace's footprints, how many windows, the staging plan.
+
+``traces.staging`` holds the mechanics (footprints, the rewrite with the staging code;
+its module docstring is the model). This module makes the decisions a developer makes
+when writing the staged kernel:
+
+- **Legality** of staging a written object: blocks must write disjoint elements, else
+  the placement is illegal and the message names two blocks and an element they both
+  write; an object written only by atomics or reductions (and never read plainly) is
+  privatized instead (zeroed in shared memory, reduced back to global memory).
+- **Windows.** The tiles of all staged objects are sized together for W windows (W =
+  1, 2, 4, ...). Two choices are worth evaluating, and the faster is kept (both are
+  reported): the fewest windows whose tiles fit the per-block shared-memory limit with
+  the kernel's own arrays (one staging pass when the whole footprint fits: a
+  convolution's input tile), and the fewest that keep the occupancy the placement has
+  without tiles (a tiled matrix multiply's small tiles, which a developer picks so
+  that staging does not cost resident blocks). When they coincide there is one.
+- **Costs** of the staging code per element and per barrier come from nvcc's SASS
+  (``placement.addressing.staging_cost``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+import traces
+from traces import staging as ts
+
+from . import addressing
+from .gpu import Gpu
+from .occupancy import occupancy
+from .placements import STAGING_SOURCE, IllegalPlacement, Placement, is_staged
+
+log = logging.getLogger(__name__)
+
+SHARED_ALIGN = 16
+
+
+def _align(x: int, a: int = SHARED_ALIGN) -> int:
+    return -(-x // a) * a
+
+
+class StagingFacts:
+    """What the trace says about staging each object, measured once and cached.
+
+    Holds the trace; every measurement (accesses, footprints per window count,
+    overlapping writes) is made the first time a placement asks for it.
+    """
+
+    def __init__(self, trace: traces.Trace):
+        self.trace = trace
+        self.info = trace.info
+        self._rows: dict[int, np.ndarray] = {}
+        self._access: dict[int, ts.Access] = {}
+        self._footprint: dict[tuple[int, tuple[int, ...]], ts.Footprint] = {}
+        self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        return ts.program_order(self.trace)
+
+    def _id(self, name: str) -> int:
+        return self.info.object(name).id
+
+    def rows(self, name: str) -> np.ndarray:
+        i = self._id(name)
+        if i not in self._rows:
+            self._rows[i] = ts.object_rows(self.trace, self.order, i)
+        return self._rows[i]
+
+    def access(self, name: str) -> ts.Access:
+        i = self._id(name)
+        if i not in self._access:
+            self._access[i] = ts.access(self.trace, self.rows(name), i)
+        return self._access[i]
+
+    def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:
+        key = (self._id(name), windows)
+        if key not in self._footprint:
+            self._footprint[key] = ts.footprint(self.trace, self.rows(name), self.access(name), windows)
+        return self._footprint[key]
+
+    def overlap(self, name: str, plain_only: bool) -> tuple[int, int, int] | None | str:
+        """Two blocks writing one element (block a, block b, element), None, or why it cannot be told."""
+        key = (self._id(name), plain_only)
+        if key not in self._overlap:
+            try:
+                self._overlap[key] = ts.write_overlap(self.trace, self.rows(name), key[0], plain_only)
+            except ValueError as exc:
+                self._overlap[key] = str(exc)
+        return self._overlap[key]
+
+    def writeback(self, name: str) -> str:
+        """'none', 'store' or 'atomic' (privatized: written only by atomics and reductions, never read)."""
+        a = self.access(name)
+        if not a.written:
+            return "none"
+        if a.stores == 0 and a.loads == 0:
+            return "atomic"
+        return "store"
+
+
+@dataclass(frozen=True)
+class StagingOption:
+    """One way to size the tiles: W windows, the shared bytes per block, each object's tile."""
+
+    windows: int
+    smem_per_block: int
+    tiles: tuple[tuple[str, int, int], ...]
+    """(object, tile bytes, row pitch in elements) per staged object, in placement order."""
+    why: str
+
+
+@dataclass(frozen=True)
+class StagingChoice:
+    """The window counts worth evaluating for a placement (see the module docstring)."""
+
+    options: tuple[StagingOption, ...]
+    own_smem: int
+    """The kernel's own shared bytes per block (the tiles go above them)."""
+
+
+def _check_writes(facts: StagingFacts, name: str) -> None:
+    a = facts.access(name)
+    if not a.written or facts.writeback(name) == "atomic":
+        return
+    hit = facts.overlap(name, plain_only=False)
+    if isinstance(hit, str):
+        raise IllegalPlacement("shared-overlap", f"{name} cannot be staged: {hit}")
+    if hit is not None:
+        b1, b2, e = hit
+        raise IllegalPlacement(
+            "shared-overlap",
+            f"{name} is written by blocks {b1} and {b2} at the same element {e}; a written object is staged in shared "
+            "memory only where blocks write disjoint elements (or only by atomics and reductions)",
+        )
+
+
+def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -> StagingChoice:
+    """The window counts to evaluate for ``placement``'s staged objects (see the module docstring).
+
+    ``own_smem`` is the kernel's own shared bytes per block under the placement.
+    Raises IllegalPlacement when a written object's blocks overlap or no window count fits.
+    """
+    info = facts.info
+    staged = [n for n, s in placement.spaces if is_staged(s)]
+    for n in staged:
+        _check_writes(facts, n)
+    k_max = max(facts.access(n).ordinals for n in staged)
+    wins = ts.window_counts(k_max)
+    fps = {n: facts.footprint(n, wins) for n in staged}
+    limit = gpu.memory.smem_per_block
+    threads, regs = info.threads_per_block, info.regs_per_thread
+    base_blocks = occupancy(gpu, threads, regs, own_smem).blocks_per_sm
+
+    def option(w: int, why: str) -> StagingOption:
+        tiles = tuple((n, *fps[n].at(w)) for n in staged)
+        smem = _align(own_smem) + sum(_align(b) for _, b, _ in tiles)
+        return StagingOption(w, smem, tiles, why)
+
+    fit = occ = None
+    for w in wins:
+        o = option(w, "")
+        if o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
+            continue
+        if fit is None:
+            fit = option(w, "fewest windows that fit")
+        if occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm >= base_blocks:
+            occ = option(w, "fewest windows that keep the occupancy")
+            break
+    if fit is None:
+        finest = option(wins[-1], "")
+        raise IllegalPlacement(
+            "shared",
+            f"the staged tiles of {', '.join(staged)} need {finest.smem_per_block:,} bytes of shared memory per block "
+            f"with the kernel's own, even split into {wins[-1]} windows of one access per warp; {gpu.name} allows "
+            f"{limit:,} per block",
+        )
+    options = (fit,) if occ is None or occ.windows == fit.windows else (fit, occ)
+    return StagingChoice(options, own_smem)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Instructions of the staging code: per staged element row of a warp, by source space; per written-back
+    element row; per barrier."""
+
+    stage: dict[str, int]
+    writeback: int
+    barrier: int
+
+
+def costs(gpu: Gpu) -> Costs:
+    """The staging code's instruction costs on ``gpu`` (``placement.addressing.staging_cost``)."""
+    c = addressing.staging_cost(gpu.arch)
+    return Costs(stage={s: c.stage_int(s) for s in ("global", "texture1d", "readonly")}, writeback=c.writeback_int,
+                 barrier=c.barrier)  # fmt: skip
+
+
+def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOption,
+         own_smem: int) -> list[ts.StagedObject]:  # fmt: skip
+    """The ``traces.staging`` plan of one option: tiles above the kernel's own arrays, in placement order."""
+    cost = costs(gpu)
+    spaces = dict(placement.spaces)
+    out = []
+    base = _align(own_smem)
+    for name, tile_bytes, pitch in option.tiles:
+        a = facts.access(name)
+        wb = facts.writeback(name)
+        source = STAGING_SOURCE[spaces[name]]
+        out.append(ts.StagedObject(
+            obj=a.obj, source=source, length=-(-max(a.ordinals, 1) // option.windows), shared_base=base, pitch=pitch,
+            load=a.loads > 0, writeback=wb, int_per_element=cost.stage[source],
+            writeback_int_per_element=cost.writeback if wb != "none" else 0,
+        ))  # fmt: skip
+        base += _align(tile_bytes)
+    return out
+
+
+__all__ = ["Costs", "StagingChoice", "StagingFacts", "StagingOption", "choose", "costs", "plan"]

@@ -1,0 +1,462 @@
+"""numba kernels of ``traces.staging``: footprints of an object per block and window, the
+write-overlap check, and the rewrite of a trace with staged shared-memory tiles.
+
+Rows are visited in ``order``: row indices sorted by (cta, warp, seq), so each block's
+rows are contiguous and, inside it, each warp's rows are in program order. Kernels take
+typed arrays, never raise, and report through their return values.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+BIG = np.int64(1) << np.int64(62)
+# bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
+R0, R1, C0, C1 = 0, 1, 2, 3
+# per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
+P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC = range(13)
+PLAN_LEN = 13
+WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
+# totals returned by stage_rows
+T_LOADS, T_STORES, T_INT, T_BARRIERS, T_WB_LOADS, T_WB_STORES = range(6)
+SHARED_CODE = 2
+OP_LOAD, OP_STORE, OP_ATOMIC, OP_REDUCTION = 0, 1, 2, 3
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _elem_rc(a, base, elem, ncols):
+    """(row, column) of the element holding byte address ``a`` (row 0 for a 1D object)."""
+    e = np.int64(a - np.uint64(base)) // elem
+    if ncols > 0:
+        return e // ncols, e % ncols
+    return np.int64(0), e
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_box(i, mask, addr, width, base, elem, ncols, box):
+    """Bounding box of the elements row ``i``'s active lanes touch, into ``box``; False if no lane is active."""
+    m = np.int64(mask[i])
+    box[R0] = BIG
+    box[R1] = -BIG
+    box[C0] = BIG
+    box[C1] = -BIG
+    if m == 0:
+        return False
+    w = np.uint64(width[i])
+    for lane in range(32):
+        if (m >> lane) & 1:
+            a = addr[i, lane]
+            for end in (a, a + w - np.uint64(1)):
+                r, c = _elem_rc(end, base, elem, ncols)
+                box[R0] = min(box[R0], r)
+                box[R1] = max(box[R1], r)
+                box[C0] = min(box[C0], c)
+                box[C1] = max(box[C1], c)
+    return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _grow(acc, k, box):
+    acc[k, R0] = min(acc[k, R0], box[R0])
+    acc[k, R1] = max(acc[k, R1], box[R1])
+    acc[k, C0] = min(acc[k, C0], box[C0])
+    acc[k, C1] = max(acc[k, C1], box[C1])
+
+
+@nb.njit(cache=True, nogil=True)
+def access_counts(idx, cta, warp, op, wpb):
+    """(K, loads, plain stores, atomics and reductions) of one object's rows ``idx`` (in (cta, warp, seq) order).
+
+    K is the most rows one warp has (its accesses in program order are ordinals 0..K-1).
+    """
+    k_max = 0
+    k = 0
+    prev = np.int64(-1)
+    loads = 0
+    stores = 0
+    atomics = 0
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        g = np.int64(cta[i]) * wpb + warp[i]
+        if g != prev:
+            k = 0
+            prev = g
+        k += 1
+        k_max = max(k_max, k)
+        o = op[i]
+        if o == OP_LOAD:
+            loads += 1
+        elif o == OP_STORE:
+            stores += 1
+        else:
+            atomics += 1
+    return k_max, loads, stores, atomics
+
+
+@nb.njit(cache=True, nogil=True)
+def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max, lengths, out_bytes, out_pitch):
+    """Per candidate window length L (``lengths``): the largest bounding box (bytes) and width (elements)
+    any block's window of L consecutive accesses per warp touches.
+
+    Window j of a block holds every access whose ordinal in its warp is in [j L, (j + 1) L).
+    """
+    nc = lengths.shape[0]
+    offs = np.zeros(nc + 1, np.int64)
+    for c in range(nc):
+        offs[c + 1] = offs[c] + (k_max + lengths[c] - 1) // lengths[c]
+    acc = np.empty((max(offs[nc], 1), 4), np.int64)
+    box = np.empty(4, np.int64)
+    for c in range(nc):
+        out_bytes[c] = 0
+        out_pitch[c] = 0
+    n = idx.shape[0]
+    t = 0
+    while t < n:
+        b = cta[idx[t]]
+        for s in range(offs[nc]):
+            acc[s, R0] = BIG
+            acc[s, R1] = -BIG
+            acc[s, C0] = BIG
+            acc[s, C1] = -BIG
+        prev_w = -1
+        k = 0
+        while t < n and cta[idx[t]] == b:
+            i = idx[t]
+            if warp[i] != prev_w:
+                prev_w = warp[i]
+                k = 0
+            if _row_box(i, mask, addr, width, base, elem, ncols, box):
+                for c in range(nc):
+                    _grow(acc, offs[c] + k // lengths[c], box)
+            k += 1
+            t += 1
+        for c in range(nc):
+            for s in range(offs[c], offs[c + 1]):
+                if acc[s, R1] >= acc[s, R0]:
+                    wdt = acc[s, C1] - acc[s, C0] + 1
+                    nb_ = (acc[s, R1] - acc[s, R0] + 1) * wdt * elem
+                    out_bytes[c] = max(out_bytes[c], nb_)
+                    out_pitch[c] = max(out_pitch[c], wdt)
+
+
+@nb.njit(cache=True, nogil=True)
+def write_range(idx, op, mask, addr, width, base, elem, plain_only):
+    """(lowest, highest) element index written by one object's rows (plain stores only when ``plain_only``)."""
+    lo = BIG
+    hi = -BIG
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+            continue
+        m = np.int64(mask[i])
+        w = np.uint64(width[i])
+        for lane in range(32):
+            if (m >> lane) & 1:
+                e0 = np.int64(addr[i, lane] - np.uint64(base)) // elem
+                e1 = np.int64(addr[i, lane] + w - np.uint64(1) - np.uint64(base)) // elem
+                lo = min(lo, e0)
+                hi = max(hi, e1)
+    return lo, hi
+
+
+@nb.njit(cache=True, nogil=True)
+def write_conflict(idx, cta, op, mask, addr, width, base, elem, lo, owner, plain_only):
+    """First element two blocks write: (block a, block b, element), or (-1, -1, -1).
+
+    ``owner`` (int32, one entry per element from ``lo``, filled with -1) records the first
+    block that wrote each element.
+    """
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+            continue
+        b = np.int32(cta[i])
+        m = np.int64(mask[i])
+        w = np.uint64(width[i])
+        for lane in range(32):
+            if (m >> lane) & 1:
+                e0 = np.int64(addr[i, lane] - np.uint64(base)) // elem
+                e1 = np.int64(addr[i, lane] + w - np.uint64(1) - np.uint64(base)) // elem
+                for e in range(e0, e1 + 1):
+                    s = e - lo
+                    if owner[s] == -1:
+                        owner[s] = b
+                    elif owner[s] != b:
+                        return np.int64(owner[s]), np.int64(b), e
+    return np.int64(-1), np.int64(-1), np.int64(-1)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _put(write, out, r, cta, warp, seq, pc, op, space, width, mask, obj, delta_out):
+    if write:
+        out[0][r] = cta
+        out[1][r] = warp
+        out[2][r] = seq
+        out[3][r] = pc
+        out[4][r] = op
+        out[5][r] = space
+        out[6][r] = width
+        out[7][r] = mask
+        out[9][r] = obj
+        delta_out[r] = 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind, totals, gaddr, saddr):
+    """Rows of warp ``w``'s share of a cooperative pass over the tile ``box`` of slot ``s``.
+
+    kind 0: staging (a load from the source space, when the plan says so, then a shared
+    store, or only a zero store for a privatized object); kind 1: write-back (a shared
+    load, then a store or a reduction to the object's global address). Element q of the
+    tile (row-major over its bounding box) is handled by thread q mod threads, so a warp
+    moves 32 consecutive elements per iteration. Returns (rows written so far, instructions
+    issued by this warp, the seq after them).
+    """
+    rows = box[R1] - box[R0] + 1
+    bw = box[C1] - box[C0] + 1
+    q_total = rows * bw
+    elem = plan[s, P_ELEM]
+    ncols = plan[s, P_NCOLS]
+    base = plan[s, P_BASE]
+    sbase = plan[s, P_SBASE]
+    pitch = plan[s, P_PITCH]
+    obj = plan[s, P_OBJ]
+    pc0 = plan[s, P_PC]
+    seq = seq0
+    issued = 0
+    it = 0
+    while True:
+        q0 = it * threads + 32 * w
+        if q0 >= q_total:
+            break
+        m = np.int64(0)
+        for lane in range(32):
+            if q0 + lane < q_total and 32 * w + lane < threads:
+                m |= np.int64(1) << lane
+        if m != 0:
+            # the global and the shared address of each lane's element (0 for inactive lanes)
+            for lane in range(32):
+                gaddr[lane] = np.uint64(0)
+                saddr[lane] = np.uint64(0)
+                if (m >> lane) & 1:
+                    q = q0 + lane
+                    rr = box[R0] + q // bw
+                    cc = box[C0] + q % bw
+                    e = rr * ncols + cc if ncols > 0 else cc
+                    gaddr[lane] = np.uint64(base + e * elem)
+                    saddr[lane] = np.uint64(sbase + ((rr - box[R0]) * pitch + (cc - box[C0])) * elem)
+            if kind == 0:
+                if plan[s, P_LOAD] == 1:
+                    _put(write, out, r, b, w, seq, pc0, OP_LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
+                    if write:
+                        out[8][r, :] = gaddr
+                    r += 1
+                    seq += 1
+                    totals[T_LOADS] += 1
+                _put(write, out, r, b, w, seq, pc0 + 16, OP_STORE, SHARED_CODE, elem, m, obj, delta_out)
+                if write:
+                    out[8][r, :] = saddr
+                r += 1
+                seq += 1
+                totals[T_STORES] += 1
+                seq += plan[s, P_INT]
+                totals[T_INT] += plan[s, P_INT]
+            else:
+                _put(write, out, r, b, w, seq, pc0 + 32, OP_LOAD, SHARED_CODE, elem, m, obj, delta_out)
+                if write:
+                    out[8][r, :] = saddr
+                r += 1
+                seq += 1
+                totals[T_WB_LOADS] += 1
+                op = OP_STORE if plan[s, P_WB] == WB_STORE else OP_REDUCTION
+                _put(write, out, r, b, w, seq, pc0 + 48, op, 0, elem, m, obj, delta_out)
+                if write:
+                    out[8][r, :] = gaddr
+                r += 1
+                seq += 1
+                totals[T_WB_STORES] += 1
+                seq += plan[s, P_WBINT]
+                totals[T_INT] += plan[s, P_WBINT]
+        it += 1
+    return r, seq - seq0, seq
+
+
+@nb.njit(cache=True, nogil=True)
+def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, totals, box, gaddr, saddr):
+    """Stage window ``j`` of every slot (those with accesses in it) for warp ``w``; returns (r, seq)."""
+    for s in range(plan.shape[0]):
+        if rbox[s, j, R1] < rbox[s, j, R0]:
+            continue
+        if plan[s, P_LOAD] == 0 and plan[s, P_WB] != WB_ATOMIC:
+            continue  # written only: nothing to load, nothing to zero
+        for f in range(4):
+            box[f] = rbox[s, j, f]
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr)
+    return r, seq
+
+
+@nb.njit(cache=True, nogil=True)
+def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
+    """Write window ``j``'s written tiles back for warp ``w``; returns (r, seq)."""
+    for s in range(plan.shape[0]):
+        if plan[s, P_WB] == WB_NONE:
+            continue
+        src = wbox if plan[s, P_WB] == WB_STORE else rbox
+        if src[s, j, R1] < src[s, j, R0]:
+            continue
+        for f in range(4):
+            box[f] = src[s, j, f]
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr)
+    return r, seq
+
+
+@nb.njit(cache=True, nogil=True)
+def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, barrier, totals):
+    """Rewrite rows ``order`` (sorted by cta, warp, seq) with the staged slots of ``plan``; return the row count.
+
+    Per block and window j: each warp, before its first access of window j to any staged
+    object, runs (for j > 0) a barrier, the write-back of window j - 1's written tiles and
+    another barrier when something is written back, then its share of staging every
+    slot's window-j tile (from the block's bounding box of the window's accesses), then a
+    barrier (no staging pass and no barrier when every staged object is only written); the
+    staged accesses go to shared memory at the tile's row-major offsets
+    (row pitch ``plan[s, P_PITCH]`` elements). A warp with no access in a window still
+    takes its part, so every warp of a block meets the same barriers. After a warp's last
+    row: the remaining windows, then, when something is written back, a barrier and the
+    last window's write-back. Inserted instructions shift the seq of every later row;
+    ``barrier`` instructions per barrier, ``plan[s, P_INT]`` / ``P_WBINT`` non-memory
+    instructions per staged or written-back element row. ``totals`` accumulates the
+    inserted warp-instructions (T_*). With ``write`` False only the rows are counted.
+    """
+    cta, warp, seq, pc, op, space, width, mask, addr, obj = cols
+    ns = plan.shape[0]
+    n = order.shape[0]
+    rbox = np.empty((max(ns, 1), max(n_windows, 1), 4), np.int64)
+    wbox = np.empty((max(ns, 1), max(n_windows, 1), 4), np.int64)
+    kwin = np.zeros((max(wpb, 1), max(ns, 1)), np.int64)
+    box = np.empty(4, np.int64)
+    tbox = np.empty(4, np.int64)
+    gaddr = np.zeros(32, np.uint64)
+    saddr = np.zeros(32, np.uint64)
+    any_wb = False
+    any_stage = False  # a slot whose tiles are loaded (or zeroed) before use
+    for s in range(ns):
+        if plan[s, P_WB] != WB_NONE:
+            any_wb = True
+        if plan[s, P_LOAD] == 1 or plan[s, P_WB] == WB_ATOMIC:
+            any_stage = True
+    r = 0
+    pos = 0
+    while pos < n:
+        b = cta[order[pos]]
+        end = pos
+        while end < n and cta[order[end]] == b:
+            end += 1
+        # the block's bounding boxes per slot and window
+        for s in range(ns):
+            for j in range(n_windows):
+                for box_ in (rbox, wbox):
+                    box_[s, j, R0] = BIG
+                    box_[s, j, R1] = -BIG
+                    box_[s, j, C0] = BIG
+                    box_[s, j, C1] = -BIG
+        kwin[:, :] = 0
+        used = 0
+        for t in range(pos, end):
+            i = order[t]
+            o = obj[i]
+            s = slot_of[o] if o >= 0 else -1
+            if s < 0:
+                continue
+            j = kwin[warp[i], s] // plan[s, P_L]
+            kwin[warp[i], s] += 1
+            if _row_box(i, mask, addr, width, plan[s, P_BASE], plan[s, P_ELEM], plan[s, P_NCOLS], box):
+                _grow(rbox[s], j, box)
+                if op[i] != OP_LOAD:
+                    _grow(wbox[s], j, box)
+                used = max(used, j + 1)
+        # each warp of the block, in program order
+        t = pos
+        for w in range(wpb):
+            t2 = t
+            while t2 < end and warp[order[t2]] == w:
+                t2 += 1
+            shift = 0
+            cw = -1
+            for s in range(ns):
+                kwin[w, s] = 0
+            last = np.int64(-1)
+            for u in range(t, t2 + 1):
+                at_end = u == t2
+                i = order[u] if not at_end else -1
+                s = -1
+                if not at_end:
+                    o = obj[i]
+                    s = slot_of[o] if o >= 0 else -1
+                    p = seq[i]
+                    last = seq[i]
+                else:
+                    p = last + 1
+                target = used - 1 if at_end else (kwin[w, s] // plan[s, P_L] if s >= 0 else cw)
+                while cw < target:
+                    cur = p + shift
+                    if cw >= 0:
+                        cur += barrier
+                        totals[T_BARRIERS] += 1
+                        if any_wb:
+                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
+                                                     totals, tbox, gaddr, saddr)
+                            cur += barrier
+                            totals[T_BARRIERS] += 1
+                    if any_stage:
+                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals,
+                                               tbox, gaddr, saddr)
+                        cur += barrier
+                        totals[T_BARRIERS] += 1
+                    shift = cur - p
+                    cw += 1
+                if at_end:
+                    if any_wb and cw >= 0:
+                        cur = p + shift + barrier
+                        totals[T_BARRIERS] += 1
+                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
+                                                 totals, tbox, gaddr, saddr)
+                    break
+                # the original row, shifted; a staged access goes to its tile in shared memory
+                if write:
+                    out[0][r] = cta[i]
+                    out[1][r] = warp[i]
+                    out[2][r] = seq[i] + shift
+                    out[3][r] = pc[i]
+                    out[4][r] = op[i]
+                    out[5][r] = space[i] if s < 0 else SHARED_CODE
+                    out[6][r] = width[i]
+                    out[7][r] = mask[i]
+                    out[9][r] = obj[i]
+                    delta_out[r] = delta[i]
+                    if s < 0:
+                        for lane in range(32):
+                            out[8][r, lane] = addr[i, lane]
+                    else:
+                        j = kwin[w, s] // plan[s, P_L]
+                        elem = plan[s, P_ELEM]
+                        base = plan[s, P_BASE]
+                        ncols = plan[s, P_NCOLS]
+                        pitch = plan[s, P_PITCH]
+                        m = np.int64(mask[i])
+                        for lane in range(32):
+                            if (m >> lane) & 1:
+                                a = addr[i, lane]
+                                rr, cc = _elem_rc(a, base, elem, ncols)
+                                within = np.int64(a - np.uint64(base)) % elem
+                                off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem + within
+                                out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
+                            else:
+                                out[8][r, lane] = np.uint64(0)
+                if s >= 0:
+                    kwin[w, s] += 1
+                r += 1
+            t = t2
+        pos = end
+    return r

@@ -1,0 +1,235 @@
+"""Staged shared memory: an object's tiles copied into ``__shared__`` memory, as kernels really do it.
+
+An object a placement puts in shared memory (``S/G``, ``S/T``, ``S/R``: staged from global
+memory, a 1D texture or the read-only path) is not assumed to be there already. Each
+block copies the part of the object its warps touch (its *footprint*) into shared memory
+and reads it there; this module measures footprints on the trace and rewrites the trace
+with the staging code. The model:
+
+- **Footprint and tile.** An access's elements are ``(addr - base) // elem_bytes``; with a
+  2D ``shape`` (rows, cols) an element is (row, column), else (0, index). A block's tile
+  for a window is the bounding box of the elements its warps touch in that window, laid
+  out row-major in shared memory with a row pitch of the widest tile of any block and
+  window (a static ``__shared__ T tile[rows][pitch]``, as a convolution's input tile or a
+  tiled matrix multiply's ``Mds``). Capacity is the largest tile of any block and window
+  (bytes), plus the kernel's own shared usage.
+- **Windows (loop tiling).** When the tile does not fit, each block's accesses are split
+  into consecutive windows in program order: the k-th access of each warp to the object
+  (its ordinal) belongs to window ``k // L``; all staged objects share the windows (the
+  same number W of them: L = ceil(K / W), K the most accesses one warp makes), so one
+  loop over W tiles stages them together, as a tiled matrix multiply stages its M and N
+  tiles. ``footprint`` measures the tile bytes for W = 1, 2, 4, ...; the caller picks W.
+- **Staging code.** Before its first access of window j, each warp runs its share of a
+  cooperative copy of every staged tile: element q of the tile (row-major over its
+  bounding box) is loaded by thread q mod threads_per_block from the source space (one
+  coalesced warp load per 32 consecutive elements) and stored to shared memory, with the
+  loop's non-memory instructions per element as measured from nvcc's SASS
+  (``configs/addressing.toml``, ``[<family>.staging]``); then one ``__syncthreads()``.
+  Between windows a second barrier keeps the next copy from overwriting a tile still
+  read (the two ``__syncthreads()`` per tile of a tiled matrix multiply). The staged
+  accesses then read (or write) shared memory at their tile offsets, with the bank
+  conflicts that layout gives.
+- **Written objects.** An object the kernel writes is staged only when blocks write
+  disjoint elements (``write_overlap`` names the first pair of blocks that do not); its
+  tile is loaded only if the kernel also reads it, and after a barrier at the end of each
+  window the written bounding box is stored back (a shared load and a global store per
+  element). An object written only by atomics or reductions may overlap between blocks:
+  it is *privatized* (each block zeroes its tile in shared memory, its atomics go to
+  shared memory, and the tile is added back to global memory with reductions), the
+  histogram idiom.
+
+Inserted instructions shift the ``seq`` of every later row of the warp, so the schedule
+of the hierarchy sees them; their counts (loads, stores, integer instructions, barriers)
+are returned for the instruction totals of the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from . import _staging_kernels as K
+from .io import Trace
+from .schema import SPACE_CODES
+
+WRITEBACK = ("none", "store", "atomic")
+SOURCES = ("global", "texture1d", "readonly")
+# Largest written element range whose owners are tracked exactly (an int32 per element).
+MAX_OWNER_ELEMENTS = 1 << 28
+
+
+def program_order(trace: Trace) -> np.ndarray:
+    """Row indices sorted by (cta, warp, seq): blocks contiguous, each warp's rows in program order."""
+    return np.lexsort((trace.seq, trace.warp, trace.cta)).astype(np.int64)
+
+
+def object_rows(trace: Trace, order: np.ndarray, obj: int) -> np.ndarray:
+    """The rows of one object, in program order."""
+    return order[trace.obj[order] == obj]
+
+
+@dataclass(frozen=True)
+class Access:
+    """How a kernel accesses one object: the most accesses of one warp (K) and the kinds of access."""
+
+    obj: int
+    ordinals: int
+    loads: int
+    stores: int
+    atomics: int
+
+    @property
+    def written(self) -> bool:
+        return self.stores + self.atomics > 0
+
+
+def access(trace: Trace, rows: np.ndarray, obj: int) -> Access:
+    k, loads, stores, atomics = K.access_counts(rows, trace.cta, trace.warp, trace.op, trace.info.warps_per_block)
+    return Access(obj, int(k), int(loads), int(stores), int(atomics))
+
+
+def window_counts(ordinals: int) -> tuple[int, ...]:
+    """The window counts W the footprint is measured for: 1, 2, 4, ... up to the first >= ``ordinals``."""
+    out = [1]
+    while out[-1] < max(ordinals, 1):
+        out.append(out[-1] * 2)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Tile sizes of one object per number of windows W (``windows[i]`` <-> ``bytes[i]``, ``pitch[i]``)."""
+
+    obj: int
+    windows: tuple[int, ...]
+    bytes: tuple[int, ...]
+    pitch: tuple[int, ...]
+
+    def at(self, w: int) -> tuple[int, int]:
+        """(tile bytes, pitch) with ``w`` windows (w one of ``windows``, or more: the finest measured)."""
+        for i, n in enumerate(self.windows):
+            if n >= w:
+                return self.bytes[i], self.pitch[i]
+        return self.bytes[-1], self.pitch[-1]
+
+
+def _shape(trace: Trace, obj: int) -> tuple[int, int, int]:
+    o = trace.info.object(obj)
+    return o.base, o.elem_bytes, (o.shape[1] if o.shape else 0)
+
+
+def footprint(trace: Trace, rows: np.ndarray, acc: Access, windows: Sequence[int] | None = None) -> Footprint:
+    """The largest tile any block touches in any window, for each window count (see the module docstring)."""
+    wins = tuple(windows) if windows is not None else window_counts(acc.ordinals)
+    lengths = np.array([-(-max(acc.ordinals, 1) // w) for w in wins], np.int64)
+    out_b = np.zeros(len(wins), np.int64)
+    out_p = np.zeros(len(wins), np.int64)
+    base, elem, ncols = _shape(trace, acc.obj)
+    K.footprint_table(rows, trace.cta, trace.warp, trace.mask, trace.addr, trace.width, base, elem, ncols,
+                      acc.ordinals, lengths, out_b, out_p)  # fmt: skip
+    return Footprint(acc.obj, wins, tuple(int(x) for x in out_b), tuple(int(x) for x in out_p))
+
+
+def write_overlap(trace: Trace, rows: np.ndarray, obj: int, plain_only: bool = False) -> tuple[int, int, int] | None:
+    """The first element two blocks both write: (block a, block b, element index), or None.
+
+    ``plain_only`` considers plain stores only (atomics and reductions may overlap). Raises
+    ValueError when the written range is too large to track (``MAX_OWNER_ELEMENTS``).
+    """
+    base, elem, _ = _shape(trace, obj)
+    lo, hi = K.write_range(rows, trace.op, trace.mask, trace.addr, trace.width, base, elem, plain_only)
+    if hi < lo:
+        return None
+    if hi - lo + 1 > MAX_OWNER_ELEMENTS:
+        raise ValueError(f"written range of {hi - lo + 1:,} elements is too large to check for overlap")
+    owner = np.full(int(hi - lo + 1), -1, np.int32)
+    a, b, e = K.write_conflict(rows, trace.cta, trace.op, trace.mask, trace.addr, trace.width, base, elem, lo, owner,
+                               plain_only)  # fmt: skip
+    return None if a < 0 else (int(a), int(b), int(e))
+
+
+@dataclass(frozen=True)
+class StagedObject:
+    """How one object is staged (see the module docstring)."""
+
+    obj: int
+    source: str
+    """Space of the staging loads: global, texture1d or readonly."""
+    length: int
+    """Accesses per warp in one window (L)."""
+    shared_base: int
+    """Offset of its tile in the block's shared-memory window."""
+    pitch: int
+    """Row pitch of the tile in elements."""
+    load: bool
+    """Whether the tile is loaded (False for an object only written, or privatized)."""
+    writeback: str
+    """'none', 'store' (written tiles stored back) or 'atomic' (privatized: zeroed, reduced back)."""
+    int_per_element: int
+    """Non-memory instructions per staged element row of a warp (loop and address arithmetic)."""
+    writeback_int_per_element: int
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A trace with staged objects, its per-row addressing deltas and the instructions inserted."""
+
+    trace: Trace
+    addr_inst_delta: np.ndarray
+    inserted: dict[str, int]
+    windows: int
+
+
+def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
+          smem_per_block: int) -> Staged:  # fmt: skip
+    """``trace`` with ``objects`` staged in ``windows`` windows (see the module docstring).
+
+    ``delta`` is the per-row addressing-instruction change (int16) the caller computed with
+    the staged objects' accesses already in shared memory; inserted rows get 0 (their
+    instructions are in ``inserted``). ``barrier`` is the instructions of one
+    ``__syncthreads()``; ``smem_per_block`` the kernel's shared bytes per block with the
+    tiles, recorded in the result's metadata.
+    """
+    info = trace.info
+    n_ids = max((o.id for o in info.objects), default=-1) + 1
+    slot_of = np.full(max(n_ids, 1), -1, np.int64)
+    plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
+    pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
+    for s, so in enumerate(objects):
+        if so.source not in SOURCES:
+            raise ValueError(f"staging source {so.source!r} is not one of {', '.join(SOURCES)}")
+        if so.writeback not in WRITEBACK:
+            raise ValueError(f"writeback {so.writeback!r} is not one of {', '.join(WRITEBACK)}")
+        base, elem, ncols = _shape(trace, so.obj)
+        slot_of[so.obj] = s
+        plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
+                   base, int(so.load), WRITEBACK.index(so.writeback), so.int_per_element,
+                   so.writeback_int_per_element, pc_top + 64 * s)  # fmt: skip
+    order = program_order(trace)
+    cols = trace.columns()
+    ctuple = tuple(cols[c] for c in ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj"))
+    delta = np.ascontiguousarray(delta, dtype=np.int16)
+    wpb, threads = info.warps_per_block, info.threads_per_block
+    totals = np.zeros(6, np.int64)
+    empty = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int32),
+             np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.uint32),
+             np.empty((0, 32), np.uint64), np.empty(0, np.int16))  # fmt: skip
+    n = K.stage_rows(False, empty, np.empty(0, np.int16), order, ctuple, delta, slot_of, plan, windows, wpb, threads,
+                     barrier, totals)  # fmt: skip
+    out = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int32),
+           np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.uint32),
+           np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
+    delta_out = np.empty(n, np.int16)
+    totals[:] = 0
+    K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, barrier, totals)
+    names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
+    new_info = replace(info, smem_per_block=int(smem_per_block))
+    staged = Trace(**dict(zip(names, out)), info=new_info)
+    keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
+    return Staged(staged, delta_out, {k: int(v) for k, v in zip(keys, totals)}, int(windows))
+
+
+__all__ = ["Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "object_rows", "program_order",
+           "stage", "window_counts", "write_overlap"]
