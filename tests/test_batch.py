@@ -83,7 +83,7 @@ def test_small_suite_end_to_end(run_cli, tmp_path):
     assert [(r["entry"], r["gpu"]) for r in rows[:10]] == [("triad", "k80")] * 4 + [("transpose", "k80")] * 3 + [
         ("transpose", "v100")
     ] * 3
-    assert [r["placement"] for r in rows[:4]] == ["sample", "B=S", "A=T", "A=T,B=T"]
+    assert [r["placement"] for r in rows[:4]] == ["sample", "B=S/G", "A=T", "A=T,B=T"]
     assert len({(r["entry"], r["gpu"], r["placement_full"]) for r in rows}) == len(rows)
     # the experiment, in the Parquet metadata
     exp = batch.read_experiment(out)

@@ -10,6 +10,7 @@ import pytest
 
 import traces
 from placement.gpu import get_gpu
+from placement.staging import costs as staging_costs
 from placement.hms import Evaluator, Options, evaluate
 from placement.placements import IllegalPlacement, parse_placement, sample_placement
 from traces.generators import generate
@@ -75,15 +76,19 @@ def test_inputs_to_texture_remove_two_address_instructions_per_load(vec):
     assert ev.target.caches["tex.texture1d"]["requests"] > 0
 
 
-def test_shared_placement_over_capacity_is_refused(run_cli, tmp_path):
-    cols, info = generate("vecadd", [65536], None)  # each array is 256 KB
+def test_staged_placement_over_capacity_is_refused(run_cli, tmp_path):
+    # one warp reads 32 floats 2 KB apart: its tile spans 62 KB even for a window of one access
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    cols = {k: v[:1].copy() for k, v in cols.items()}
+    cols["addr"][0] = 0x10000 + 2048 * np.arange(32, dtype=np.uint64)
+    info = dataclasses.replace(info, objects=(dataclasses.replace(info.objects[0], size=2048 * 32),) + info.objects[1:])
     path = tmp_path / "v.parquet"
     traces.write(path, cols, info)
-    code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "a=S")
+    code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "A=S")
     assert code == 2 and out == ""
-    assert "illegal placement (shared)" in err and "k80 allows 49,152 per block" in err
+    assert "illegal placement (shared)" in err and "need 63,504 bytes" in err and "k80 allows 49,152 per block" in err
     with pytest.raises(IllegalPlacement, match="written"):
-        evaluate(traces.read(path), K80, parse_placement("v=T", info))
+        evaluate(traces.read(path), K80, parse_placement("C=T", info))
 
 
 def test_ablations(vec):
@@ -160,10 +165,19 @@ def test_eq3_replays_and_addressing_by_hand():
     c = ev.evaluate(parse_placement("A=C", info)).target
     assert list(c.replays.values()) == [0, 8, 31, 0]
     assert c.addressing_delta == -1 and c.issued_instructions == 10 - 1 + 8 + 31  # Eq. 3
-    # Shared, 8-byte banks: lane l hits bank 2l mod 32, so lanes l and l + 16 collide:
-    # one 2-way conflict, one replay of cause 4; addressing 1 - 2 = -1.
+    # Staged in shared memory (A=S means S/G): the warp's tile is elements 0..124 (500 B), copied by the
+    # block's 32 threads in 4 coalesced loads (the last of 29 lanes) and 4 shared stores (8-byte banks: two
+    # lanes per 64-bit word, no conflict), each with the staging loop's int instructions, then a barrier.
+    # The access reads its tile offsets 16 l: 8-byte banks, lane l hits bank 2l mod 32, so lanes l and
+    # l + 16 collide: one 2-way conflict, one replay of cause 4; addressing S - G = 1 - 2 = -1.
     s = ev.evaluate(parse_placement("A=S", info)).target
-    assert list(s.replays.values()) == [0, 0, 0, 1] and s.issued_instructions == 10 - 1 + 1
+    cost = staging_costs(K80)
+    added = 4 + 4 + 4 * cost.stage["global"] + cost.barrier
+    assert s.staging["inserted"] == {"loads": 4, "stores": 4, "int": 4 * cost.stage["global"], "barriers": 1,
+                                     "writeback_loads": 0, "writeback_stores": 0}  # fmt: skip
+    assert s.staging["windows"] == 1 and s.staging["tiles"] == {"A": {"bytes": 500, "pitch": 125}}
+    assert list(s.replays.values()) == [0, 0, 0, 1] and s.issued_instructions == 10 - 1 + 1 + added
+    assert s.smem_per_block == 512
     # 1D texture: no replay, addressing 0 - 2 = -2.
     t = ev.evaluate(parse_placement("A=T", info)).target
     assert t.issued_instructions == 8 and t.caches["tex.texture1d"] == {"requests": 4, "hits": 0, "misses": 4}

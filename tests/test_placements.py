@@ -34,8 +34,14 @@ VEC = kernel([("A", "global", 4000, None, False), ("B", "global", 4000, (10, 100
 
 def test_spellings():
     assert [space_short(s) for s in ("g", "texture", "TEXTURE2D", "2t", "const", "Shared")] == ["G", "T", "2T", "2T", "C", "S"]
+    assert [space_short(s) for s in ("r", "readonly", "LDG", "s/g", "S/T", "shared/readonly", "S / r")] == [
+        "R", "R", "R", "S/G", "S/T", "S/R", "S/R"]  # fmt: skip
     with pytest.raises(InputError, match="unknown space 'L1'"):
         space_short("L1")
+    with pytest.raises(InputError, match="unknown space 'G/T'"):
+        space_short("G/T")
+    with pytest.raises(InputError, match="staged from G, T or R"):
+        space_short("S/C")
 
 
 def test_parse_completes_with_the_sample():
@@ -44,6 +50,12 @@ def test_parse_completes_with_the_sample():
     assert p.moved(sample_placement(VEC)) == {"A": ("G", "T"), "B": ("G", "2T")}
     assert p.label(sample_placement(VEC)) == "A=T,B=2T"
     assert parse_placement({"A": "global"}, VEC) == sample_placement(VEC)
+    # S for an object held elsewhere means staged from global memory
+    assert parse_placement("A=S,B=S/R", VEC).as_dict() == {"A": "S/G", "B": "S/R", "C": "G"}
+    own = kernel([("s", "shared", 1024, None, True)], smem=1024)
+    assert parse_placement("s=shared", own).as_dict() == {"s": "S"}
+    with pytest.raises(InputError, match="already a shared-memory array"):
+        parse_placement("s=S/G", own)
 
 
 @pytest.mark.parametrize(
@@ -56,11 +68,22 @@ def test_parse_errors(text, message):
         parse_placement(text, VEC)
 
 
-def test_written_objects_only_global_or_shared():
-    for space in ("T", "2T", "C"):
-        with pytest.raises(IllegalPlacement, match=r"\(written\): C is written by the kernel, so it can only be in G or S"):
+def test_written_objects_only_global_or_staged_from_global():
+    for space in ("T", "2T", "C", "R", "S/T", "S/R"):
+        with pytest.raises(IllegalPlacement, match=r"\(written\): C is written by the kernel, so it can only be in G or S/G"):
             check(VEC, K80, parse_placement(f"C={space}", VEC))
-    check(VEC, K80, parse_placement("C=S", VEC))
+
+
+def test_read_only_path_needs_one():
+    check(VEC, K80, parse_placement("A=R", VEC))  # GK210: the 48 KB texture path
+    for gpu in ("gtx680", "c2050"):
+        with pytest.raises(IllegalPlacement, match=r"\(readonly\): .* has no read-only data path"):
+            check(VEC, get_gpu(gpu), parse_placement("A=R", VEC))
+
+
+def test_staged_placements_need_the_trace():
+    with pytest.raises(InputError, match="needs the trace's footprints"):
+        check(VEC, K80, parse_placement("A=S", VEC))
 
 
 def test_constant_bank_capacity():
@@ -70,23 +93,13 @@ def test_constant_bank_capacity():
         check(k, K80, parse_placement("A=C,B=C", k))
 
 
-def test_shared_capacity_per_block_counts_the_kernel_usage():
-    k = kernel([("A", "global", 40000, None, False), ("s", "shared", 8000, None, True)], smem=8000)
-    assert shared_bytes(k, parse_placement("A=S", k)) == 48000
-    check(k, K80, parse_placement("A=S", k))  # 48000 <= 49152
-    k2 = dataclasses.replace(k, smem_per_block=9500)  # the kernel uses 1500 more bytes of its own
-    with pytest.raises(IllegalPlacement, match=r"\(shared\): the objects in S \(A, s\) need 49,504 bytes of shared memory per block"):
-        check(k2, K80, parse_placement("A=S", k2))
-    # moving s out frees its bytes
-    assert shared_bytes(k2, parse_placement("A=S,s=G", k2)) == 1504 + 40000
-
-
-def test_shared_lowers_occupancy():
-    k = kernel([("A", "global", 20480, None, False)], threads=128, regs=16)
-    assert check(k, K80, sample_placement(k)).occupancy.blocks_per_sm == 16
-    legal = check(k, K80, parse_placement("A=S", k))
-    # 114688 // 20480 = 5 blocks of 4 warps
-    assert (legal.occupancy.blocks_per_sm, legal.occupancy.warps_per_sm, legal.occupancy.limiter) == (5, 20, "shared memory")
+def test_shared_bytes_are_the_kernels_own_arrays():
+    k = kernel([("A", "global", 40000, None, False), ("s", "shared", 8000, None, True)], smem=9500)
+    assert shared_bytes(k, sample_placement(k)) == 9500
+    assert shared_bytes(k, parse_placement("s=G", k)) == 1500  # moving s out frees its bytes
+    big = dataclasses.replace(k, smem_per_block=60000, objects=(k.objects[0], dataclasses.replace(k.objects[1], size=58500)))
+    with pytest.raises(IllegalPlacement, match=r"\(shared\): the kernel's shared arrays \(s\) need 60,000 bytes per block"):
+        check(big, K80, sample_placement(big))
 
 
 def test_2d_texture_needs_a_shape_within_limits():

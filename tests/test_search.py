@@ -15,18 +15,23 @@ from placement.gpu import get_gpu
 from placement.hms import Evaluator
 from placement.placements import Placement, check, sample_placement
 from placement.search import SearchOptions, count_legal, domains, solve
+from placement.staging import StagingFacts
 from traces.generators import generate, get, names
 
 K80 = get_gpu("k80")
 # Small sizes for the micro-benchmarks, whose uncoalesced variants make 32 requests a load.
-SMALL = {n: [16, 16] for n in names() if n.startswith("mb")}
+SMALL = {n: [16, 16] for n in names() if n.startswith("mb")} | {"matmul_naive": [64], "matmul_naive_uncoalesced": [64]}
+
+
+# Kernels whose exhaustive search is long (thousands of legal placements, or many rows): run by .ci/run only.
+SLOW = {"spmv", "cfd", "mb6_c", "mb6_uc", "matrixmul", "s3d"}
 
 
 def _kernels():
     for name in names():
         cols, info = generate(name, SMALL.get(name), None)
         if len(sample_placement(info).spaces) <= 6:
-            yield name
+            yield pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
 
 
 @pytest.mark.parametrize("name", list(_kernels()))
@@ -35,7 +40,7 @@ def test_search_finds_the_exhaustive_best(name):
     trace = traces.Trace(**cols, info=info)
     ex = solve(Evaluator(trace, K80), options=SearchOptions(strategy="exhaustive", top=3))
     cp = solve(Evaluator(trace, K80), options=SearchOptions(top=3))
-    assert ex.legal_placements == count_legal(info, K80)
+    assert ex.legal_placements == count_legal(info, K80, staging=StagingFacts(trace))
     assert cp.ranking[0].target.placement == ex.ranking[0].target.placement
     assert cp.ranking[0].target.time_ns == ex.ranking[0].target.time_ns
     assert cp.evaluations <= ex.evaluations + 1
@@ -90,18 +95,27 @@ def test_no_ranking_holds_an_illegal_placement(objects, const_kb, smem_kb):
         assert r.ranking
         for e in r.ranking:
             p = Placement(tuple(e.target.placement.items()))
-            check(trace.info, gpu, p)  # raises on an illegal placement
+            check(trace.info, gpu, p, StagingFacts(trace))  # raises on an illegal placement
             for name, space in p.spaces:
                 o = trace.info.object(name)
-                assert not o.written or space in ("G", "S")
+                assert not o.written or space in ("G", "S/G")
 
 
 def test_domains_follow_the_single_object_rules():
     trace = _kernel_with([(1024, True, False), (70000, False, True), (4096, False, False)])
-    dom = domains(trace.info, K80)
-    assert dom["o0"] == ["G", "S"]  # written
-    assert dom["o1"] == ["G", "T", "2T"]  # too big for C (64 KB) and S (48 KB)
-    assert dom["o2"] == ["G", "T", "C", "S"]  # no 2D shape
+    why = {}
+    dom = domains(trace.info, K80, StagingFacts(trace), why)
+    assert dom["o0"] == ["G", "S/G"]  # written
+    assert dom["o1"] == ["G", "T", "2T", "R", "S/G", "S/T", "S/R"]  # too big for C (64 KB); staged tiles are small
+    assert dom["o2"] == ["G", "T", "C", "R", "S/G", "S/T", "S/R"]  # no 2D shape
+    assert set(why["o0"]) == {"T", "2T", "C", "R", "S/T", "S/R"} and why["o0"]["C"].startswith("(written)")
+    assert why["o1"]["C"].startswith("(constant): the objects in C (o1) need 70,000 bytes")
+    assert why["o2"] == {"2T": "(texture2d): o2 has no 2D shape, so it cannot be a 2D texture"}
+    # without a read-only data path (GK104), R and S/R are out, with the reason
+    gtx680 = get_gpu("gtx680")
+    why = {}
+    assert "R" not in domains(trace.info, gtx680, StagingFacts(trace), why)["o2"]
+    assert why["o2"]["R"].startswith("(readonly): gtx680 (kepler, cc 3.0) has no read-only data path")
 
 
 def test_rank_is_deterministic_and_reports(run_cli, tmp_path):

@@ -96,8 +96,8 @@ def access_counts(idx, cta, warp, op, wpb):
 
 @nb.njit(cache=True, nogil=True)
 def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max, lengths, out_bytes, out_pitch):
-    """Per candidate window length L (``lengths``): the largest bounding box (bytes) and width (elements)
-    any block's window of L consecutive accesses per warp touches.
+    """Per candidate window length L (``lengths``): the bytes of a static tile holding every block's window
+    of L consecutive accesses per warp (the most rows of any window x the widest, in elements) and that width.
 
     Window j of a block holds every access whose ordinal in its warp is in [j L, (j + 1) L).
     """
@@ -107,6 +107,7 @@ def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max,
         offs[c + 1] = offs[c] + (k_max + lengths[c] - 1) // lengths[c]
     acc = np.empty((max(offs[nc], 1), 4), np.int64)
     box = np.empty(4, np.int64)
+    out_rows = np.zeros(nc, np.int64)
     for c in range(nc):
         out_bytes[c] = 0
         out_pitch[c] = 0
@@ -134,10 +135,10 @@ def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max,
         for c in range(nc):
             for s in range(offs[c], offs[c + 1]):
                 if acc[s, R1] >= acc[s, R0]:
-                    wdt = acc[s, C1] - acc[s, C0] + 1
-                    nb_ = (acc[s, R1] - acc[s, R0] + 1) * wdt * elem
-                    out_bytes[c] = max(out_bytes[c], nb_)
-                    out_pitch[c] = max(out_pitch[c], wdt)
+                    out_rows[c] = max(out_rows[c], acc[s, R1] - acc[s, R0] + 1)
+                    out_pitch[c] = max(out_pitch[c], acc[s, C1] - acc[s, C0] + 1)
+    for c in range(nc):
+        out_bytes[c] = out_rows[c] * out_pitch[c] * elem
 
 
 @nb.njit(cache=True, nogil=True)

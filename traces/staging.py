@@ -9,10 +9,10 @@ with the staging code. The model:
 - **Footprint and tile.** An access's elements are ``(addr - base) // elem_bytes``; with a
   2D ``shape`` (rows, cols) an element is (row, column), else (0, index). A block's tile
   for a window is the bounding box of the elements its warps touch in that window, laid
-  out row-major in shared memory with a row pitch of the widest tile of any block and
-  window (a static ``__shared__ T tile[rows][pitch]``, as a convolution's input tile or a
-  tiled matrix multiply's ``Mds``). Capacity is the largest tile of any block and window
-  (bytes), plus the kernel's own shared usage.
+  out row-major in shared memory in a static ``__shared__ T tile[rows][pitch]`` (as a
+  convolution's input tile or a tiled matrix multiply's ``Mds``) whose rows and pitch are
+  the most rows and the widest box of any block and window. Capacity is that array's
+  bytes plus the kernel's own shared usage.
 - **Windows (loop tiling).** When the tile does not fit, each block's accesses are split
   into consecutive windows in program order: the k-th access of each warp to the object
   (its ordinal) belongs to window ``k // L``; all staged objects share the windows (the

@@ -15,9 +15,11 @@ from ..placements import (
     IllegalPlacement,
     Placement,
     check,
+    is_staged,
     parse_placement,
     sample_placement,
 )
+from ..staging import StagingFacts
 from .suite import Suite, SuiteError, TraceSource, _where
 
 log = logging.getLogger(__name__)
@@ -73,13 +75,23 @@ def plan(suite: Suite) -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
     Generator traces are generated here, once (their metadata needs it); trace files
-    only have their metadata read.
+    only have their metadata read, unless a placement stages an object in shared
+    memory (its legality needs the trace's footprints).
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
     loaded: dict[str, traces.Trace] = {}
     gpus: dict[str, Gpu] = {}
     trace_rows: dict[str, int] = {}
+    facts: dict[str, StagingFacts] = {}
+
+    def staging(key: str, src: TraceSource) -> StagingFacts:
+        if key not in facts:
+            if key not in loaded:
+                loaded[key] = traces.read(src.path)
+            facts[key] = StagingFacts(loaded[key])
+        return facts[key]
+
     for e in suite.entries:
         where = _where(suite.path, e.index, e.id)
         src = e.source
@@ -109,7 +121,8 @@ def plan(suite: Suite) -> Plan:
                 _check_names(text, info, pwhere)
                 try:
                     p = parse_placement(text, info)
-                    check(info, gpu, p)
+                    staged = any(is_staged(sp) for _, sp in p.spaces)
+                    check(info, gpu, p, staging(key, src) if staged else None)
                 except IllegalPlacement as exc:
                     raise SuiteError(f"{pwhere} on {g}: {exc}") from None
                 except InputError as exc:

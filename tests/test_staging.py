@@ -1,0 +1,222 @@
+"""traces.staging: footprints, windows, overlapping writes and the staging rewrite, worked out by hand;
+and properties every staged trace must have (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traces
+from traces import staging as S
+from traces.schema import GLOBAL, SHARED
+
+BASE = 0x100000
+COLS = 64  # the 2D object is 8 x 64 floats
+
+
+def trace_of(rows, objects, ctas=2, threads=32):
+    """rows: (cta, warp, seq, op, obj, element indices (32,), active mask)."""
+    info = traces.KernelInfo(
+        "k", (ctas, 1, 1), (threads, 1, 1), tuple(objects),
+        traces.Instructions(executed=100, warps=ctas * -(-threads // 32)), regs_per_thread=16,
+    )  # fmt: skip
+    n = len(rows)
+    addr = np.zeros((n, 32), np.uint64)
+    for k, r in enumerate(rows):
+        o = objects[r[4]]
+        m = r[6]
+        for lane in range(32):
+            if (m >> lane) & 1:
+                addr[k, lane] = o.base + 4 * int(r[5][lane])
+    cols = {
+        "cta": np.array([r[0] for r in rows], np.int32), "warp": np.array([r[1] for r in rows], np.int32),
+        "seq": np.array([r[2] for r in rows], np.int64), "pc": np.arange(n, dtype=np.int32) * 16,
+        "op": np.array([r[3] for r in rows], np.int8), "space": np.zeros(n, np.int8),
+        "width": np.full(n, 4, np.int8), "mask": np.array([r[6] for r in rows], np.uint32), "addr": addr,
+        "obj": np.array([r[4] for r in rows], np.int16),
+    }  # fmt: skip
+    t = traces.Trace(**cols, info=info)
+    traces.validate(t)
+    return t
+
+
+def stencil(ctas=2):
+    """Each block's single warp reads rows 0, 1, 2 of X (8 x 64 floats), columns 16 b .. 16 b + 31, at seq 0, 10, 20,
+    then writes Y[32 b + lane] at seq 30."""
+    X = traces.ObjectInfo(0, "X", "global", BASE, 8 * COLS * 4, 4, (8, COLS), False)
+    Y = traces.ObjectInfo(1, "Y", "global", BASE + 0x10000, 64 * 4 * ctas, 4, None, True)
+    lanes = np.arange(32)
+    rows = []
+    for b in range(ctas):
+        for k in range(3):
+            rows.append((b, 0, 10 * k, 0, 0, k * COLS + 16 * b + lanes, 0xFFFFFFFF))
+        rows.append((b, 0, 30, 1, 1, 32 * b + lanes, 0xFFFFFFFF))
+    return trace_of(rows, [X, Y], ctas)
+
+
+def test_access_and_footprint_by_hand():
+    t = stencil()
+    order = S.program_order(t)
+    rows = S.object_rows(t, order, 0)
+    a = S.access(t, rows, 0)
+    assert (a.ordinals, a.loads, a.stores, a.atomics, a.written) == (3, 6, 0, 0, False)
+    fp = S.footprint(t, rows, a)
+    # W = 1: rows 0-2 x 32 columns = 384 B; W = 2 (L = 2): rows 0-1 = 256 B; W = 4 (L = 1): one row, 128 B
+    assert fp.windows == (1, 2, 4)
+    assert fp.bytes == (384, 256, 128) and fp.pitch == (32, 32, 32)
+    assert fp.at(3) == (128, 32) and fp.at(100) == (128, 32)
+
+
+def test_write_overlap_names_two_blocks_and_an_element():
+    t = stencil()
+    order = S.program_order(t)
+    assert S.write_overlap(t, S.object_rows(t, order, 1), 1) is None  # Y[32 b + lane]: disjoint
+    # both blocks write Y[0..31]
+    cols = t.columns()
+    cols["addr"] = cols["addr"].copy()
+    y1 = np.flatnonzero((cols["obj"] == 1) & (cols["cta"] == 1))[0]
+    cols["addr"][y1] = BASE + 0x10000 + 4 * np.arange(32, dtype=np.uint64)
+    t2 = traces.Trace(**cols, info=t.info)
+    assert S.write_overlap(t2, S.object_rows(t2, order, 1), 1) == (0, 1, 0)
+
+
+def staged_x(t, windows, pitch=32, length=None, int_per=3):
+    a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
+    so = S.StagedObject(0, "global", length or -(-a.ordinals // windows), 0, pitch, True, "none", int_per, 0)
+    return S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=384)
+
+
+def test_one_window_by_hand():
+    st_ = staged_x(stencil(), 1)
+    t = st_.trace
+    # per block: 3 x 32 = 96 tile elements, one warp of 32 threads: 3 iterations of (LDG, STS, 3 int), 1 barrier
+    assert st_.inserted == {"loads": 6, "stores": 6, "int": 18, "barriers": 2, "writeback_loads": 0,
+                            "writeback_stores": 0}  # fmt: skip
+    assert len(t) == 8 + 12
+    b0 = np.flatnonzero(t.cta == 0)
+    # program order of block 0: LDG, STS (+3 int), x3, barrier, then X rows 0..2 (shifted by 3 x 5 + 1 = 16), Y
+    assert t.seq[b0].tolist() == [0, 1, 5, 6, 10, 11, 16, 26, 36, 46]
+    assert t.space[b0].tolist() == [GLOBAL, SHARED] * 3 + [SHARED] * 3 + [GLOBAL]
+    assert t.op[b0].tolist() == [0, 1] * 3 + [0, 0, 0, 1]
+    # the staging loads read row k of the tile, columns 0..31 (block 0); the stores fill the tile row-major
+    lanes = np.arange(32, dtype=np.uint64)
+    for k in range(3):
+        assert (t.addr[b0[2 * k]] == BASE + 4 * (k * COLS + lanes)).all()
+        assert (t.addr[b0[2 * k + 1]] == 4 * (32 * k + lanes)).all()
+        # X row k now reads tile row k: offset (k * pitch + lane) * 4
+        assert (t.addr[b0[6 + k]] == 4 * (32 * k + lanes)).all()
+    # block 1 reads columns 16..47: its staging loads start at column 16, its tile at offset 0
+    b1 = np.flatnonzero(t.cta == 1)
+    assert (t.addr[b1[0]] == BASE + 4 * (16 + lanes)).all() and (t.addr[b1[6]] == 4 * lanes).all()
+
+
+def test_windows_add_barriers_between_tiles():
+    st_ = staged_x(stencil(), 2)  # L = 2: window 0 = rows 0-1 (64 elements), window 1 = row 2 (32)
+    t = st_.trace
+    b0 = np.flatnonzero(t.cta == 0)
+    # stage w0 (2 iterations: 0,1 | 5,6), barrier (10) -> X0 @ 11, X1 @ 21; then barrier (31), stage w1 (32, 33),
+    # barrier (37) -> X2 @ 38; Y @ 48
+    assert t.seq[b0].tolist() == [0, 1, 5, 6, 11, 21, 32, 33, 38, 48]
+    assert st_.inserted["barriers"] == 2 * 3 and st_.inserted["loads"] == 2 * 3
+    # window 1's tile is row 2 alone: X row 2 reads tile row 0
+    assert (t.addr[b0[8]] == 4 * np.arange(32, dtype=np.uint64)).all()
+
+
+def test_written_object_is_stored_back_after_a_barrier():
+    t = stencil()
+    so = S.StagedObject(1, "global", 1, 512, 32, False, "store", 3, 4)
+    st_ = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=640)
+    b0 = np.flatnonzero(st_.trace.cta == 0)
+    tt = st_.trace
+    # nothing to stage (Y is only written): no staging barrier; Y's store goes to shared memory at 512 + 4 lane;
+    # then a barrier and the write-back: a shared load and a global store of the 32 elements
+    assert tt.seq[b0].tolist() == [0, 10, 20, 30, 32, 33]
+    assert tt.space[b0].tolist() == [GLOBAL, GLOBAL, GLOBAL, SHARED, SHARED, GLOBAL]
+    assert tt.op[b0].tolist() == [0, 0, 0, 1, 0, 1]
+    assert (tt.addr[b0[3]] == 512 + 4 * np.arange(32, dtype=np.uint64)).all()
+    assert (tt.addr[b0[5]] == BASE + 0x10000 + 4 * np.arange(32, dtype=np.uint64)).all()
+    assert st_.inserted == {"loads": 0, "stores": 0, "int": 8, "barriers": 2, "writeback_loads": 2,
+                            "writeback_stores": 2}  # fmt: skip
+
+
+def test_privatized_atomics_zero_then_reduce():
+    """Two blocks add into the same 32 bins with atomics: each zeroes its tile, adds in shared memory, reduces back."""
+    H = traces.ObjectInfo(0, "H", "global", BASE, 32 * 4, 4, None, True)
+    lanes = np.arange(32)
+    rows = [(b, 0, 0, 2, 0, lanes[::-1].copy(), 0xFFFFFFFF) for b in range(2)]
+    t = trace_of(rows, [H])
+    assert S.write_overlap(t, S.object_rows(t, S.program_order(t), 0), 0) == (0, 1, 31)
+    so = S.StagedObject(0, "global", 1, 0, 32, False, "atomic", 2, 2)
+    st_ = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=128)
+    tt = st_.trace
+    b0 = np.flatnonzero(tt.cta == 0)
+    # zero store (STS, 2 int), barrier, the atomic in shared memory, barrier, shared load + reduction to global
+    assert tt.seq[b0].tolist() == [0, 4, 6, 7]
+    assert tt.op[b0].tolist() == [1, 2, 0, 3] and tt.space[b0].tolist() == [SHARED, SHARED, SHARED, GLOBAL]
+    assert (tt.addr[b0[1]] == 4 * lanes[::-1].astype(np.uint64)).all()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# properties of any staged trace
+
+
+@st.composite
+def random_traces(draw):
+    ctas = draw(st.integers(1, 3))
+    warps = draw(st.integers(1, 2))
+    cols2d = draw(st.sampled_from([0, 16, 48]))
+    n_elem = 1024
+    X = traces.ObjectInfo(0, "X", "global", BASE, n_elem * 4, 4, (n_elem // cols2d, cols2d) if cols2d else None, False)
+    rows = []
+    for b in range(ctas):
+        for w in range(warps):
+            k = draw(st.integers(0, 5))
+            seq = 0
+            for _ in range(k):
+                seq += draw(st.integers(1, 5))
+                start = draw(st.integers(0, n_elem - 64))
+                stride = draw(st.sampled_from([1, 2, 17]))
+                idx = np.minimum(start + stride * np.arange(32), n_elem - 1)
+                mask = draw(st.sampled_from([0xFFFFFFFF, 0x0000FFFF, 0x80000001]))
+                rows.append((b, w, seq, 0, 0, idx, mask))
+    if not rows:
+        rows.append((0, 0, 0, 0, 0, np.arange(32), 0xFFFFFFFF))
+    return trace_of(rows, [X], ctas, threads=32 * warps), draw(st.integers(1, 4))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces())
+def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
+    t, windows = case
+    order = S.program_order(t)
+    rows = S.object_rows(t, order, 0)
+    a = S.access(t, rows, 0)
+    fp = S.footprint(t, rows, a, (windows,))
+    tile, pitch = fp.bytes[0], fp.pitch[0]
+    so = S.StagedObject(0, "readonly", -(-a.ordinals // windows), 64, pitch, True, "none", 2, 0)
+    st_ = S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=64 + tile)
+    s = st_.trace
+    ins = st_.inserted
+    assert len(s) == len(t) + ins["loads"] + ins["stores"]
+    # program order kept: seq strictly increasing per warp, the original rows in their order
+    o2 = S.program_order(s)
+    g = s.cta[o2].astype(np.int64) * 8 + s.warp[o2]
+    same = g[1:] == g[:-1]
+    assert (np.diff(s.seq[o2])[same] > 0).all()
+    orig = s.pc != s.pc.max()  # inserted rows have pcs above every original one
+    orig &= s.pc < (int(t.pc.max()) + 16)
+    assert orig.sum() == len(t)
+    # every staged access and every shared store lands inside [64, 64 + tile)
+    sh = s.space == SHARED
+    for i in np.flatnonzero(sh):
+        m = int(s.mask[i])
+        act = [(m >> k) & 1 for k in range(32)]
+        a_ = s.addr[i][np.array(act, bool)]
+        assert (a_ >= 64).all() and (a_ + 4 <= 64 + tile).all()
+    # every staging load reads the object from the read-only path, inside the object
+    ld = (s.space == traces.SPACE_CODES["readonly"])
+    assert ld.sum() == ins["loads"]
+    # instructions added: each staging row of a warp costs its load, its store and 2 int; barriers
+    assert ins["int"] == 2 * ins["stores"]

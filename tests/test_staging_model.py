@@ -1,0 +1,119 @@
+"""placement.staging: legality of staging written objects, the window counts tried, and the staged
+evaluation (instructions, barriers, occupancy), worked out by hand; legality properties (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traces
+from placement.gpu import get_gpu
+from placement.hms import Evaluator
+from placement.placements import IllegalPlacement, Placement, check, parse_placement
+from placement.search import SearchOptions, solve
+from placement.staging import StagingFacts
+from test_staging import BASE, trace_of
+from traces.generators import generate
+
+K40 = get_gpu("k40")
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    cols, info = generate("matmul_naive", [64], [16])
+    return traces.Trace(**cols, info=info)
+
+
+def test_windows_that_fit_and_that_keep_the_occupancy(matmul):
+    # K = 64 accesses per warp to M and to N. With W windows a block's tiles are M: 16 rows x 64/W columns and
+    # N: 64/W rows x 16 columns, 4096/W bytes each. W = 1 (8192 B) fits the 48 KB per block, but 6 blocks of
+    # 8 KB fit an SM where the sample has 8 (warp limit, 256 threads): W = 2 (4096 B, 12 blocks) keeps them.
+    facts = StagingFacts(matmul)
+    legal = check(matmul.info, K40, parse_placement("M=S,N=S", matmul.info), facts)
+    (fit, occ) = legal.staging.options
+    assert (fit.windows, fit.smem_per_block, fit.tiles) == (1, 8192, (("M", 4096, 64), ("N", 4096, 16)))
+    assert (occ.windows, occ.smem_per_block, occ.tiles) == (2, 4096, (("M", 2048, 32), ("N", 2048, 16)))
+    assert legal.occupancy.blocks_per_sm == 6 and legal.smem_per_block == 8192
+
+
+def test_the_faster_window_count_is_kept_and_both_are_reported(matmul):
+    ev = Evaluator(matmul, K40)
+    t = ev.evaluate(parse_placement("M=S,N=S", matmul.info)).target
+    tried = {d["windows"]: d["time_ns"] for d in t.staging["tried"]}
+    assert set(tried) == {1, 2} and t.time_ns == min(tried.values())
+    assert t.staging["windows"] == min(tried, key=tried.get)
+    # each warp stages its share of both tiles per window: a tile of 4096 / W bytes is 1024 / W floats over
+    # 256 threads, 4 / W rows of 32 lanes per warp -> 2 tiles x 4 / W rows x W windows = 8 loads (and 8 shared
+    # stores) per warp whatever W; barriers: one after each staging pass, one before each further pass
+    w = t.staging["windows"]
+    warps = matmul.info.instructions.warps
+    assert t.staging["inserted"]["loads"] == t.staging["inserted"]["stores"] == warps * 8
+    assert t.staging["inserted"]["barriers"] == warps * (2 * w - 1)
+    assert t.smem_per_block == 8192 // w
+
+
+def test_written_objects_stage_only_where_blocks_write_apart():
+    Y = traces.ObjectInfo(0, "Y", "global", BASE, 64 * 4, 4, None, True)
+    lanes = np.arange(32)
+    apart = trace_of([(b, 0, 0, 1, 0, 32 * b + lanes, 0xFFFFFFFF) for b in range(2)], [Y])
+    check(apart.info, K40, parse_placement("Y=S", apart.info), StagingFacts(apart))
+    same = trace_of([(b, 0, 0, 1, 0, lanes, 0xFFFFFFFF) for b in range(2)], [Y])
+    with pytest.raises(IllegalPlacement, match=r"\(shared-overlap\): Y is written by blocks 0 and 1 at the same element 0"):
+        check(same.info, K40, parse_placement("Y=S", same.info), StagingFacts(same))
+    # written only by atomics: privatized, legal despite the overlap
+    atomics = trace_of([(b, 0, 0, 2, 0, lanes, 0xFFFFFFFF) for b in range(2)], [Y])
+    facts = StagingFacts(atomics)
+    check(atomics.info, K40, parse_placement("Y=S", atomics.info), facts)
+    assert facts.writeback("Y") == "atomic"
+
+
+def test_privatized_histogram_is_evaluated_with_reductions():
+    Y = traces.ObjectInfo(0, "Y", "global", BASE, 64 * 4, 4, None, True)
+    lanes = np.arange(32)
+    t = trace_of([(b, 0, 2 * k, 2, 0, (lanes * 7 + k) % 64, 0xFFFFFFFF) for b in range(2) for k in range(4)], [Y])
+    target = Evaluator(t, K40).evaluate(parse_placement("Y=S", t.info)).target
+    ins = target.staging["inserted"]
+    # per warp: the 64-bin tile is zeroed in 2 shared stores and reduced back in 2 shared loads + 2 reductions
+    assert (ins["loads"], ins["stores"], ins["writeback_loads"], ins["writeback_stores"]) == (0, 4, 4, 4)
+
+
+@st.composite
+def writers(draw):
+    ctas = draw(st.integers(2, 3))
+    ops = draw(st.sampled_from([(1,), (2,), (1, 2), (0, 1)]))
+    rows = []
+    for b in range(ctas):
+        for k in range(draw(st.integers(1, 3))):
+            start = draw(st.integers(0, 3)) * 16
+            rows.append((b, 0, k, draw(st.sampled_from(ops)), 0, start + np.arange(32), 0xFFFFFFFF))
+    return trace_of(rows, [traces.ObjectInfo(0, "Y", "global", BASE, 96 * 4, 4, None, True)], ctas)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(writers())
+def test_a_written_object_is_never_staged_where_blocks_overlap(t):
+    """Legal iff every write is an atomic (privatized, never read) or no element is written by two blocks."""
+    elems: dict[int, set[int]] = {}
+    plain = False
+    for i in range(len(t)):
+        if t.op[i] == 0:
+            plain = True
+            continue
+        if t.op[i] == 1:
+            plain = True
+        for a in t.addr[i]:
+            elems.setdefault(int(a - BASE) // 4, set()).add(int(t.cta[i]))
+    overlap = any(len(b) > 1 for b in elems.values())
+    legal = not overlap or not plain
+    p = parse_placement("Y=S", t.info)
+    if legal:
+        check(t.info, K40, p, StagingFacts(t))
+    else:
+        with pytest.raises(IllegalPlacement, match="shared-overlap"):
+            check(t.info, K40, p, StagingFacts(t))
+    # and no ranking ever holds an illegal staging
+    r = solve(Evaluator(t, K40), options=SearchOptions(strategy="exhaustive", top=4))
+    for e in r.ranking:
+        check(t.info, K40, Placement(tuple(e.target.placement.items())), StagingFacts(t))
