@@ -121,8 +121,11 @@ def _space_key(space: str) -> str:
                      f"{', '.join(SHORT_OF_SPACE)})")
 
 
-def addressing_cost(arch: str, elem_bytes: int, space: str) -> int:
-    """Instructions to address one ``elem_bytes``-byte element in ``space`` on ``arch``."""
+def addressing_cost(arch: str, elem_bytes: int, space: str, context: str = "indexed") -> int:
+    """Instructions to address one ``elem_bytes``-byte element in ``space`` on ``arch``.
+
+    PROVISIONAL: ``context`` ("indexed" or "offset") is accepted; the offset table is not in yet.
+    """
     data = _load(str(table_path()))
     fam = resolve_arch(arch)
     if isinstance(elem_bytes, bool) or not isinstance(elem_bytes, int) or elem_bytes <= 0:

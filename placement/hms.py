@@ -43,6 +43,7 @@ import cachesim
 import traces
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces import staging as ts
+from traces.context import CONTEXTS, access_context
 
 from . import addressing, queuing
 from . import staging as stg
@@ -170,13 +171,15 @@ class Evaluation:
 
 
 def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
-    """(objects, spaces) addressing instructions per access (configs/addressing.toml)."""
+    """(contexts, objects, spaces) addressing instructions per access (configs/addressing.toml), one table per
+    access context of ``traces.context`` (an indexed access, a constant offset from the previous one)."""
     n_ids = max((o.id for o in info.objects), default=-1) + 1
-    table = np.zeros((max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
-    for o in info.objects:
-        for s, space in SPACE_SHORT.items():
-            s_ = "G" if s == "R" else s  # PROVISIONAL until the table has R
-            table[o.id, SPACE_CODES[space]] = addressing.addressing_cost(gpu.arch, o.elem_bytes, s_)
+    table = np.zeros((len(CONTEXTS), max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
+    for c, context in enumerate(CONTEXTS):
+        for o in info.objects:
+            for s, space in SPACE_SHORT.items():
+                s_ = "G" if s == "R" else s  # PROVISIONAL until the table has R
+                table[c, o.id, SPACE_CODES[space]] = addressing.addressing_cost(gpu.arch, o.elem_bytes, s_, context)
     return table
 
 
@@ -461,6 +464,7 @@ class Evaluator:
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
         self.staging = stg.StagingFacts(trace)
+        self.context = access_context(trace, self.staging.order)
         ins = self.info.instructions
         self._executed = float(ins.executed)
         counting = options.instruction_counting
@@ -484,7 +488,7 @@ class Evaluator:
         """The target's terms: rewritten (and staged) trace, Eq. 3's issued count, the model."""
         counting = self.options.instruction_counting
         staged = [self.info.object(n).id for n, s in placement.spaces if is_staged(s)]
-        rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged)
+        rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged, context=self.context)
         if not staged:
             delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
             # Eq. 3: the target keeps the sample's issued count with its replays of

@@ -220,3 +220,28 @@ def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
     assert ld.sum() == ins["loads"]
     # instructions added: each staging row of a warp costs its load, its store and 2 int; barriers
     assert ins["int"] == 2 * ins["stores"]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the addressing context of each access (traces.context)
+
+
+def test_access_context_by_hand():
+    from traces.context import INDEXED, OFFSET, access_context
+
+    t = stencil()
+    # X rows 1 and 2 sit one row (256 B) after the previous X access of the warp, from another instruction, in
+    # both blocks: constant offsets; X row 0 and Y are each warp's first access of their object
+    cols = t.columns()
+    cols["pc"] = np.tile(np.array([0, 16, 32, 48], np.int32), 2)  # the same four instructions in both blocks
+    t = traces.Trace(**cols, info=t.info)
+    assert access_context(t).tolist() == [INDEXED, OFFSET, OFFSET, INDEXED] * 2
+    # a rolled loop (the same instruction again) is indexed; so is an access whose distance changes
+    cols = t.columns()
+    cols["pc"] = np.where(cols["obj"] == 0, 0, 48).astype(np.int32)
+    assert access_context(traces.Trace(**cols, info=t.info)).tolist() == [INDEXED] * 8
+    cols = t.columns()
+    cols["pc"] = np.tile(np.array([0, 16, 32, 48], np.int32), 2)
+    cols["addr"] = cols["addr"].copy()
+    cols["addr"][6] += np.uint64(4)  # block 1's third X row: 260 B from its second, not 256
+    assert access_context(traces.Trace(**cols, info=t.info)).tolist() == [INDEXED, OFFSET, INDEXED, INDEXED] * 2

@@ -1,0 +1,112 @@
+"""The addressing context of each access: an index computed from the thread's position, or a constant offset.
+
+How many instructions an access needs to form its address depends on the memory space
+(Huang & Li Sec. III-B) and on how the address relates to the code around it. When an
+access's address is a *constant offset* from the previous access of the same warp to the
+same object, the compiler keeps one base register and puts the offset in the
+instruction's immediate (``LDG [R2.64+0x4]``, ``LDS [R3+0x4]``, ``c[0x3][R+0x4]``): the
+unrolled loops and stencils of real kernels. Some spaces cannot do that (``__ldg``'s inline
+assembly takes a register address; a texture fetch an index register), so the cost of a
+placement depends on the context (``configs/addressing.toml``, ``[<family>.offset]``).
+
+An access is classified ``OFFSET`` when, at every execution of its static instruction
+(``pc``), the previous access of its warp to the same object came from *another*
+instruction and every lane active in both sits at the same constant distance from it,
+the same distance each time; otherwise ``INDEXED`` (the first access, accesses whose
+distance changes, and a rolled loop's access, where the same instruction repeats with a
+pointer increment of its own).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .io import Trace
+
+INDEXED, OFFSET = 0, 1
+CONTEXTS = ("indexed", "offset")
+
+
+@nb.njit(cache=True, nogil=True)
+def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift):
+    """Per row (in ``order``): whether it is a uniform constant shift from its warp's previous row of the same object
+    issued by another instruction (``ok``), and that shift."""
+    last = np.full(max(n_ids, 1), -1, np.int64)
+    prev_g = np.int64(-1)
+    for t in range(order.shape[0]):
+        i = order[t]
+        g = (np.int64(cta[i]) << 20) + warp[i]
+        if g != prev_g:
+            last[:] = -1
+            prev_g = g
+        o = obj[i]
+        ok[i] = False
+        shift[i] = 0
+        if o < 0:
+            continue
+        p = last[o]
+        last[o] = i
+        if p < 0 or pc[p] == pc[i]:
+            continue
+        both = np.int64(mask[i]) & np.int64(mask[p])
+        if both == 0:
+            continue
+        first = True
+        d = np.int64(0)
+        same = True
+        for lane in range(32):
+            if (both >> lane) & 1:
+                dl = np.int64(addr[i, lane]) - np.int64(addr[p, lane])
+                if first:
+                    d = dl
+                    first = False
+                elif dl != d:
+                    same = False
+                    break
+        if same:
+            ok[i] = True
+            shift[i] = d
+
+
+@nb.njit(cache=True, nogil=True)
+def _by_instruction(inv, ok, shift, n_pcs, out):
+    """A pc is OFFSET when every row of it is ``ok`` with one shift."""
+    state = np.zeros(n_pcs, np.int8)  # 0 unseen, 1 offset so far, 2 indexed
+    first = np.zeros(n_pcs, np.int64)
+    for i in range(inv.shape[0]):
+        k = inv[i]
+        if state[k] == 2:
+            continue
+        if not ok[i]:
+            state[k] = 2
+        elif state[k] == 0:
+            state[k] = 1
+            first[k] = shift[i]
+        elif shift[i] != first[k]:
+            state[k] = 2
+    for i in range(inv.shape[0]):
+        out[i] = OFFSET if state[inv[i]] == 1 else INDEXED
+
+
+def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
+    """INDEXED or OFFSET (int8) for each row of ``trace`` (see the module docstring).
+
+    ``order`` is the rows in (cta, warp, seq) order (computed when None).
+    """
+    n = len(trace)
+    out = np.zeros(n, np.int8)
+    if n == 0:
+        return out
+    if order is None:
+        order = np.lexsort((trace.seq, trace.warp, trace.cta)).astype(np.int64)
+    n_ids = max((o.id for o in trace.info.objects), default=-1) + 1
+    ok = np.zeros(n, np.bool_)
+    shift = np.zeros(n, np.int64)
+    _shifts(order, trace.cta, trace.warp, trace.pc, trace.obj, trace.mask, trace.addr, n_ids, ok, shift)
+    pcs, inv = np.unique(trace.pc, return_inverse=True)
+    _by_instruction(inv.astype(np.int64), ok, shift, pcs.shape[0], out)
+    return out
+
+
+__all__ = ["CONTEXTS", "INDEXED", "OFFSET", "access_context"]
