@@ -25,13 +25,15 @@ INSTR = REPLAYS + 5  # warp-instructions per space
 LINES = INSTR + N_SPACES  # transactions per space (lines, distinct constant addresses, bank degree)
 CLOCK = LINES + N_SPACES  # cache access counter (LRU/FIFO stamps)
 NDRAM = CLOCK + 1  # DRAM requests written so far
-STATS_LEN = NDRAM + 1
+LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per space (see walk)
+STATS_LEN = LSU + N_SPACES
 
 # hp (int64 parameters); the first six are the coalescing parameters
 HP_LINE_LOG2, HP_SECT_LOG2, HP_TXN, HP_BANKS, HP_BANK_BYTES, HP_TEX_LOG2, HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(9)
 # the per-SM level that global and read-only loads go to first (L1, TEX, or NO_LEVEL: straight to the L2)
 HP_GLOBAL_LVL, HP_RO_LVL = 9, 10
-HP_LEN = 11
+HP_PATH_BYTES = 11  # bytes the SM's L1 / shared-memory data path moves per cycle
+HP_LEN = 12
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
@@ -238,6 +240,13 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     (which may be the L1's array: see ``simulate_hierarchy``), constant through the
     constant cache, all then to the L2. Shared accesses only count bank conflicts. Stops early, returning the row it stopped
     at, when the DRAM buffers ``out`` have less than ROW_MARGIN free entries.
+
+    ``stats[LSU + space]`` adds, per warp-instruction, the data-path cycles it takes times
+    ``hp[HP_PATH_BYTES]`` (bytes per cycle): a shared access one cycle per wavefront (its
+    bank-conflict degree), a constant access one per distinct address, an access through a
+    per-SM cache (L1, texture, read-only) its sectors' bytes over the path's width but at
+    least one cycle, and a global or local access that no per-SM cache serves one cycle
+    per line (the LD/ST units' pass per transaction).
     """
     cta, warp, op, space, width, mask, addr, obj = cols
     cap = out[0].shape[0]
@@ -250,6 +259,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     tex_line = np.int64(1) << hp[HP_TEX_LOG2]
     issue = lat[LAT_ISSUE]
     wpb = hp[HP_WPB]
+    path = hp[HP_PATH_BYTES]
     n = order.shape[0]
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
@@ -271,6 +281,13 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             stats[REPLAYS + 1] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[HP_TXN])
             is_local = sp == 1
             lvl = L1 if sp == 1 else (hp[HP_RO_LVL] if sp == 6 else hp[HP_GLOBAL_LVL])
+            if lvl != NO_LEVEL and cfgs[lvl][C.PRESENT] != 0:
+                nsec = 0
+                for j in range(k):
+                    nsec += _popcount(smasks[j])
+                stats[LSU + sp] += max(path, nsec * sect)
+            else:
+                stats[LSU + sp] += k * path
             o_p = op[i]
             for j in range(k):
                 # each run of consecutive sectors of the line is one request
@@ -297,10 +314,12 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         elif sp == 2:
             d = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[HP_BANK_BYTES], words, counts)
             stats[LINES + 2] += d
+            stats[LSU + 2] += d * path
             stats[REPLAYS + 4] += max(0, d - 1)
         elif sp == 3:
             d = Q.distinct_addresses(m, addr[i], words)
             stats[LINES + 3] += d
+            stats[LSU + 3] += d * path
             stats[REPLAYS + 3] += max(0, d - 1)
             for j in range(d):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
@@ -313,6 +332,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             else:
                 k = Q.lines_touched(m, addr[i], w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
             stats[LINES + sp] += k
+            stats[LSU + sp] += max(path, k * tex_line)
             for j in range(k):
                 upper_span(TEX, s, cfgs, state, stats, out, hp, lat, lines[j], tex_line, False, False, sp, o, g, cyc)
     return n

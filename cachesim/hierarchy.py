@@ -55,7 +55,11 @@ class HierarchyConfig:
     own counts under level "tex". ``l2`` is one slice; addresses go to slice
     (addr // l2_slice_bytes) mod l2_slices. Latencies are hit latencies in cycles,
     added to a request's issue cycle on its way to DRAM. ``issue_cycles`` is the cycles
-    per warp-instruction issue slot of the schedule (Hong & Kim's Issue_cycles).
+    per warp-instruction issue slot of the schedule (Hong & Kim's Issue_cycles). The SM's
+    load/store data path is taken to be as wide as its shared memory (``smem_banks`` x
+    ``smem_bank_bytes`` per cycle): shared memory and the L1 are one SRAM array from
+    Kepler on (one data path from Volta on, where the L1, texture and shared memory are
+    unified), and a shared-memory wavefront moves exactly that much.
     """
 
     sms: int
@@ -137,7 +141,9 @@ class HierarchyResult:
     stream, in issue order: ``dram_addr``, ``dram_cycle`` (estimated cycle), ``dram_obj``
     and ``dram_warp`` (global warp id cta * warps_per_block + warp; -1 for write-backs
     of evicted lines), ``dram_write``, ``dram_bytes``; ``dram`` holds their row-buffer outcomes.
-    ``sm`` and ``cycle`` give each trace row's SM and issue cycle.
+    ``sm`` and ``cycle`` give each trace row's SM and issue cycle. ``lsu_cycles`` per space:
+    the cycles the SMs' load/store data path spends on the space's accesses, all SMs
+    together (see ``_hierarchy_kernels.walk``).
     """
 
     requests: np.ndarray
@@ -155,6 +161,7 @@ class HierarchyResult:
     dram: DramResult
     sm: np.ndarray
     cycle: np.ndarray
+    lsu_cycles: np.ndarray
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -238,6 +245,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     hp[H.HP_WPB] = info.warps_per_block
     hp[H.HP_GLOBAL_LVL] = H.L1 if config.global_in_l1 else H.NO_LEVEL
     hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
+    hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
     stats = np.zeros(H.STATS_LEN, np.int64)
     obj_info = object_table(info.objects)
@@ -265,4 +273,5 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
+        lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
     )  # fmt: skip

@@ -12,7 +12,16 @@ the sample placement and for the target from the same trace:
    (#inst x #total_warps / #active_SMs) x avg_inst_lat / ITILP + W_serial, with
    #inst the *issued* warp-instructions: the sample's, plus the addressing delta,
    plus the change in replays of causes 1-4 (Eq. 3). W_serial (Eq. 16) is the
-   sample's for every placement, as the paper assumes;
+   sample's for every placement, as the paper assumes, plus the synchronisation cost
+   of the barriers a staged placement adds. Extension beyond the papers: the SMs'
+   load/store data path bounds the parallel part, T_comp = max(W_parallel, T_LSU) +
+   W_serial, where T_LSU is the cycles per SM the path spends on the placement's
+   accesses (``cachesim``: a shared-memory wavefront, a constant address, or a cache
+   access's bytes over the path's width, one cycle at least). It is what separates an
+   L1-hit-bound stencil from its shared-memory version: W_parallel counts both alike,
+   but a warp's unaligned 128-byte load through the L1 moves 5 sectors where the
+   shared load moves 4 (the seed models' LD/ST bound, ``placement.models.ldst``, is the
+   same idea in units of instructions);
 4. T_mem = effective memory requests per SM x AMAT (Eq. 4, 17-19), with
    AMAT (Eq. 5) weighted over the requests of every space: first-level cache hits
    at their own hit latency, L2 hits at the L2's, L2 misses at DRAM_lat and shared
@@ -102,6 +111,8 @@ class Terms:
     t_mem: float
     t_overlap: float
     overlap_source: str
+    t_lsu: float
+    """Cycles per SM of the load/store data path (see the module docstring, 3)."""
     issued_instructions: float
     executed_instructions: float
     addressing_delta: int
@@ -391,7 +402,8 @@ def _terms(
         w_serial = _w_serial(info, gpu, mem, mwp, blocks_per_sm, active_sms, inst_per_warp, total_warps)
     elif extra_sync:
         w_serial += _o_sync(info, gpu, mem, mwp, blocks_per_sm, active_sms, total_warps, extra_sync)
-    t_comp = gpuperf.t_comp(w_par, w_serial)
+    t_lsu = float(mem.hier.lsu_cycles.sum()) / active_sms
+    t_comp = gpuperf.t_comp(max(w_par, t_lsu), w_serial)
     itmlp = max(1e-9, gpuperf.itmlp(mlp, mwp, cwp, peak))
     eff = mem.requests / (active_sms * itmlp)  # Eq. 17
     t_mem = eff * mem.amat  # Eq. 4
@@ -414,6 +426,7 @@ def _terms(
         t_mem=t_mem,
         t_overlap=t_overlap,
         overlap_source=source,
+        t_lsu=t_lsu,
         issued_instructions=issued,
         executed_instructions=executed,
         addressing_delta=addressing_delta,
