@@ -9,8 +9,8 @@ executed (and issued) instructions the model charges when an array moves (Sec. I
 ``hopper``, ...), an architecture (``sm_37``, ``compute_80``, ``"8.6"``, ``"86"``) or a
 family the table maps to another one (``[fallback.*]``: fermi, maxwell, pascal and
 tesla -> kepler, volta -> turing, sm_87 -> ampere). ``space`` is a placement letter
-(``G T 2T C S``, and ``2G 2C 2S`` where measured) or a trace space name
-(``global texture1d texture2d constant shared``). Anything the table does not have is a
+(``G T 2T C R S``, and ``2G 2C 2S R_restrict`` where measured) or a trace space name
+(``global texture1d texture2d constant readonly shared``). Anything the table does not have is a
 :class:`traces.errors.InputError` naming the missing key.
 """
 
@@ -22,11 +22,13 @@ from pathlib import Path
 
 from placement.resources import config_dir
 from traces.errors import InputError
-from traces.schema import SHORT_OF_SPACE
+from traces.schema import SHORT_OF_SPACE, SPACE_SHORT
 from traces.tomlfile import load_toml
 
 TABLE_NAME = "addressing.toml"
 _RESERVED = {"schema", "spaces", "fallback"}
+# measured-only columns (benchmarks/addressing_modes.py): 2D kernels of G, C, S and const __restrict__
+COMPARISON_COLUMNS = ("2G", "2C", "2S", "R_restrict")
 
 
 def table_path() -> Path:
@@ -111,12 +113,14 @@ def resolve_arch(arch: str) -> str:
 
 
 def _space_key(space: str) -> str:
+    """A placement letter (any case) or a trace space name -> the table's column name."""
     s = str(space).strip()
-    if s.upper() in {"G", "T", "2T", "C", "S", "2G", "2C", "2S"}:
-        return s.upper()
+    for key in (*SPACE_SHORT, *COMPARISON_COLUMNS):
+        if s.lower() == key.lower():
+            return key
     if s.lower() in SHORT_OF_SPACE:
         return SHORT_OF_SPACE[s.lower()]
-    raise InputError(f"unknown memory space {space!r} (use G, T, 2T, C, S or "
+    raise InputError(f"unknown memory space {space!r} (use {', '.join(SPACE_SHORT)} or "
                      f"{', '.join(SHORT_OF_SPACE)})")
 
 

@@ -14,7 +14,7 @@ from placement.addressing import addressing_cost, addressing_delta, families, re
 from traces.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-SPACES = ("G", "T", "2T", "C", "S")
+SPACES = ("G", "T", "2T", "C", "R", "S")
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,7 +36,7 @@ def test_kepler_float_is_the_papers_2_0_1_1():
     # Sec. III-B: "2, 0, 1, 1 for global, 1D texture, constant, and shared memories"
     got = [addressing_cost("kepler", 4, s) for s in ("G", "T", "C", "S")]
     assert got == [2, 0, 1, 1]
-    assert _table()["kepler"]["types"]["float"] == {"bytes": 4, "G": 2, "T": 0, "2T": 2, "C": 1, "S": 1}
+    assert _table()["kepler"]["types"]["float"] == {"bytes": 4, "G": 2, "T": 0, "2T": 2, "C": 1, "R": 2, "S": 1}
     # the K80 (sm_37) and K40 (sm_35) read the same row
     assert addressing_cost("sm_37", 4, "global") == 2
     assert addressing_cost("3.5", 4, "texture1d") == 0
@@ -59,6 +59,17 @@ def test_costs_are_non_negative_integers_and_types_match_bytes():
         for tname, row in sec["types"].items():
             brow = sec["bytes"][str(row["bytes"])]
             assert {k: v for k, v in row.items() if k != "bytes"} == brow, (fam, tname)
+
+
+def test_readonly_path_costs_what_global_does():
+    # __ldg's LDG.E.CONSTANT takes the same 64-bit address as LDG.E (measured sm_75..sm_121; Kepler inferred)
+    assert addressing_cost("ampere", 4, "R") == addressing_cost("ampere", 4, "readonly") == 1
+    assert addressing_cost("sm_80", 1, "r") == 3                # char: SHF + IADD3 + IADD3.X
+    assert addressing_cost("sm_37", 4, "readonly") == 2         # inferred: IMAD + IMAD.HI.X
+    assert addressing_cost("hopper", 8, "R_restrict") == 1      # const __restrict__, for comparison
+    for fam in families():
+        for b in (1, 2, 4, 8, 16):
+            assert addressing_cost(fam, b, "R") == addressing_cost(fam, b, "G"), (fam, b)
 
 
 def test_arch_names_sm_numbers_and_fallbacks():
