@@ -64,6 +64,34 @@ The counting rule (mechanical; ``--verbose`` prints what it counted):
    and the entry is their common count. If they disagree the entry is the largest and
    the table marks it with ``*`` (``--toml`` refuses to write such a table).
 
+Offset accesses (``[<family>.offset]``, ``[<family>.offset_leading]``): an *offset access*
+reads ``a`` at another access's index plus a compile-time constant (unrolled loops, stencils).
+For every column of ``OFFSET_ALL`` (G T C R S, and R_restrict for comparison) the translation
+unit has two kernels that sum eight accesses of one array at the constants of ``OFFSETS``:
+
+``offset_<space>``          ``a[i] + a[i+1] + ... + a[i+7]``   (the base access ``a[i]`` first in source order)
+``offset_leading_<space>``  ``a[i-7] + ... + a[i-1] + a[i]``   (the base access last: the left half of a
+                            stencil window written in ascending order)
+
+with ``i = id`` (for S, ``threadIdx.x + PAD`` into a padded ``__shared__`` array that each thread
+first fills with its own element; T reads ``tex1Dfetch``, C the ``__constant__`` array ``c_a``).
+
+7. Rules 1-5 give each access's counted slice. The *base* access is the one with the
+   smallest counted slice (the first such in program order). The count per offset access
+   is the number of counted instructions in the union of all the accesses' slices that are
+   not in the base's slice, divided by the number of other accesses (7), rounded to the
+   nearest integer (halves up); ``--verbose`` and the printed table give the exact fraction.
+   (The pieces of a wide element all go into the union.)
+
+Why two orders: G, C and S fold the constant into the load's immediate in either order
+(``LDG.E R0, [R2.64+0x4]``, ``LDC R0, c[0x3][R4+0x4]``, ``LDS R2, [R15.X4+0x20]``), and T needs
+one ``IADD3`` for the fetch index in either order. ``__ldg`` is inline ``asm volatile`` on a
+computed pointer (sm_32_intrinsics.hpp), so its address is whatever PTX the compiler built for
+the pointer: ``add.s64 %rd, %rd_base, 4`` (folded by ptxas) when ``&a[i]`` was computed for an
+earlier access, but for sm_75..sm_90 a fresh ``add.s32`` + ``mul.wide.s32`` per access that
+comes before it (``IADD3`` + ``IMAD.WIDE``: 2); for sm_100 and later the PTX is ``base +
+constant`` in both orders. ``const __restrict__`` loads are not asm and fold like G.
+
 nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
 and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
 Kepler rows of configs/addressing.toml are the paper's, not this script's.
@@ -75,6 +103,7 @@ site-packages/nvidia/cu13/bin).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import shutil
 import subprocess
@@ -82,6 +111,7 @@ import sys
 import sysconfig
 import tempfile
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 # sm_87 (Orin) is left out: its SASS opens with a branchy barrier-register prologue
@@ -105,6 +135,27 @@ LOAD_KIND = {"G": "G", "2G": "G", "R": "G", "R_restrict": "G", "T": "T", "2T": "
 
 N1 = 1024          # elements of the 1D constant / shared arrays
 W2 = 32            # the 2D constant / shared arrays are W2 x W2
+
+# The "offset" contexts: eight accesses of one array `a` whose indices differ by compile-time
+# constants. Context -> the constants, in source order.
+OFFSETS = {
+    "offset": tuple(range(0, 8)),             # a[i], a[i+1], ..., a[i+7]: the base access first
+    "offset_leading": tuple(range(-7, 1)),    # a[i-7], ..., a[i-1], a[i]: the base access last
+}
+OFFSET_SPACES = ("G", "T", "C", "R", "S")    # the offset tables' columns
+OFFSET_COMPARE = ("R_restrict",)
+OFFSET_ALL = OFFSET_SPACES + OFFSET_COMPARE
+PAD = max(abs(k) for ks in OFFSETS.values() for k in ks)   # the shared array's margin
+HALF = Fraction(1, 2)                                       # rounding to the nearest integer, halves up
+# the parameters of each column's offset kernel and how it reads element `i` of `a`
+OFFSET_READ = {
+    "G": ("const T* a, T* v, int n", "a[{i}]"),
+    "R": ("const T* a, T* v, int n", "__ldg(&a[{i}])"),
+    "R_restrict": ("const T* __restrict__ a, T* __restrict__ v, int n", "a[{i}]"),
+    "T": ("cudaTextureObject_t ta, T* v, int n", "tex1(ta, {i})"),
+    "C": ("T* v, int n", "c_a[{i}]"),
+    "S": ("const T* a, T* v, int n", "s_o[{i}]"),
+}
 
 
 @dataclass(frozen=True)
@@ -136,6 +187,7 @@ def kernel_source(t: ElemType) -> str:
 #include <cuda_runtime.h>
 #define N {N1}
 #define W {W2}
+#define PAD {PAD}
 typedef {T} T;
 __device__ __forceinline__ char   add(char x, char y)     {{ return (char)(x + y); }}
 __device__ __forceinline__ short  add(short x, short y)   {{ return (short)(x + y); }}
@@ -202,7 +254,32 @@ extern "C" __global__ void k_2S(const T* a, const T* b, T* v, int w, int h) {{
     __syncthreads();
     if (x < w && y < h) v[y * w + x] = add(s_a[threadIdx.y][threadIdx.x], s_b[threadIdx.y][threadIdx.x]);
 }}
-"""
+""" + "".join(offset_kernel(c, s) for c in OFFSETS for s in OFFSET_ALL)
+
+
+def offset_kernel(context: str, space: str) -> str:
+    """Kernel ``<context>_<space>``: ``v[id]`` = the sum of ``a`` at the context's eight offsets.
+
+    The shared kernel reads ``s_o[t + k]`` with ``t = threadIdx.x + PAD`` (each thread first
+    stores its own element there); the others read at ``id + k``.
+    """
+    params, read = OFFSET_READ[space]
+    index = "t" if space == "S" else "id"
+    terms = [read.format(i=f"{index} + ({k})") for k in OFFSETS[context]]
+    expr = terms[0]
+    for term in terms[1:]:
+        expr = f"add({expr}, {term})"
+    fill = ""
+    if space == "S":
+        fill = ("    __shared__ T s_o[N + 2 * PAD];\n"
+                "    int t = threadIdx.x + PAD;\n"
+                "    s_o[t] = a[id];\n"
+                "    __syncthreads();\n")
+    return (f'extern "C" __global__ void {context}_{space}({params}) {{\n'
+            f"    int id = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"{fill}"
+            f"    if (id < n) v[id] = {expr};\n"
+            f"}}\n")
 
 
 # ----------------------------------------------------------------------------- tools
@@ -533,33 +610,86 @@ def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "",
     return KernelCount(kernel, arch, space, elem, max(counts), len(set(counts)) == 1, loads, body)
 
 
+@dataclass
+class OffsetCount:
+    """The offset-context count of one kernel (module docstring, "Offset accesses")."""
+
+    kernel: str
+    arch: str
+    space: str
+    elem: str
+    context: str
+    base: LoadCount          # the access the others are offsets of: the smallest slice
+    extra: list[Inst]        # counted slice instructions of the other accesses, not in the base's slice
+    accesses: int
+
+    @property
+    def exact(self) -> Fraction:
+        return Fraction(len(self.extra), self.accesses - 1)
+
+    @property
+    def count(self) -> int:
+        return math.floor(self.exact + HALF)
+
+
+def count_offset_kernel(lines: list[str], space: str, context: str, kernel: str = "", arch: str = "",
+                        elem: str = "") -> OffsetCount:
+    """Address instructions per offset access: the counted slice instructions of all accesses
+    beyond the base access's slice, divided by the number of non-base accesses."""
+    kc = count_kernel(lines, space, kernel, arch, elem)
+    accesses = len(OFFSETS[context])
+    if len(kc.loads) % accesses:
+        raise ValueError(f"{kernel}/{arch}: {len(kc.loads)} {space} loads for {accesses} accesses")
+    base = min(kc.loads, key=lambda lc: len(lc.counted))
+    in_base = {y.pc for y in base.counted}
+    extra = {y.pc: y for lc in kc.loads for y in lc.counted if y.pc not in in_base}
+    return OffsetCount(kernel, arch, space, elem, context, base, sorted(extra.values(), key=lambda y: y.pc),
+                       accesses)
+
+
 # ----------------------------------------------------------------------------- driver
 
-def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None):
+@dataclass
+class Results:
+    indexed: dict[tuple[str, str, str], KernelCount] = field(default_factory=dict)          # (arch, type, space)
+    offset: dict[tuple[str, str, str, str], OffsetCount] = field(default_factory=dict)      # (arch, type, context, space)
+
+
+def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
     nvcc = nvcc or tool("nvcc")
     cuobjdump = cuobjdump or tool("cuobjdump")
     if not nvcc or not cuobjdump:
         sys.exit("addressing_modes: nvcc and cuobjdump are needed "
                  "(pip install nvidia-cuda-cuobjdump; nvcc from the CUDA toolkit)")
-    results: dict[tuple[str, str, str], KernelCount] = {}
+    results = Results()
     tmp = tempfile.TemporaryDirectory(prefix="addressing_") if workdir is None else None
     wd = Path(tmp.name) if tmp else workdir
     try:
         for tname in types:
-            t = TYPES[tname]
-            src = kernel_source(t)
+            src = kernel_source(TYPES[tname])
             for arch in archs:
-                cubin = compile_cubin(src, arch, wd, f"addr_{tname}", nvcc)
-                sass = disassemble(cubin, cuobjdump)
-                for space in ALL_SPACES:
-                    kc = count_kernel(sass[f"k_{space}"], space, f"k_{space}", arch, tname)
-                    results[(arch, tname, space)] = kc
-                    if verbose:
-                        print_snippet(kc)
+                sass = disassemble(compile_cubin(src, arch, wd, f"addr_{tname}", nvcc), cuobjdump)
+                count_type(sass, arch, tname, results, verbose)
     finally:
         if tmp:
             tmp.cleanup()
     return results
+
+
+def count_type(sass: dict[str, list[str]], arch: str, tname: str, results: Results, verbose: bool) -> None:
+    """Count the indexed and the offset kernels of one element type on one arch into ``results``."""
+    for space in ALL_SPACES:
+        kc = count_kernel(sass[f"k_{space}"], space, f"k_{space}", arch, tname)
+        results.indexed[(arch, tname, space)] = kc
+        if verbose:
+            print_snippet(kc)
+    for context in OFFSETS:
+        for space in OFFSET_ALL:
+            name = f"{context}_{space}"
+            oc = count_offset_kernel(sass[name], space, context, name, arch, tname)
+            results.offset[(arch, tname, context, space)] = oc
+            if verbose:
+                print_offset_snippet(oc)
 
 
 def print_snippet(kc: KernelCount) -> None:
@@ -573,70 +703,125 @@ def print_snippet(kc: KernelCount) -> None:
             print(f"       0  {y.text}    [{why}]")
 
 
-def table(results, archs, types) -> str:
-    lines = []
-    width = {s: max(3, len(s)) for s in ALL_SPACES}
-    head = f"{'arch':7} {'type':7} {'B':>2}  " + " ".join(s.rjust(width[s]) for s in ALL_SPACES)
-    lines.append(head)
-    lines.append("-" * len(head))
+def print_offset_snippet(oc: OffsetCount) -> None:
+    print(f"--- {oc.arch} {oc.elem} {oc.space} {oc.context} ({oc.kernel}): {oc.count}"
+          f"  (= {len(oc.extra)}/{oc.accesses - 1} = {float(oc.exact):.3f})")
+    print(f"    base  {oc.base.load.text}   (smallest slice, {len(oc.base.counted)}: not counted here)")
+    for y in oc.base.counted:
+        print(f"       0  {y.text}")
+    for y in oc.extra:
+        print(f"      +1  {y.text}")
+
+
+def _fmt(value: Fraction | int) -> str:
+    v = Fraction(value)
+    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+
+
+def _grid(title_cols: list[str], rows: list[tuple[str, list[str]]]) -> str:
+    width = [max(3, len(c), *(len(r[1][k]) for r in rows)) for k, c in enumerate(title_cols)]
+    head = f"{'':20} " + " ".join(c.rjust(w) for c, w in zip(title_cols, width))
+    lines = [head, "-" * len(head)]
+    lines += [f"{label:20} " + " ".join(c.rjust(w) for c, w in zip(cells, width)) for label, cells in rows]
+    return "\n".join(lines)
+
+
+def table(results: Results, archs, types) -> str:
+    """The indexed counts, one line per arch and type (``*``: the loads disagree)."""
+    rows = []
     for arch in archs:
         for tname in types:
             cells = []
             for s in ALL_SPACES:
-                kc = results[(arch, tname, s)]
-                cells.append(f"{kc.count}{'' if kc.agree else '*'}".rjust(width[s]))
-            lines.append(f"{arch:7} {tname:7} {TYPES[tname].bytes:>2}  " + " ".join(cells))
-    return "\n".join(lines)
+                kc = results.indexed[(arch, tname, s)]
+                cells.append(f"{kc.count}{'' if kc.agree else '*'}")
+            rows.append((f"{arch:7} {tname:7} {TYPES[tname].bytes:>2}", cells))
+    return "indexed\n" + _grid(list(ALL_SPACES), rows)
 
 
-def toml_rows(results, archs, types) -> str:
-    """The measured sections of configs/addressing.toml: per family, rows by element bytes and by type.
+def offset_table(results: Results, archs, types) -> str:
+    """The offset counts per context: the exact fraction where it is not a whole number."""
+    out = []
+    for context in OFFSETS:
+        rows = []
+        for arch in archs:
+            for tname in types:
+                cells = [_fmt(results.offset[(arch, tname, context, s)].exact) for s in OFFSET_ALL]
+                rows.append((f"{arch:7} {tname:7} {TYPES[tname].bytes:>2}", cells))
+        out.append(f"{context} {OFFSETS[context]}\n" + _grid(list(OFFSET_ALL), rows))
+    return "\n\n".join(out)
+
+
+def families_of(archs) -> dict[str, list[str]]:
+    fams: dict[str, list[str]] = {}
+    for a in archs:
+        fams.setdefault(FAMILY.get(a, a), []).append(a)
+    return fams
+
+
+def _key(s: str) -> str:
+    return f'"{s}"' if s[0].isdigit() else s
+
+
+def _inline(row: dict[str, object], cols) -> str:
+    return ", ".join(f"{_key(c)} = {row[c]}" for c in cols)
+
+
+def family_rows(fam: str, members: list[str], types, cols, count) -> tuple[dict, dict]:
+    """Rows per type and per element size for one family; ``count(arch, type, col)`` gives
+    ``(value, agree)``. The family's archs must give one value, the types of one size one row."""
+    rows: dict[str, dict[str, int]] = {}
+    for tname in types:
+        row = {}
+        for c in cols:
+            got = {a: count(a, tname, c) for a in members}
+            vals = {v for v, _ in got.values()}
+            if len(vals) != 1 or not all(ok for _, ok in got.values()):
+                raise SystemExit(f"--toml: {fam} ({', '.join(members)}) {tname} {c} is not one number: "
+                                 + ", ".join(f"{a}={v}{'' if ok else '*'}" for a, (v, ok) in got.items()))
+            row[c] = vals.pop()
+        rows[tname] = row
+    by_bytes: dict[int, tuple[str, dict[str, int]]] = {}
+    for tname in types:
+        b = TYPES[tname].bytes
+        if b in by_bytes and by_bytes[b][1] != rows[tname]:
+            raise SystemExit(f"--toml: {fam}: {by_bytes[b][0]} and {tname} ({b} bytes) differ: "
+                             f"{by_bytes[b][1]} vs {rows[tname]}")
+        by_bytes.setdefault(b, (tname, rows[tname]))
+    return rows, by_bytes
+
+
+def bytes_section(name: str, by_bytes: dict, types, cols) -> list[str]:
+    out = [f"[{name}]"]
+    for b in sorted(by_bytes):
+        names = "/".join(t for t in types if TYPES[t].bytes == b)
+        out.append(f'"{b}" = {{ {_inline(by_bytes[b][1], cols)} }}  # {names}')
+    return out + [""]
+
+
+def toml_rows(results: Results, archs, types) -> str:
+    """The measured sections of configs/addressing.toml, per family: [fam], [fam.bytes] and
+    [fam.types] (indexed), [fam.<context>] for each offset context.
 
     A family's archs must agree on every count, and the types of one size on every
     count (the bytes row), else this refuses and says which entry differs.
     """
     out = []
-    fams: dict[str, list[str]] = {}
-    for a in archs:
-        fams.setdefault(FAMILY.get(a, a), []).append(a)
-
-    def cell(s: str) -> str:
-        return f'"{s}"' if s[0].isdigit() else s
-
-    for fam, members in fams.items():
-        rows: dict[str, dict[str, int]] = {}
-        for tname in types:
-            row = {}
-            for s in ALL_SPACES:
-                vals = {results[(a, tname, s)].count for a in members}
-                if len(vals) != 1 or not all(results[(a, tname, s)].agree for a in members):
-                    raise SystemExit(f"--toml: {fam} ({', '.join(members)}) {tname} {s} is not one number: "
-                                     + ", ".join(f"{a}={results[(a, tname, s)].count}" for a in members))
-                row[s] = vals.pop()
-            rows[tname] = row
-        by_bytes: dict[int, tuple[str, dict[str, int]]] = {}
-        for tname in types:
-            b = TYPES[tname].bytes
-            if b in by_bytes and by_bytes[b][1] != rows[tname]:
-                raise SystemExit(f"--toml: {fam}: {by_bytes[b][0]} and {tname} ({b} bytes) differ: "
-                                 f"{by_bytes[b][1]} vs {rows[tname]}")
-            by_bytes.setdefault(b, (tname, rows[tname]))
-        out.append(f"[{fam}]")
-        out.append("sm = [" + ", ".join(f'"{m}"' for m in members) + "]")
-        out.append('source = "measured"')
-        out.append("")
-        out.append(f"[{fam}.bytes]")
-        for b in sorted(by_bytes):
-            names = "/".join(t for t in types if TYPES[t].bytes == b)
-            row = by_bytes[b][1]
-            out.append(f'"{b}" = {{ ' + ", ".join(f"{cell(s)} = {row[s]}" for s in ALL_SPACES) + f" }}  # {names}")
-        out.append("")
+    for fam, members in families_of(archs).items():
+        def indexed(a, t, c):
+            kc = results.indexed[(a, t, c)]
+            return kc.count, kc.agree
+        rows, by_bytes = family_rows(fam, members, types, ALL_SPACES, indexed)
+        out += [f"[{fam}]", "sm = [" + ", ".join(f'"{m}"' for m in members) + "]", 'source = "measured"', ""]
+        out += bytes_section(f"{fam}.bytes", by_bytes, types, ALL_SPACES)
         out.append(f"[{fam}.types]")
-        for tname in types:
-            row = rows[tname]
-            out.append(f"{tname} = {{ bytes = {TYPES[tname].bytes}, "
-                       + ", ".join(f"{cell(s)} = {row[s]}" for s in ALL_SPACES) + " }")
+        out += [f"{t} = {{ bytes = {TYPES[t].bytes}, {_inline(rows[t], ALL_SPACES)} }}" for t in types]
         out.append("")
+        for context in OFFSETS:
+            def offset(a, t, c, context=context):
+                return results.offset[(a, t, context, c)].count, True
+            _, by_bytes = family_rows(fam, members, types, OFFSET_ALL, offset)
+            out += bytes_section(f"{fam}.{context}", by_bytes, types, OFFSET_ALL)
     return "\n".join(out)
 
 
@@ -660,6 +845,8 @@ def main(argv=None) -> int:
     print(f"# nvcc: {tool_version(nvcc)}")
     print(f"# cuobjdump: {tool_version(cuobjdump)}")
     print(table(results, archs, types))
+    print()
+    print(offset_table(results, archs, types))
     if args.toml:
         print()
         print(toml_rows(results, archs, types))
