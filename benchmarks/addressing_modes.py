@@ -92,6 +92,47 @@ earlier access, but for sm_75..sm_90 a fresh ``add.s32`` + ``mul.wide.s32`` per 
 comes before it (``IADD3`` + ``IMAD.WIDE``: 2); for sm_100 and later the PTX is ``base +
 constant`` in both orders. ``const __restrict__`` loads are not asm and fold like G.
 
+Staging loops (``[<family>.staging]``): a block copies its tile of an array into
+``__shared__`` memory, ``__syncthreads()``, then reads it there (and may copy a tile back).
+One more translation unit (``float`` elements, ``STAGING_TYPE``) holds, for each source
+``G`` (``src[i]``), ``T`` (``tex1Dfetch<float>(src, i)``) and ``R`` (``__ldg(&src[i])``), and for
+the write-back (``dst[i] = s[...]``, ``dst`` global), these forms of the copy:
+
+``loop_1d``      ``for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = src[base + i];``
+                 (``n`` a kernel parameter, ``#pragma unroll 1``; nvcc cannot unroll a
+                 ``blockDim.x`` stride anyway)
+``loop_2d``      ``for (int i = ty; i < TH; i += BY) for (int j = tx; j < TW; j += BX)
+                 s[i][j] = src[(by + i) * w + bx + j];`` (TH, TW, BX, BY compile-time, the
+                 row width ``w`` a kernel parameter, ``#pragma unroll 1`` on both loops)
+``unrolled_1d``  ``#pragma unroll for (int k = 0; k < K; ++k) s[t + k*B1] = src[base + t + k*B1];``
+                 (``blockDim.x == B1``, K compile-time: fully unrolled)
+``unrolled_2d``  the same with ``KY x KX`` elements per thread, ``s[ty + ki*BY][tx + kj*BX] =
+                 src[(by + ty + ki*BY) * w + bx + tx + kj*BX]``
+
+and kernels with 0, 1 and 2 ``__syncthreads()`` between a shared store and load.
+
+8. A loop (a ``BRA`` back to an earlier pc) costs, per element, every instruction of the
+   innermost loop except the copy's load (``LDG``/``TLD``/``LDS``) and store (``STS``/``STG``),
+   divided by the elements one iteration copies (1): the loop increment, compare and
+   branch, the address arithmetic of source and destination, and whatever else nvcc puts
+   there (a constant re-materialised because the load overwrote its register, register
+   copies of a 64-bit pointer). ``loop_2d_row``: the outer loop's instructions outside the
+   inner loop (the row's setup, the inner loop's entry test, ``BSSY``/``BSYNC``, the outer
+   increment, compare and branch), per row. The code before the loop (once per thread) is
+   not counted.
+9. An unrolled copy is straight-line: rules 2-5 (index values: the ``S2R`` results only,
+   there is no bound check) give the counted slice of every load and store of the copy
+   (before the barrier; for the write-back, after it). Per element: the size of the union
+   of those slices minus that of a one-element copy (K = 1, or 1 x 1), divided by the
+   elements added (the first element's address is once per thread, like the indexed
+   count). 1D: K = 2, 3, 4 must agree. 2D: the value depends on the shape (nvcc builds a
+   new row's address from the index for 2 rows, from the previous row's pointer for more;
+   ``__ldg`` columns may each need their own index add): the table gives ``TILE_2D`` (2 x 2
+   elements per thread, e.g. a 32 x 32 tile copied by a 16 x 16 block), ``--verbose`` the
+   3 x 3 and 4 x 4 values.
+10. ``barrier``: the instructions one more ``__syncthreads()`` adds to the kernel (its
+   length with 2 calls minus with 1; it must equal 1 minus 0).
+
 nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
 and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
 Kepler rows of configs/addressing.toml are the paper's, not this script's.
@@ -110,6 +151,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -280,6 +322,115 @@ def offset_kernel(context: str, space: str) -> str:
             f"{fill}"
             f"    if (id < n) v[id] = {expr};\n"
             f"}}\n")
+
+
+# ----------------------------------------------------------------------------- staging kernels
+
+STAGING_TYPE = "float"           # the staging loops are measured for 4-byte float elements
+NS = 4096                        # elements of the 1D loop forms' shared array
+B1 = 128                         # the unrolled 1D forms assume blockDim.x == B1
+BX, BY = 16, 8                   # the 2D forms' block (blockDim.x, blockDim.y)
+TH, TW = 20, 48                  # the 2D loop form's tile: a halo tile, TH not a multiple of BY
+KMAX = 4                         # the unrolled forms' arrays hold KMAX elements per thread and dimension
+UNROLL_1D = (1, 2, 3, 4)         # elements per thread of the unrolled 1D kernels (all must agree)
+UNROLL_2D = ((1, 1), (2, 2), (3, 3), (4, 4))   # (rows, columns) per thread of the unrolled 2D kernels
+TILE_2D = (2, 2)                 # the unrolled 2D shape the table gives (the others: --verbose)
+STAGING_SOURCES = ("G", "T", "R")
+WRITEBACK = "writeback"          # the write-back loops (destination in global memory)
+BARRIERS = (0, 1, 2)             # __syncthreads() calls of the barrier kernels
+# the source parameter of a staging kernel and how it reads element `i`
+STAGING_READ = {
+    "G": ("const T* src", "src[{i}]"),
+    "R": ("const T* src", "__ldg(&src[{i}])"),
+    "T": ("cudaTextureObject_t src", "tex1Dfetch<T>(src, {i})"),
+}
+
+
+@dataclass(frozen=True)
+class Form:
+    """A staging loop nest: its shared array, loops, the copied element's shared and global index."""
+
+    array: str          # the shared array's dimensions
+    setup: str          # per-thread values the loop uses
+    loops: str          # the loop headers, `{ky}` / `{kx}` / `{k}` for the unrolled trip counts
+    shared: str         # the element's shared-memory reference
+    glob: str           # the element's index in the global array
+    size: str           # the kernel's int parameter (a runtime trip count or row width)
+    mine: str           # the calling thread's own element of the shared array
+    other: str          # an element another thread stored (read after the barrier)
+    out: str            # the calling thread's index in the global output
+
+
+_SETUP_2D = "int tx = threadIdx.x, ty = threadIdx.y; int bx = blockIdx.x * {bw}, by = blockIdx.y * {bh};"
+FORMS = {
+    "loop_1d": Form("[NS]", "int base = blockIdx.x * n;",
+                    "#pragma unroll 1\n    for (int i = threadIdx.x; i < n; i += blockDim.x)",
+                    "s[i]", "base + i", "n", "s[threadIdx.x]", "s[threadIdx.x ^ 1]",
+                    "blockIdx.x * blockDim.x + threadIdx.x"),
+    "loop_2d": Form("[TH][TW]", _SETUP_2D.format(bw="BX", bh="BY"),
+                    "#pragma unroll 1\n    for (int i = ty; i < TH; i += BY)\n"
+                    "#pragma unroll 1\n    for (int j = tx; j < TW; j += BX)",
+                    "s[i][j]", "(by + i) * w + bx + j", "w", "s[ty][tx]", "s[ty ^ 1][tx]", "(by + ty) * w + bx + tx"),
+    "unrolled_1d": Form("[B1 * KMAX]", "int t = threadIdx.x, base = blockIdx.x * (B1 * KMAX);",
+                        "#pragma unroll\n    for (int k = 0; k < {k}; ++k)",
+                        "s[t + k * B1]", "base + t + k * B1", "n", "s[t]", "s[t ^ 1]", "blockIdx.x * B1 + t"),
+    "unrolled_2d": Form("[BY * KMAX][BX * KMAX]", _SETUP_2D.format(bw="(BX * KMAX)", bh="(BY * KMAX)"),
+                        "#pragma unroll\n    for (int ki = 0; ki < {ky}; ++ki)\n"
+                        "#pragma unroll\n    for (int kj = 0; kj < {kx}; ++kj)",
+                        "s[ty + ki * BY][tx + kj * BX]", "(by + ty + ki * BY) * w + bx + tx + kj * BX", "w",
+                        "s[ty][tx]", "s[ty ^ 1][tx]", "(by + ty) * w + bx + tx"),
+}
+
+
+def form_sizes(form: str) -> list[dict[str, int]]:
+    """The trip counts a form is compiled with: one kernel for a loop, several for the unrolled forms."""
+    if form == "unrolled_1d":
+        return [{"k": k} for k in UNROLL_1D]
+    if form == "unrolled_2d":
+        return [{"ky": ky, "kx": kx} for ky, kx in UNROLL_2D]
+    return [{}]
+
+
+def staging_name(who: str, form: str, size: dict[str, int]) -> str:
+    return "_".join(["stage", who, form, *(str(v) for v in size.values())])
+
+
+def staging_kernel(who: str, form: str, size: dict[str, int]) -> str:
+    """One staging kernel: ``who`` a source space (copy into shared memory, barrier, read
+    another thread's element) or WRITEBACK (fill, barrier, copy shared -> global ``dst``)."""
+    f = FORMS[form]
+    loops = f.loops.format(**size)
+    if who == WRITEBACK:
+        params = f"const T* in, T* dst, int {f.size}"
+        body = (f"    {f.mine} = in[{f.out}];\n    __syncthreads();\n"
+                f"    {loops}\n        dst[{f.glob}] = {f.shared};\n")
+    else:
+        param, read = STAGING_READ[who]
+        params = f"{param}, T* out, int {f.size}"
+        body = (f"    {loops}\n        {f.shared} = {read.format(i=f.glob)};\n"
+                f"    __syncthreads();\n    out[{f.out}] = {f.other};\n")
+    return (f'extern "C" __global__ void {staging_name(who, form, size)}({params}) {{\n'
+            f"    __shared__ T s{f.array};\n    {f.setup}\n{body}}}\n")
+
+
+def barrier_kernel(count: int) -> str:
+    syncs = "    __syncthreads();\n" * count
+    return (f'extern "C" __global__ void barrier_{count}(const T* in, T* out) {{\n'
+            "    __shared__ T s[NS];\n    int t = threadIdx.x;\n"
+            "    s[t] = in[blockIdx.x * blockDim.x + t];\n"
+            f"{syncs}    out[blockIdx.x * blockDim.x + t] = s[t ^ 1];\n}}\n")
+
+
+def staging_source() -> str:
+    """The translation unit of the staging, write-back and barrier kernels (STAGING_TYPE elements)."""
+    head = (f"// generated by benchmarks/addressing_modes.py -- staging loops, element type {STAGING_TYPE}\n"
+            "#include <cuda_runtime.h>\n"
+            + "".join(f"#define {k} {v}\n" for k, v in
+                      {"NS": NS, "B1": B1, "BX": BX, "BY": BY, "TH": TH, "TW": TW, "KMAX": KMAX}.items())
+            + f"typedef {STAGING_TYPE} T;\n")
+    kernels = [staging_kernel(who, form, size)
+               for who in (*STAGING_SOURCES, WRITEBACK) for form in FORMS for size in form_sizes(form)]
+    return head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS)
 
 
 # ----------------------------------------------------------------------------- tools
@@ -529,25 +680,37 @@ class KernelCount:
     sass: list[Inst]
 
 
-def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "", elem: str = "") -> KernelCount:
-    """Apply the counting rule (module docstring) to one kernel's SASS lines."""
+def code(lines: list[str]) -> list[Inst]:
+    """A kernel's instructions up to its last EXIT (the padding after it never runs)."""
     insts = [parse(ln) for ln in lines]
-    # drop the never-executed tail: everything after the last EXIT
     last_exit = max(i for i, x in enumerate(insts) if x.base == "EXIT")
-    body = insts[: last_exit + 1]
+    return insts[: last_exit + 1]
+
+
+def straight_line(lines: list[str], kernel: str = "", arch: str = "") -> list[Inst]:
+    """Rule 1: a kernel's instructions up to its last EXIT, refused if it branches."""
+    body = code(lines)
     for x in body:
         if x.base in ("BRA", "BRX", "JMP", "CALL", "RET"):
             raise ValueError(f"{kernel}/{arch}: not straight-line code ({x.text})")
+    return body
 
-    def reaching(i: int, reg: str) -> int | None:
-        for j in range(i - 1, -1, -1):
-            if reg in body[j].dests:
-                return j
-        return None
 
-    # rule 2: index values
+def reaching(body: list[Inst], i: int, reg: str) -> int | None:
+    """The instruction whose write of ``reg`` instruction ``i`` reads (straight-line code)."""
+    for j in range(i - 1, -1, -1):
+        if reg in body[j].dests:
+            return j
+    return None
+
+
+def index_values(body: list[Inst], bound_check: bool = True, kernel: str = "", arch: str = "") -> set[int]:
+    """Rule 2: the instructions defining index values (S2R of threadIdx / blockIdx, and with
+    ``bound_check`` the values the guarded EXIT's ISETP chain compares)."""
     index_defs: set[int] = {j for j, x in enumerate(body) if x.base in ("S2R", "S2UR")
                             and re.search(r"SR_(TID|CTAID)", " ".join(x.operands))}
+    if not bound_check:
+        return index_defs
     exits = [i for i, x in enumerate(body) if x.base == "EXIT" and x.guard]
     if not exits:
         raise ValueError(f"{kernel}/{arch}: no guarded EXIT (bound check) found")
@@ -555,7 +718,7 @@ def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "",
     seen = set()
     while todo:
         i, reg = todo.pop()
-        j = reaching(i, reg)
+        j = reaching(body, i, reg)
         if j is None or (j, reg) in seen:
             continue
         seen.add((j, reg))
@@ -565,45 +728,56 @@ def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "",
                 if re.fullmatch(r"U?P\w+", r):
                     todo.append((j, r))
                 elif re.fullmatch(r"R\d+", r):
-                    k = reaching(j, r)
+                    k = reaching(body, j, r)
                     if k is not None:
                         index_defs.add(k)
+    return index_defs
 
-    # index dependence of every instruction (forward pass)
+
+def index_dependence(body: list[Inst], index_defs: set[int]) -> list[bool]:
+    """Per instruction: does it depend (transitively) on an index value (forward pass)."""
     dep: list[bool] = []
     for i, x in enumerate(body):
         d = i in index_defs
         if not d:
             for r in x.srcs:
-                j = reaching(i, r)
+                j = reaching(body, i, r)
                 if j is not None and dep[j]:
                     d = True
                     break
         dep.append(d)
+    return dep
 
-    loads: list[LoadCount] = []
-    for i, x in enumerate(body):
-        if not is_space_load(x, space):
+
+def slice_count(body: list[Inst], i: int, index_defs: set[int], dep: list[bool]) -> LoadCount:
+    """Rules 3-5 for the memory instruction ``body[i]``: its slice, counted and skipped."""
+    slice_: set[int] = set()
+    stack = [(i, r) for r in address_regs(body[i])]
+    while stack:
+        k, reg = stack.pop()
+        j = reaching(body, k, reg)
+        if j is None or j in index_defs or j in slice_:
             continue
-        slice_: set[int] = set()
-        stack = [(i, r) for r in address_regs(x)]
-        while stack:
-            k, reg = stack.pop()
-            j = reaching(k, reg)
-            if j is None or j in index_defs or j in slice_:
-                continue
-            slice_.add(j)
-            stack += [(j, r) for r in body[j].srcs]
-        counted, skipped = [], []
-        for j in sorted(slice_):
-            y = body[j]
-            if not dep[j]:
-                skipped.append((y, "index-independent"))
-            elif is_copy(y):
-                skipped.append((y, "register copy"))
-            else:
-                counted.append(y)
-        loads.append(LoadCount(x, counted, skipped))
+        slice_.add(j)
+        stack += [(j, r) for r in body[j].srcs]
+    counted, skipped = [], []
+    for j in sorted(slice_):
+        y = body[j]
+        if not dep[j]:
+            skipped.append((y, "index-independent"))
+        elif is_copy(y):
+            skipped.append((y, "register copy"))
+        else:
+            counted.append(y)
+    return LoadCount(body[i], counted, skipped)
+
+
+def count_kernel(lines: list[str], space: str, kernel: str = "", arch: str = "", elem: str = "") -> KernelCount:
+    """Apply the counting rule (module docstring) to one kernel's SASS lines."""
+    body = straight_line(lines, kernel, arch)
+    index_defs = index_values(body, True, kernel, arch)
+    dep = index_dependence(body, index_defs)
+    loads = [slice_count(body, i, index_defs, dep) for i, x in enumerate(body) if is_space_load(x, space)]
     if not loads:
         raise ValueError(f"{kernel}/{arch}: no {space} load found")
     counts = [len(lc.counted) for lc in loads]
@@ -647,12 +821,148 @@ def count_offset_kernel(lines: list[str], space: str, context: str, kernel: str 
                        accesses)
 
 
+# ----------------------------------------------------------------------------- staging counts
+
+LOADS = ("LDG", "LD", "LDS") + TEX_OPS
+STORES = ("STG", "ST", "STS")
+BRANCH_TARGET = re.compile(r"0x[0-9a-f]+")
+
+
+def is_memory(inst: Inst) -> bool:
+    return inst.base in LOADS or inst.base in STORES
+
+
+def loop_spans(insts: list[Inst]) -> list[tuple[int, int]]:
+    """(first, last) instruction index of every loop: a BRA back to an earlier pc, innermost first."""
+    index_of = {x.pc: i for i, x in enumerate(insts)}
+    spans = []
+    for i, x in enumerate(insts):
+        target = BRANCH_TARGET.fullmatch(x.operands[-1]) if x.base == "BRA" and x.operands else None
+        if target and int(target.group(0), 16) <= x.pc:
+            spans.append((index_of[int(target.group(0), 16)], i))
+    return sorted(spans, key=lambda sp: sp[1] - sp[0])
+
+
+@dataclass
+class LoopCount:
+    """Non-memory instructions per element of a loop the compiler kept (rule 8)."""
+
+    kernel: str
+    arch: str
+    inner: list[Inst]                  # the innermost loop
+    elements: int                      # elements it copies per iteration (its stores)
+    outer: list[Inst] | None = None    # 2D: the outer loop's instructions outside the inner loop
+
+    @property
+    def per_element(self) -> Fraction:
+        return Fraction(sum(not is_memory(x) for x in self.inner), self.elements)
+
+    @property
+    def per_row(self) -> Fraction | None:
+        return None if self.outer is None else Fraction(len(self.outer))
+
+
+def count_loop(lines: list[str], nested: bool, kernel: str = "", arch: str = "") -> LoopCount:
+    """Rule 8 on one loop kernel: one loop (1D) or two nested loops (2D), as compiled."""
+    insts = code(lines)
+    spans = loop_spans(insts)
+    if len(spans) != (2 if nested else 1):
+        raise ValueError(f"{kernel}/{arch}: {len(spans)} loops, expected {2 if nested else 1}")
+    first, last = spans[0]
+    inner = insts[first: last + 1]
+    stores = [x for x in inner if x.base in STORES]
+    loads = [x for x in inner if x.base in LOADS]
+    if not stores or len(stores) != len(loads):
+        raise ValueError(f"{kernel}/{arch}: the inner loop has {len(loads)} loads and {len(stores)} stores")
+    if not nested:
+        return LoopCount(kernel, arch, inner, len(stores))
+    o_first, o_last = spans[1]
+    if not o_first <= first <= last <= o_last:
+        raise ValueError(f"{kernel}/{arch}: the two loops are not nested")
+    outer = insts[o_first: first] + insts[last + 1: o_last + 1]
+    if any(is_memory(x) for x in outer):
+        raise ValueError(f"{kernel}/{arch}: the outer loop copies elements outside the inner loop")
+    return LoopCount(kernel, arch, inner, len(stores), outer)
+
+
+def copy_slices(lines: list[str], writeback: bool, kernel: str = "", arch: str = "") -> list[LoadCount]:
+    """Rules 3-5 for every memory instruction of an unrolled copy: the staging copy is what
+    comes before the kernel's barrier, the write-back copy what comes after it."""
+    body = straight_line(lines, kernel, arch)
+    bar = next(i for i, x in enumerate(body) if x.base == "BAR")
+    copy = range(bar + 1, len(body)) if writeback else range(bar)
+    index_defs = index_values(body, bound_check=False)
+    dep = index_dependence(body, index_defs)
+    return [slice_count(body, i, index_defs, dep) for i in copy if is_memory(body[i])]
+
+
+def union_size(slices: list[LoadCount]) -> int:
+    return len({y.pc for lc in slices for y in lc.counted})
+
+
+@dataclass
+class UnrolledCount:
+    """Rule 9: counted address instructions per element an unrolled copy adds to a one-element copy."""
+
+    kernel: str
+    arch: str
+    unions: dict[tuple[int, ...], int]     # elements per thread (per dimension) -> union of the copy's slices
+
+    def per_element(self, shape: tuple[int, ...]) -> Fraction:
+        one = min(self.unions)
+        return Fraction(self.unions[shape] - self.unions[one], math.prod(shape) - math.prod(one))
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        return sorted(self.unions)[1:]
+
+
+@dataclass
+class BarrierCount:
+    arch: str
+    totals: dict[int, int]            # __syncthreads() calls -> instructions of the kernel
+    added: list[Inst]                 # the instructions the last barrier added
+
+    @property
+    def steps(self) -> set[int]:
+        ms = sorted(self.totals)
+        return {self.totals[b] - self.totals[a] for a, b in zip(ms, ms[1:])}
+
+    @property
+    def count(self) -> int:
+        return max(self.steps)
+
+    @property
+    def agree(self) -> bool:
+        return len(self.steps) == 1
+
+
+def count_barrier(sass: dict[str, list[str]], arch: str = "") -> BarrierCount:
+    """Rule 10: instructions each __syncthreads() adds to an otherwise unchanged kernel."""
+    kernels = {m: code(sass[f"barrier_{m}"]) for m in BARRIERS}
+    totals = {m: len(k) for m, k in kernels.items()}
+    fewer, most = kernels[BARRIERS[-2]], kernels[BARRIERS[-1]]
+    extra = Counter(x.opcode for x in most) - Counter(x.opcode for x in fewer)
+    added = []
+    for x in reversed(most):                  # the last instructions of each opcode the extra barrier added
+        if extra[x.opcode] > 0:
+            extra[x.opcode] -= 1
+            added.insert(0, x)
+    return BarrierCount(arch, totals, added)
+
+
 # ----------------------------------------------------------------------------- driver
+
+STAGING_KEYS = ("loop_1d", "loop_2d", "loop_2d_row", "unrolled_1d", "unrolled_2d")
+
 
 @dataclass
 class Results:
     indexed: dict[tuple[str, str, str], KernelCount] = field(default_factory=dict)          # (arch, type, space)
     offset: dict[tuple[str, str, str, str], OffsetCount] = field(default_factory=dict)      # (arch, type, context, space)
+    # (arch, source space or WRITEBACK, STAGING_KEYS entry) -> (instructions, the steps agree)
+    staging: dict[tuple[str, str, str], tuple[Fraction, bool]] = field(default_factory=dict)
+    barrier: dict[str, BarrierCount] = field(default_factory=dict)                         # arch ->
 
 
 def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
@@ -670,6 +980,9 @@ def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuo
             for arch in archs:
                 sass = disassemble(compile_cubin(src, arch, wd, f"addr_{tname}", nvcc), cuobjdump)
                 count_type(sass, arch, tname, results, verbose)
+        for arch in archs:
+            sass = disassemble(compile_cubin(staging_source(), arch, wd, "staging", nvcc), cuobjdump)
+            count_staging(sass, arch, results, verbose)
     finally:
         if tmp:
             tmp.cleanup()
@@ -690,6 +1003,71 @@ def count_type(sass: dict[str, list[str]], arch: str, tname: str, results: Resul
             results.offset[(arch, tname, context, space)] = oc
             if verbose:
                 print_offset_snippet(oc)
+
+
+def count_staging(sass: dict[str, list[str]], arch: str, results: Results, verbose: bool) -> None:
+    """Rules 8-10 on the staging, write-back and barrier kernels of one arch, into ``results``."""
+    for who in (*STAGING_SOURCES, WRITEBACK):
+        got: dict[str, tuple[Fraction, bool]] = {}
+        for form, nested in (("loop_1d", False), ("loop_2d", True)):
+            name = staging_name(who, form, {})
+            lc = count_loop(sass[name], nested, name, arch)
+            got[form] = (lc.per_element, True)
+            if nested:
+                got[f"{form}_row"] = (lc.per_row, True)
+            if verbose:
+                print_loop_snippet(who, form, lc)
+        for form in ("unrolled_1d", "unrolled_2d"):
+            slices = {tuple(size.values()): copy_slices(sass[staging_name(who, form, size)], who == WRITEBACK,
+                                                        staging_name(who, form, size), arch)
+                      for size in form_sizes(form)}
+            uc = UnrolledCount(staging_name(who, form, {}), arch, {k: union_size(v) for k, v in slices.items()})
+            if form == "unrolled_1d":        # 1D copies are regular: every length must give one value
+                values = {uc.per_element(k) for k in uc.shapes}
+                got[form] = (max(values), len(values) == 1)
+            else:                            # 2D copies are not (the table's shape; --verbose: the others)
+                got[form] = (uc.per_element(TILE_2D), True)
+            if verbose:
+                print_unrolled_snippet(who, form, uc, slices[max(slices)])
+        for key, value in got.items():
+            results.staging[(arch, who, key)] = value
+    results.barrier[arch] = count_barrier(sass, arch)
+    if verbose:
+        print_barrier_snippet(results.barrier[arch])
+
+
+def print_loop_snippet(who: str, form: str, lc: LoopCount) -> None:
+    row = "" if lc.per_row is None else f", {_fmt(lc.per_row)} per row"
+    print(f"--- {lc.arch} staging {who} {form} ({lc.kernel}): {_fmt(lc.per_element)} per element{row}")
+    print(f"    inner loop ({lc.elements} element(s) per iteration)")
+    for x in lc.inner:
+        print(f"      {'mem' if is_memory(x) else ' +1'}  {x.text}")
+    if lc.outer is not None:
+        print("    outer loop, outside the inner one (per row)")
+        for x in lc.outer:
+            print(f"       +1  {x.text}")
+
+
+def print_unrolled_snippet(who: str, form: str, uc: UnrolledCount, largest: list[LoadCount]) -> None:
+    shapes = ", ".join(f"{'x'.join(map(str, k))}: {_fmt(uc.per_element(k))}" for k in uc.shapes)
+    print(f"--- {uc.arch} staging {who} {form} ({uc.kernel}_*): per element, by elements per thread: {shapes}")
+    print("    union of the copy's counted slices: "
+          + ", ".join(f"{'x'.join(map(str, k))}: {v}" for k, v in sorted(uc.unions.items())))
+    print(f"    the copy of {'x'.join(map(str, max(uc.unions)))} (+1 once per instruction):")
+    seen: set[int] = set()
+    for lc in largest:
+        print(f"      mem  {lc.load.text}")
+        for y in lc.counted:
+            if y.pc not in seen:
+                print(f"       +1  {y.text}")
+            seen.add(y.pc)
+
+
+def print_barrier_snippet(bc: BarrierCount) -> None:
+    print(f"--- {bc.arch} barrier: {bc.count}" + ("" if bc.agree else f"  (steps disagree: {sorted(bc.steps)})"))
+    print("    instructions by __syncthreads() calls: " + ", ".join(f"{m}: {v}" for m, v in bc.totals.items()))
+    for x in bc.added:
+        print(f"      +1  {x.text}")
 
 
 def print_snippet(kc: KernelCount) -> None:
@@ -750,6 +1128,20 @@ def offset_table(results: Results, archs, types) -> str:
                 rows.append((f"{arch:7} {tname:7} {TYPES[tname].bytes:>2}", cells))
         out.append(f"{context} {OFFSETS[context]}\n" + _grid(list(OFFSET_ALL), rows))
     return "\n\n".join(out)
+
+
+def staging_table(results: Results, archs) -> str:
+    """Staging instructions per element (``_row``: per row), by arch and source; the barrier."""
+    rows = []
+    for arch in archs:
+        for who in (*STAGING_SOURCES, WRITEBACK):
+            cells = []
+            for key in STAGING_KEYS:
+                value, agree = results.staging[(arch, who, key)]
+                cells.append(_fmt(value) + ("" if agree else "*"))
+            cells.append(str(results.barrier[arch].count) + ("" if results.barrier[arch].agree else "*"))
+            rows.append((f"{arch:7} {who}", cells))
+    return f"staging ({STAGING_TYPE})\n" + _grid([*STAGING_KEYS, "barrier"], rows)
 
 
 def families_of(archs) -> dict[str, list[str]]:
@@ -822,7 +1214,32 @@ def toml_rows(results: Results, archs, types) -> str:
                 return results.offset[(a, t, context, c)].count, True
             _, by_bytes = family_rows(fam, members, types, OFFSET_ALL, offset)
             out += bytes_section(f"{fam}.{context}", by_bytes, types, OFFSET_ALL)
+        out += staging_section(fam, members, results)
     return "\n".join(out)
+
+
+def _one(fam: str, members: list[str], what: str, got: dict[str, tuple[Fraction, bool]]) -> Fraction:
+    """The family's one value of a staging entry, else refuse."""
+    vals = {v for v, _ in got.values()}
+    if len(vals) != 1 or not all(ok for _, ok in got.values()):
+        raise SystemExit(f"--toml: {fam} ({', '.join(members)}) staging {what} is not one number: "
+                         + ", ".join(f"{a}={_fmt(v)}{'' if ok else '*'}" for a, (v, ok) in got.items()))
+    return vals.pop()
+
+
+def _number(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{float(v):.4g}"
+
+
+def staging_section(fam: str, members: list[str], results: Results) -> list[str]:
+    barrier = _one(fam, members, "barrier",
+                   {a: (Fraction(results.barrier[a].count), results.barrier[a].agree) for a in members})
+    out = [f"[{fam}.staging]", f"barrier = {barrier}"]
+    for who in (*STAGING_SOURCES, WRITEBACK):
+        row = {key: _number(_one(fam, members, f"{who}.{key}", {a: results.staging[(a, who, key)] for a in members}))
+               for key in STAGING_KEYS}
+        out.append(f"{who} = {{ {_inline(row, STAGING_KEYS)} }}")
+    return out + [""]
 
 
 def main(argv=None) -> int:
@@ -847,6 +1264,8 @@ def main(argv=None) -> int:
     print(table(results, archs, types))
     print()
     print(offset_table(results, archs, types))
+    print()
+    print(staging_table(results, archs))
     if args.toml:
         print()
         print(toml_rows(results, archs, types))
