@@ -1,33 +1,91 @@
 """Address instructions per element access (Huang & Li, Sec. III-B), from configs/addressing.toml.
 
-``addressing_cost(arch, elem_bytes, space)`` is the number of instructions a thread
-executes to address one element of a ``elem_bytes``-byte array placed in ``space`` on
-``arch``. The difference between two placements' costs is the per-access change in
-executed (and issued) instructions the model charges when an array moves (Sec. III-B).
+``addressing_cost(arch, elem_bytes, space, context="indexed")`` is the number of
+instructions a thread executes to address one element of a ``elem_bytes``-byte array
+placed in ``space`` on ``arch``. The difference between two placements' costs is the
+per-access change in executed (and issued) instructions the model charges when an array
+moves (Sec. III-B). ``context`` says what kind of access it is:
+
+``indexed``         an access at a computed index (the paper's Fig. 2 kernels), [<family>.bytes];
+``offset``          an access at another access's index plus a compile-time constant, after that
+                    access in source order (unrolled loops, stencils), [<family>.offset];
+``offset_leading``  the same before that access, [<family>.offset_leading] (``__ldg`` differs).
+
+``staging_cost(arch)`` is what staging a tile in shared memory costs per element copied
+(the copy loops, per source space, and the write-back) and per ``__syncthreads()``
+([<family>.staging]).
 
 ``arch`` is a family name as in ``configs/gpus/*.toml`` (``kepler``, ``ampere``,
 ``hopper``, ...), an architecture (``sm_37``, ``compute_80``, ``"8.6"``, ``"86"``) or a
 family the table maps to another one (``[fallback.*]``: fermi, maxwell, pascal and
 tesla -> kepler, volta -> turing, sm_87 -> ampere). ``space`` is a placement letter
-(``G T 2T C S``, and ``2G 2C 2S`` where measured) or a trace space name
-(``global texture1d texture2d constant shared``). Anything the table does not have is a
-:class:`traces.errors.InputError` naming the missing key.
+(``G T 2T C R S``, and ``2G 2C 2S R_restrict`` where measured) or a trace space name
+(``global texture1d texture2d constant readonly shared``). Anything the table does not have is a
+:class:`traces.errors.InputError` naming the table and the missing key.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 from placement.resources import config_dir
 from traces.errors import InputError
-from traces.schema import SHORT_OF_SPACE
+from traces.schema import SHORT_OF_SPACE, SPACE_SHORT
 from traces.tomlfile import load_toml
 
 TABLE_NAME = "addressing.toml"
-_RESERVED = {"schema", "spaces", "fallback"}
+SCHEMA = 2
+_RESERVED = {"schema", "spaces", "offset_spaces", "fallback"}
+# measured-only columns (benchmarks/addressing_modes.py): 2D kernels of G, C, S and const __restrict__
+COMPARISON_COLUMNS = ("2G", "2C", "2S", "R_restrict")
+# context -> (the family's table, the top-level key listing the columns every row must have)
+CONTEXTS = {
+    "indexed": ("bytes", "spaces"),
+    "offset": ("offset", "offset_spaces"),
+    "offset_leading": ("offset_leading", "offset_spaces"),
+}
+STAGING = "staging"
+STAGING_SOURCES = ("G", "T", "R")       # how a staged tile is read: plain loads, tex1Dfetch, __ldg
+WRITEBACK = "writeback"
+
+
+@dataclass(frozen=True)
+class StagingLoop:
+    """Instructions per element one copy form executes besides the copy's load and store
+    (``loop_2d_row``: per row of the 2D loop). See configs/addressing.toml's header."""
+
+    loop_1d: float
+    loop_2d: float
+    loop_2d_row: float
+    unrolled_1d: float
+    unrolled_2d: float
+
+
+STAGING_KEYS = tuple(f.name for f in fields(StagingLoop))
+
+
+@dataclass(frozen=True)
+class StagingCost:
+    """What staging a tile in shared memory costs on one family ([<family>.staging])."""
+
+    family: str                              # the section the numbers come from
+    sources: Mapping[str, StagingLoop]       # "G", "T", "R": copying global -> shared
+    writeback: StagingLoop                   # copying shared -> global
+    barrier: int                             # instructions of one __syncthreads()
+
+    def load(self, space: str) -> StagingLoop:
+        """The copy-in loops for a tile read from ``space`` (``G``/``global``, ``T``/``texture1d``,
+        ``R``/``readonly``)."""
+        key = _space_key(space)
+        if key not in self.sources:
+            raise InputError(f"{table_path()}: [{self.family}.{STAGING}] has no {key!r} row "
+                             f"(sources: {', '.join(self.sources)})")
+        return self.sources[key]
 
 
 def table_path() -> Path:
@@ -42,10 +100,56 @@ def _load(path: str) -> dict:
     return data
 
 
+def _is_count(v, whole: bool = True) -> bool:
+    kinds = (int,) if whole else (int, float)
+    return isinstance(v, kinds) and not isinstance(v, bool) and v >= 0
+
+
+def _validate_rows(p: Path, fam: str, table: str, rows, columns: list[str]) -> None:
+    """One table keyed by element size: every row has every column, counts are whole and >= 0."""
+    if not isinstance(rows, dict) or not rows:
+        raise InputError(f"{p}: [{fam}.{table}] is missing")
+    for key, row in rows.items():
+        if not key.isdigit() or int(key) <= 0:
+            raise InputError(f"{p}: [{fam}.{table}] key {key!r} is not an element size in bytes")
+        for s in columns:
+            if s not in row:
+                raise InputError(f"{p}: [{fam}.{table}] \"{key}\" has no {s!r} entry")
+        for s, v in row.items():
+            if not _is_count(v):
+                raise InputError(f"{p}: [{fam}.{table}] \"{key}\".{s} = {v!r} is not a non-negative integer")
+
+
+def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> None:
+    """[<fam>.staging]: ``use`` = a family with its own numbers, or barrier and every row's keys."""
+    if not isinstance(sec, dict):
+        raise InputError(f"{p}: [{fam}.{STAGING}] is missing")
+    if "use" in sec:
+        target = sec["use"]
+        if target not in fams or "use" in data[target].get(STAGING, {}):
+            raise InputError(f"{p}: [{fam}.{STAGING}] uses {target!r}, which is not a section "
+                             "with its own staging numbers")
+        return
+    if not _is_count(sec.get("barrier")):
+        raise InputError(f"{p}: [{fam}.{STAGING}] barrier = {sec.get('barrier')!r} is not a non-negative integer")
+    for who in (*STAGING_SOURCES, WRITEBACK):
+        row = sec.get(who)
+        if not isinstance(row, dict):
+            raise InputError(f"{p}: [{fam}.{STAGING}] has no {who!r} row")
+        for key in STAGING_KEYS:
+            if not _is_count(row.get(key), whole=False):
+                raise InputError(f"{p}: [{fam}.{STAGING}] {who}.{key} = {row.get(key)!r} "
+                                 "is not a non-negative number")
+
+
 def _validate(p: Path, data: dict) -> None:
-    spaces = data.get("spaces")
-    if not isinstance(spaces, list) or not spaces:
-        raise InputError(f"{p}: 'spaces' must list the placement columns")
+    if data.get("schema") != SCHEMA:
+        raise InputError(f"{p}: schema = {data.get('schema')!r}, this reader expects {SCHEMA} "
+                         "(regenerate with benchmarks/addressing_modes.py --toml)")
+    for _, columns_key in CONTEXTS.values():
+        columns = data.get(columns_key)
+        if not isinstance(columns, list) or not columns:
+            raise InputError(f"{p}: '{columns_key}' must list the placement columns")
     fams = families(data)
     if not fams:
         raise InputError(f"{p}: no architecture section")
@@ -53,18 +157,9 @@ def _validate(p: Path, data: dict) -> None:
         sec = data[fam]
         if not isinstance(sec.get("sm"), list):
             raise InputError(f"{p}: [{fam}] needs an 'sm' list")
-        rows = sec.get("bytes")
-        if not isinstance(rows, dict) or not rows:
-            raise InputError(f"{p}: [{fam}.bytes] is missing")
-        for key, row in rows.items():
-            if not key.isdigit() or int(key) <= 0:
-                raise InputError(f"{p}: [{fam}.bytes] key {key!r} is not an element size in bytes")
-            for s in spaces:
-                if s not in row:
-                    raise InputError(f"{p}: [{fam}.bytes] \"{key}\" has no {s!r} entry")
-            for s, v in row.items():
-                if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                    raise InputError(f"{p}: [{fam}.bytes] \"{key}\".{s} = {v!r} is not a non-negative integer")
+        for table, columns_key in CONTEXTS.values():
+            _validate_rows(p, fam, table, sec.get(table), data[columns_key])
+        _validate_staging(p, fam, sec.get(STAGING), fams, data)
     for name, fb in data.get("fallback", {}).items():
         if fb.get("use") not in fams:
             raise InputError(f"{p}: [fallback.{name}] uses {fb.get('use')!r}, which is not a section")
@@ -112,55 +207,57 @@ def resolve_arch(arch: str) -> str:
 
 
 def _space_key(space: str) -> str:
+    """A placement letter (any case) or a trace space name -> the table's column name."""
     s = str(space).strip()
-    if s.upper() in {"G", "T", "2T", "C", "S", "2G", "2C", "2S"}:
-        return s.upper()
+    for key in (*SPACE_SHORT, *COMPARISON_COLUMNS):
+        if s.lower() == key.lower():
+            return key
     if s.lower() in SHORT_OF_SPACE:
         return SHORT_OF_SPACE[s.lower()]
-    raise InputError(f"unknown memory space {space!r} (use G, T, 2T, C, S or "
+    raise InputError(f"unknown memory space {space!r} (use {', '.join(SPACE_SHORT)} or "
                      f"{', '.join(SHORT_OF_SPACE)})")
 
 
 def addressing_cost(arch: str, elem_bytes: int, space: str, context: str = "indexed") -> int:
-    """Instructions to address one ``elem_bytes``-byte element in ``space`` on ``arch``.
-
-    PROVISIONAL: ``context`` ("indexed" or "offset") is accepted; the offset table is not in yet.
-    """
+    """Instructions to address one ``elem_bytes``-byte element in ``space`` on ``arch``, for an
+    access of kind ``context`` (``indexed``, ``offset``, ``offset_leading``)."""
     data = _load(str(table_path()))
     fam = resolve_arch(arch)
+    if context not in CONTEXTS:
+        raise InputError(f"unknown access context {context!r} (use {', '.join(CONTEXTS)})")
     if isinstance(elem_bytes, bool) or not isinstance(elem_bytes, int) or elem_bytes <= 0:
         raise InputError(f"element size {elem_bytes!r} is not a positive number of bytes")
-    rows = data[fam]["bytes"]
+    table = CONTEXTS[context][0]
+    rows = data[fam][table]
     row = rows.get(str(elem_bytes))
     if row is None:
-        raise InputError(f"{table_path()}: [{fam}.bytes] has no \"{elem_bytes}\" row "
+        raise InputError(f"{table_path()}: [{fam}.{table}] has no \"{elem_bytes}\" row "
                          f"(element sizes: {', '.join(sorted(rows, key=int))})")
     key = _space_key(space)
     if key not in row:
-        raise InputError(f"{table_path()}: [{fam}.bytes] \"{elem_bytes}\" has no {key!r} entry "
+        raise InputError(f"{table_path()}: [{fam}.{table}] \"{elem_bytes}\" has no {key!r} entry "
                          f"(spaces: {', '.join(row)})")
     return row[key]
 
 
-def addressing_delta(arch: str, elem_bytes: int, source: str, target: str) -> int:
+def addressing_delta(arch: str, elem_bytes: int, source: str, target: str, context: str = "indexed") -> int:
     """Change in address instructions per access when an array moves from ``source`` to ``target``."""
-    return addressing_cost(arch, elem_bytes, target) - addressing_cost(arch, elem_bytes, source)
+    return (addressing_cost(arch, elem_bytes, target, context)
+            - addressing_cost(arch, elem_bytes, source, context))
 
 
-# PROVISIONAL until the [<family>.staging] tables are measured from SASS (benchmarks/addressing_modes.py):
-# a cooperative copy loop costs its loop increment, compare and branch plus the source and
-# shared address arithmetic per element; one BAR.SYNC per barrier.
-@dataclass(frozen=True)
-class StagingCost:
-    """Non-memory instructions of the staging code (see placement.staging)."""
-
-    per_element: dict
-    writeback_int: int
-    barrier: int
-
-    def stage_int(self, source: str) -> int:
-        return self.per_element[source]
+def _staging_loop(row: dict) -> StagingLoop:
+    return StagingLoop(**{key: row[key] for key in STAGING_KEYS})
 
 
 def staging_cost(arch: str) -> StagingCost:
-    return StagingCost(per_element={"global": 5, "texture1d": 4, "readonly": 5}, writeback_int=5, barrier=1)
+    """Per-element cost of staging a tile in shared memory on ``arch`` ([<family>.staging],
+    after the family fallbacks and the section's own ``use``)."""
+    data = _load(str(table_path()))
+    fam = resolve_arch(arch)
+    sec = data[fam][STAGING]
+    if "use" in sec:
+        fam = sec["use"]
+        sec = data[fam][STAGING]
+    sources = MappingProxyType({who: _staging_loop(sec[who]) for who in STAGING_SOURCES})
+    return StagingCost(fam, sources, _staging_loop(sec[WRITEBACK]), sec["barrier"])

@@ -16,7 +16,10 @@ when writing the staged kernel:
   without tiles (a tiled matrix multiply's small tiles, which a developer picks so
   that staging does not cost resident blocks). When they coincide there is one.
 - **Costs** of the staging code per element and per barrier come from nvcc's SASS
-  (``placement.addressing.staging_cost``).
+  (``placement.addressing.staging_cost``): the copy loops of a static tile have
+  compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
+  with a 2D shape, ``unrolled_1d`` otherwise), as in the textbook tiled kernels and
+  Kernel Tuner's convolution.
 """
 
 from __future__ import annotations
@@ -186,19 +189,25 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
 
 @dataclass(frozen=True)
 class Costs:
-    """Instructions of the staging code: per staged element row of a warp, by source space; per written-back
-    element row; per barrier."""
+    """Instructions of the staging code (possibly fractional: an unrolled copy shares its address arithmetic):
+    per staged element row of a warp by source space and tile form (1D, 2D), per written-back element row by
+    form, and per barrier."""
 
-    stage: dict[str, int]
-    writeback: int
+    stage: dict[tuple[str, bool], float]
+    """(source space, 2D tile) -> instructions."""
+    writeback: dict[bool, float]
     barrier: int
 
 
 def costs(gpu: Gpu) -> Costs:
-    """The staging code's instruction costs on ``gpu`` (``placement.addressing.staging_cost``)."""
+    """The staging code's instruction costs on ``gpu`` (``placement.addressing.staging_cost``, unrolled forms)."""
     c = addressing.staging_cost(gpu.arch)
-    return Costs(stage={s: c.stage_int(s) for s in ("global", "texture1d", "readonly")}, writeback=c.writeback_int,
-                 barrier=c.barrier)  # fmt: skip
+    stage = {}
+    for s in ("global", "texture1d", "readonly"):
+        loop = c.load(s)
+        stage[(s, False)], stage[(s, True)] = loop.unrolled_1d, loop.unrolled_2d
+    wb = {False: c.writeback.unrolled_1d, True: c.writeback.unrolled_2d}
+    return Costs(stage=stage, writeback=wb, barrier=c.barrier)
 
 
 def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOption,
@@ -212,10 +221,11 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
         a = facts.access(name)
         wb = facts.writeback(name)
         source = STAGING_SOURCE[spaces[name]]
+        two_d = facts.info.object(name).shape is not None
         out.append(ts.StagedObject(
             obj=a.obj, source=source, length=-(-max(a.ordinals, 1) // option.windows), shared_base=base, pitch=pitch,
-            load=a.loads > 0, writeback=wb, int_per_element=cost.stage[source],
-            writeback_int_per_element=cost.writeback if wb != "none" else 0,
+            load=a.loads > 0, writeback=wb, int_per_element=cost.stage[(source, two_d)],
+            writeback_int_per_element=cost.writeback[two_d] if wb != "none" else 0.0,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

@@ -171,9 +171,9 @@ def test_eq3_replays_and_addressing_by_hand():
     # The access reads its tile offsets 16 l: 8-byte banks, lane l hits bank 2l mod 32, so lanes l and
     # l + 16 collide: one 2-way conflict, one replay of cause 4; addressing S - G = 1 - 2 = -1.
     s = ev.evaluate(parse_placement("A=S", info)).target
-    cost = staging_costs(K80)
-    added = 4 + 4 + 4 * cost.stage["global"] + cost.barrier
-    assert s.staging["inserted"] == {"loads": 4, "stores": 4, "int": 4 * cost.stage["global"], "barriers": 1,
+    per = staging_costs(K80).stage[("global", False)]  # A is 1D: the unrolled 1D copy's count
+    added = 4 + 4 + 4 * per + staging_costs(K80).barrier
+    assert s.staging["inserted"] == {"loads": 4, "stores": 4, "int": 4 * per, "barriers": 1,
                                      "writeback_loads": 0, "writeback_stores": 0}  # fmt: skip
     assert s.staging["windows"] == 1 and s.staging["tiles"] == {"A": {"bytes": 500, "pitch": 125}}
     assert list(s.replays.values()) == [0, 0, 0, 1] and s.issued_instructions == 10 - 1 + 1 + added

@@ -17,6 +17,7 @@ R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
 P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC = range(13)
 PLAN_LEN = 13
+MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled copies share arithmetic)
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
 T_LOADS, T_STORES, T_INT, T_BARRIERS, T_WB_LOADS, T_WB_STORES = range(6)
@@ -261,7 +262,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 r += 1
                 seq += 1
                 totals[T_STORES] += 1
-                seq += plan[s, P_INT]
+                seq += (plan[s, P_INT] + MILLI // 2) // MILLI
                 totals[T_INT] += plan[s, P_INT]
             else:
                 _put(write, out, r, b, w, seq, pc0 + 32, OP_LOAD, SHARED_CODE, elem, m, obj, delta_out)
@@ -277,7 +278,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 r += 1
                 seq += 1
                 totals[T_WB_STORES] += 1
-                seq += plan[s, P_WBINT]
+                seq += (plan[s, P_WBINT] + MILLI // 2) // MILLI
                 totals[T_INT] += plan[s, P_WBINT]
         it += 1
     return r, seq - seq0, seq
@@ -326,9 +327,10 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     takes its part, so every warp of a block meets the same barriers. After a warp's last
     row: the remaining windows, then, when something is written back, a barrier and the
     last window's write-back. Inserted instructions shift the seq of every later row;
-    ``barrier`` instructions per barrier, ``plan[s, P_INT]`` / ``P_WBINT`` non-memory
-    instructions per staged or written-back element row. ``totals`` accumulates the
-    inserted warp-instructions (T_*). With ``write`` False only the rows are counted.
+    ``barrier`` instructions per barrier, ``plan[s, P_INT]`` / ``P_WBINT`` thousandths of a
+    non-memory instruction per staged or written-back element row (rounded for the seq).
+    ``totals`` accumulates the inserted warp-instructions (T_*; T_INT in thousandths). With
+    ``write`` False only the rows are counted.
     """
     cta, warp, seq, pc, op, space, width, mask, addr, obj = cols
     ns = plan.shape[0]

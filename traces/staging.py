@@ -167,9 +167,10 @@ class StagedObject:
     """Whether the tile is loaded (False for an object only written, or privatized)."""
     writeback: str
     """'none', 'store' (written tiles stored back) or 'atomic' (privatized: zeroed, reduced back)."""
-    int_per_element: int
-    """Non-memory instructions per staged element row of a warp (loop and address arithmetic)."""
-    writeback_int_per_element: int
+    int_per_element: float
+    """Non-memory instructions per staged element row of a warp (loop and address arithmetic; may be
+    fractional, an unrolled copy sharing its arithmetic between elements)."""
+    writeback_int_per_element: float
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,9 @@ class Staged:
 
     trace: Trace
     addr_inst_delta: np.ndarray
-    inserted: dict[str, int]
+    inserted: dict[str, float]
+    """Warp-instructions inserted: loads, stores, int (non-memory, possibly fractional), barriers,
+    writeback_loads, writeback_stores."""
     windows: int
 
 
@@ -196,6 +199,7 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     slot_of = np.full(max(n_ids, 1), -1, np.int64)
     plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
+    milli = K.MILLI
     pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
     for s, so in enumerate(objects):
         if so.source not in SOURCES:
@@ -205,8 +209,8 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
         base, elem, ncols = _shape(trace, so.obj)
         slot_of[so.obj] = s
         plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
-                   base, int(so.load), WRITEBACK.index(so.writeback), so.int_per_element,
-                   so.writeback_int_per_element, pc_top + 64 * s)  # fmt: skip
+                   base, int(so.load), WRITEBACK.index(so.writeback), round(so.int_per_element * milli),
+                   round(so.writeback_int_per_element * milli), pc_top + 64 * s)  # fmt: skip
     order = program_order(trace)
     cols = trace.columns()
     ctuple = tuple(cols[c] for c in ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj"))
@@ -228,7 +232,9 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     new_info = replace(info, smem_per_block=int(smem_per_block))
     staged = Trace(**dict(zip(names, out)), info=new_info)
     keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
-    return Staged(staged, delta_out, {k: int(v) for k, v in zip(keys, totals)}, int(windows))
+    inserted = {k: int(v) for k, v in zip(keys, totals)}
+    inserted["int"] = float(totals[K.T_INT]) / milli
+    return Staged(staged, delta_out, inserted, int(windows))
 
 
 __all__ = ["Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "object_rows", "program_order",
