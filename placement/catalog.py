@@ -257,10 +257,10 @@ def arch_table(arch: str, cc: tuple[int, int]) -> dict[str, dict]:
 def model_defaults(arch: str, cc: tuple[int, int]) -> dict:
     """The seed models' constants of an architecture and compute capability
     (``[<arch>.models]``); empty for an architecture the file does not know."""
-    try:
+    data = _arch_data(str(arch_path()))
+    if arch in data["architectures"]:
         return arch_table(arch, cc)["models"]
-    except CatalogError:
-        return {}
+    return dict(data.get("older", {}).get(arch, {}).get("models", {}))
 
 
 def arch_of_cc(cc: tuple[int, int]) -> str:

@@ -33,7 +33,7 @@ def test_spec_row_bandwidth_from_bus_and_maxwell():
 
 def test_spec_row_unknown_arch():
     with pytest.raises(ValueError, match="compute capability"):
-        gpu_from_spec(dict(GTX680, compute_version="7.0"))
+        gpu_from_spec(dict(GTX680, compute_version="2.0"))  # Fermi: not in the catalog
 
 
 def _csv(name):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from traces.errors import InputError
 
-from ..gpu import Gpu, get_gpu
+from ..gpu import Gpu
 from .kernel import KernelParams
 
 log = logging.getLogger(__name__)
@@ -29,10 +29,47 @@ log = logging.getLogger(__name__)
 # Columns every row must have (the launch and the measurement).
 REQUIRED = ("Input.Size", "Duration", "Grid.X", "Grid.Y", "Grid.Z", "Block.X", "Block.Y", "Block.Z")
 SPEC = ("compute_version", "gpu_name", "max_clock_rate", "num_of_cores", "L2", "bus", "memory_clock", "bandwith")
-# Counters the models read; a row lacking one of these (nvprof sometimes gives up
-# on long runs) is reported, not predicted.
-COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request",
-            "Global.Load.Transactions.Per.Request", "L2.Hit.Rate..L1.Reads.")
+
+# The counters the models read, by the name used here, and the names each nvprof
+# generation gives them (first found wins). Kepler (cc 3.x) events and metrics on the
+# left; Maxwell and Pascal (cc 5.x, 6.x) renamed the request events (global_load,
+# global_store: "number of executed global load / store instructions", per warp, the
+# same count as Kepler's gld_request / gst_request) and report the L2 side of the
+# unified L1/texture cache as "Texture" traffic (l2_tex_read_transactions,
+# l2_texture_read_hit_rate), in the same 32-byte sectors as Kepler's
+# l2_l1_read_transactions. Every gpuperfpredict file shows its GPU's naming.
+NVPROF_NAMES: dict[str, tuple[str, ...]] = {
+    "warps_launched": ("warps_launched",),
+    "inst_executed": ("inst_executed",),
+    "gld_request": ("gld_request", "global_load"),
+    "gst_request": ("gst_request", "global_store"),
+    "shared_load": ("shared_load",),
+    "shared_store": ("shared_store",),
+    "shared_load_replay": ("shared_load_replay", "shared_ld_bank_conflict"),
+    "shared_store_replay": ("shared_store_replay", "shared_st_bank_conflict"),
+    "l2_read_sectors": ("L2.Read.Transactions..L1.read.requests.", "L2.Transactions..Texture.Reads."),
+    "l2_write_sectors": ("L2.Write.Transactions..L1.write.requests.", "L2.Transactions..Texture.Writes."),
+    "l2_hit_rate": ("L2.Hit.Rate..L1.Reads.", "L2.Hit.Rate..Texture.Reads."),
+    "gld_per_request": ("Global.Load.Transactions.Per.Request",),
+    "gst_per_request": ("Global.Store.Transactions.Per.Request",),
+    "l1_hit_rate": ("L1.Global.Hit.Rate", "Global.Hit.Rate"),
+    "dram_read": ("Device.Memory.Read.Transactions",),
+    "dram_write": ("Device.Memory.Write.Transactions",),
+    "fp32": ("FP.Instructions.Single.",),
+    "fp64": ("FP.Instructions.Double.",),
+    "sfu_ops": ("Floating.Point.Operations.Single.Precision.Special.",),
+}
+# Counters without which a row is not predicted (nvprof sometimes gives up on long runs).
+# On Kepler the requests' 128-byte line transactions come from gld/gst_transactions_per_request;
+# from Maxwell on, from the L2 sectors (see _per_request).
+COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request", "l2_hit_rate")
+KEPLER_COUNTERS = ("gld_per_request",)
+SECTOR_COUNTERS = ("l2_read_sectors",)
+
+
+def counter_names(canonical: str) -> tuple[str, ...]:
+    """The column names tried for one counter, every generation's."""
+    return NVPROF_NAMES[canonical]
 
 
 @dataclass(frozen=True)
@@ -91,6 +128,16 @@ def read_counters(path: str | Path) -> list[CounterRow]:
     return out
 
 
+def _reads_sectors(rec: dict) -> bool:
+    """Whether the row's per-request traffic is read from L2 sectors (Maxwell and later) rather
+    than Kepler's gld/gst_transactions_per_request: by compute capability when the row has it,
+    else by which naming it uses."""
+    cc = _num(rec.get("compute_version"))
+    if cc == cc:
+        return cc >= 5.0
+    return "gld_request" not in rec
+
+
 def _row(path: str, i: int, rec: dict) -> CounterRow:
     g = lambda c: _num(rec.get(c))  # noqa: E731
     for c in ("Input.Size", "Duration", "Block.X", "Grid.X"):
@@ -104,21 +151,15 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
         raise InputError(f"{path} row {i}: Block/Grid: expected positive sizes, got block {block} grid {grid}")
     spec = {c: rec.get(c) for c in SPEC if c in rec}
     kernel = str(rec.get("AppName") or rec.get("Kernel") or Path(path).stem)
-    names = (
-        "warps_launched", "inst_executed", "inst_issued1", "inst_issued2", "gld_request", "gst_request",
-        "shared_load", "shared_store", "shared_load_replay", "shared_store_replay",
-        "Global.Load.Transactions.Per.Request", "Global.Store.Transactions.Per.Request",
-        "L1.Global.Hit.Rate", "L2.Hit.Rate..L1.Reads.", "Device.Memory.Read.Transactions",
-        "Device.Memory.Write.Transactions", "FP.Instructions.Single.", "FP.Instructions.Double.",
-        "Floating.Point.Operations.Single.Precision.Special.", "Achieved.Occupancy",
-        "l1_global_load_hit", "l1_global_load_miss",
-        "L2.Read.Transactions..L1.read.requests.", "L2.Write.Transactions..L1.write.requests.",
-    )  # fmt: skip
-    raw = {n: g(n) for n in names}
-    missing = tuple(c for c in COUNTERS if not (raw[c] >= 0))
+    raw = {}
+    for canon, names in NVPROF_NAMES.items():
+        raw[canon] = next((g(n) for n in names if n in rec), math.nan)
+    sectors = _reads_sectors(rec)
+    required = COUNTERS + (SECTOR_COUNTERS if sectors else KEPLER_COUNTERS)
+    missing = tuple(c for c in required if not (raw[c] >= 0))
     params = None
     if not missing:
-        params = _params(kernel, tpb, blocks, rec, raw, g)
+        params = _params(kernel, tpb, blocks, raw, g, sectors)
     return CounterRow(
         row=i,
         kernel=kernel,
@@ -132,27 +173,66 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
     )
 
 
+def describe_missing(missing) -> str:
+    """The missing counters with the column names tried for each."""
+    return "; ".join(f"{c} (tried {', '.join(NVPROF_NAMES.get(c, (c,)))})" for c in missing)
+
+
 def _ratio(x: float, default: float) -> float:
     return x if x == x and x >= 0 else default
 
 
-def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> KernelParams:
+def _per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
+    """(load, store) transactions per request, in the unit of Kepler's
+    gld/gst_transactions_per_request: one 128-byte line (1-4 sectors of 32 bytes) a request touches.
+
+    Kepler (cc 3.x) counts exactly that. Maxwell and Pascal do not: their
+    gld_transactions count the unified L1/texture cache's lookups, in a unit NVIDIA does
+    not document (gpuperfpredict's GTX-980: 8 per request for vectorAdd, whose warp reads
+    one line of 4 sectors; 6 for matMul_gpu at every block shape, where the GTX-680 counts
+    1-2.5), with "hits" even for streaming loads the L1 does not cache on cc 5.2. What they
+    send to L2 is counted in 32-byte sectors as on Kepler (l2_tex_read_transactions:
+    matMul_gpu 2.5 a request on both GPUs, vectorAdd 4). A request's sectors lie in at
+    least sectors / 4 lines and at most one line per sector; a request of more than one
+    line's worth is a strided one (one sector per line: matrix_sum_normal's 8-32), and one
+    of at most a line's worth is taken as one line unless it is a partial line of a
+    broadcast or strided walk. The sector count reads as lines when it exceeds a line's
+    4 sectors; at or below 4 the request is one line, except that a fractional count
+    below 4 (a mix of 1-sector and several-sector requests, as matMul_gpu's 2.5 from a
+    1-sector broadcast and a 4-line strided read) keeps its count.
+    """
+    if not sectors:
+        return _ratio(raw["gld_per_request"], 1.0), _ratio(raw["gst_per_request"], 1.0)
+
+    def lines(sec: float) -> float:
+        if sec > 4.0 or (sec < 4.0 and abs(sec - round(sec)) > 1e-6):
+            return sec
+        return 1.0
+
+    sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 1.0
+    ss = _ratio(raw["l2_write_sectors"], 0.0) / gst if gst > 0 else 1.0
+    return lines(sl), lines(ss)
+
+
+def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> KernelParams:
     warps = raw["warps_launched"] or blocks * -(-tpb // 32)
     per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
     executed = per(raw["inst_executed"])
     gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
-    tl = _ratio(raw["Global.Load.Transactions.Per.Request"], 1.0)
-    ts = _ratio(raw["Global.Store.Transactions.Per.Request"], 1.0)
+    tl, ts = _per_request(raw, raw["gld_request"], raw["gst_request"], sectors)
     coal = (gld if tl <= 1.0 else 0.0) + (gst if ts <= 1.0 else 0.0)
     unc_l, unc_s = (gld if tl > 1.0 else 0.0), (gst if ts > 1.0 else 0.0)
     uncoal = unc_l + unc_s
     per_mw = (unc_l * tl + unc_s * ts) / uncoal if uncoal > 0 else 32.0
-    sfu = per(raw["Floating.Point.Operations.Single.Precision.Special."]) / 32.0
-    fp = (per(raw["FP.Instructions.Single."]) + per(raw["FP.Instructions.Double."])) / 32.0
+    sfu = per(raw["sfu_ops"]) / 32.0
+    fp = (per(raw["fp32"]) + per(raw["fp64"])) / 32.0
     shared = per(raw["shared_load"]) + per(raw["shared_store"])
-    l1 = _ratio(raw["L1.Global.Hit.Rate"], 0.0) / 100.0
-    l2 = _ratio(raw["L2.Hit.Rate..L1.Reads."], 0.0) / 100.0
-    dram_bytes = (_ratio(raw["Device.Memory.Read.Transactions"], 0.0) + _ratio(raw["Device.Memory.Write.Transactions"], 0.0)) * 32.0
+    # The L1 hit rate is Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x). Maxwell's
+    # and Pascal's global_hit_rate is over the unified cache's undocumented lookups (50 % for a
+    # streaming vectorAdd the cc 5.2 L1 does not cache): not a fraction of requests, not read.
+    l1 = 0.0 if sectors else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    l2 = _ratio(raw["l2_hit_rate"], 0.0) / 100.0
+    dram_bytes = (_ratio(raw["dram_read"], 0.0) + _ratio(raw["dram_write"], 0.0)) * 32.0
     # Loads are what the L2 hit rate measures; stores always go to L2 and are
     # written back later, so the hit ratio applies to the load share only.
     load_share = gld / (gld + gst) if gld + gst > 0 else 0.0
@@ -173,13 +253,12 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
         l1_hit_ratio=l1 * load_share,
         l2_hit_ratio=l2 * (1.0 - l1) * load_share,
         data_bytes=dram_bytes,
-        # nvprof's gld/gst_transactions_per_request count one L2 transaction per
-        # 128-byte line a request touches (1-4 sectors): vectorAdd 1 (4 sectors),
-        # matrix_sum_normal at block 32 x 32, 32 (one sector each).
+        # one L2 transaction per 128-byte line a request touches (1-4 sectors): vectorAdd 1
+        # (4 sectors), matrix_sum_normal at block 32 x 32, 32 (one sector each).
         store_insts=gst,
         l2_transactions=gld * tl + gst * ts,
         # and the L2 counts those lines' 32-byte sectors (vectorAdd 4 per request).
-        l2_sectors=per(raw["L2.Read.Transactions..L1.read.requests."]) + per(raw["L2.Write.Transactions..L1.write.requests."]),
+        l2_sectors=per(raw["l2_read_sectors"]) + per(raw["l2_write_sectors"]),
         input_size=g("Input.Size"),
         measured_s=g("Duration"),
     )
@@ -187,110 +266,45 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
 
 # --- GPUs from specification columns ---------------------------------------------
 
-# Per-architecture defaults for what a spec row lacks. The Kepler values start
-# from configs/gpus/k80.toml (Mei & Chu latencies, Hong & Kim departure delays);
-# Pascal latencies are mt4g's Quadro P6000 measurements (shared/data/mt4g,
-# p50 cycles: L1 90, L2 232, DRAM 413, shared 38); Maxwell has no measurement in
-# reach and takes Pascal's (same SM memory pipeline, GM -> GP shrink). FP32
-# dependent latencies: Kepler 9 (Lemeire et al. Table II), Maxwell and Pascal 6
-# (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
-# Microbenchmarking", 2018). Occupancy limits: CUDA C Programming Guide,
-# "Compute Capabilities" table.
-ARCH_DEFAULTS: dict[str, dict] = {
-    "kepler": {
-        "compute": {"cores_per_sm": 192, "sfus_per_sm": 32, "max_blocks_per_sm": 16, "regs_per_sm": 65536,
-                    "fp_latency": 9.0, "avg_inst_latency": 9.0},
-        "memory": {"smem_per_sm": 49152},
-    },
-    "maxwell": {
-        "compute": {"cores_per_sm": 128, "sfus_per_sm": 32, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
-                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
-        "memory": {"smem_per_sm": 98304, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
-        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
-    },
-    "pascal": {
-        "compute": {"cores_per_sm": 64, "sfus_per_sm": 16, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
-                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
-        "memory": {"smem_per_sm": 65536, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
-        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
-    },
-}  # fmt: skip
-
-
-# Huang & Li Sec. III-C2: DRAM row-buffer miss latency measured on the K80 (GK210),
-# 742 ns; configs/gpus/k40.toml and gtx680.toml take it for every GDDR5 Kepler part.
-KEPLER_DRAM_MISS_NS = 742.0
-
-
-def derived_memory_timing(arch: str, bandwidth_gbs: float, sms: int, clock_mhz: float) -> dict:
-    """Departure delays (and on Kepler the DRAM latency) of a spec row, by the rule of
-    configs/gpus/k40.toml and gtx680.toml: a 128-byte line (coalesced) or a 32-byte
-    sector (uncoalesced, per transaction) over the SM's share of the bandwidth per
-    cycle; Kepler DRAM latency = 742 ns x clock. Without this every spec row would
-    inherit the K80's delays, whatever its bandwidth and SM count."""
-    share = bandwidth_gbs * 1e9 / sms / (clock_mhz * 1e6)  # bytes per SM cycle
-    out = {"departure_del_coal": 128.0 / share, "departure_del_uncoal": 32.0 / share}
-    if arch == "kepler":
-        out["dram_latency"] = KEPLER_DRAM_MISS_NS * clock_mhz / 1000.0
-    return out
-
-
-def arch_of(cc: float) -> str:
-    major = int(cc)
-    if major == 3:
-        return "kepler"
-    if major == 5:
-        return "maxwell"
-    if major == 6:
-        return "pascal"
-    raise InputError(f"compute capability {cc}: no per-architecture defaults (Kepler 3.x, Maxwell 5.x, Pascal 6.x); give --gpu")
-
 
 def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
-    """A Gpu for a spec row: the row's clock, cores, bandwidth; the architecture's defaults for the rest."""
+    """A Gpu for a spec row: the row's compute capability, clock, cores, bandwidth, bus
+    and L2; the catalog's architecture defaults (``configs/architectures.toml``) for the
+    rest, through the same builder as a catalog GPU (:func:`placement.catalog.build_gpu`).
+    Shared memory and L1 per SM are those of the catalog's GPUs of the same compute
+    capability."""
+    from .. import catalog
+
     cc = _num(spec.get("compute_version"))
     clock = _num(spec.get("max_clock_rate"))
     cores = _num(spec.get("num_of_cores"))
     for key, v in (("compute_version", cc), ("max_clock_rate", clock), ("num_of_cores", cores)):
         if not v > 0:
             raise InputError(f"{where}: {key}: expected a positive number, got {spec.get(key)!r}")
-    arch = arch_of(cc)
+    major, minor = int(cc), int(round((cc - int(cc)) * 10))
+    try:
+        arch = catalog.arch_of_cc((major, minor))
+    except InputError as exc:
+        raise InputError(f"{where}: compute_version {spec.get('compute_version')!r}: {exc}") from None
+    like = [e for e in catalog.entries() if e.cc == (major, minor)] or [e for e in catalog.entries() if e.arch == arch]
     bw = _num(spec.get("bandwith"))
+    bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
     if not bw > 0:
-        bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
         if not (bus > 0 and mclk > 0):
             raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {spec.get('bandwith')!r}")
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
-    d = ARCH_DEFAULTS[arch]
-    major, minor = int(cc), int(round((cc - int(cc)) * 10))
-    base = get_gpu("k80")
-    comp = dict(d["compute"])
-    if (major, minor) == (6, 1):
-        comp.update(cores_per_sm=128, sfus_per_sm=32)
-        mem_extra = {"smem_per_sm": 98304}
-    else:
-        mem_extra = {}
-    if (major, minor) == (3, 0):
-        comp["max_regs_per_thread"] = 63
-    cores_per_sm = comp["cores_per_sm"]
+    cores_per_sm = catalog.arch_table(arch, (major, minor))["compute"]["cores_per_sm"]
     sms = max(1, int(round(cores / cores_per_sm)))
-    comp.update(sms=sms, clock_mhz=clock, issue_cycles=32.0 / cores_per_sm,
-                max_regs_per_block=65536)  # fmt: skip
-    mem = dict(d.get("memory", {}), **mem_extra, bandwidth_gbs=bw)
-    mem.update(derived_memory_timing(arch, bw, sms, clock))
-    caches = dict(d.get("caches", {}))
+    l2_mb = _num(spec.get("L2"))
+    bus_bits = int(bus) if bus >= 32 else like[0].bus_bits
+    memory = like[0].memory if bus_bits < 1024 else "HBM2"
     name = str(spec.get("gpu_name") or f"cc{cc}")
-    bus = _num(spec.get("bus"))
-    dram = replace(base.dram, channels=int(bus // 64)) if bus >= 64 else base.dram  # 64-bit GDDR5 channels
-    return replace(
-        base,
-        dram=dram,
+    s = catalog.Spec(
         name=name,
         description=f"{name} from its specification columns ({arch} defaults)",
-        arch=arch,
-        compute_capability=(major, minor),
-        compute=replace(base.compute, **comp),
-        memory=replace(base.memory, **mem),
-        caches=replace(base.caches, **caches),
-        path="",
-    )
+        arch=arch, cc=(major, minor), sms=sms, clock_mhz=clock, bandwidth_gbs=bw, bus_bits=bus_bits,
+        memory=memory if memory in catalog.arch_table(arch, (major, minor))["dram"]["channel_bits"] else like[0].memory,
+        l2_bytes=int(round(l2_mb * 1024 * 1024)) if l2_mb > 0 else like[0].l2_kb * 1024,
+        smem_per_sm=like[0].smem_per_sm_kb * 1024, l1_bytes=like[0].l1_kb * 1024, where=where,
+    )  # fmt: skip
+    return catalog.build_gpu(s)

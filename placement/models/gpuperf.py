@@ -118,6 +118,12 @@ def request_bytes(k: KernelParams, m: Machine) -> float:
     return (k.coal_mem_insts * m.transaction_bytes + k.uncoal_mem_insts * unc) / mem
 
 
+def dram_share(k: KernelParams) -> float:
+    """The fraction of a request's bytes that DRAM serves: the miss ratio when the counters give
+    hit ratios, else 1 (Sim et al.: every request to DRAM)."""
+    return k.miss_ratio if (k.l1_hit_ratio > 0 or k.l2_hit_ratio > 0) else 1.0
+
+
 @dataclass(frozen=True)
 class GpuPerfResult:
     """GPUPerf's costs (cycles per SM), intermediates, benefits and the bound."""
@@ -209,7 +215,9 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     t_ldst = ldst_cycles_per_warp(k, m) * per_sm
     tc = t_comp(max(wp + o_bank, t_ldst), ws - o_bank)
 
-    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, request_bytes(k, m), dram, sms)
+    # Extension (as MWP-CWP's Eq. 7 here): with hit ratios known, only the misses load DRAM,
+    # so the bandwidth bound on MWP counts the DRAM bytes of a request, not those the L2 serves.
+    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, max(request_bytes(k, m) * dram_share(k), 1e-9), dram, sms)
     mw = max(1.0, mwp(dram, delta, peak, n))
     comp_cycles = insts * lat / il  # Eq. A.3
     mem_cycles = mem_insts * am / k.mlp  # Eq. A.4
