@@ -12,7 +12,9 @@ a hand-written TOML gives, validated by the same code
 Derived fields (every constant they use is in the data files):
 
 - ``issue_cycles`` = warp size / cores per SM (Hong & Kim, Issue_cycles);
-- ``dram_latency`` = the architecture's DRAM latency in ns x the clock;
+- ``dram_latency`` is the architecture's, in cycles, as the microbenchmarks measure it
+  (a load's latency scales with the core clock more than with the memory's: see the
+  Kepler line of the architecture file);
 - departure delays: a 128-byte line (coalesced) or one 32-byte sector (uncoalesced)
   over the SM's share of the bandwidth per cycle, the rule of
   ``configs/gpus/k40.toml`` (no published value for most GPUs);
@@ -52,7 +54,7 @@ SECTIONS = ("compute", "memory", "caches", "dram")
 
 # Keys of the architecture file that are inputs of a derivation, not Gpu fields.
 _DERIVATION_KEYS = {
-    "memory": {"dram_latency_ns"},
+    "memory": set(),
     "caches": {"l1_geometry", "l1_policy", "tex_kb", "tex_geometry", "tex_policy", "l2_assoc", "l2_policy",
                "l2_index", "l2_slices_per_channel"},
     "dram": {"channel_bits"},
@@ -382,7 +384,6 @@ def build_gpu(s: Spec) -> Gpu:
     comp.update(sms=s.sms, clock_mhz=s.clock_mhz, issue_cycles=comp["warp_size"] / comp["cores_per_sm"])
     mem = {k: v for k, v in t["memory"].items() if k not in _DERIVATION_KEYS["memory"]}
     mem["bandwidth_gbs"] = s.bandwidth_gbs
-    mem["dram_latency"] = t["memory"]["dram_latency_ns"] * s.clock_mhz / 1000.0
     coal, uncoal = departure_delays(s.bandwidth_gbs, s.sms, s.clock_mhz, mem["line_bytes"], mem["sector_bytes"])
     mem.update(departure_del_coal=coal, departure_del_uncoal=uncoal)
     if s.smem_per_sm is not None:

@@ -182,24 +182,40 @@ def _ratio(x: float, default: float) -> float:
     return x if x == x and x >= 0 else default
 
 
+def unified_hit_ratio(raw: dict) -> float:
+    """The fraction of a global load's sectors the Maxwell / Pascal unified L1/texture cache
+    serves, from nvprof's global_hit_rate h.
+
+    That cache counts every sector a request touches twice, and the second lookup hits: a
+    streaming kernel the cache cannot help (gpuperfpredict's vectorAdd, dotProd,
+    matrix_sum_coalesced on the GTX-980) reports h = 50 % with gld_transactions = 2 x its
+    L2 sectors (8 against 4 a request), for every block shape. A kernel whose loads do hit
+    reports more (matMul_gpu_uncoalesced at block 16 x 16: 94.8 %, and 1.6 L2 sectors a
+    request where the GTX-680 sends 8.5). The share of sectors served is 2h - 1, clamped
+    to [0, 1] (below 50 %, at 32 sectors a request, the double count stops: matrix_sum_normal
+    and matMul_gpu_uncoalesced at 32 x 32 report 0 % and 8 % with every sector sent to L2).
+    """
+    h = _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    return min(max(2.0 * h - 1.0, 0.0), 1.0)
+
+
 def _per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
     """(load, store) transactions per request, in the unit of Kepler's
     gld/gst_transactions_per_request: one 128-byte line (1-4 sectors of 32 bytes) a request touches.
 
     Kepler (cc 3.x) counts exactly that. Maxwell and Pascal do not: their
-    gld_transactions count the unified L1/texture cache's lookups, in a unit NVIDIA does
-    not document (gpuperfpredict's GTX-980: 8 per request for vectorAdd, whose warp reads
-    one line of 4 sectors; 6 for matMul_gpu at every block shape, where the GTX-680 counts
-    1-2.5), with "hits" even for streaming loads the L1 does not cache on cc 5.2. What they
-    send to L2 is counted in 32-byte sectors as on Kepler (l2_tex_read_transactions:
-    matMul_gpu 2.5 a request on both GPUs, vectorAdd 4). A request's sectors lie in at
-    least sectors / 4 lines and at most one line per sector; a request of more than one
-    line's worth is a strided one (one sector per line: matrix_sum_normal's 8-32), and one
-    of at most a line's worth is taken as one line unless it is a partial line of a
-    broadcast or strided walk. The sector count reads as lines when it exceeds a line's
-    4 sectors; at or below 4 the request is one line, except that a fractional count
-    below 4 (a mix of 1-sector and several-sector requests, as matMul_gpu's 2.5 from a
-    1-sector broadcast and a 4-line strided read) keeps its count.
+    gld_transactions count the unified L1/texture cache's lookups (two a sector, see
+    :func:`unified_hit_ratio`: gpuperfpredict's GTX-980 counts 8 a request for vectorAdd,
+    whose warp reads one line of 4 sectors, and 6 for matMul_gpu at every block shape,
+    where the GTX-680 counts 1-2.5). What they send to L2 is counted in 32-byte sectors
+    as on Kepler (l2_tex_read_transactions: matMul_gpu 2.5 a request on both GPUs,
+    vectorAdd 4). The sectors a load request touches are its L2 sectors over the share
+    the unified cache did not serve; stores are not cached. Sectors read as lines: a
+    request of more than a line's 4 sectors is a strided one, one sector per line
+    (matrix_sum_normal's 8-32); one of exactly 1-4 whole sectors is one line
+    (vectorAdd's 4); a fractional count below 4 is a mix of one-sector requests in
+    separate lines and fuller ones (matMul_gpu's 2.5: a broadcast read of one sector and
+    a 4-line read) and keeps its count, as Kepler's line count does.
     """
     if not sectors:
         return _ratio(raw["gld_per_request"], 1.0), _ratio(raw["gst_per_request"], 1.0)
@@ -207,9 +223,12 @@ def _per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[floa
     def lines(sec: float) -> float:
         if sec > 4.0 or (sec < 4.0 and abs(sec - round(sec)) > 1e-6):
             return sec
-        return 1.0
+        return max(sec, 1.0) if sec > 0 else 1.0
 
+    served = unified_hit_ratio(raw)
     sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 1.0
+    if served < 1.0:
+        sl /= 1.0 - served
     ss = _ratio(raw["l2_write_sectors"], 0.0) / gst if gst > 0 else 1.0
     return lines(sl), lines(ss)
 
@@ -227,10 +246,9 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> 
     sfu = per(raw["sfu_ops"]) / 32.0
     fp = (per(raw["fp32"]) + per(raw["fp64"])) / 32.0
     shared = per(raw["shared_load"]) + per(raw["shared_store"])
-    # The L1 hit rate is Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x). Maxwell's
-    # and Pascal's global_hit_rate is over the unified cache's undocumented lookups (50 % for a
-    # streaming vectorAdd the cc 5.2 L1 does not cache): not a fraction of requests, not read.
-    l1 = 0.0 if sectors else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    # Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x); from Maxwell on, the share
+    # of sectors the unified L1/texture cache serves (unified_hit_ratio).
+    l1 = unified_hit_ratio(raw) if sectors else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
     l2 = _ratio(raw["l2_hit_rate"], 0.0) / 100.0
     dram_bytes = (_ratio(raw["dram_read"], 0.0) + _ratio(raw["dram_write"], 0.0)) * 32.0
     # Loads are what the L2 hit rate measures; stores always go to L2 and are
@@ -256,7 +274,7 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> 
         # one L2 transaction per 128-byte line a request touches (1-4 sectors): vectorAdd 1
         # (4 sectors), matrix_sum_normal at block 32 x 32, 32 (one sector each).
         store_insts=gst,
-        l2_transactions=gld * tl + gst * ts,
+        l2_transactions=gld * tl * (1.0 - l1) + gst * ts,
         # and the L2 counts those lines' 32-byte sectors (vectorAdd 4 per request).
         l2_sectors=per(raw["l2_read_sectors"]) + per(raw["l2_write_sectors"]),
         input_size=g("Input.Size"),
