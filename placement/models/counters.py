@@ -200,37 +200,40 @@ def unified_hit_ratio(raw: dict) -> float:
 
 
 def _per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
-    """(load, store) transactions per request, in the unit of Kepler's
-    gld/gst_transactions_per_request: one 128-byte line (1-4 sectors of 32 bytes) a request touches.
+    """(load, store) transactions per request, the models' #Uncoal_per_mw.
 
-    Kepler (cc 3.x) counts exactly that. Maxwell and Pascal do not: their
-    gld_transactions count the unified L1/texture cache's lookups (two a sector, see
-    :func:`unified_hit_ratio`: gpuperfpredict's GTX-980 counts 8 a request for vectorAdd,
-    whose warp reads one line of 4 sectors, and 6 for matMul_gpu at every block shape,
-    where the GTX-680 counts 1-2.5). What they send to L2 is counted in 32-byte sectors
-    as on Kepler (l2_tex_read_transactions: matMul_gpu 2.5 a request on both GPUs,
-    vectorAdd 4). The sectors a load request touches are its L2 sectors over the share
-    the unified cache did not serve; stores are not cached. Sectors read as lines: a
-    request of more than a line's 4 sectors is a strided one, one sector per line
-    (matrix_sum_normal's 8-32); one of exactly 1-4 whole sectors is one line
-    (vectorAdd's 4); a fractional count below 4 is a mix of one-sector requests in
-    separate lines and fuller ones (matMul_gpu's 2.5: a broadcast read of one sector and
-    a 4-line read) and keeps its count, as Kepler's line count does.
+    Kepler (cc 3.x) counts one transaction per 128-byte line a request touches (1-4 sectors of
+    32 bytes: gld/gst_transactions_per_request), and the models read that. From Maxwell on a
+    request's lines cannot be read from the counters: gld_transactions counts the unified
+    L1/texture cache's lookups (two a sector, see :func:`unified_hit_ratio`), and the L2
+    counters count 32-byte sectors. There the transactions are sectors
+    (:func:`_sectors_per_request`), the unit those GPUs' sectored L1 and L2 move: a strided
+    walk's one-sector lines read the same either way (matrix_sum_normal: 8, 16, 32 on both
+    GPUs), a coalesced warp's line reads as its 4 sectors (vectorAdd), whose Departure_delay
+    (4 x Departure_del_uncoal, one sector's time each) equals the line's Departure_del_coal.
     """
     if not sectors:
         return _ratio(raw["gld_per_request"], 1.0), _ratio(raw["gst_per_request"], 1.0)
+    sl, ss = _sectors_per_request(raw, gld, gst, sectors)
+    return max(sl, 1.0), max(ss, 1.0)
 
-    def lines(sec: float) -> float:
-        if sec > 4.0 or (sec < 4.0 and abs(sec - round(sec)) > 1e-6):
-            return sec
-        return max(sec, 1.0) if sec > 0 else 1.0
 
-    served = unified_hit_ratio(raw)
-    sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 1.0
-    if served < 1.0:
-        sl /= 1.0 - served
-    ss = _ratio(raw["l2_write_sectors"], 0.0) / gst if gst > 0 else 1.0
-    return lines(sl), lines(ss)
+def _sectors_per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
+    """(load, store) 32-byte sectors a request touches; 0 when uncounted.
+
+    Kepler: the L2 sectors per request (global loads skip L1). Maxwell and later: a load's
+    sectors are its L2 sectors over the share the unified cache did not serve
+    (:func:`unified_hit_ratio`), and at least half its unified-cache lookups (two a sector),
+    which stay exact when the cache serves nearly everything (matMul_gpu_uncoalesced at block
+    16 x 16: 18 lookups, 9 sectors, where the GTX-680 counts 8.5). Stores are not cached.
+    """
+    sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 0.0
+    if sectors:
+        served = unified_hit_ratio(raw)
+        touched = sl / (1.0 - served) if served < 1.0 else 0.0
+        sl = max(touched, _ratio(raw["gld_per_request"], 0.0) / 2.0)
+    ss = _ratio(raw["l2_write_sectors"], 0.0) / gst if gst > 0 else 0.0
+    return sl, ss
 
 
 def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> KernelParams:
@@ -243,6 +246,8 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> 
     unc_l, unc_s = (gld if tl > 1.0 else 0.0), (gst if ts > 1.0 else 0.0)
     uncoal = unc_l + unc_s
     per_mw = (unc_l * tl + unc_s * ts) / uncoal if uncoal > 0 else 32.0
+    sl, ss = _sectors_per_request(raw, raw["gld_request"], raw["gst_request"], sectors)
+    unc_sectors = (unc_l * sl + unc_s * ss) / uncoal if uncoal > 0 else 0.0
     sfu = per(raw["sfu_ops"]) / 32.0
     fp = (per(raw["fp32"]) + per(raw["fp64"])) / 32.0
     shared = per(raw["shared_load"]) + per(raw["shared_store"])
@@ -262,6 +267,7 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> 
         coal_mem_insts=coal,
         uncoal_mem_insts=uncoal,
         uncoal_per_mw=per_mw,
+        uncoal_sectors_per_mw=unc_sectors,
         sfu_insts=sfu,
         fp_insts=fp,
         shared_insts=shared,

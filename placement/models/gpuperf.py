@@ -117,14 +117,14 @@ def transaction_delta(k: KernelParams, m: Machine, avg_trans_warp: float) -> flo
 
 def request_bytes(k: KernelParams, m: Machine) -> float:
     """Bytes one memory request of a warp moves, Eq. A.7's transaction_size: a line for a
-    coalesced request, #transactions x the transaction size for an uncoalesced one (the
-    counters' transactions per request; 32-byte sectors on Kepler). Sim et al. price
+    coalesced request, #sectors x the sector size for an uncoalesced one (the counters' sectors
+    per request, ``KernelParams.uncoal_sectors``; one per transaction without them). Sim et al. price
     uncoalescing only as latency (Eq. 13); without this the 32 sectors of a strided
     request would cost the bandwidth of one line."""
     mem = k.mem_insts
     if mem <= 0:
         return float(m.transaction_bytes)
-    unc = max(k.uncoal_per_mw * m.sector_bytes, float(m.sector_bytes))
+    unc = max(k.uncoal_sectors * m.sector_bytes, float(m.sector_bytes))
     return (k.coal_mem_insts * m.transaction_bytes + k.uncoal_mem_insts * unc) / mem
 
 
@@ -209,12 +209,14 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         o_sync = k.synch_insts * per_sm * (m.gamma * dram * (mem_insts / insts if insts else 0.0))  # Eq. 7-8
     else:
         # No Gamma for this machine (Sim et al. fit 64 to Fermi by simulation): Hong & Kim's
-        # Eq. 26, as the HMS model does (placement/hms.py), with Delta x avg_trans_warp as
-        # the departure delay of one request and MWP capped by the block's warps.
-        from .mwp_cwp import synch_cost
+        # Eq. 26, as the HMS model does (placement/hms.py), with MWP-CWP's departure delay of
+        # one request (Eq. 15, cached departures: L2 hits leave at the L2's spacing) and MWP
+        # capped by the block's warps.
+        from .mwp_cwp import departure_delay_cached, synch_cost
 
         mwp_sync = min(dram / delta if delta > 0 else float(n), float(n))
-        o_sync = synch_cost(delta * max(trans, 1.0), mwp_sync, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)
+        dep = departure_delay_cached(k, m, sms)
+        o_sync = synch_cost(dep, mwp_sync, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)
     fs = f_sfu(k.sfu_insts, insts, m.sfu_width, m.simd_width)
     o_sfu = k.sfu_insts * per_sm * (m.warp_size / m.sfu_width) * fs  # Eq. 9
     o_cfdiv = k.divergent_insts * per_sm * lat / il
@@ -237,6 +239,19 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     cw = cwp(mem_cycles, comp_cycles, n)
     itm = max(1e-9, itmlp(k.mlp, mw, cw, peak))
     tm_lat = mem_insts * per_sm / itm * am  # Eq. 11
+    if m.gpu is not None and mem_insts > 0:
+        # Eq. 11 split at its min (extensions, for a GPU configuration's machine; the papers'
+        # presets keep Eq. 11): ITMLP = min(MLP x MWP_cp, MWP_peak_bw) is either the requests
+        # the warps keep in flight (each waits AMAT) or the bandwidth's (each holding DRAM for
+        # avg_DRAM_lat, the latency MWP_peak_bw was derived with, Eq. A.6-A.7). The latency
+        # term counts loads only, as MWP-CWP's: a warp does not wait on its stores; the
+        # bandwidth term counts every request, at avg_DRAM_lat, so L2 hits lowering AMAT do
+        # not lower the DRAM time of the misses. Without stores and hits it is Eq. 11.
+        mwp_cp = min(max(1.0, cw - 1.0), mw)
+        loads = mem_insts - min(max(k.store_insts, 0.0), mem_insts)
+        latency_bound = loads / max(1e-9, k.mlp * mwp_cp) * am
+        bandwidth_bound = mem_insts / max(1e-9, peak) * dram
+        tm_lat = max(latency_bound, bandwidth_bound) * per_sm
     # Extension (placement.models.l2bound): T_mem is at least the cycles the L2 needs
     # for all the kernel's transactions; Sim et al. price L2 hits by latency only.
     tl2 = t_l2(k, m)

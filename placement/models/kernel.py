@@ -48,6 +48,10 @@ class KernelParams:
     shared_insts: float = 0.0
     """Shared-memory accesses per warp, part of comp_insts (BSP Comm_SM)."""
     uncoal_per_mw: float = 32.0
+    uncoal_sectors_per_mw: float = 0.0
+    """32-byte sectors an uncoalesced request moves (nvprof's L2 sectors per request); 0: unknown,
+    one sector per transaction (``uncoal_per_mw``), as a strided walk has. A request of 2 lines of
+    2 sectors (matrix_sum_coalesced at block 16 x 16 on Kepler) moves 4."""
     coal_per_mw: float = 1.0
     load_bytes_per_warp: float = 128.0
     regs_per_thread: int = 0
@@ -91,6 +95,11 @@ class KernelParams:
     def global_transactions(self) -> float:
         """Transactions per warp of its global requests: #coal x coal_per_mw + #uncoal x uncoal_per_mw."""
         return self.coal_mem_insts * self.coal_per_mw + self.uncoal_mem_insts * self.uncoal_per_mw
+
+    @property
+    def uncoal_sectors(self) -> float:
+        """Sectors per uncoalesced request: ``uncoal_sectors_per_mw`` when counted, else one per transaction."""
+        return self.uncoal_sectors_per_mw if self.uncoal_sectors_per_mw > 0 else self.uncoal_per_mw
 
     @property
     def total_insts(self) -> float:
