@@ -64,7 +64,7 @@ NVPROF_NAMES: dict[str, tuple[str, ...]] = {
 # from Maxwell on, from the L2 sectors (see _per_request).
 COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request", "l2_hit_rate")
 KEPLER_COUNTERS = ("gld_per_request",)
-SECTOR_COUNTERS = ("l2_read_sectors",)
+SECTOR_COUNTERS = ("l2_read_sectors", "l1_hit_rate", "gld_per_request")
 
 
 def counter_names(canonical: str) -> tuple[str, ...]:
