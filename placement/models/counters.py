@@ -128,14 +128,19 @@ def read_counters(path: str | Path) -> list[CounterRow]:
     return out
 
 
-def _reads_sectors(rec: dict) -> bool:
-    """Whether the row's per-request traffic is read from L2 sectors (Maxwell and later) rather
-    than Kepler's gld/gst_transactions_per_request: by compute capability when the row has it,
-    else by which naming it uses."""
+KEPLER, UNIFIED, NCU = "kepler", "unified", "ncu"
+"""How a row's counters read (:func:`_params`): Kepler's nvprof (lines per request, L1 hit rate
+over requests), Maxwell's and Pascal's nvprof (unified-cache lookups and L2 sectors), or Nsight
+Compute's metrics (L1 sectors and requests, hit rates over sectors; ``placement.models.ncu``)."""
+
+
+def _reading(rec: dict) -> str:
+    """KEPLER or UNIFIED for an nvprof row: by compute capability when the row has it, else by
+    which naming it uses."""
     cc = _num(rec.get("compute_version"))
     if cc == cc:
-        return cc >= 5.0
-    return "gld_request" not in rec
+        return UNIFIED if cc >= 5.0 else KEPLER
+    return KEPLER if "gld_request" in rec else UNIFIED
 
 
 def _row(path: str, i: int, rec: dict) -> CounterRow:
@@ -154,12 +159,12 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
     raw = {}
     for canon, names in NVPROF_NAMES.items():
         raw[canon] = next((g(n) for n in names if n in rec), math.nan)
-    sectors = _reads_sectors(rec)
-    required = COUNTERS + (SECTOR_COUNTERS if sectors else KEPLER_COUNTERS)
+    reading = _reading(rec)
+    required = COUNTERS + (SECTOR_COUNTERS if reading == UNIFIED else KEPLER_COUNTERS)
     missing = tuple(c for c in required if not (raw[c] >= 0))
     params = None
     if not missing:
-        params = _params(kernel, tpb, blocks, raw, g, sectors)
+        params = _params(kernel, tpb, blocks, raw, g, reading)
     return CounterRow(
         row=i,
         kernel=kernel,
@@ -199,26 +204,27 @@ def unified_hit_ratio(raw: dict) -> float:
     return min(max(2.0 * h - 1.0, 0.0), 1.0)
 
 
-def _per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
+def _per_request(raw: dict, gld: float, gst: float, reading: str) -> tuple[float, float]:
     """(load, store) transactions per request, the models' #Uncoal_per_mw.
 
     Kepler (cc 3.x) counts one transaction per 128-byte line a request touches (1-4 sectors of
     32 bytes: gld/gst_transactions_per_request), and the models read that. From Maxwell on a
     request's lines cannot be read from the counters: gld_transactions counts the unified
     L1/texture cache's lookups (two a sector, see :func:`unified_hit_ratio`), and the L2
-    counters count 32-byte sectors. There the transactions are sectors
+    counters count 32-byte sectors; Nsight Compute counts a request's L1 sectors
+    (l1tex__t_sectors / l1tex__t_requests). There the transactions are sectors
     (:func:`_sectors_per_request`), the unit those GPUs' sectored L1 and L2 move: a strided
     walk's one-sector lines read the same either way (matrix_sum_normal: 8, 16, 32 on both
     GPUs), a coalesced warp's line reads as its 4 sectors (vectorAdd), whose Departure_delay
     (4 x Departure_del_uncoal, one sector's time each) equals the line's Departure_del_coal.
     """
-    if not sectors:
+    if reading == KEPLER:
         return _ratio(raw["gld_per_request"], 1.0), _ratio(raw["gst_per_request"], 1.0)
-    sl, ss = _sectors_per_request(raw, gld, gst, sectors)
+    sl, ss = _sectors_per_request(raw, gld, gst, reading)
     return max(sl, 1.0), max(ss, 1.0)
 
 
-def _sectors_per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tuple[float, float]:
+def _sectors_per_request(raw: dict, gld: float, gst: float, reading: str) -> tuple[float, float]:
     """(load, store) 32-byte sectors a request touches; 0 when uncounted.
 
     Kepler: the L2 sectors per request (global loads skip L1). Maxwell and later: a load's
@@ -226,9 +232,13 @@ def _sectors_per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tu
     (:func:`unified_hit_ratio`), and at least half its unified-cache lookups (two a sector),
     which stay exact when the cache serves nearly everything (matMul_gpu_uncoalesced at block
     16 x 16: 18 lookups, 9 sectors, where the GTX-680 counts 8.5). Stores are not cached.
+    Nsight Compute: the L1 sectors of the requests (``gld_sectors``, ``gst_sectors``).
     """
+    if reading == NCU:
+        sl = _ratio(raw["gld_sectors"], 0.0) / gld if gld > 0 else 0.0
+        return sl, (_ratio(raw["gst_sectors"], 0.0) / gst if gst > 0 else 0.0)
     sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 0.0
-    if sectors:
+    if reading == UNIFIED:
         served = unified_hit_ratio(raw)
         touched = sl / (1.0 - served) if served < 1.0 else 0.0
         sl = max(touched, _ratio(raw["gld_per_request"], 0.0) / 2.0)
@@ -236,24 +246,25 @@ def _sectors_per_request(raw: dict, gld: float, gst: float, sectors: bool) -> tu
     return sl, ss
 
 
-def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, sectors: bool) -> KernelParams:
+def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> KernelParams:
     warps = raw["warps_launched"] or blocks * -(-tpb // 32)
     per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
     executed = per(raw["inst_executed"])
     gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
-    tl, ts = _per_request(raw, raw["gld_request"], raw["gst_request"], sectors)
+    tl, ts = _per_request(raw, raw["gld_request"], raw["gst_request"], reading)
     coal = (gld if tl <= 1.0 else 0.0) + (gst if ts <= 1.0 else 0.0)
     unc_l, unc_s = (gld if tl > 1.0 else 0.0), (gst if ts > 1.0 else 0.0)
     uncoal = unc_l + unc_s
     per_mw = (unc_l * tl + unc_s * ts) / uncoal if uncoal > 0 else 32.0
-    sl, ss = _sectors_per_request(raw, raw["gld_request"], raw["gst_request"], sectors)
+    sl, ss = _sectors_per_request(raw, raw["gld_request"], raw["gst_request"], reading)
     unc_sectors = (unc_l * sl + unc_s * ss) / uncoal if uncoal > 0 else 0.0
     sfu = per(raw["sfu_ops"]) / 32.0
     fp = (per(raw["fp32"]) + per(raw["fp64"])) / 32.0
     shared = per(raw["shared_load"]) + per(raw["shared_store"])
-    # Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x); from Maxwell on, the share
-    # of sectors the unified L1/texture cache serves (unified_hit_ratio).
-    l1 = unified_hit_ratio(raw) if sectors else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    # Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x); Maxwell's and Pascal's
+    # share of sectors the unified L1/texture cache serves (unified_hit_ratio); Nsight
+    # Compute's L1 sector hit rate of global loads.
+    l1 = unified_hit_ratio(raw) if reading == UNIFIED else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
     l2 = _ratio(raw["l2_hit_rate"], 0.0) / 100.0
     dram_bytes = (_ratio(raw["dram_read"], 0.0) + _ratio(raw["dram_write"], 0.0)) * 32.0
     # Loads are what the L2 hit rate measures; stores always go to L2 and are
