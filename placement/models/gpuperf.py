@@ -7,10 +7,20 @@ B_itilp, B_serial, B_fp and B_memlp (Eq. 18-23) say what an optimization could
 gain. The pieces are plain functions so that the data-placement model (Huang &
 Li) can reuse them.
 
-Two throughput bounds extend the paper, both off for its C2050 preset: T_mem is at
-least T_L2 (``placement.models.l2bound``), and the parallel work is at least the
-cycles the SM's load/store units need (``placement.models.ldst``): T_comp =
-max(W_parallel + O_bank, T_LDST) + O_sync + O_SFU + O_CFdiv.
+Extensions, all off for the paper's C2050 preset (Table 3 machine, no GPU configuration):
+
+- two throughput bounds: T_mem is at least T_L2 (``placement.models.l2bound``), and the
+  parallel work is at least the cycles the SM's load/store units need
+  (``placement.models.ldst``): T_comp = max(W_parallel + O_bank, T_LDST) + O_sync +
+  O_SFU + O_CFdiv;
+- a GPU configuration's latencies are load-to-use totals (:func:`amat_total`);
+- with hit ratios, MWP_peak_bw counts the DRAM bytes of a request (:func:`dram_share`)
+  and a request moves its counted sectors (:func:`request_bytes`);
+- Eq. 11 split into a loads-only latency term and a bandwidth term at avg_DRAM_lat
+  (stores are not waited on; L2 hits do not shorten DRAM time);
+- O_sync without Gamma is Hong & Kim's Eq. 26 with MWP-CWP's cached departure delay;
+- T_exec is at least T_comp + AMAT x #Rep (each repetition's first loads are exposed,
+  Hong & Kim Eq. 24).
 """
 
 from __future__ import annotations
@@ -259,6 +269,13 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     fo = f_overlap(n, cw, mw)
     to = t_overlap(tc, tm, fo)
     te = tc + tm - to  # Eq. 1
+    if m.gpu is not None and mem_insts > 0:
+        # Extension (a GPU configuration's machine; the papers' presets keep Eq. 1): F_overlap lets
+        # T_comp hide all of T_mem, but each repetition of blocks starts with its loads before any
+        # of its warps can compute, so one AMAT per #Rep stays exposed, as Hong & Kim's Eq. 24
+        # counts Mem_L x #Rep in the compute-bound case. Short warps of many repetitions
+        # (gpuperfpredict's dotProd: 2 loads, a reduction, 3456 repetitions) need it.
+        te = max(te, tc + am * ln.rep)
 
     fp = k.comp_insts if k.fp_insts is None else k.fp_insts
     t_fp = fp * warps * m.fp_latency / (sms * il)  # Eq. 18
