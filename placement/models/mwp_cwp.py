@@ -32,6 +32,11 @@ Extensions, each inert with its default (Table 2 is reproduced unchanged):
 - cached departures (:func:`departure_delay_cached`, inert without hit ratios and
   an L2 rate): Eq. 15's delay for the requests that miss, the L2's spacing for
   those that hit.
+- sectors (inert without sector counts): Eq. 15's #Uncoal_per_mw counts the 32-byte
+  sectors of an uncoalesced request (:func:`departure_delay`), the unit of
+  Departure_del_uncoal in a GPU configuration;
+- #Rep by the busiest SM (``placement.models.kernel.launch``, a GPU configuration's
+  machine only) and the sustained DRAM bandwidth (``placement.models.params.machine_from_gpu``);
 - a load/store-unit throughput bound (``placement.models.ldst``, inert without a
   machine LD/ST unit count): Comp_cycles (Eq. 19) is max(Issue_cycles x
   #Total_insts, LDST_cycles), LDST_cycles = (global transactions + shared memory
