@@ -40,6 +40,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
+from cachesim.spec import IPOLY
 from traces.errors import InputError
 from traces.tomlfile import load_toml
 
@@ -296,14 +297,14 @@ def l2_string(l2_bytes: int, slices: int, line: int, assoc: int, policy: str, in
     ``slices`` (channels x slices per channel) is lowered to the largest count that
     splits the L2's lines evenly (H200: 50 MB over 96 would not). The set count is a
     power of two (cachesim requires it) with the ways closest to ``assoc``. The
-    index function of ``policy`` is kept when it allows the set count (IPOLY "P":
-    16, 32 or 64 sets), else "X" (XOR), as Accel-Sim does for large L2s.
+    index function of ``policy`` is kept when it allows the set count (IPOLY "P": the set
+    counts cachesim has a polynomial for), else "X" (XOR), as Accel-Sim does for large L2s.
     """
     lines = l2_bytes // line
     while slices > 1 and lines % slices:
         slices -= 1
     sets, ways = _pow2_split(lines // slices, assoc)
-    idx = index if not (index == "P" and sets not in (16, 32, 64)) else "X"
+    idx = index if not (index == "P" and sets not in IPOLY) else "X"
     parts = policy.split(":")
     parts[-1] = idx
     return f"S:{sets}:{line}:{ways},{':'.join(parts)}", slices

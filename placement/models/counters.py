@@ -8,8 +8,14 @@ the whole GPU, in warp-level instructions; the ``*.Instructions`` metrics count
 thread-level instructions.
 
 Without a ``--gpu`` configuration the machine comes from the row itself
-(:func:`gpu_from_spec`): clock, cores, bus and memory clock, compute capability,
-with per-architecture defaults (Kepler, Maxwell, Pascal) for everything else.
+(:func:`gpu_from_spec`): clock, cores, bus and memory clock, L2, compute capability,
+with the defaults of its architecture in ``configs/architectures.toml`` for
+everything else (any architecture of the GPU catalog).
+
+Column names differ between nvprof generations (:data:`NVPROF_NAMES`) and so do the
+units of some counters (:func:`_per_request`, :func:`unified_hit_ratio`); Nsight
+Compute exports come in through ``placement.models.ncu`` and the same
+:func:`_params`.
 """
 
 from __future__ import annotations
@@ -332,13 +338,13 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     sms = max(1, int(round(cores / cores_per_sm)))
     l2_mb = _num(spec.get("L2"))
     bus_bits = int(bus) if bus >= 32 else like[0].bus_bits
-    memory = like[0].memory if bus_bits < 1024 else "HBM2"
+    memory = like[0].memory  # the memory type of the catalog's GPUs of this compute capability
     name = str(spec.get("gpu_name") or f"cc{cc}")
     s = catalog.Spec(
         name=name,
         description=f"{name} from its specification columns ({arch} defaults)",
         arch=arch, cc=(major, minor), sms=sms, clock_mhz=clock, bandwidth_gbs=bw, bus_bits=bus_bits,
-        memory=memory if memory in catalog.arch_table(arch, (major, minor))["dram"]["channel_bits"] else like[0].memory,
+        memory=memory,
         l2_bytes=int(round(l2_mb * 1024 * 1024)) if l2_mb > 0 else like[0].l2_kb * 1024,
         smem_per_sm=like[0].smem_per_sm_kb * 1024, l1_bytes=like[0].l1_kb * 1024, where=where,
     )  # fmt: skip
