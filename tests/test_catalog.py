@@ -213,3 +213,14 @@ def test_rank_and_evaluate_on_one_gpu_per_architecture(run_cli, arch):
     assert code == 0, err
     ev = json.loads(out)
     assert ev["gpu"] == name and ev["time_ns"] > 0 and ev["t_comp"] > 0
+
+
+def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
+    code, out, err = run_cli("gpus", "RTX-3080", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["name"] == "rtx3080" and d["compute"]["sms"] == 68 and d["caches"]["global_in_l1"] is True
+    code, out, _ = run_cli("gpus", "GeForce RTX 3080")
+    assert code == 0 and "catalog.csv:rtx3080" in out and "[caches]" in out
+    code, out, _ = run_cli("gpus")
+    assert code == 0 and "rtx5090" in out and "blackwell" in out

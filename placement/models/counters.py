@@ -37,7 +37,7 @@ REQUIRED = ("Input.Size", "Duration", "Grid.X", "Grid.Y", "Grid.Z", "Block.X", "
 SPEC = ("compute_version", "gpu_name", "max_clock_rate", "num_of_cores", "L2", "bus", "memory_clock", "bandwith")
 
 # The counters the models read, by the name used here, and the names each nvprof
-# generation gives them (first found wins). Kepler (cc 3.x) events and metrics on the
+# generation gives them (first found wins; the gpuperfpredict names, then nvprof's own). Kepler (cc 3.x) events and metrics on the
 # left; Maxwell and Pascal (cc 5.x, 6.x) renamed the request events (global_load,
 # global_store: "number of executed global load / store instructions", per warp, the
 # same count as Kepler's gld_request / gst_request) and report the L2 side of the
@@ -53,18 +53,25 @@ NVPROF_NAMES: dict[str, tuple[str, ...]] = {
     "shared_store": ("shared_store",),
     "shared_load_replay": ("shared_load_replay", "shared_ld_bank_conflict"),
     "shared_store_replay": ("shared_store_replay", "shared_st_bank_conflict"),
-    "l2_read_sectors": ("L2.Read.Transactions..L1.read.requests.", "L2.Transactions..Texture.Reads."),
-    "l2_write_sectors": ("L2.Write.Transactions..L1.write.requests.", "L2.Transactions..Texture.Writes."),
-    "l2_hit_rate": ("L2.Hit.Rate..L1.Reads.", "L2.Hit.Rate..Texture.Reads."),
-    "gld_per_request": ("Global.Load.Transactions.Per.Request",),
-    "gst_per_request": ("Global.Store.Transactions.Per.Request",),
-    "l1_hit_rate": ("L1.Global.Hit.Rate", "Global.Hit.Rate"),
-    "dram_read": ("Device.Memory.Read.Transactions",),
-    "dram_write": ("Device.Memory.Write.Transactions",),
-    "fp32": ("FP.Instructions.Single.",),
-    "fp64": ("FP.Instructions.Double.",),
-    "sfu_ops": ("Floating.Point.Operations.Single.Precision.Special.",),
-}
+    "l2_read_sectors": ("L2.Read.Transactions..L1.read.requests.", "L2.Transactions..Texture.Reads.",
+                        "l2_l1_read_transactions", "l2_tex_read_transactions"),
+    "l2_write_sectors": ("L2.Write.Transactions..L1.write.requests.", "L2.Transactions..Texture.Writes.",
+                         "l2_l1_write_transactions", "l2_tex_write_transactions"),
+    "l2_hit_rate": ("L2.Hit.Rate..L1.Reads.", "L2.Hit.Rate..Texture.Reads.", "l2_l1_read_hit_rate",
+                    "l2_texture_read_hit_rate", "l2_tex_read_hit_rate"),
+    "gld_per_request": ("Global.Load.Transactions.Per.Request", "gld_transactions_per_request"),
+    "gst_per_request": ("Global.Store.Transactions.Per.Request", "gst_transactions_per_request"),
+    "l1_hit_rate": ("L1.Global.Hit.Rate", "Global.Hit.Rate", "l1_cache_global_hit_rate", "global_hit_rate"),
+    "dram_read": ("Device.Memory.Read.Transactions", "dram_read_transactions"),
+    "dram_write": ("Device.Memory.Write.Transactions", "dram_write_transactions"),
+    "fp32": ("FP.Instructions.Single.", "inst_fp_32"),
+    "fp64": ("FP.Instructions.Double.", "inst_fp_64"),
+    "sfu_ops": ("Floating.Point.Operations.Single.Precision.Special.", "flop_count_sp_special"),
+}  # fmt: skip
+"""Each counter under the gpuperfpredict column names (nvprof's metric descriptions, made
+R names) and then nvprof's own metric and event names (``nvprof --query-metrics``), so a
+wide table exported straight from nvprof reads too."""
+
 # Counters without which a row is not predicted (nvprof sometimes gives up on long runs).
 # On Kepler the requests' 128-byte line transactions come from gld/gst_transactions_per_request;
 # from Maxwell on, from the L2 sectors (see _per_request).
