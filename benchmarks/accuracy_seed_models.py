@@ -1,8 +1,18 @@
-"""Accuracy of the seed models on measured kernels (gpuperfpredict: GTX-680 and Tesla-K40).
+"""Accuracy of the seed models on measured kernels (the gpuperfpredict data, every GPU it holds).
 
-For every GPU and model at most one constant is calibrated, on one third of the
-rows (every third row of each file, in file order: block size, then input size),
-and the mean absolute percentage error is reported on the other two thirds.
+The GPUs are those the data folder holds (files ``<kernel>-<gpu>.csv``); a GPU
+without a single usable row (counters and a measured time) is refused with exit 2.
+
+Uncalibrated (the first table): MWP-CWP and GPUPerf on the machine the rows'
+specification columns describe with the architecture defaults of
+``configs/architectures.toml`` (``placement.models.counters.gpu_from_spec``), nothing
+fitted, every usable row scored; per GPU the median and mean over the kernels of
+each kernel's MAPE.
+
+Calibrated (the second table): for every GPU and model at most one constant is
+calibrated, on one third of the rows (every third row of each file, in file order:
+block size, then input size), and the mean absolute percentage error is reported on
+the other two thirds.
 
 - MWP-CWP and GPUPerf: the machine is the bundled configuration of the row's GPU
   (configs/gpus/gtx680.toml, k40.toml: every number cited there; departure delays
@@ -22,7 +32,7 @@ and the mean absolute percentage error is reported on the other two thirds.
   memory channel, is the peak each GPU sustained on its calibration rows
   (l2bound.rate_from_counters: the largest transactions / (Duration x clock x
   channels)), a measured hardware rate, not fitted to the error. With
-  --kepler-l2-rate it is the Kepler default instead (params.py, 1.0 per channel).
+  --arch-l2-rate it is the architecture's default instead (configs/architectures.toml).
   Both also take max() of their computation term with an LD/ST-unit throughput
   bound (placement.models.ldst, beyond the papers): (global + shared memory
   instructions + shared replays, from the counters) x 32 / 32 LD/ST units per
@@ -72,7 +82,6 @@ from placement.models.params import machine_from_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
-GPUS = ("GTX-680", "Tesla-K40")
 KERNELS = (
     "matMul_gpu_uncoalesced", "matMul_gpu", "matMul_gpu_sharedmem_uncoalesced", "matMul_gpu_sharedmem",
     "matrix_sum_normal", "matrix_sum_coalesced", "dotProd", "vectorAdd", "subSeqMax",
@@ -90,19 +99,52 @@ CANDIDATES = ("dram_latency", "departure_del_uncoal")
 PREDICT = {"mwp-cwp": mwp_cwp.predict, "gpuperf": gpuperf.predict}
 
 
+def discover(data: Path) -> dict[str, list[tuple[str, Path]]]:
+    """GPU -> [(kernel, file)] from the data folder's ``<kernel>-<gpu>.csv`` files (kernel names
+    hold no dash; GPU names may), kernels in the order of KERNELS, then any others."""
+    found: dict[str, list[tuple[str, Path]]] = {}
+    for p in sorted(data.glob("*-*.csv")):
+        kern, _, gpu = p.stem.partition("-")
+        found.setdefault(gpu, []).append((kern, p))
+    order = {k: i for i, k in enumerate(KERNELS)}
+    return {g: sorted(v, key=lambda kp: (order.get(kp[0], len(order)), kp[0])) for g, v in sorted(found.items())}
+
+
 def load(data: Path):
     sets = {}
-    for gpu in GPUS:
-        for kern in KERNELS:
-            p = data / f"{kern}-{gpu}.csv"
-            if not p.exists():
-                continue
+    for gpu, files in discover(data).items():
+        for kern, p in files:
             rows = rows_with_code_facts(read_counters(p))
             ok = [r for r in rows if r.params is not None and r.measured_s > 0]
             calib = [r for i, r in enumerate(rows) if i % 3 == 0 and r.params is not None and r.measured_s > 0]
             held = [r for i, r in enumerate(rows) if i % 3 != 0 and r.params is not None and r.measured_s > 0]
-            sets[(gpu, kern)] = {"calib": calib, "held": held, "skipped": len(rows) - len(ok), "total": len(rows)}
+            sets[(gpu, kern)] = {"calib": calib, "held": held, "all": ok, "skipped": len(rows) - len(ok), "total": len(rows)}
     return sets
+
+
+def check_usable(sets) -> list[str]:
+    """The GPUs of ``sets`` none of whose rows can be scored (no counters or no measured time)."""
+    gpus = sorted({g for g, _ in sets})
+    return [g for g in gpus if not any(s["all"] for (g_, _), s in sets.items() if g_ == g)]
+
+
+def uncalibrated(sets) -> dict:
+    """GPU -> model -> per-kernel MAPE over every usable row, on the machine of the rows' spec
+    columns and the architecture defaults (nothing fitted), with the median and mean over kernels."""
+    out: dict = {}
+    for (gpu, kern), s in sets.items():
+        rows = s["all"]
+        if not rows:
+            continue
+        mach = machine_from_gpu(gpu_from_spec(rows[0].spec, f"{gpu}/{kern}"))
+        for model in PREDICT:
+            err = mape(times(model, rows, mach), [r.measured_s for r in rows])
+            out.setdefault(gpu, {}).setdefault(model, {"kernels": {}})["kernels"][kern] = err
+    for models in out.values():
+        for d in models.values():
+            vals = list(d["kernels"].values())
+            d["median"], d["mean"] = float(np.median(vals)), float(np.mean(vals))
+    return out
 
 
 def mape(pred, meas) -> float:
@@ -138,7 +180,7 @@ def floor_mape(rows, feature) -> float:
     return float(np.mean(errs) * 100) if errs else math.nan
 
 
-def bsp_lambda(rows, mach) -> float:
+def bsp_lambda(rows, mach) -> float:  # noqa: D401
     """BSP's lambda for ``rows``: the median of T(lambda = 1) / T_measured."""
     return float(np.median([bsp.predict(r.params, mach, 1.0).time_s / r.measured_s for r in rows]))
 
@@ -174,30 +216,46 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
-    ap.add_argument("--kepler-l2-rate", action="store_true",
-                    help="L2 bound at the Kepler default rate (params.KEPLER_L2_TX_PER_CHANNEL_CYCLE) instead of each GPU's calibration peak")
+    ap.add_argument("--arch-l2-rate", action="store_true",
+                    help="calibrated table: L2 bound at the architecture's rate (configs/architectures.toml) instead of each GPU's calibration peak")
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"accuracy_seed_models: {args.data} is absent (the gpuperfpredict data lives in ../shared/data)", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     sets = load(args.data)
-    results = {"calibration": {}, "rows": []}
+    if not sets:
+        print(f"accuracy_seed_models: {args.data} holds no <kernel>-<gpu>.csv file", file=sys.stderr)
+        return 2
+    unusable = check_usable(sets)
+    if unusable:
+        print(f"accuracy_seed_models: {args.data}: no usable row (counters and a measured time) for GPU "
+              f"{', '.join(unusable)}; remove its files or complete them", file=sys.stderr)
+        return 2
+    gpus = sorted({g for g, _ in sets})
+    results = {"gpus": gpus, "uncalibrated": uncalibrated(sets), "calibration": {}, "rows": []}
+    print("Uncalibrated: the rows' spec columns and configs/architectures.toml, nothing fitted; MAPE (%) over every usable row")
+    print(f"{'gpu':12s} {'model':8s} {'median':>7s} {'mean':>7s}  per kernel")
+    for gpu in gpus:
+        for model, d in results["uncalibrated"][gpu].items():
+            per = " ".join(f"{k}:{v:.0f}" for k, v in d["kernels"].items())
+            print(f"{gpu:12s} {model:8s} {d['median']:7.1f} {d['mean']:7.1f}  {per}")
+    print()
     base = {}
-    for gpu in GPUS:
+    for gpu in gpus:
         if gpu in BUNDLED:
             g = get_gpu(BUNDLED[gpu])
         else:
-            g = gpu_from_spec(next(s["calib"][0].spec for (g_, _), s in sets.items() if g_ == gpu and s["calib"]))
+            g = gpu_from_spec(next(s["all"][0].spec for (g_, _), s in sets.items() if g_ == gpu and s["all"]))
         base[gpu] = machine_from_gpu(g, launch_overhead_s=LAUNCH_OVERHEAD_S)
-        if not args.kepler_l2_rate:
+        if not args.arch_l2_rate:
             calib_rows = [r for (g_, _), s in sets.items() if g_ == gpu for r in s["calib"]]
             per_channel = l2bound.rate_from_counters(calib_rows, g.compute.clock_mhz, g.dram.channels)
             if per_channel > 0:
                 base[gpu] = replace(base[gpu], l2_transactions_per_cycle=per_channel * g.dram.channels)
         results["calibration"][f"{gpu}/l2_transactions_per_cycle"] = {
             "constant": "l2_transactions_per_cycle", "value": base[gpu].l2_transactions_per_cycle,
-            "default": machine_from_gpu(g).l2_transactions_per_cycle, "calib_mape": math.nan}
+            "default": machine_from_gpu(g).l2_transactions_per_cycle or math.nan, "calib_mape": math.nan}
         for model in PREDICT:
             name, value, err = calibrate(model, gpu, sets, base[gpu])
             results["calibration"][f"{gpu}/{model}"] = {"constant": name, "value": value, "default": getattr(base[gpu], name), "calib_mape": err}
@@ -214,11 +272,11 @@ def main(argv=None) -> int:
         lam = bsp_lambda(s["calib"], m)
         row["bsp_lambda"] = lam
         row["bsp"] = bsp_mape(held, m, lam)
-        lam_a = AUTHORS_LAMBDA[gpu][KERNELS.index(kern)]
+        lam_a = AUTHORS_LAMBDA[gpu][KERNELS.index(kern)] if gpu in AUTHORS_LAMBDA and kern in KERNELS else math.nan
         row["bsp_authors_lambda"] = lam_a
-        row["bsp (authors' lambda)"] = bsp_mape(held, m, lam_a)
         b16 = [r for r in held if authors_shape(kern, r)]
-        row["bsp block-16 (authors' lambda)"] = bsp_mape(b16, m, lam_a)
+        row["bsp (authors' lambda)"] = bsp_mape(held, m, lam_a) if lam_a == lam_a else math.nan
+        row["bsp block-16 (authors' lambda)"] = bsp_mape(b16, m, lam_a) if lam_a == lam_a else math.nan
         # The paper's own protocol: lambda from the block-16 calibration rows, scored on the block-16 held rows.
         c16 = [r for r in s["calib"] if authors_shape(kern, r)]
         row["bsp (block 16 only)"] = bsp_mape(b16, m, bsp_lambda(c16, m)) if c16 else math.nan
@@ -229,7 +287,7 @@ def main(argv=None) -> int:
     print("Calibrated constants (one per GPU and model, on every third row):")
     for key, c in results["calibration"].items():
         if key.endswith("l2_transactions_per_cycle"):
-            print(f"  {key:20s} (measured on calibration rows, not fitted) {c['value']:.4g} per cycle (Kepler default {c['default']:.4g})")
+            print(f"  {key:20s} (measured on calibration rows, not fitted) {c['value']:.4g} per cycle (architecture default {c['default']:.4g})")
             continue
         print(f"  {key:20s} {c['constant']} = {c['value']:.4g} (default {c['default']:.4g}); calibration MAPE {c['calib_mape']:.1f} %")
     print()
@@ -245,7 +303,9 @@ def main(argv=None) -> int:
         print(f"{r['gpu']:10s} {mark}{r['kernel']:33s} {r['held_rows']:4d} {r['skipped_rows']:4d} {vals} {r['bsp_lambda']:7.3g}/{r['bsp_authors_lambda']:<7g}")
     print()
     for c in ("mwp-cwp", "gpuperf", "bsp", "bsp (block 16 only)", "bsp (authors' lambda)", "bsp block-16 (authors' lambda)"):
-        goal = [r[c] for r in results["rows"] if r["kernel"] in GOAL_KERNELS]
+        goal = [r[c] for r in results["rows"] if r["kernel"] in GOAL_KERNELS and r[c] == r[c]]
+        if not goal:
+            continue
         under = sum(1 for v in goal if v < 25)
         print(f"{c:31s}: {under}/{len(goal)} goal kernels (*) under 25 %; mean over goal kernels {np.mean(goal):.1f} %")
     print(f"({time.perf_counter() - t0:.1f} s)")

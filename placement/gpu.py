@@ -172,7 +172,7 @@ class Gpu:
         return ns * self.compute.clock_mhz / 1e3
 
 
-ARCHES = ("tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+ARCHES = ("tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
 
 # Bounds of each numeric key (inclusive); keys not listed must be > 0.
 _BOUNDS: dict[str, tuple[float | None, float | None]] = {
@@ -288,18 +288,24 @@ def _cross_checks(g: Gpu) -> None:
         raise ConfigError(p, "dram.row_bits", "row, column and byte bits must not overlap")
 
 
-def load_gpu(path: str | Path) -> Gpu:
-    """Load and validate one configuration file."""
-    p = str(path)
-    data = load_toml(p)
+def gpu_from_dict(data: dict, path: str) -> Gpu:
+    """Validate a configuration given as the TOML's tables (``name``, ``arch``, ...,
+    ``compute``, ``memory``, ``caches``, ``dram``) and build it; ``path`` names its
+    origin in every error (a file, or ``catalog.csv:NAME``)."""
     top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram"}
     unknown = sorted(set(data) - top)
     if unknown:
-        raise ConfigError(p, unknown[0], f"unknown key; known keys: {', '.join(sorted(top))}")
-    g = _build(Gpu, data, p, "")
-    g = Gpu(**{f.name: getattr(g, f.name) for f in fields(Gpu) if f.name != "path"}, path=p)
+        raise ConfigError(path, unknown[0], f"unknown key; known keys: {', '.join(sorted(top))}")
+    g = _build(Gpu, data, path, "")
+    g = Gpu(**{f.name: getattr(g, f.name) for f in fields(Gpu) if f.name != "path"}, path=path)
     _cross_checks(g)
     return g
+
+
+def load_gpu(path: str | Path) -> Gpu:
+    """Load and validate one configuration file."""
+    p = str(path)
+    return gpu_from_dict(load_toml(p), p)
 
 
 def gpu_dir() -> Path:
@@ -312,14 +318,32 @@ def gpu_names() -> list[str]:
 
 
 def get_gpu(name_or_path: str) -> Gpu:
-    """A bundled configuration by name, or any configuration file by path."""
+    """A configuration by path, bundled name or catalog name.
+
+    A ``.toml`` path (or any existing file) is loaded as it is. A name is matched
+    forgivingly (case, spaces, dashes and the vendor's words do not matter:
+    ``rtx3080``, ``"GeForce RTX 3080"``, ``RTX-3080``): a bundled
+    ``configs/gpus/NAME.toml`` wins, else the GPU catalog
+    (:mod:`placement.catalog`, ``configs/catalog.csv``) builds one. An unknown name
+    is an InputError with the closest names.
+    """
+    from . import catalog
+
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists():
         return load_gpu(p)
-    candidate = gpu_dir() / f"{name_or_path}.toml"
-    if not candidate.exists():
-        raise InputError(f"unknown GPU {name_or_path!r}; known: {', '.join(gpu_names())} (or a path to a .toml file)")
-    return load_gpu(candidate)
+    key = catalog.normalize(name_or_path)
+    bundled = {catalog.normalize(n): n for n in gpu_names()}
+    if key in bundled:
+        return load_gpu(gpu_dir() / f"{bundled[key]}.toml")
+    entry = catalog.find(name_or_path)
+    if entry is not None:
+        if catalog.normalize(entry.name) in bundled:
+            return load_gpu(gpu_dir() / f"{bundled[catalog.normalize(entry.name)]}.toml")
+        return catalog.gpu_from_entry(entry)
+    near = catalog.suggest(name_or_path)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    raise InputError(f"unknown GPU {name_or_path!r}{hint} (`placement gpus` lists the catalog; or give a path to a .toml file)")
 
 
 def as_dict(g: Gpu) -> dict[str, Any]:
@@ -327,4 +351,3 @@ def as_dict(g: Gpu) -> dict[str, Any]:
     from dataclasses import asdict
 
     return asdict(g)
-

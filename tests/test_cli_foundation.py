@@ -94,12 +94,15 @@ def test_usage_error_exit_2(run_cli):
     assert code == 2 and "usage:" in err
 
 
-def test_gpus_json_lists_the_nine(run_cli):
+def test_gpus_json_lists_the_catalog_and_the_nine(run_cli):
     code, out, err = run_cli("gpus", "--json")
     assert code == 0
-    names = [g["name"] for g in json.loads(out)["gpus"]]
-    assert names == gpu_names()
-    assert set(NINE) <= set(names)
+    docs = json.loads(out)["gpus"]
+    names = [g["name"] for g in docs]
+    assert set(gpu_names()) <= set(names) and set(NINE) <= set(names)
+    assert len(names) == len(set(names))
+    assert {g["name"]: g["origin"] for g in docs}["k40"] == "bundled"  # the hand-written TOML wins
+    assert {g["name"]: g["origin"] for g in docs}["rtx3080"] == "catalog"
 
 
 def test_gpus_text_and_one(run_cli):
@@ -112,7 +115,9 @@ def test_gpus_text_and_one(run_cli):
 
 def test_unknown_gpu_exit_2(run_cli):
     code, out, err = run_cli("gpus", "nope")
-    assert code == 2 and "unknown GPU 'nope'" in err and "k80" in err
+    assert code == 2 and "unknown GPU 'nope'" in err and "placement gpus" in err
+    code, out, err = run_cli("gpus", "rtx3800")
+    assert code == 2 and "did you mean" in err and "rtx3080" in err
 
 
 def test_bad_gpu_file_names_the_key(run_cli, tmp_path):

@@ -133,7 +133,10 @@ def test_kepler_row_buffer_timings_are_huang_li(name):
     assert (g.dram.row_bits, g.dram.column_bits, g.dram.byte_bits) == (
         k80.dram.row_bits, k80.dram.column_bits, k80.dram.byte_bits,
     )  # fmt: skip
-    assert g.memory.dram_latency == pytest.approx(g.ns_to_cycles(HL_MISS), abs=0.06)
+    # HL's row miss in cycles at the K40's 745 MHz: a Kepler load's latency is a number of core
+    # cycles (configs/architectures.toml), not of ns, on every Kepler part but the K80 it was measured on
+    expect = g.ns_to_cycles(HL_MISS) if name in ("k80", "k40") else 742.0 * 0.745
+    assert g.memory.dram_latency == pytest.approx(expect, abs=0.06)
 
 
 # --- spot checks, values written here ---------------------------------------------------

@@ -52,7 +52,7 @@ def _csv(name):
 
 def test_cli_counters_fit_lambda(capsys):
     p = _csv("matMul_gpu-GTX-680.csv")
-    assert main(["model", "bsp", "--counters", str(p), "--fit-lambda", "--fit-row", "40", "--json"]) == 0
+    assert main(["model", "bsp", "--counters", str(p), "--fit-lambda", "40", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     row = doc["rows"][39]
     assert doc["lambda_fitted_on_row"] == 40 and row["error_pct"] == pytest.approx(0.0, abs=1e-6)
@@ -66,3 +66,21 @@ def test_cli_lambda_given(capsys):
     assert main(["model", "bsp", "--counters", str(p), "--lambda", "10", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["lambda"] == 10 and doc["rows"][0]["machine"] == "Tesla-K40"
+
+
+def test_cli_fit_lambda_row_selector_and_message(capsys):
+    p = _csv("matMul_gpu-GTX-680.csv")
+    assert main(["model", "bsp", "--counters", str(p), "--fit-lambda", "size=1024,block=16x16"]) == 0
+    tail = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "fitted on row" in tail and "size 1024" in tail and "block 16x16" in tail
+    assert main(["model", "bsp", "--counters", str(p), "--fit-lambda", "size=12345"]) == 2
+    assert "no row matches" in capsys.readouterr().err
+
+
+def test_cli_bsp_without_lambda_refuses(capsys, tmp_path):
+    p = _csv("vectorAdd-Tesla-K40.csv")
+    assert main(["model", "bsp", "--counters", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "BSP needs lambda" in err and "--fit-lambda ROW" in err
+    assert main(["model", "bsp", "--counters", str(p), "--fit-lambda"]) == 2
+    assert "needs a row" in capsys.readouterr().err

@@ -33,7 +33,7 @@ def test_spec_row_bandwidth_from_bus_and_maxwell():
 
 def test_spec_row_unknown_arch():
     with pytest.raises(ValueError, match="compute capability"):
-        gpu_from_spec(dict(GTX680, compute_version="7.0"))
+        gpu_from_spec(dict(GTX680, compute_version="2.0"))  # Fermi: not in the catalog
 
 
 def _csv(name):
@@ -89,3 +89,28 @@ def test_unparsable_counters_file_one_line(tmp_path, capsys):
     assert main(["model", "mwp-cwp", "--counters", str(p)]) == 2
     err = capsys.readouterr().err
     assert f"{p}: not a CSV file" in err and err.count("\n") == 1
+
+
+def test_maxwell_naming_and_units():
+    """GTX-980 (cc 5.2) files: global_load / global_store and the texture-side L2 counters; the unified
+    cache's lookups (8 a request for vectorAdd) are two a sector, its 50 % hit rate serves nothing."""
+    from placement.models.counters import unified_hit_ratio
+
+    rows = read_counters(_csv("vectorAdd-GTX-980.csv"))
+    assert sum(r.params is not None for r in rows) > 0.9 * len(rows)
+    r = next(r for r in rows if r.params is not None and r.input_size >= 1e7)
+    k = r.params
+    assert unified_hit_ratio(r.raw) == pytest.approx(0.0, abs=1e-6)
+    assert k.l1_hit_ratio == pytest.approx(0.0, abs=1e-6)
+    assert k.uncoal_per_mw == pytest.approx(4.0) and k.uncoal_mem_insts == pytest.approx(3.0)  # 4 sectors a request
+    assert k.store_insts == pytest.approx(1.0)
+    assert unified_hit_ratio({"l1_hit_rate": 94.8}) == pytest.approx(0.896)
+    assert unified_hit_ratio({"l1_hit_rate": 8.3}) == 0.0
+
+
+def test_maxwell_matmul_is_no_longer_read_as_uncoalesced(capsys):
+    """The issue's report: MWP-CWP predicted the GTX-980's matMul_gpu 3-5x too slow."""
+    assert main(["model", "mwp-cwp", "--counters", str(_csv("matMul_gpu-GTX-980.csv")), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    errs = sorted(abs(r["error_pct"]) for r in doc["rows"] if r["error_pct"] is not None)
+    assert doc["predicted_rows"] >= 80 and errs[len(errs) // 2] < 25.0

@@ -34,15 +34,17 @@ def test_t_l2_hand_worked():
 
 
 def test_machines_rate():
-    # Kepler configs: one transaction per cycle per 64-bit channel; the papers' presets and Fermi: none
-    assert machine_from_gpu(get_gpu("gtx680")).l2_transactions_per_cycle == pytest.approx(4.0)
-    assert machine_from_gpu(get_gpu("k40")).l2_transactions_per_cycle == pytest.approx(6.0)
+    # Kepler: one line every other cycle per SM (configs/architectures.toml), Maxwell 0.9;
+    # the papers' presets and Fermi: none
+    assert machine_from_gpu(get_gpu("gtx680")).l2_transactions_per_cycle == pytest.approx(8 * 0.5)
+    assert machine_from_gpu(get_gpu("k40")).l2_transactions_per_cycle == pytest.approx(15 * 0.5)
+    assert machine_from_gpu(get_gpu("gtx980")).l2_transactions_per_cycle == pytest.approx(16 * 0.9)
     assert machine_from_gpu(get_gpu("c2050")).l2_transactions_per_cycle is None
     assert hong_kim_example().l2_transactions_per_cycle is None and c2050().l2_transactions_per_cycle is None
-    # a spec row's channels from its bus: 384 bit = 6
+    # a spec row's channels from its bus (384 bit = 6) and its SMs from its cores (2880 / 192 = 15)
     g = gpu_from_spec({"compute_version": "3.5", "gpu_name": "x", "max_clock_rate": "745", "num_of_cores": "2880",
                        "bus": "384", "bandwith": "288.384"})  # fmt: skip
-    assert g.dram.channels == 6 and machine_from_gpu(g).l2_transactions_per_cycle == pytest.approx(6.0)
+    assert g.dram.channels == 6 and machine_from_gpu(g).l2_transactions_per_cycle == pytest.approx(7.5)
 
 
 def test_mwp_cwp_memory_term_is_at_least_t_l2():

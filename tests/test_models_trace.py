@@ -56,6 +56,7 @@ def test_kernel_from_trace(tmp_path):
 @pytest.mark.parametrize("model", ["mwp-cwp", "gpuperf", "bsp"])
 def test_cli_trace(tmp_path, capsys, model):
     p = _write(tmp_path)
-    assert main(["model", model, "--gpu", "k80", "--trace", str(p), "--json"]) == 0
+    extra = ["--lambda", "1"] if model == "bsp" else []
+    assert main(["model", model, "--gpu", "k80", "--trace", str(p), "--json", *extra]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["machine"] == "k80" and doc["time_s"] > 0

@@ -1,39 +1,66 @@
-"""List the bundled GPU configurations (configs/gpus/*.toml)."""
+"""List the GPUs `--gpu` knows: the catalog (configs/catalog.csv) and the bundled configurations."""
 
 from __future__ import annotations
 
+from .. import catalog
 from ..gpu import as_dict, get_gpu, gpu_names
 from ._output import print_json, table
 
 NAME = "gpus"
-HELP = "list GPU configurations"
+HELP = "list the GPU catalog and the bundled configurations, or show one in full"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("name", nargs="?", help="show one configuration in full (a bundled name or a .toml path)")
+    p.add_argument("name", nargs="?", help="show one GPU in full (a catalog or bundled name, forgivingly spelled, or a .toml path)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _listing() -> list[dict]:
+    """One summary per GPU: every catalog row (a bundled TOML of the same name wins), then the
+    bundled configurations the catalog does not have (the papers' older GPUs)."""
+    bundled = {catalog.normalize(n): n for n in gpu_names()}
+    out, seen = [], set()
+    for e in catalog.entries():
+        toml = bundled.get(catalog.normalize(e.name))
+        seen.add(toml)
+        g = get_gpu(toml) if toml else catalog.gpu_from_entry(e)
+        out.append(_summary(g, e.full_name, "bundled" if toml else "catalog", e.source))
+    for n in gpu_names():
+        if n not in seen:
+            g = get_gpu(n)
+            out.append(_summary(g, g.description, "bundled", g.path))
+    return out
+
+
+def _summary(g, full_name: str, origin: str, source: str) -> dict:
+    c = g.compute
+    return {
+        "name": g.name, "full_name": full_name, "arch": g.arch,
+        "cc": f"{g.compute_capability[0]}.{g.compute_capability[1]}", "sms": c.sms, "cores": c.sms * c.cores_per_sm,
+        "clock_mhz": c.clock_mhz, "bandwidth_gbs": g.memory.bandwidth_gbs, "global_in_l1": g.caches.global_in_l1,
+        "readonly_cache": g.caches.readonly_cache, "origin": origin, "source": source,
+    }  # fmt: skip
+
+
 def run(args) -> int:
-    gpus = [get_gpu(args.name)] if args.name else [get_gpu(n) for n in gpu_names()]
-    if args.json:
-        docs = [as_dict(g) for g in gpus]
-        print_json(docs[0] if args.name else {"gpus": docs})
-        return 0
     if args.name:
-        g = gpus[0]
+        g = get_gpu(args.name)
+        if args.json:
+            print_json(as_dict(g))
+            return 0
         print(f"{g.name}: {g.description} ({g.arch}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]})")
-        print(f"file: {g.path}")
+        print(f"from: {g.path}")
         for section in ("compute", "memory", "caches", "dram"):
             print(f"[{section}]")
             for k, v in as_dict(g)[section].items():
                 print(f"  {k} = {v!r}")
         return 0
-    rows = [
-        [g.name, g.arch, f"{g.compute_capability[0]}.{g.compute_capability[1]}", g.compute.sms,
-         g.compute.sms * g.compute.cores_per_sm, g.compute.clock_mhz, g.memory.bandwidth_gbs,
-         "yes" if g.caches.global_in_l1 else "no", g.caches.readonly_cache, g.description]
-        for g in gpus
-    ]  # fmt: skip
-    print(table(rows, ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "read-only", "description"], "lllrrrrlll"))
+    docs = _listing()
+    if args.json:
+        print_json({"gpus": docs})
+        return 0
+    rows = [[d["name"], d["arch"], d["cc"], d["sms"], d["cores"], f"{d['clock_mhz']:g}", f"{d['bandwidth_gbs']:g}",
+             "yes" if d["global_in_l1"] else "no", d["readonly_cache"], d["origin"], d["full_name"]] for d in docs]  # fmt: skip
+    print(table(rows, ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "read-only", "from", "GPU"], "lllrrrrllll"))
+    print(f"{len(docs)} GPUs; `placement gpus NAME` shows one in full (names are matched forgivingly: rtx3080, \"GeForce RTX 3080\", RTX-3080)")
     return 0

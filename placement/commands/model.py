@@ -2,12 +2,19 @@
 
   placement model mwp-cwp  --kernel configs/examples/hong-kim-table2.toml
   placement model gpuperf  --gpu k80 --trace T.parquet
-  placement model bsp      --counters vectorAdd-GTX-680.csv --fit-lambda
+  placement model bsp      --counters vectorAdd-GTX-680.csv --fit-lambda 12
+  placement model gpuperf  --counters kernel.ncu.csv            (Nsight Compute: ncu --csv --page raw)
   placement model lemeire  --runs RUNS.csv --gpu k80  |  --chase LATENCY.txt
 
 Without --gpu, a parameter file's [machine] table completes the model's own paper
 machine (MWP-CWP: Hong & Kim Sec. 3.6; GPUPerf and BSP: Sim et al.'s Tesla C2050),
-and each counters row is modeled on the GPU its specification columns describe.
+each nvprof counters row is modeled on the GPU its specification columns describe,
+and an Nsight Compute export on the catalog GPU its device name gives.
+
+BSP has no default lambda: Amaris et al. fit one per GPU and application from a
+measured run (their lambdas for the gpuperfpredict kernels on one GTX-680 range from
+0.6 to 68), so a prediction without one would be a number with no meaning. Give
+``--lambda L`` or ``--fit-lambda [ROW]`` (a row number, or ``size=N[,block=BXxBY]``).
 """
 
 from __future__ import annotations
@@ -40,14 +47,16 @@ def add_arguments(p) -> None:
         s.add_argument("--gpu", help="GPU configuration name or .toml path")
         src = s.add_mutually_exclusive_group(required=True)
         src.add_argument("--kernel", metavar="PARAMS.toml", help="kernel parameter file ([kernel], optional [machine])")
-        src.add_argument("--counters", metavar="NVPROF.csv", help="nvprof counters in the gpuperfpredict format")
+        src.add_argument("--counters", metavar="COUNTERS.csv",
+                         help="nvprof counters in the gpuperfpredict format, or an Nsight Compute export (ncu --csv --page raw)")
         src.add_argument("--trace", metavar="T.parquet", help="a memory trace")
         s.add_argument("--json", action="store_true", help="print one JSON document")
         if name == "bsp":
             lam = s.add_mutually_exclusive_group()
-            lam.add_argument("--lambda", dest="lam", type=float, default=None, help="lambda (default 1)")
-            lam.add_argument("--fit-lambda", action="store_true", help="fit lambda from one measured run")
-            s.add_argument("--fit-row", type=int, default=1, help="counters row to fit lambda on (default 1)")
+            lam.add_argument("--lambda", dest="lam", type=float, default=None, help="lambda (Amaris et al. Eq. 3)")
+            lam.add_argument("--fit-lambda", nargs="?", const="", default=None, metavar="ROW",
+                             help="fit lambda on one measured run: a counters row number or size=N[,block=BXxBY] "
+                                  "(required with --counters); the kernel itself with --kernel or --trace")
     le = sub.add_parser("lemeire", help="Lemeire et al.: CPI, latencies, occupancy roofline, cache levels")
     le.add_argument("--gpu", help="GPU configuration (clock, SMs, warp limits) for --runs")
     src = le.add_mutually_exclusive_group(required=True)
@@ -78,12 +87,24 @@ _SPEC_CACHE: dict = {}
 
 
 def _spec_machine(spec: dict, where: str):
+    """The machine a counters row describes: its spec columns (nvprof), or its device name in the
+    GPU catalog (Nsight Compute)."""
+    from placement.gpu import get_gpu
     from placement.models.counters import gpu_from_spec
     from placement.models.params import machine_from_gpu
 
     key = tuple(sorted((k, str(v)) for k, v in spec.items()))
     if key not in _SPEC_CACHE:
-        _SPEC_CACHE[key] = machine_from_gpu(gpu_from_spec(spec, where))
+        if "ncu_device" in spec:
+            if not spec["ncu_device"]:
+                raise InputError(f"{where}: the export has no device__attribute_display_name; give --gpu NAME")
+            try:
+                g = get_gpu(spec["ncu_device"])
+            except InputError as exc:
+                raise InputError(f"{where}: device {spec['ncu_device']!r}: {exc}; give --gpu NAME") from None
+        else:
+            g = gpu_from_spec(spec, where)
+        _SPEC_CACHE[key] = machine_from_gpu(g)
     return _SPEC_CACHE[key]
 
 
@@ -110,15 +131,53 @@ _SUMMARY = {
 }
 
 
+NO_LAMBDA = ("BSP needs lambda: give --lambda L, or --fit-lambda{row} to fit it on a measured run "
+             "(Amaris et al. fit one lambda per GPU and application, from 0.6 to 68 on one GTX-680: there is no default)")
+ROW_HELP = " ROW (a row number, or size=N[,block=BXxBY])"
+
+
 def _lambda(args, k, m) -> float:
     from placement.models import bsp
 
-    if getattr(args, "fit_lambda", False):
-        if k.measured_s is None:
+    if args.fit_lambda is not None:
+        if args.fit_lambda:
+            raise InputError(f"--fit-lambda {args.fit_lambda}: a row selector needs --counters; with --kernel or --trace "
+                             "lambda is fitted on the kernel's own measured time")
+        if not k.measured_s:
             raise InputError("--fit-lambda needs a measured time (kernel.measured_s, or a trace with a measurement)")
         return bsp.fit_lambda(k, m, k.measured_s)
-    lam = getattr(args, "lam", None)
-    return 1.0 if lam is None else lam
+    if args.lam is None:
+        raise InputError(NO_LAMBDA.format(row=""))
+    return args.lam
+
+
+def select_row(rows: list, selector: str, where: str):
+    """The counters row a --fit-lambda selector names: a row number (1 = first data row) or
+    ``size=N[,block=BXxBY[xBZ]]`` (the first row with that input size and block)."""
+    sel = selector.strip()
+    if sel.isdigit():
+        idx = int(sel)
+        if not 1 <= idx <= len(rows):
+            raise InputError(f"{where}: --fit-lambda {sel}: no row {idx} (rows 1..{len(rows)})")
+        return rows[idx - 1]
+    want: dict = {}
+    for part in sel.split(","):
+        key, _, val = part.partition("=")
+        key, val = key.strip().lower(), val.strip()
+        try:
+            if key == "size":
+                want["size"] = float(val)
+            elif key == "block":
+                dims = [int(x) for x in val.lower().split("x")]
+                want["block"] = tuple((dims + [1, 1])[:3])
+            else:
+                raise ValueError
+        except ValueError:
+            raise InputError(f"{where}: --fit-lambda {selector!r}: expected a row number or size=N[,block=BXxBY]") from None
+    for r in rows:
+        if ("size" not in want or r.input_size == want["size"]) and ("block" not in want or tuple(r.block) == want["block"]):
+            return r
+    raise InputError(f"{where}: --fit-lambda {selector!r}: no row matches")
 
 
 def run(args) -> int:
@@ -154,35 +213,60 @@ def run(args) -> int:
     return 0
 
 
-def _run_counters(args) -> int:
-    from placement.models import bsp
-    from placement.models.counters import read_counters
+def read_counter_rows(path: str):
+    """The rows of a counters file (nvprof in the gpuperfpredict format, or an Nsight Compute
+    CSV export), and the column names each canonical counter was looked up under."""
+    from placement.models.counters import NVPROF_NAMES, read_counters
     from placement.models.gpuperfpredict import rows_with_code_facts
+    from placement.models.ncu import NCU_NAMES, is_ncu_csv, read_ncu
 
+    if is_ncu_csv(path):
+        return read_ncu(path), NCU_NAMES
     # The known kernels of the gpuperfpredict set get the MLP and barriers of their code,
     # which nvprof cannot count (placement.models.gpuperfpredict); others keep their counters.
-    rows = rows_with_code_facts(read_counters(args.counters))
+    return rows_with_code_facts(read_counters(path)), NVPROF_NAMES
+
+
+def missing_summary(rows, names: dict) -> str:
+    """Which counters the rows lack, how many rows each, and the column names tried."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for c in r.missing:
+            counts[c] = counts.get(c, 0) + 1
+    return "; ".join(f"{c} in {n} rows (tried {', '.join(names.get(c, (c,)))})" for c, n in counts.items())
+
+
+def _run_counters(args) -> int:
+    from placement.models import bsp
+
+    rows, names = read_counter_rows(args.counters)
     fixed = _machine(args) if args.gpu else None
     lam = 1.0
-    fitted_on = None
+    fitted = None
+    usable = [r for r in rows if r.params is not None]
+    if not usable:
+        raise InputError(f"{args.counters}: no row can be predicted: {missing_summary(rows, names)}")
     if args.model == "bsp":
-        if args.fit_lambda:
-            idx = args.fit_row
-            if not 1 <= idx <= len(rows):
-                raise InputError(f"{args.counters}: --fit-row {idx} outside 1..{len(rows)}")
-            r = rows[idx - 1]
+        if args.fit_lambda is not None:
+            if not args.fit_lambda:
+                raise InputError(f"{args.counters}: --fit-lambda needs a row to fit on: --fit-lambda{ROW_HELP}")
+            r = select_row(rows, args.fit_lambda, args.counters)
             if r.params is None:
-                raise InputError(f"{args.counters} row {idx}: cannot fit lambda, counters missing: {', '.join(r.missing)}")
-            m = fixed or _spec_machine(r.spec, f"{args.counters} row {idx}")
+                raise InputError(f"{args.counters} row {r.row}: cannot fit lambda, counters missing: {missing_summary([r], names)}")
+            if not r.measured_s > 0:
+                raise InputError(f"{args.counters} row {r.row}: cannot fit lambda, no measured time")
+            m = fixed or _spec_machine(r.spec, f"{args.counters} row {r.row}")
             lam = bsp.fit_lambda(r.params, m, r.measured_s)
-            fitted_on = idx
+            fitted = r
         elif args.lam is not None:
             lam = args.lam
+        else:
+            raise InputError(f"{args.counters}: " + NO_LAMBDA.format(row=ROW_HELP))
     out = []
     errors = []
     for r in rows:
-        d = {"row": r.row, "kernel": r.kernel, "input_size": r.input_size, "block": list(r.block),
-             "predicted_s": None, "measured_s": r.measured_s, "error_pct": None}  # fmt: skip
+        d = {"row": r.row, "kernel": r.kernel, "input_size": _finite_or_none(r.input_size), "block": list(r.block),
+             "predicted_s": None, "measured_s": _finite_or_none(r.measured_s), "error_pct": None}  # fmt: skip
         if r.params is None:
             d["missing"] = list(r.missing)
             out.append(d)
@@ -200,11 +284,13 @@ def _run_counters(args) -> int:
     mape = sum(errors) / len(errors) if errors else None
     skipped = sum(1 for d in out if d["predicted_s"] is None)
     if skipped:
-        log.warning("%s: %d of %d rows lack counters and were not predicted", args.counters, skipped, len(out))
-    doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "predicted_rows": len(errors), "skipped_rows": skipped}
+        log.warning("%s: %d of %d rows lack counters and were not predicted: %s", args.counters, skipped, len(out),
+                    missing_summary(rows, names))
+    doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "predicted_rows": len(out) - skipped,
+           "skipped_rows": skipped}  # fmt: skip
     if args.model == "bsp":
         doc["lambda"] = lam
-        doc["lambda_fitted_on_row"] = fitted_on
+        doc["lambda_fitted_on_row"] = fitted.row if fitted else None
     if args.json:
         print_json(doc)
         return 0
@@ -213,16 +299,25 @@ def _run_counters(args) -> int:
     for d in out:
         pred = "-" if d["predicted_s"] is None else f"{d['predicted_s']:.4g}"
         err = "-" if d["error_pct"] is None else f"{d['error_pct']:+.1f}"
+        meas = "-" if d["measured_s"] is None else f"{d['measured_s']:.4g}"
+        size = "-" if d["input_size"] is None else f"{d['input_size']:g}"
         extra = [("-" if d.get(k) is None else (f"{d[k]:.3g}" if isinstance(d[k], float) else str(d[k]))) for k in keys]
-        trows.append([d["row"], d["kernel"], f"{d['input_size']:g}", "x".join(map(str, d["block"][:2])), pred, f"{d['measured_s']:.4g}", err, *extra])
+        trows.append([d["row"], d["kernel"], size, "x".join(map(str, d["block"][:2])), pred, meas, err, *extra])
     print(table(trows, ["row", "kernel", "size", "block", "predicted_s", "measured_s", "error_%", *keys], "rllrrrr" + "r" * len(keys)))
-    tail = f"MAPE {mape:.1f} % over {len(errors)} rows" if mape is not None else "no row predicted"
+    tail = f"MAPE {mape:.1f} % over {len(errors)} rows" if mape is not None else f"{len(out) - skipped} rows predicted (no measured time)"
     if skipped:
         tail += f"; {skipped} rows lack counters"
     if args.model == "bsp":
-        tail += f"; lambda {lam:.4g}" + (f" (fitted on row {fitted_on})" if fitted_on else "")
+        tail += f"; lambda {lam:.4g}"
+        if fitted is not None:
+            size = "" if not math.isfinite(fitted.input_size) else f", size {fitted.input_size:g}"
+            tail += f" (fitted on row {fitted.row}: {fitted.kernel}{size}, block {'x'.join(map(str, fitted.block[:2]))})"
     print(tail)
     return 0
+
+
+def _finite_or_none(x):
+    return x if x is not None and math.isfinite(x) else None
 
 
 def _run_lemeire(args) -> int:

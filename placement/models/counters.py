@@ -8,20 +8,26 @@ the whole GPU, in warp-level instructions; the ``*.Instructions`` metrics count
 thread-level instructions.
 
 Without a ``--gpu`` configuration the machine comes from the row itself
-(:func:`gpu_from_spec`): clock, cores, bus and memory clock, compute capability,
-with per-architecture defaults (Kepler, Maxwell, Pascal) for everything else.
+(:func:`gpu_from_spec`): clock, cores, bus and memory clock, L2, compute capability,
+with the defaults of its architecture in ``configs/architectures.toml`` for
+everything else (any architecture of the GPU catalog).
+
+Column names differ between nvprof generations (:data:`NVPROF_NAMES`) and so do the
+units of some counters (:func:`_per_request`, :func:`unified_hit_ratio`); Nsight
+Compute exports come in through ``placement.models.ncu`` and the same
+:func:`_params`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from traces.errors import InputError
 
-from ..gpu import Gpu, get_gpu
+from ..gpu import Gpu
 from .kernel import KernelParams
 
 log = logging.getLogger(__name__)
@@ -29,10 +35,54 @@ log = logging.getLogger(__name__)
 # Columns every row must have (the launch and the measurement).
 REQUIRED = ("Input.Size", "Duration", "Grid.X", "Grid.Y", "Grid.Z", "Block.X", "Block.Y", "Block.Z")
 SPEC = ("compute_version", "gpu_name", "max_clock_rate", "num_of_cores", "L2", "bus", "memory_clock", "bandwith")
-# Counters the models read; a row lacking one of these (nvprof sometimes gives up
-# on long runs) is reported, not predicted.
-COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request",
-            "Global.Load.Transactions.Per.Request", "L2.Hit.Rate..L1.Reads.")
+
+# The counters the models read, by the name used here, and the names each nvprof
+# generation gives them (first found wins; the gpuperfpredict names, then nvprof's own). Kepler (cc 3.x) events and metrics on the
+# left; Maxwell and Pascal (cc 5.x, 6.x) renamed the request events (global_load,
+# global_store: "number of executed global load / store instructions", per warp, the
+# same count as Kepler's gld_request / gst_request) and report the L2 side of the
+# unified L1/texture cache as "Texture" traffic (l2_tex_read_transactions,
+# l2_texture_read_hit_rate), in the same 32-byte sectors as Kepler's
+# l2_l1_read_transactions. Every gpuperfpredict file shows its GPU's naming.
+NVPROF_NAMES: dict[str, tuple[str, ...]] = {
+    "warps_launched": ("warps_launched",),
+    "inst_executed": ("inst_executed",),
+    "gld_request": ("gld_request", "global_load"),
+    "gst_request": ("gst_request", "global_store"),
+    "shared_load": ("shared_load",),
+    "shared_store": ("shared_store",),
+    "shared_load_replay": ("shared_load_replay", "shared_ld_bank_conflict"),
+    "shared_store_replay": ("shared_store_replay", "shared_st_bank_conflict"),
+    "l2_read_sectors": ("L2.Read.Transactions..L1.read.requests.", "L2.Transactions..Texture.Reads.",
+                        "l2_l1_read_transactions", "l2_tex_read_transactions"),
+    "l2_write_sectors": ("L2.Write.Transactions..L1.write.requests.", "L2.Transactions..Texture.Writes.",
+                         "l2_l1_write_transactions", "l2_tex_write_transactions"),
+    "l2_hit_rate": ("L2.Hit.Rate..L1.Reads.", "L2.Hit.Rate..Texture.Reads.", "l2_l1_read_hit_rate",
+                    "l2_texture_read_hit_rate", "l2_tex_read_hit_rate"),
+    "gld_per_request": ("Global.Load.Transactions.Per.Request", "gld_transactions_per_request"),
+    "gst_per_request": ("Global.Store.Transactions.Per.Request", "gst_transactions_per_request"),
+    "l1_hit_rate": ("L1.Global.Hit.Rate", "Global.Hit.Rate", "l1_cache_global_hit_rate", "global_hit_rate"),
+    "dram_read": ("Device.Memory.Read.Transactions", "dram_read_transactions"),
+    "dram_write": ("Device.Memory.Write.Transactions", "dram_write_transactions"),
+    "fp32": ("FP.Instructions.Single.", "inst_fp_32"),
+    "fp64": ("FP.Instructions.Double.", "inst_fp_64"),
+    "sfu_ops": ("Floating.Point.Operations.Single.Precision.Special.", "flop_count_sp_special"),
+}  # fmt: skip
+"""Each counter under the gpuperfpredict column names (nvprof's metric descriptions, made
+R names) and then nvprof's own metric and event names (``nvprof --query-metrics``), so a
+wide table exported straight from nvprof reads too."""
+
+# Counters without which a row is not predicted (nvprof sometimes gives up on long runs).
+# On Kepler the requests' 128-byte line transactions come from gld/gst_transactions_per_request;
+# from Maxwell on, from the L2 sectors (see _per_request).
+COUNTERS = ("warps_launched", "inst_executed", "gld_request", "gst_request", "l2_hit_rate")
+KEPLER_COUNTERS = ("gld_per_request",)
+SECTOR_COUNTERS = ("l2_read_sectors", "l1_hit_rate", "gld_per_request")
+
+
+def counter_names(canonical: str) -> tuple[str, ...]:
+    """The column names tried for one counter, every generation's."""
+    return NVPROF_NAMES[canonical]
 
 
 @dataclass(frozen=True)
@@ -91,6 +141,21 @@ def read_counters(path: str | Path) -> list[CounterRow]:
     return out
 
 
+KEPLER, UNIFIED, NCU = "kepler", "unified", "ncu"
+"""How a row's counters read (:func:`_params`): Kepler's nvprof (lines per request, L1 hit rate
+over requests), Maxwell's and Pascal's nvprof (unified-cache lookups and L2 sectors), or Nsight
+Compute's metrics (L1 sectors and requests, hit rates over sectors; ``placement.models.ncu``)."""
+
+
+def _reading(rec: dict) -> str:
+    """KEPLER or UNIFIED for an nvprof row: by compute capability when the row has it, else by
+    which naming it uses."""
+    cc = _num(rec.get("compute_version"))
+    if cc == cc:
+        return UNIFIED if cc >= 5.0 else KEPLER
+    return KEPLER if "gld_request" in rec else UNIFIED
+
+
 def _row(path: str, i: int, rec: dict) -> CounterRow:
     g = lambda c: _num(rec.get(c))  # noqa: E731
     for c in ("Input.Size", "Duration", "Block.X", "Grid.X"):
@@ -104,21 +169,15 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
         raise InputError(f"{path} row {i}: Block/Grid: expected positive sizes, got block {block} grid {grid}")
     spec = {c: rec.get(c) for c in SPEC if c in rec}
     kernel = str(rec.get("AppName") or rec.get("Kernel") or Path(path).stem)
-    names = (
-        "warps_launched", "inst_executed", "inst_issued1", "inst_issued2", "gld_request", "gst_request",
-        "shared_load", "shared_store", "shared_load_replay", "shared_store_replay",
-        "Global.Load.Transactions.Per.Request", "Global.Store.Transactions.Per.Request",
-        "L1.Global.Hit.Rate", "L2.Hit.Rate..L1.Reads.", "Device.Memory.Read.Transactions",
-        "Device.Memory.Write.Transactions", "FP.Instructions.Single.", "FP.Instructions.Double.",
-        "Floating.Point.Operations.Single.Precision.Special.", "Achieved.Occupancy",
-        "l1_global_load_hit", "l1_global_load_miss",
-        "L2.Read.Transactions..L1.read.requests.", "L2.Write.Transactions..L1.write.requests.",
-    )  # fmt: skip
-    raw = {n: g(n) for n in names}
-    missing = tuple(c for c in COUNTERS if not (raw[c] >= 0))
+    raw = {}
+    for canon, names in NVPROF_NAMES.items():
+        raw[canon] = next((g(n) for n in names if n in rec), math.nan)
+    reading = _reading(rec)
+    required = COUNTERS + (SECTOR_COUNTERS if reading == UNIFIED else KEPLER_COUNTERS)
+    missing = tuple(c for c in required if not (raw[c] >= 0))
     params = None
     if not missing:
-        params = _params(kernel, tpb, blocks, rec, raw, g)
+        params = _params(kernel, tpb, blocks, raw, g, reading)
     return CounterRow(
         row=i,
         kernel=kernel,
@@ -132,27 +191,95 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
     )
 
 
+def describe_missing(missing) -> str:
+    """The missing counters with the column names tried for each."""
+    return "; ".join(f"{c} (tried {', '.join(NVPROF_NAMES.get(c, (c,)))})" for c in missing)
+
+
 def _ratio(x: float, default: float) -> float:
     return x if x == x and x >= 0 else default
 
 
-def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> KernelParams:
+def unified_hit_ratio(raw: dict) -> float:
+    """The fraction of a global load's sectors the Maxwell / Pascal unified L1/texture cache
+    serves, from nvprof's global_hit_rate h.
+
+    That cache counts every sector a request touches twice, and the second lookup hits: a
+    streaming kernel the cache cannot help (gpuperfpredict's vectorAdd, dotProd,
+    matrix_sum_coalesced on the GTX-980) reports h = 50 % with gld_transactions = 2 x its
+    L2 sectors (8 against 4 a request), for every block shape. A kernel whose loads do hit
+    reports more (matMul_gpu_uncoalesced at block 16 x 16: 94.8 %, and 1.6 L2 sectors a
+    request where the GTX-680 sends 8.5). The share of sectors served is 2h - 1, clamped
+    to [0, 1] (below 50 %, at 32 sectors a request, the double count stops: matrix_sum_normal
+    and matMul_gpu_uncoalesced at 32 x 32 report 0 % and 8 % with every sector sent to L2).
+    """
+    h = _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    return min(max(2.0 * h - 1.0, 0.0), 1.0)
+
+
+def _per_request(raw: dict, gld: float, gst: float, reading: str) -> tuple[float, float]:
+    """(load, store) transactions per request, the models' #Uncoal_per_mw.
+
+    Kepler (cc 3.x) counts one transaction per 128-byte line a request touches (1-4 sectors of
+    32 bytes: gld/gst_transactions_per_request), and the models read that. From Maxwell on a
+    request's lines cannot be read from the counters: gld_transactions counts the unified
+    L1/texture cache's lookups (two a sector, see :func:`unified_hit_ratio`), and the L2
+    counters count 32-byte sectors; Nsight Compute counts a request's L1 sectors
+    (l1tex__t_sectors / l1tex__t_requests). There the transactions are sectors
+    (:func:`_sectors_per_request`), the unit those GPUs' sectored L1 and L2 move: a strided
+    walk's one-sector lines read the same either way (matrix_sum_normal: 8, 16, 32 on both
+    GPUs), a coalesced warp's line reads as its 4 sectors (vectorAdd), whose Departure_delay
+    (4 x Departure_del_uncoal, one sector's time each) equals the line's Departure_del_coal.
+    """
+    if reading == KEPLER:
+        return _ratio(raw["gld_per_request"], 1.0), _ratio(raw["gst_per_request"], 1.0)
+    sl, ss = _sectors_per_request(raw, gld, gst, reading)
+    return max(sl, 1.0), max(ss, 1.0)
+
+
+def _sectors_per_request(raw: dict, gld: float, gst: float, reading: str) -> tuple[float, float]:
+    """(load, store) 32-byte sectors a request touches; 0 when uncounted.
+
+    Kepler: the L2 sectors per request (global loads skip L1). Maxwell and later: a load's
+    sectors are its L2 sectors over the share the unified cache did not serve
+    (:func:`unified_hit_ratio`), and at least half its unified-cache lookups (two a sector),
+    which stay exact when the cache serves nearly everything (matMul_gpu_uncoalesced at block
+    16 x 16: 18 lookups, 9 sectors, where the GTX-680 counts 8.5). Stores are not cached.
+    Nsight Compute: the L1 sectors of the requests (``gld_sectors``, ``gst_sectors``).
+    """
+    if reading == NCU:
+        sl = _ratio(raw["gld_sectors"], 0.0) / gld if gld > 0 else 0.0
+        return sl, (_ratio(raw["gst_sectors"], 0.0) / gst if gst > 0 else 0.0)
+    sl = _ratio(raw["l2_read_sectors"], 0.0) / gld if gld > 0 else 0.0
+    if reading == UNIFIED:
+        served = unified_hit_ratio(raw)
+        touched = sl / (1.0 - served) if served < 1.0 else 0.0
+        sl = max(touched, _ratio(raw["gld_per_request"], 0.0) / 2.0)
+    ss = _ratio(raw["l2_write_sectors"], 0.0) / gst if gst > 0 else 0.0
+    return sl, ss
+
+
+def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> KernelParams:
     warps = raw["warps_launched"] or blocks * -(-tpb // 32)
     per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
     executed = per(raw["inst_executed"])
     gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
-    tl = _ratio(raw["Global.Load.Transactions.Per.Request"], 1.0)
-    ts = _ratio(raw["Global.Store.Transactions.Per.Request"], 1.0)
+    tl, ts = _per_request(raw, raw["gld_request"], raw["gst_request"], reading)
     coal = (gld if tl <= 1.0 else 0.0) + (gst if ts <= 1.0 else 0.0)
     unc_l, unc_s = (gld if tl > 1.0 else 0.0), (gst if ts > 1.0 else 0.0)
     uncoal = unc_l + unc_s
     per_mw = (unc_l * tl + unc_s * ts) / uncoal if uncoal > 0 else 32.0
-    sfu = per(raw["Floating.Point.Operations.Single.Precision.Special."]) / 32.0
-    fp = (per(raw["FP.Instructions.Single."]) + per(raw["FP.Instructions.Double."])) / 32.0
+    sl, ss = _sectors_per_request(raw, raw["gld_request"], raw["gst_request"], reading)
+    unc_sectors = (unc_l * sl + unc_s * ss) / uncoal if uncoal > 0 else 0.0
+    sfu = per(raw["sfu_ops"]) / 32.0
+    fp = (per(raw["fp32"]) + per(raw["fp64"])) / 32.0
     shared = per(raw["shared_load"]) + per(raw["shared_store"])
-    l1 = _ratio(raw["L1.Global.Hit.Rate"], 0.0) / 100.0
-    l2 = _ratio(raw["L2.Hit.Rate..L1.Reads."], 0.0) / 100.0
-    dram_bytes = (_ratio(raw["Device.Memory.Read.Transactions"], 0.0) + _ratio(raw["Device.Memory.Write.Transactions"], 0.0)) * 32.0
+    # Kepler's L1 global hit rate (0: global loads skip L1 on cc 3.x); Maxwell's and Pascal's
+    # share of sectors the unified L1/texture cache serves (unified_hit_ratio); Nsight
+    # Compute's L1 sector hit rate of global loads.
+    l1 = unified_hit_ratio(raw) if reading == UNIFIED else _ratio(raw["l1_hit_rate"], 0.0) / 100.0
+    l2 = _ratio(raw["l2_hit_rate"], 0.0) / 100.0
+    dram_bytes = (_ratio(raw["dram_read"], 0.0) + _ratio(raw["dram_write"], 0.0)) * 32.0
     # Loads are what the L2 hit rate measures; stores always go to L2 and are
     # written back later, so the hit ratio applies to the load share only.
     load_share = gld / (gld + gst) if gld + gst > 0 else 0.0
@@ -164,6 +291,7 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
         coal_mem_insts=coal,
         uncoal_mem_insts=uncoal,
         uncoal_per_mw=per_mw,
+        uncoal_sectors_per_mw=unc_sectors,
         sfu_insts=sfu,
         fp_insts=fp,
         shared_insts=shared,
@@ -173,13 +301,12 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
         l1_hit_ratio=l1 * load_share,
         l2_hit_ratio=l2 * (1.0 - l1) * load_share,
         data_bytes=dram_bytes,
-        # nvprof's gld/gst_transactions_per_request count one L2 transaction per
-        # 128-byte line a request touches (1-4 sectors): vectorAdd 1 (4 sectors),
-        # matrix_sum_normal at block 32 x 32, 32 (one sector each).
+        # one L2 transaction per 128-byte line a request touches (1-4 sectors): vectorAdd 1
+        # (4 sectors), matrix_sum_normal at block 32 x 32, 32 (one sector each).
         store_insts=gst,
-        l2_transactions=gld * tl + gst * ts,
+        l2_transactions=gld * tl * (1.0 - l1) + gst * ts,
         # and the L2 counts those lines' 32-byte sectors (vectorAdd 4 per request).
-        l2_sectors=per(raw["L2.Read.Transactions..L1.read.requests."]) + per(raw["L2.Write.Transactions..L1.write.requests."]),
+        l2_sectors=per(raw["l2_read_sectors"]) + per(raw["l2_write_sectors"]),
         input_size=g("Input.Size"),
         measured_s=g("Duration"),
     )
@@ -187,110 +314,45 @@ def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> Kern
 
 # --- GPUs from specification columns ---------------------------------------------
 
-# Per-architecture defaults for what a spec row lacks. The Kepler values start
-# from configs/gpus/k80.toml (Mei & Chu latencies, Hong & Kim departure delays);
-# Pascal latencies are mt4g's Quadro P6000 measurements (shared/data/mt4g,
-# p50 cycles: L1 90, L2 232, DRAM 413, shared 38); Maxwell has no measurement in
-# reach and takes Pascal's (same SM memory pipeline, GM -> GP shrink). FP32
-# dependent latencies: Kepler 9 (Lemeire et al. Table II), Maxwell and Pascal 6
-# (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
-# Microbenchmarking", 2018). Occupancy limits: CUDA C Programming Guide,
-# "Compute Capabilities" table.
-ARCH_DEFAULTS: dict[str, dict] = {
-    "kepler": {
-        "compute": {"cores_per_sm": 192, "sfus_per_sm": 32, "max_blocks_per_sm": 16, "regs_per_sm": 65536,
-                    "fp_latency": 9.0, "avg_inst_latency": 9.0},
-        "memory": {"smem_per_sm": 49152},
-    },
-    "maxwell": {
-        "compute": {"cores_per_sm": 128, "sfus_per_sm": 32, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
-                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
-        "memory": {"smem_per_sm": 98304, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
-        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
-    },
-    "pascal": {
-        "compute": {"cores_per_sm": 64, "sfus_per_sm": 16, "max_blocks_per_sm": 32, "regs_per_sm": 65536,
-                    "max_regs_per_thread": 255, "fp_latency": 6.0, "avg_inst_latency": 6.0},
-        "memory": {"smem_per_sm": 65536, "dram_latency": 413.0, "smem_latency": 38.0, "smem_bank_bytes": 4},
-        "caches": {"l1_latency": 90.0, "l2_latency": 232.0},
-    },
-}  # fmt: skip
-
-
-# Huang & Li Sec. III-C2: DRAM row-buffer miss latency measured on the K80 (GK210),
-# 742 ns; configs/gpus/k40.toml and gtx680.toml take it for every GDDR5 Kepler part.
-KEPLER_DRAM_MISS_NS = 742.0
-
-
-def derived_memory_timing(arch: str, bandwidth_gbs: float, sms: int, clock_mhz: float) -> dict:
-    """Departure delays (and on Kepler the DRAM latency) of a spec row, by the rule of
-    configs/gpus/k40.toml and gtx680.toml: a 128-byte line (coalesced) or a 32-byte
-    sector (uncoalesced, per transaction) over the SM's share of the bandwidth per
-    cycle; Kepler DRAM latency = 742 ns x clock. Without this every spec row would
-    inherit the K80's delays, whatever its bandwidth and SM count."""
-    share = bandwidth_gbs * 1e9 / sms / (clock_mhz * 1e6)  # bytes per SM cycle
-    out = {"departure_del_coal": 128.0 / share, "departure_del_uncoal": 32.0 / share}
-    if arch == "kepler":
-        out["dram_latency"] = KEPLER_DRAM_MISS_NS * clock_mhz / 1000.0
-    return out
-
-
-def arch_of(cc: float) -> str:
-    major = int(cc)
-    if major == 3:
-        return "kepler"
-    if major == 5:
-        return "maxwell"
-    if major == 6:
-        return "pascal"
-    raise InputError(f"compute capability {cc}: no per-architecture defaults (Kepler 3.x, Maxwell 5.x, Pascal 6.x); give --gpu")
-
 
 def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
-    """A Gpu for a spec row: the row's clock, cores, bandwidth; the architecture's defaults for the rest."""
+    """A Gpu for a spec row: the row's compute capability, clock, cores, bandwidth, bus
+    and L2; the catalog's architecture defaults (``configs/architectures.toml``) for the
+    rest, through the same builder as a catalog GPU (:func:`placement.catalog.build_gpu`).
+    Shared memory and L1 per SM are those of the catalog's GPUs of the same compute
+    capability."""
+    from .. import catalog
+
     cc = _num(spec.get("compute_version"))
     clock = _num(spec.get("max_clock_rate"))
     cores = _num(spec.get("num_of_cores"))
     for key, v in (("compute_version", cc), ("max_clock_rate", clock), ("num_of_cores", cores)):
         if not v > 0:
             raise InputError(f"{where}: {key}: expected a positive number, got {spec.get(key)!r}")
-    arch = arch_of(cc)
+    major, minor = int(cc), int(round((cc - int(cc)) * 10))
+    try:
+        arch = catalog.arch_of_cc((major, minor))
+    except InputError as exc:
+        raise InputError(f"{where}: compute_version {spec.get('compute_version')!r}: {exc}") from None
+    like = [e for e in catalog.entries() if e.cc == (major, minor)] or [e for e in catalog.entries() if e.arch == arch]
     bw = _num(spec.get("bandwith"))
+    bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
     if not bw > 0:
-        bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
         if not (bus > 0 and mclk > 0):
             raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {spec.get('bandwith')!r}")
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
-    d = ARCH_DEFAULTS[arch]
-    major, minor = int(cc), int(round((cc - int(cc)) * 10))
-    base = get_gpu("k80")
-    comp = dict(d["compute"])
-    if (major, minor) == (6, 1):
-        comp.update(cores_per_sm=128, sfus_per_sm=32)
-        mem_extra = {"smem_per_sm": 98304}
-    else:
-        mem_extra = {}
-    if (major, minor) == (3, 0):
-        comp["max_regs_per_thread"] = 63
-    cores_per_sm = comp["cores_per_sm"]
+    cores_per_sm = catalog.arch_table(arch, (major, minor))["compute"]["cores_per_sm"]
     sms = max(1, int(round(cores / cores_per_sm)))
-    comp.update(sms=sms, clock_mhz=clock, issue_cycles=32.0 / cores_per_sm,
-                max_regs_per_block=65536)  # fmt: skip
-    mem = dict(d.get("memory", {}), **mem_extra, bandwidth_gbs=bw)
-    mem.update(derived_memory_timing(arch, bw, sms, clock))
-    caches = dict(d.get("caches", {}))
+    l2_mb = _num(spec.get("L2"))
+    bus_bits = int(bus) if bus >= 32 else like[0].bus_bits
+    memory = like[0].memory  # the memory type of the catalog's GPUs of this compute capability
     name = str(spec.get("gpu_name") or f"cc{cc}")
-    bus = _num(spec.get("bus"))
-    dram = replace(base.dram, channels=int(bus // 64)) if bus >= 64 else base.dram  # 64-bit GDDR5 channels
-    return replace(
-        base,
-        dram=dram,
+    s = catalog.Spec(
         name=name,
         description=f"{name} from its specification columns ({arch} defaults)",
-        arch=arch,
-        compute_capability=(major, minor),
-        compute=replace(base.compute, **comp),
-        memory=replace(base.memory, **mem),
-        caches=replace(base.caches, **caches),
-        path="",
-    )
+        arch=arch, cc=(major, minor), sms=sms, clock_mhz=clock, bandwidth_gbs=bw, bus_bits=bus_bits,
+        memory=memory,
+        l2_bytes=int(round(l2_mb * 1024 * 1024)) if l2_mb > 0 else like[0].l2_kb * 1024,
+        smem_per_sm=like[0].smem_per_sm_kb * 1024, l1_bytes=like[0].l1_kb * 1024, where=where,
+    )  # fmt: skip
+    return catalog.build_gpu(s)

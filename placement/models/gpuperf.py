@@ -7,10 +7,20 @@ B_itilp, B_serial, B_fp and B_memlp (Eq. 18-23) say what an optimization could
 gain. The pieces are plain functions so that the data-placement model (Huang &
 Li) can reuse them.
 
-Two throughput bounds extend the paper, both off for its C2050 preset: T_mem is at
-least T_L2 (``placement.models.l2bound``), and the parallel work is at least the
-cycles the SM's load/store units need (``placement.models.ldst``): T_comp =
-max(W_parallel + O_bank, T_LDST) + O_sync + O_SFU + O_CFdiv.
+Extensions, all off for the paper's C2050 preset (Table 3 machine, no GPU configuration):
+
+- two throughput bounds: T_mem is at least T_L2 (``placement.models.l2bound``), and the
+  parallel work is at least the cycles the SM's load/store units need
+  (``placement.models.ldst``): T_comp = max(W_parallel + O_bank, T_LDST) + O_sync +
+  O_SFU + O_CFdiv;
+- a GPU configuration's latencies are load-to-use totals (:func:`amat_total`);
+- with hit ratios, MWP_peak_bw counts the DRAM bytes of a request (:func:`dram_share`)
+  and a request moves its counted sectors (:func:`request_bytes`);
+- Eq. 11 split into a loads-only latency term and a bandwidth term at avg_DRAM_lat
+  (stores are not waited on; L2 hits do not shorten DRAM time);
+- O_sync without Gamma is Hong & Kim's Eq. 26 with MWP-CWP's cached departure delay;
+- T_exec is at least T_comp + AMAT x #Rep (each repetition's first loads are exposed,
+  Hong & Kim Eq. 24).
 """
 
 from __future__ import annotations
@@ -41,6 +51,16 @@ def avg_dram_lat(dram_lat: float, avg_trans_warp: float, delta: float) -> float:
 def amat(avg_dram_lat_: float, miss_ratio: float, hit_lat: float) -> float:
     """Eq. 12: AMAT = avg_DRAM_lat x miss_ratio + hit_lat."""
     return avg_dram_lat_ * miss_ratio + hit_lat
+
+
+def amat_total(k: KernelParams, m: Machine, avg_dram_lat_: float) -> float:
+    """Eq. 12 when the machine's latencies are load-to-use totals, as a GPU configuration's are
+    (mt4g's and the pointer-chase latencies of configs/architectures.toml time a load from issue to
+    use, through every level it passes): each request pays the latency of the level that serves
+    it, AMAT = miss_ratio x avg_DRAM_lat + L2 hits x L2 lat + L1 hits x L1 lat. Eq. 12's
+    avg_DRAM_lat x miss_ratio + hit_lat (the papers' presets) would count the L2 lookup twice on
+    a miss and price a streaming kernel's bandwidth 1.2 (Kepler) to 1.8 (Maxwell) times too slow."""
+    return k.miss_ratio * avg_dram_lat_ + k.l2_hit_ratio * m.l2_latency + k.l1_hit_ratio * m.l1_latency
 
 
 def mwp_peak_bw(mem_peak_bandwidth_gbs: float, freq_hz: float, transaction_size: float, avg_dram_lat_: float, active_sms: int) -> float:
@@ -107,15 +127,21 @@ def transaction_delta(k: KernelParams, m: Machine, avg_trans_warp: float) -> flo
 
 def request_bytes(k: KernelParams, m: Machine) -> float:
     """Bytes one memory request of a warp moves, Eq. A.7's transaction_size: a line for a
-    coalesced request, #transactions x the transaction size for an uncoalesced one (the
-    counters' transactions per request; 32-byte sectors on Kepler). Sim et al. price
+    coalesced request, #sectors x the sector size for an uncoalesced one (the counters' sectors
+    per request, ``KernelParams.uncoal_sectors``; one per transaction without them). Sim et al. price
     uncoalescing only as latency (Eq. 13); without this the 32 sectors of a strided
     request would cost the bandwidth of one line."""
     mem = k.mem_insts
     if mem <= 0:
         return float(m.transaction_bytes)
-    unc = max(k.uncoal_per_mw * m.sector_bytes, float(m.sector_bytes))
+    unc = max(k.uncoal_sectors * m.sector_bytes, float(m.sector_bytes))
     return (k.coal_mem_insts * m.transaction_bytes + k.uncoal_mem_insts * unc) / mem
+
+
+def dram_share(k: KernelParams) -> float:
+    """The fraction of a request's bytes that DRAM serves: the miss ratio when the counters give
+    hit ratios, else 1 (Sim et al.: every request to DRAM)."""
+    return k.miss_ratio if (k.l1_hit_ratio > 0 or k.l2_hit_ratio > 0) else 1.0
 
 
 @dataclass(frozen=True)
@@ -182,20 +208,25 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     dram = avg_dram_lat(m.dram_latency, trans, delta)
     # Eq. 12 expanded to two cache levels: every request pays the first level's
     # hit latency; those that miss L1 pay L2's; those that miss both pay DRAM's.
-    hit_lat = (m.l1_latency if m.l1_caches_global else 0.0) + (1.0 - k.l1_hit_ratio) * m.l2_latency
-    am = amat(dram, k.miss_ratio, hit_lat)
+    if m.gpu is None:
+        hit_lat = (m.l1_latency if m.l1_caches_global else 0.0) + (1.0 - k.l1_hit_ratio) * m.l2_latency
+        am = amat(dram, k.miss_ratio, hit_lat)
+    else:
+        am = amat_total(k, m, dram)
 
     per_sm = warps / sms
     if m.gamma is not None:
         o_sync = k.synch_insts * per_sm * (m.gamma * dram * (mem_insts / insts if insts else 0.0))  # Eq. 7-8
     else:
         # No Gamma for this machine (Sim et al. fit 64 to Fermi by simulation): Hong & Kim's
-        # Eq. 26, as the HMS model does (placement/hms.py), with Delta x avg_trans_warp as
-        # the departure delay of one request and MWP capped by the block's warps.
-        from .mwp_cwp import synch_cost
+        # Eq. 26, as the HMS model does (placement/hms.py), with MWP-CWP's departure delay of
+        # one request (Eq. 15, cached departures: L2 hits leave at the L2's spacing) and MWP
+        # capped by the block's warps.
+        from .mwp_cwp import departure_delay_cached, synch_cost
 
         mwp_sync = min(dram / delta if delta > 0 else float(n), float(n))
-        o_sync = synch_cost(delta * max(trans, 1.0), mwp_sync, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)
+        dep = departure_delay_cached(k, m, sms)
+        o_sync = synch_cost(dep, mwp_sync, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)
     fs = f_sfu(k.sfu_insts, insts, m.sfu_width, m.simd_width)
     o_sfu = k.sfu_insts * per_sm * (m.warp_size / m.sfu_width) * fs  # Eq. 9
     o_cfdiv = k.divergent_insts * per_sm * lat / il
@@ -209,13 +240,28 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     t_ldst = ldst_cycles_per_warp(k, m) * per_sm
     tc = t_comp(max(wp + o_bank, t_ldst), ws - o_bank)
 
-    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, request_bytes(k, m), dram, sms)
+    # Extension (as MWP-CWP's Eq. 7 here): with hit ratios known, only the misses load DRAM,
+    # so the bandwidth bound on MWP counts the DRAM bytes of a request, not those the L2 serves.
+    peak = mwp_peak_bw(m.bandwidth_gbs, m.freq_hz, max(request_bytes(k, m) * dram_share(k), 1e-9), dram, sms)
     mw = max(1.0, mwp(dram, delta, peak, n))
     comp_cycles = insts * lat / il  # Eq. A.3
     mem_cycles = mem_insts * am / k.mlp  # Eq. A.4
     cw = cwp(mem_cycles, comp_cycles, n)
     itm = max(1e-9, itmlp(k.mlp, mw, cw, peak))
     tm_lat = mem_insts * per_sm / itm * am  # Eq. 11
+    if m.gpu is not None and mem_insts > 0:
+        # Eq. 11 split at its min (extensions, for a GPU configuration's machine; the papers'
+        # presets keep Eq. 11): ITMLP = min(MLP x MWP_cp, MWP_peak_bw) is either the requests
+        # the warps keep in flight (each waits AMAT) or the bandwidth's (each holding DRAM for
+        # avg_DRAM_lat, the latency MWP_peak_bw was derived with, Eq. A.6-A.7). The latency
+        # term counts loads only, as MWP-CWP's: a warp does not wait on its stores; the
+        # bandwidth term counts every request, at avg_DRAM_lat, so L2 hits lowering AMAT do
+        # not lower the DRAM time of the misses. Without stores and hits it is Eq. 11.
+        mwp_cp = min(max(1.0, cw - 1.0), mw)
+        loads = mem_insts - min(max(k.store_insts, 0.0), mem_insts)
+        latency_bound = loads / max(1e-9, k.mlp * mwp_cp) * am
+        bandwidth_bound = mem_insts / max(1e-9, peak) * dram
+        tm_lat = max(latency_bound, bandwidth_bound) * per_sm
     # Extension (placement.models.l2bound): T_mem is at least the cycles the L2 needs
     # for all the kernel's transactions; Sim et al. price L2 hits by latency only.
     tl2 = t_l2(k, m)
@@ -223,6 +269,13 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     fo = f_overlap(n, cw, mw)
     to = t_overlap(tc, tm, fo)
     te = tc + tm - to  # Eq. 1
+    if m.gpu is not None and mem_insts > 0:
+        # Extension (a GPU configuration's machine; the papers' presets keep Eq. 1): F_overlap lets
+        # T_comp hide all of T_mem, but each repetition of blocks starts with its loads before any
+        # of its warps can compute, so one AMAT per #Rep stays exposed, as Hong & Kim's Eq. 24
+        # counts Mem_L x #Rep in the compute-bound case. Short warps of many repetitions
+        # (gpuperfpredict's dotProd: 2 loads, a reduction, 3456 repetitions) need it.
+        te = max(te, tc + am * ln.rep)
 
     fp = k.comp_insts if k.fp_insts is None else k.fp_insts
     t_fp = fp * warps * m.fp_latency / (sms * il)  # Eq. 18

@@ -19,7 +19,15 @@ and matrix_sum.cu render two of them):
   width / Tile_Width tiles with Tile_Width = block edge; ``Input.Size`` is the
   width. The counters agree: two global loads per tile per thread, so
   gld_request per warp = 2 x tiles (65 = 2 x 32 + the store at width 256,
-  block 8 x 8).
+  block 8 x 8). dotProd (github marcosamaris/gpuperfpredict, src/dotProd/dotProd.cu)
+  stores each thread's product into a shared cache, runs ``__syncthreads()``, then
+  halves the active threads log2(blockDim.x) times with a ``__syncthreads()`` after
+  each step. Hong & Kim's Eq. 26 prices a barrier as the spread of the warps' memory
+  departures, which only the first barrier waits on (the global loads before it);
+  the tree's barriers wait on shared-memory steps whose instructions the counters
+  already hold: 1 barrier is counted. subSeqMax (src/Subseqmax/Subseqmax.cu)
+  runs 32 blocks over the input; each block walks its N / 32 elements in chunks of
+  the 4096-int shared buffer, one ``__syncthreads()`` per chunk: floor(N / 32 / 4096).
 
 ILP is left at 1: on Kepler ITILP_max = 9 / (32/192) = 54 is reached by the
 occupancy alone (ITILP = min(ILP x N, ITILP_max), N >= 32 in every row), so
@@ -40,14 +48,18 @@ PAIRED_LOADS_MLP = 1.5
 
 KERNEL_CODE: dict[str, dict] = {
     "vectorAdd": {"mlp": PAIRED_LOADS_MLP},
-    "dotProd": {"mlp": PAIRED_LOADS_MLP},
     "matrix_sum_normal": {"mlp": PAIRED_LOADS_MLP},
     "matrix_sum_coalesced": {"mlp": PAIRED_LOADS_MLP},
     "matMul_gpu": {"mlp": PAIRED_LOADS_MLP},
     "matMul_gpu_uncoalesced": {"mlp": PAIRED_LOADS_MLP},
     "matMul_gpu_sharedmem": {"mlp": PAIRED_LOADS_MLP, "barriers_per_tile": 2},
     "matMul_gpu_sharedmem_uncoalesced": {"mlp": PAIRED_LOADS_MLP, "barriers_per_tile": 2},
+    "dotProd": {"mlp": PAIRED_LOADS_MLP, "barriers": 1},
+    "subSeqMax": {"mlp": 1.0, "blocks": 32, "chunk_elems": 4096},
 }
+"""Per kernel: its MLP; the barriers that wait on global loads: the tiled matMul's (per tile),
+dotProd's first, and subSeqMax's chunk loop's (its grid of 32 blocks and its 4096-element
+shared buffer, from Subseqmax.cu's BLOCK_SIZE and vetComp)."""
 
 
 def tiles(width: float, block_edge: int) -> int:
@@ -71,4 +83,8 @@ def with_code_facts(k: KernelParams, kernel: str, input_size: float, block: tupl
     per_tile = facts.get("barriers_per_tile")
     if per_tile and input_size and input_size > 0:
         changes["synch_insts"] = float(per_tile * tiles(input_size, block[0]))
+    if "barriers" in facts:
+        changes["synch_insts"] = float(facts["barriers"])
+    if "chunk_elems" in facts and input_size and input_size > 0:
+        changes["synch_insts"] = float(math.floor(input_size / facts["blocks"] / facts["chunk_elems"]))
     return replace(k, **changes)

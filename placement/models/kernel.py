@@ -48,6 +48,10 @@ class KernelParams:
     shared_insts: float = 0.0
     """Shared-memory accesses per warp, part of comp_insts (BSP Comm_SM)."""
     uncoal_per_mw: float = 32.0
+    uncoal_sectors_per_mw: float = 0.0
+    """32-byte sectors an uncoalesced request moves (nvprof's L2 sectors per request); 0: unknown,
+    one sector per transaction (``uncoal_per_mw``), as a strided walk has. A request of 2 lines of
+    2 sectors (matrix_sum_coalesced at block 16 x 16 on Kepler) moves 4."""
     coal_per_mw: float = 1.0
     load_bytes_per_warp: float = 128.0
     regs_per_thread: int = 0
@@ -93,6 +97,11 @@ class KernelParams:
         return self.coal_mem_insts * self.coal_per_mw + self.uncoal_mem_insts * self.uncoal_per_mw
 
     @property
+    def uncoal_sectors(self) -> float:
+        """Sectors per uncoalesced request: ``uncoal_sectors_per_mw`` when counted, else one per transaction."""
+        return self.uncoal_sectors_per_mw if self.uncoal_sectors_per_mw > 0 else self.uncoal_per_mw
+
+    @property
     def total_insts(self) -> float:
         """Hong & Kim #Total_insts = #Comp_insts + #Mem_insts (SFU counted as computation)."""
         return self.comp_insts + self.sfu_insts + self.mem_insts
@@ -135,7 +144,13 @@ def launch(k: KernelParams, m: Machine) -> Launch:
         blocks_per_sm = max(1, m.max_warps_per_sm // k.warps_per_block)
     # An SM never holds more blocks than the grid gives it.
     blocks_per_sm = max(1, min(blocks_per_sm, math.ceil(k.blocks / active_sms)))
-    rep = k.blocks / (blocks_per_sm * active_sms)
+    rep = k.blocks / (blocks_per_sm * active_sms)  # Eq. 21
+    if m.gpu is not None:
+        # Extension (off for the papers' presets): the kernel ends with its busiest SM, which runs
+        # ceil(#Blocks / #Active_SMs) blocks, not the average Eq. 21 counts. The two agree for the
+        # large grids of the papers; for gpuperfpredict's subSeqMax (32 blocks on the K40's 15
+        # SMs) the busiest SM runs 3 blocks where the average is 2.13.
+        rep = math.ceil(k.blocks / active_sms) / blocks_per_sm
     return Launch(
         active_sms=active_sms,
         active_blocks_per_sm=blocks_per_sm,

@@ -8,7 +8,7 @@ units than cores that is too cheap for memory instructions: every shared, global
 and local load and store goes through the SM's LD/ST units, and a warp-wide one
 occupies them warp_size / LDST_units cycles, once more for every replay (a bank
 conflict, or more words than one pass carries). NVIDIA's whitepapers give the
-units per SM (``params.LDST_UNITS``): Fermi GF100 16 ("Fermi" whitepaper, 2009:
+units per SM (``[<arch>.models] ldst_units`` of configs/architectures.toml): Fermi GF100 16 ("Fermi" whitepaper, 2009:
 16 load/store units per SM), Kepler GK104 and GK110 32 (GeForce GTX 680
 whitepaper, 2012, and "Kepler GK110" whitepaper, 2012: each SMX has 192
 single-precision cores, 32 special-function units and 32 load/store units),

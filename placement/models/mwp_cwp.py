@@ -32,6 +32,11 @@ Extensions, each inert with its default (Table 2 is reproduced unchanged):
 - cached departures (:func:`departure_delay_cached`, inert without hit ratios and
   an L2 rate): Eq. 15's delay for the requests that miss, the L2's spacing for
   those that hit.
+- sectors (inert without sector counts): Eq. 15's #Uncoal_per_mw counts the 32-byte
+  sectors of an uncoalesced request (:func:`departure_delay`), the unit of
+  Departure_del_uncoal in a GPU configuration;
+- #Rep by the busiest SM (``placement.models.kernel.launch``, a GPU configuration's
+  machine only) and the sustained DRAM bandwidth (``placement.models.params.machine_from_gpu``);
 - a load/store-unit throughput bound (``placement.models.ldst``, inert without a
   machine LD/ST unit count): Comp_cycles (Eq. 19) is max(Issue_cycles x
   #Total_insts, LDST_cycles), LDST_cycles = (global transactions + shared memory
@@ -84,9 +89,14 @@ def mem_l(k: KernelParams, m: Machine) -> float:
 
 
 def departure_delay(k: KernelParams, m: Machine) -> float:
-    """Eq. 15: Departure_delay = Departure_del_uncoal * #Uncoal_per_mw * Weight_uncoal + Departure_del_coal * Weight_coal."""
+    """Eq. 15: Departure_delay = Departure_del_uncoal * #Uncoal_per_mw * Weight_uncoal + Departure_del_coal * Weight_coal.
+
+    Departure_del_uncoal of a GPU configuration is one 32-byte sector's time on the bus, so
+    #Uncoal_per_mw counts the request's sectors when the counters give them
+    (``KernelParams.uncoal_sectors``: 4 for two lines of two sectors, where Kepler counts 2
+    transactions); without them, one per transaction as Hong & Kim count."""
     w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
-    return m.departure_del_uncoal * k.uncoal_per_mw * w_unc + m.departure_del_coal * w_coal
+    return m.departure_del_uncoal * k.uncoal_sectors * w_unc + m.departure_del_coal * w_coal
 
 
 def departure_delay_cached(k: KernelParams, m: Machine, active_sms: int) -> float:

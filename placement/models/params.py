@@ -14,36 +14,38 @@ from dataclasses import dataclass, replace
 
 from ..gpu import Gpu
 
-KEPLER_L2_TX_PER_CHANNEL_CYCLE = 1.0
-"""L2 transactions a Kepler GPU serves per SM cycle per 64-bit memory channel (its L2
-slice pair). Derived from the gpuperfpredict counters on the calibration third of
-benchmarks/accuracy_seed_models.py (global load + store transactions / (Duration x
-clock x channels) of the kernels that saturate L2, matrix_sum_normal and
-matMul_gpu_uncoalesced: 0.92-1.0 on the GTX-680, 1.2-1.33 on the Tesla-K40 at its
-745 MHz base clock, 1.04-1.13 at its 875 MHz boost); 1 transaction per channel per
-cycle is the round value between them. No vendor figure is published per
-transaction; the GK110 whitepaper only says L2 bandwidth per clock doubled over
-Fermi."""
+def model_constants(gpu: Gpu) -> dict:
+    """The seed models' per-architecture constants of ``gpu`` (``[<arch>.models]`` of
+    ``configs/architectures.toml``, with its compute capability's overrides), each with its
+    source there: ``ldst_units`` (load/store units per SM, from NVIDIA's whitepapers: Fermi 16,
+    Kepler 32, Maxwell 32, Pascal 32 but GP100 16; none from Volta on, where a warp's
+    shared-memory access is no longer paced by the unit count alone) and
+    ``l2_transactions_per_sm_cycle`` (the L2 throughput bound's rate: derived from the
+    gpuperfpredict counters). Empty for an architecture without any."""
+    from ..catalog import model_defaults
 
-LDST_UNITS: dict[str, int] = {"fermi": 16, "kepler": 32, "maxwell": 32, "pascal": 32}
-"""Load/store units per SM by architecture, from NVIDIA's whitepapers: Fermi GF100 16
-("NVIDIA's Next Generation CUDA Compute Architecture: Fermi", 2009: 16 load/store
-units per SM); Kepler 32 ("NVIDIA GeForce GTX 680" whitepaper, 2012, GK104 SMX, and
-"NVIDIA's Next Generation CUDA Compute Architecture: Kepler GK110", 2012: each SMX has
-192 single-precision cores, 32 special-function units and 32 load/store units);
-Maxwell 32 ("NVIDIA GeForce GTX 750 Ti" and "GTX 980" whitepapers: four processing
-blocks of 8 per SMM); Pascal 32 (GP104, "NVIDIA GeForce GTX 1080" whitepaper, four
-blocks of 8 per SM) except GP100 (compute capability 6.0: two blocks of 8, 16 per SM,
-"NVIDIA Tesla P100" whitepaper). Other architectures have no default (the LD/ST bound,
-``placement.models.ldst``, is off): from Volta on, a warp's shared-memory access is
-no longer paced by the unit count alone."""
-LDST_UNITS_CC = {(6, 0): 16}
-"""Per compute capability exceptions to LDST_UNITS (GP100)."""
+    return model_defaults(gpu.arch, tuple(gpu.compute_capability))
 
 
 def ldst_units_of(gpu: Gpu) -> int | None:
-    """The LD/ST units per SM of ``gpu``'s architecture (LDST_UNITS), None when unknown."""
-    return LDST_UNITS_CC.get(tuple(gpu.compute_capability), LDST_UNITS.get(gpu.arch))
+    """The LD/ST units per SM of ``gpu``'s architecture, None when unknown."""
+    v = model_constants(gpu).get("ldst_units")
+    return int(v) if v else None
+
+
+def sustained_fraction_of(gpu: Gpu) -> float:
+    """The share of the datasheet DRAM bandwidth the architecture sustains
+    (``dram_sustained_fraction``; 1 when the file has none)."""
+    v = model_constants(gpu).get("dram_sustained_fraction")
+    return float(v) if v else 1.0
+
+
+def l2_rate_of(gpu: Gpu) -> float | None:
+    """L2 transactions the whole GPU serves per cycle: its SMs x the architecture's rate per SM
+    (``l2_transactions_per_sm_cycle``), None when the architecture has no rate (the L2 bound
+    is then off)."""
+    v = model_constants(gpu).get("l2_transactions_per_sm_cycle")
+    return gpu.compute.sms * float(v) if v else None
 
 
 GAMMA = 64.0
@@ -113,18 +115,26 @@ class Machine:
 
 
 def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
-    """The seed models' parameters of ``gpu``; keyword arguments override fields."""
+    """The seed models' parameters of ``gpu``; keyword arguments override fields.
+
+    Extension (none of the papers has it): the DRAM bandwidth the models see is the
+    sustained one, the datasheet peak x the architecture's ``dram_sustained_fraction``
+    (refresh, read/write turnarounds and ECC keep every GPU below its peak: mt4g measures
+    74-92 % on Pascal to Hopper, the gpuperfpredict kernels peak at 73-82 % on Kepler and
+    Maxwell), and the departure delays derived from the bandwidth grow by its inverse.
+    """
     c, m, k = gpu.compute, gpu.memory, gpu.caches
+    sustained = sustained_fraction_of(gpu)
     mach = Machine(
         name=gpu.name,
         sms=c.sms,
         clock_mhz=c.clock_mhz,
         simd_width=c.cores_per_sm,
         sfu_width=c.sfus_per_sm,
-        bandwidth_gbs=m.bandwidth_gbs,
+        bandwidth_gbs=m.bandwidth_gbs * sustained,
         dram_latency=m.dram_latency,
-        departure_del_coal=m.departure_del_coal,
-        departure_del_uncoal=m.departure_del_uncoal,
+        departure_del_coal=m.departure_del_coal / sustained,
+        departure_del_uncoal=m.departure_del_uncoal / sustained,
         issue_cycles=c.issue_cycles,
         fp_latency=c.fp_latency,
         avg_inst_latency=c.avg_inst_latency,
@@ -138,7 +148,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         l1_caches_global=k.global_in_l1,
         gpu=gpu,
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
-        l2_transactions_per_cycle=(gpu.dram.channels * KEPLER_L2_TX_PER_CHANNEL_CYCLE if gpu.arch == "kepler" else None),
+        l2_transactions_per_cycle=l2_rate_of(gpu),
         ldst_units=ldst_units_of(gpu),
     )
     return replace(mach, **overrides) if overrides else mach

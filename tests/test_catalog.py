@@ -1,0 +1,226 @@
+"""The GPU catalog (configs/catalog.csv) and the architecture defaults (configs/architectures.toml).
+
+Spot checks pin datasheet values written here; the properties hold for every row:
+each builds a valid Gpu whose L2 and L1 strings hold the catalog's capacities, each
+row cites sources the file defines, and every number of the architecture file
+carries its source. `placement rank` and `placement evaluate` run on one GPU of each
+architecture through the bundled vecadd trace.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from placement import catalog
+from placement.gpu import ARCHES, get_gpu
+from traces.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+VECADD = ROOT / "configs" / "examples" / "vecadd.parquet"
+_CACHE = re.compile(r"^([NS]):(\d+):(\d+):(\d+),")
+
+# One catalog GPU of every architecture (none has a bundled TOML).
+ONE_PER_ARCH = {
+    "kepler": "k20",
+    "maxwell": "gtx980",
+    "pascal": "gtx1080",
+    "volta": "titanv",
+    "turing": "rtx2080ti",
+    "ampere": "rtx3080",
+    "ada": "rtx4090",
+    "hopper": "h100-pcie",
+    "blackwell": "rtx5090",
+}
+
+
+def cache_bytes(spec: str) -> int:
+    m = _CACHE.match(spec)
+    assert m, spec
+    return int(m[2]) * int(m[3]) * int(m[4])
+
+
+def test_every_row_builds_a_valid_gpu_with_the_catalogs_capacities():
+    rows = catalog.entries()
+    assert len(rows) >= 100
+    for e in rows:
+        g = catalog.gpu_from_entry(e)
+        assert g.name == e.name and g.arch == e.arch and g.compute_capability == e.cc
+        assert g.compute.sms == e.sms and g.compute.clock_mhz == e.boost_mhz
+        assert cache_bytes(g.caches.l2) * g.caches.l2_slices == e.l2_kb * 1024, e.name
+        assert int(g.caches.l2.split(":")[1]) & (int(g.caches.l2.split(":")[1]) - 1) == 0  # power-of-two sets
+        if g.caches.l1:
+            assert cache_bytes(g.caches.l1) == e.l1_kb * 1024, e.name
+        assert g.memory.smem_per_sm == e.smem_per_sm_kb * 1024
+        assert g.compute.issue_cycles == 32 / g.compute.cores_per_sm
+
+
+def test_every_architecture_has_gpus():
+    archs = {e.arch for e in catalog.entries()}
+    assert archs == set(ONE_PER_ARCH) and archs <= set(ARCHES)
+    counts = {a: sum(e.arch == a for e in catalog.entries()) for a in archs}
+    assert min(counts.values()) >= 4
+
+
+@pytest.mark.parametrize(
+    ("name", "sms", "gbs", "l2_mib", "cc", "cores"),
+    [
+        ("rtx3080", 68, 760.3, 5, (8, 6), 8704),  # GA102 whitepaper: 8704 CUDA cores, 5 MB L2
+        ("rtx4090", 128, 1008.0, 72, (8, 9), 16384),  # Ada whitepaper: 16384 cores, 72 MB L2
+        ("gtx980", 16, 224.3, 2, (5, 2), 2048),  # GTX 980 whitepaper: 2048 cores, 2 MB L2
+        ("h100-pcie", 114, 2039.0, 50, (9, 0), 14592),  # H100 whitepaper: 14592 FP32 cores (PCIe)
+        ("a100-80gb", 108, 2039.0, 40, (8, 0), 6912),  # A100 whitepaper: 6912 FP32 cores
+        ("gtx1080", 20, 320.0, 2, (6, 1), 2560),  # GTX 1080 whitepaper: 2560 cores
+        ("rtx5090", 170, 1792.0, 96, (12, 0), 21760),  # RTX Blackwell whitepaper: 21760 cores
+    ],
+)
+def test_datasheet_values(name, sms, gbs, l2_mib, cc, cores):
+    g = get_gpu(name)
+    assert g.compute.sms == sms and g.memory.bandwidth_gbs == gbs and g.compute_capability == cc
+    assert g.compute.sms * g.compute.cores_per_sm == cores
+    assert cache_bytes(g.caches.l2) * g.caches.l2_slices == l2_mib * 1024 * 1024
+
+
+@pytest.mark.parametrize("spelling", ["rtx3080", "GeForce RTX 3080", "RTX-3080", "nvidia geforce rtx 3080", " Rtx 3080 "])
+def test_names_are_matched_forgivingly(spelling):
+    assert get_gpu(spelling).name == "rtx3080"
+
+
+def test_a_miss_says_did_you_mean():
+    with pytest.raises(InputError, match=r"did you mean .*rtx4090"):
+        get_gpu("rtx 4909")
+
+
+def test_a_bundled_toml_wins():
+    for spelling in ("k40", "Tesla K40", "k40m"):
+        assert get_gpu(spelling).path.endswith("k40.toml")
+    assert get_gpu("GeForce GTX 680").path.endswith("gtx680.toml")
+    assert get_gpu("rtx3080").path.endswith("catalog.csv:rtx3080")
+
+
+def test_which_loads_each_cache_serves_per_architecture():
+    """The issue's table: global loads in L1 on Volta and later; __ldg through the texture
+    cache on GK110 / Maxwell / Pascal, none on GK104, the L1 from Volta on."""
+    g = {a: get_gpu(n) for a, n in ONE_PER_ARCH.items()}
+    assert [a for a in g if g[a].caches.global_in_l1] == ["volta", "turing", "ampere", "ada", "hopper", "blackwell"]
+    assert g["kepler"].caches.readonly_cache == "tex" and not g["kepler"].caches.l1_tex_unified
+    assert get_gpu("gtx770").caches.readonly_cache == "none"  # GK104, cc 3.0
+    assert get_gpu("gtx770").caches.tex.startswith("N:4:128:24")  # 12 KB texture working set
+    for a in ("maxwell", "pascal"):
+        assert g[a].caches.readonly_cache == "tex" and g[a].caches.l1_tex_unified and g[a].caches.tex == ""
+    for a in ("volta", "turing", "ampere", "ada", "hopper", "blackwell"):
+        assert g[a].caches.readonly_cache == "l1" and g[a].caches.l1_tex_unified
+
+
+def test_occupancy_limits_per_compute_capability():
+    """CUDA C++ Programming Guide, technical specifications per compute capability."""
+    expect = {  # (max threads per SM, max blocks per SM, cores per SM)
+        "k20": (2048, 16, 192), "gtx980": (2048, 32, 128), "p100": (2048, 32, 64), "gtx1080": (2048, 32, 128),
+        "titanv": (2048, 32, 64), "rtx2080ti": (1024, 16, 64), "a100-80gb": (2048, 32, 64), "rtx3080": (1536, 16, 128),
+        "rtx4090": (1536, 24, 128), "h100-pcie": (2048, 32, 128), "rtx5090": (1536, 32, 128),
+    }  # fmt: skip
+    for name, (threads, blocks, cores) in expect.items():
+        c = get_gpu(name).compute
+        assert (c.max_threads_per_sm, c.max_blocks_per_sm, c.cores_per_sm) == (threads, blocks, cores), name
+    assert get_gpu("gtx770").compute.max_regs_per_thread == 63  # cc 3.0
+
+
+def test_derived_memory_timing_hand_worked():
+    g = get_gpu("rtx3080")
+    share = 760.3e9 / 68 / 1710e6  # bytes per SM cycle
+    assert g.memory.departure_del_coal == pytest.approx(128 / share)
+    assert g.memory.departure_del_uncoal == pytest.approx(32 / share)
+    assert g.memory.dram_latency == 671.0  # Ampere's: mt4g's A100 p50 in cycles
+    assert g.dram.channels == 320 // 16  # GDDR6X channels of 16 bits (Accel-Sim SM86_RTX3070)
+
+
+def test_l2_string_splits_awkward_sizes():
+    # H200: 50 MB over 48 HBM3e channels x 2 slices does not split evenly; 80 slices do.
+    s, slices = catalog.l2_string(50 * 1024 * 1024, 96, 128, 20, "L:B:m:L:X", "X")
+    assert slices == 80 and cache_bytes(s) * slices == 50 * 1024 * 1024
+    # IPOLY needs 16-64 sets; a 1.5 MB slice has 768 or 1024 sets: XOR instead.
+    s, slices = catalog.l2_string(72 * 1024 * 1024, 48, 128, 16, "L:B:m:L:P", "P")
+    assert s == "S:1024:128:12,L:B:m:L:X" and slices == 48
+
+
+def test_every_row_cites_defined_sources():
+    text = catalog.catalog_path().read_text()
+    defined = set(re.findall(r"^# \[([A-Z0-9-]+)\]", text, flags=re.M))
+    for e in catalog.entries():
+        keys = e.source.split(";")
+        assert keys and set(keys) <= defined, (e.name, keys)
+
+
+def test_every_number_in_the_architecture_file_carries_a_source():
+    """A numeric key without a comment is allowed only right under a commented line of the
+    same table that states where it comes from ("as Hopper", "as fp_latency")."""
+    prev_commented = False
+    for lineno, line in enumerate(catalog.arch_path().read_text().splitlines(), start=1):
+        code = line.split("#", 1)[0]
+        numeric = re.match(r"^\s*[a-z_0-9]+\s*=\s*[-\d{]", code) and not code.strip().startswith("schema")
+        if numeric:
+            assert "#" in line or prev_commented, f"line {lineno} has no source: {line}"
+            prev_commented = prev_commented or "#" in line
+        else:
+            prev_commented = False
+
+
+def test_catalog_errors_name_the_file_and_row(tmp_path, monkeypatch):
+    src = catalog.catalog_path()
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "architectures.toml").write_text(catalog.arch_path().read_text())
+    lines = src.read_text().splitlines()
+    head = [ln for ln in lines if not ln.startswith("#")][0]
+    (tmp_path / "catalog.csv").write_text(head + "\nbad,Bad GPU,,kepler,GK104,3.0,eight,1,1,GDDR5,256,1,512,48,16,X\n")
+    monkeypatch.setenv("PLACEMENT_CONFIGS", str(tmp_path))
+    catalog._load.cache_clear()
+    catalog._index.cache_clear()
+    try:
+        with pytest.raises(InputError, match=r"catalog.csv line 2 \(bad\): sms: expected a positive number, got 'eight'"):
+            catalog.entries()
+    finally:
+        catalog._load.cache_clear()
+        catalog._index.cache_clear()
+
+
+def test_device_info_rows_agree(shared_data):
+    """The rows citing [DI] match gpuperfpredict's cudaDeviceProp (cores, SMs, bus)."""
+    with open(shared_data / "gpuperfpredict" / "deviceInfo.csv", newline="") as fh:
+        di = {r["gpu_name"]: r for r in csv.DictReader(fh)}
+    pairs = {"GTX-680": "gtx680", "Tesla-K40": "k40", "Tesla-K20": "k20", "Titan": "titan", "Quadro": "k5200",
+             "TitanX": "titanx-maxwell", "GTX-970": "gtx970", "GTX-980": "gtx980", "Tesla-P100": "p100-pcie-12gb"}  # fmt: skip
+    for di_name, name in pairs.items():
+        e = catalog.find(name)
+        r = di[di_name]
+        assert e.sms == int(r["num_sm"]), name
+        cores = catalog.arch_table(e.arch, e.cc)["compute"]["cores_per_sm"]
+        assert e.sms * cores == int(r["num_of_cores"]), name
+        assert f"{e.cc[0]}.{e.cc[1]}" == r["compute_version"], name
+
+
+@pytest.mark.parametrize("arch", list(ONE_PER_ARCH))
+def test_rank_and_evaluate_on_one_gpu_per_architecture(run_cli, arch):
+    name = ONE_PER_ARCH[arch]
+    code, out, err = run_cli("rank", VECADD, "--gpu", name, "--top", "2", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["gpu"] == name and len(doc["ranking"]) >= 1
+    code, out, err = run_cli("evaluate", VECADD, "--gpu", name, "--place", "a=T", "--json")
+    assert code == 0, err
+    ev = json.loads(out)
+    assert ev["gpu"] == name and ev["time_ns"] > 0 and ev["t_comp"] > 0
+
+
+def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
+    code, out, err = run_cli("gpus", "RTX-3080", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["name"] == "rtx3080" and d["compute"]["sms"] == 68 and d["caches"]["global_in_l1"] is True
+    code, out, _ = run_cli("gpus", "GeForce RTX 3080")
+    assert code == 0 and "catalog.csv:rtx3080" in out and "[caches]" in out
+    code, out, _ = run_cli("gpus")
+    assert code == 0 and "rtx5090" in out and "blackwell" in out

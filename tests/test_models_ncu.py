@@ -1,0 +1,99 @@
+"""Nsight Compute CSV exports (placement.models.ncu) and `placement model --counters` on them;
+counter files from which no row can be predicted."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from placement.cli import main
+from placement.models.ncu import is_ncu_csv, read_ncu
+from traces.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "configs" / "examples" / "vecadd-rtx3080.ncu.csv"  # hand-written, see its first line
+
+
+def test_example_reads_the_launches():
+    assert is_ncu_csv(EXAMPLE)
+    rows = read_ncu(EXAMPLE)
+    assert len(rows) == 2 and all(not r.missing for r in rows)
+    r = rows[0]
+    k = r.params
+    assert r.block == (256, 1, 1) and k.blocks == 65536 and k.threads_per_block == 256
+    assert r.measured_s == pytest.approx(335.84e-6)  # "usecond" scaled to seconds
+    # 2 loads and 1 store a warp, 4 sectors each: uncoalesced-by-sectors with 4 transactions
+    assert k.uncoal_mem_insts == 3 and k.uncoal_per_mw == 4 and k.store_insts == 1
+    assert k.comp_insts == 18 - 3  # 9,437,184 warp instructions over 524,288 warps
+    assert k.data_bytes == pytest.approx((134.22 + 67.11) * 1e6)  # Mbyte scaled to bytes
+    assert k.fp_insts == 1.0  # 16,777,216 FADD thread instructions / 32 / 524,288 warps
+    assert r.spec["ncu_device"] == "NVIDIA GeForce RTX 3080"
+
+
+@pytest.mark.parametrize("model", ["mwp-cwp", "gpuperf"])
+def test_cli_runs_on_the_catalog_gpu_of_the_device(run_cli, model):
+    code, out, err = run_cli("model", model, "--counters", EXAMPLE, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["predicted_rows"] == 2 and doc["rows"][0]["machine"] == "rtx3080"
+    assert all(r["predicted_s"] > 0 for r in doc["rows"])
+
+
+def test_cli_bsp_fit_on_a_launch(run_cli):
+    code, out, err = run_cli("model", "bsp", "--counters", EXAMPLE, "--fit-lambda", "1", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["lambda_fitted_on_row"] == 1 and doc["rows"][0]["error_pct"] == pytest.approx(0.0, abs=1e-9)
+
+
+def _details_page(tmp_path, metrics):
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+    lines = ["==PROF== Connected to process 7 (./k)", head]
+    for name, unit, value in metrics:
+        lines.append(f'"0","7","k","h","k(float*)","1","7","(128, 1, 1)","(1024, 1, 1)","0","7.5","Command line profiler metrics","{name}","{unit}","{value}"')
+    p = tmp_path / "details.csv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_details_page_and_missing_metrics_named(tmp_path, run_cli):
+    metrics = [("gpu__time_duration.sum", "msecond", "1.5"), ("smsp__inst_executed.sum", "inst", "40,960"),
+               ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "4,096"),
+               ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", "16,384"),
+               ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", "4,096"),
+               ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", "16,384"),
+               ("lts__t_sector_hit_rate.pct", "%", "n/a")]  # fmt: skip
+    p = _details_page(tmp_path, metrics)
+    (r,) = read_ncu(p)
+    assert r.measured_s == pytest.approx(1.5e-3) and r.block == (128, 1, 1) and r.missing == ("l2_hit_rate",)
+    code, out, err = run_cli("model", "mwp-cwp", "--counters", p, "--gpu", "t4")
+    assert code == 2
+    assert "no row can be predicted" in err and "l2_hit_rate in 1 rows" in err
+    assert "lts__t_sector_op_read_hit_rate.pct, lts__t_sector_hit_rate.pct" in err and err.count("\n") == 1
+
+
+def test_no_device_name_needs_gpu(tmp_path, run_cli):
+    metrics = [("gpu__time_duration.sum", "nsecond", "1000"), ("smsp__inst_executed.sum", "", "4096"),
+               ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "1"), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "", "4"),
+               ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", "1"), ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "", "4"),
+               ("lts__t_sector_hit_rate.pct", "%", "0")]  # fmt: skip
+    p = _details_page(tmp_path, metrics)
+    code, _, err = run_cli("model", "gpuperf", "--counters", p)
+    assert code == 2 and "give --gpu" in err
+    code, out, err = run_cli("model", "gpuperf", "--counters", p, "--gpu", "T4", "--json")
+    assert code == 0, err
+
+
+def test_unknown_unit_is_an_input_error(tmp_path):
+    p = _details_page(tmp_path, [("gpu__time_duration.sum", "fortnight", "1")])
+    with pytest.raises(InputError, match=r"details.csv line \d+: gpu__time_duration.sum: unit 'fortnight'"):
+        read_ncu(p)
+
+
+def test_nvprof_file_without_counters_exits_2(tmp_path, run_cli):
+    p = tmp_path / "bare.csv"
+    p.write_text("Input.Size,Duration,Grid.X,Grid.Y,Grid.Z,Block.X,Block.Y,Block.Z,compute_version\n"
+                 "1024,0.001,4,1,1,256,1,1,5.2\n")  # fmt: skip
+    code, out, err = run_cli("model", "mwp-cwp", "--counters", p)
+    assert code == 2 and "no row can be predicted" in err
+    assert "gld_request in 1 rows (tried gld_request, global_load)" in err
