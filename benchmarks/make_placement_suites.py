@@ -54,7 +54,18 @@ def _toml_list(xs) -> str:
     return "[" + ", ".join(json.dumps(x) if isinstance(x, str) else repr(x) for x in xs) + "]"
 
 
-def matmul_suite(data: Path, gpus: set[str]) -> tuple[str, list[str]]:
+def _known(gpu: str) -> bool:
+    from placement.gpu import get_gpu
+    from traces.errors import InputError
+
+    try:
+        get_gpu(gpu)
+    except InputError:
+        return False
+    return True
+
+
+def matmul_suite(data: Path) -> tuple[str, list[str]]:
     import pandas as pd
 
     base = data / "gpuperfpredict" / "Apps-Gpus"
@@ -72,7 +83,7 @@ def matmul_suite(data: Path, gpus: set[str]) -> tuple[str, list[str]]:
     ]
     skipped = []
     for dn, g in MATMUL_GPUS.items():
-        if g not in gpus:
+        if not _known(g):
             skipped.append(f"{dn} (no configuration '{g}')")
             continue
         naive = pd.read_csv(base / f"matMul_gpu-{dn}.csv").groupby(["Input.Size", "Block.X"])["Duration"].median()
@@ -142,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_placement_suites: no data folder {data}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT))
-    from placement.gpu import gpu_names
-
-    text, skipped = matmul_suite(data, set(gpu_names()))
+    text, skipped = matmul_suite(data)
     (out / "gpuperfpredict_matmul.toml").write_text(text)
     for s in skipped:
         print(f"matmul: left out {s}", file=sys.stderr)

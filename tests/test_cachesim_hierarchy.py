@@ -158,3 +158,24 @@ def test_bad_inputs():
         config(l2_slice_bytes=64)
     with pytest.raises(cachesim.HierarchyConfigError, match="^dram"):
         config(dram=None)
+
+
+def test_load_store_path_cycles_by_hand():
+    """The SMs' data path (32 banks x 4 B = 128 B a cycle): per warp-instruction, a cached access its sectors'
+    bytes over 128 B (one cycle at least), an uncached one a cycle per line, shared a cycle per wavefront,
+    constant a cycle per distinct address."""
+    rows = [
+        (0, 0, 0, 0, 0, 4, 0x1000 + lanes * 4, -1),  # aligned 128 B: 4 sectors -> 1 cycle
+        (0, 0, 1, 0, 0, 4, 0x2004 + lanes * 4, -1),  # unaligned: 5 sectors (160 B) -> 1.25
+        (0, 0, 2, 0, 0, 4, 0x3000 + (lanes % 8) * 4, -1),  # 8 lanes' worth, 1 sector -> 1 (the minimum)
+        (0, 0, 3, 0, 2, 4, lanes * 8, -1),  # shared, stride-2 words: 2-way conflict -> 2
+        (0, 0, 4, 0, 3, 4, np.where(lanes < 16, 0x100, 0x200), -1),  # constant, 2 addresses -> 2
+        (0, 0, 5, 0, 6, 4, 0x4004 + lanes * 4, -1),  # read-only path (through the L1 here): 1.25
+    ]
+    t = make_trace(rows, 1, 1)
+    l1 = "S:4:128:8,L:R:m:N:L"
+    r = cachesim.simulate_hierarchy(t, config(l1=l1, readonly="l1", const="N:16:64:2,L:R:f:N:L"), blocks_per_sm=1)
+    assert r.lsu_cycles.tolist() == [1 + 1.25 + 1, 0, 2, 2, 0, 0, 1.25]
+    # no L1 for global loads (Kepler): one cycle per 128-byte line: 1, 2, 1
+    r = cachesim.simulate_hierarchy(t, config(l1=l1, global_in_l1=False, readonly="l1"), blocks_per_sm=1)
+    assert r.lsu_cycles[0] == 1 + 2 + 1
