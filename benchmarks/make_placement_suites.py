@@ -17,9 +17,9 @@ placements that were measured, and their measured times (ns):
   outputs, 15 x 15 filter in constant memory) for every (block, tile) shape of ``SHAPES``
   with the four measured variants of the input image: G (read_only 0, use_shmem 0), R
   (read_only 1), S/G (use_shmem 1) and S/R (both), without padding. The trace is the G
-  variant's (``conv2d_kt``) at ``CONV_SIZE`` outputs, a part of the measured image (the
-  kernel is the same per block; the model's ratios between the variants are what is
-  compared).
+  variant's (``conv2d_kt``) of an image just large enough for ``CONV_WAVES`` full waves of
+  blocks (the kernel is the same per block; the model's ratios between the variants are
+  what is compared).
 
 The shapes are chosen by rule, not by result: block_size_x in {16, 32, 64, 128} x
 block_size_y in {1, 2, 4, 8} with tiles 1x1 and 2x2, where the kernel's own restriction
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -45,8 +46,10 @@ MATMUL_BLOCKS = (8, 16, 32)
 SHAPE_BLOCKS_X = (16, 32, 64, 128)
 SHAPE_BLOCKS_Y = (1, 2, 4, 8)
 SHAPE_TILES = ((1, 1), (2, 2))
-CONV_SIZE = 256
-"""Outputs per side of the traced image (the measured kernel computes 4096 x 4096)."""
+CONV_WAVES = 2
+"""The traced image holds this many full waves of blocks at the sample's occupancy on the A100 (the
+measured kernel computes 4096 x 4096 outputs, dozens of waves): the model sees the resident warps
+the measured run had, at a fraction of the rows."""
 VARIANTS = (("", 0, 0), ("input=R", 1, 0), ("input=S/G", 0, 1), ("input=S/R", 1, 1))
 
 
@@ -100,6 +103,21 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
     return "\n".join(out), skipped
 
 
+def conv_size(bx: int, by: int, tx: int, ty: int) -> tuple[int, int]:
+    """Width and height (outputs, multiples of the block's tile) holding CONV_WAVES waves of blocks."""
+    from placement.gpu import get_gpu
+    from placement.occupancy import occupancy
+    from traces.generators._common import recipe
+
+    gpu = get_gpu("a100")
+    per_sm = occupancy(gpu, bx * by, int(recipe("conv2d_kt")["regs"]), 0).blocks_per_sm
+    outputs = CONV_WAVES * gpu.compute.sms * per_sm * bx * by * tx * ty
+    side = math.sqrt(outputs)
+    w = math.ceil(side / (bx * tx)) * bx * tx
+    h = math.ceil(outputs / w / (by * ty)) * by * ty
+    return w, h
+
+
 def conv_suite(data: Path) -> str:
     cache = json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"]
     times: dict[tuple, float] = {}
@@ -114,8 +132,9 @@ def conv_suite(data: Path) -> str:
         "# S/G and S/R (staged in shared memory, from global or through the read-only path), no padding; mean",
         "# time of 32 runs. Written by benchmarks/make_placement_suites.py from",
         "# ../shared/data/kerneltuner-convolution/A100.json.gz (github AutoTuningAssociation/benchmark_hub,",
-        "# cachefiles/convolution_milo/); do not edit by hand. The trace is the G variant at",
-        f"# {CONV_SIZE} x {CONV_SIZE} outputs (conv2d_kt): the same per-block work as the measured kernel.  Run:",
+        "# cachefiles/convolution_milo/); do not edit by hand. The trace is the G variant (conv2d_kt) of an",
+        f"# image of {CONV_WAVES} full waves of blocks at the sample's occupancy: the per-block work and the resident",
+        "# warps of the measured 4096 x 4096 run, at a fraction of its rows.  Run:",
         "#     placement batch configs/suites/kerneltuner_conv_a100.toml -o conv.parquet",
         "#     python benchmarks/placement_accuracy.py conv.parquet",
         "",
@@ -132,9 +151,10 @@ def conv_suite(data: Path) -> str:
                 if any(t is None for t in ts):
                     continue
                 n += 1
+                w, h = conv_size(bx, by, tx, ty)
                 out += [
                     "[[entry]]", f'id = "conv-{bx}x{by}-t{tx}x{ty}"', 'generator = "conv2d_kt"',
-                    f"size = [{CONV_SIZE}, {CONV_SIZE}]", f"block = [{bx}, {by}, {tx}, {ty}]",
+                    f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]",
                     f"placements = {_toml_list([p for p, _, _ in VARIANTS])}",
                     f"measured_ns = {_toml_list([round(t * 1e6, 1) for t in ts])}",
                     f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of G, R, S/G, S/R"', "",

@@ -28,7 +28,16 @@ the sample placement and for the target from the same trace:
    requests at the shared latency. (The printed Eq. 5 adds hit_lat to shared
    requests too and uses one hit latency for every cache; the weighted form is
    what its own text describes.) DRAM_lat is the per-bank queuing latency of
-   Eq. 6-10 (``placement.queuing``) over the DRAM request stream;
+   Eq. 6-10 (``placement.queuing``) over the DRAM request stream. Eq. 17's ITMLP
+   is taken per class of request: the requests that leave the SM (L2 hits, DRAM)
+   with GPUPerf's MWP from DRAM's latency and bandwidth, the requests served inside
+   the SM (first-level hits, shared-memory wavefronts) with an MWP of their own
+   latency over the cycles between two of them (the load/store path's cycles per
+   request, T_LSU's), up to N, and that many requests in flight as the bound of
+   ITMLP (MWP_peak_bw's role): pipelined, their memory time is the path's time.
+   GPUPerf prices every request with DRAM's MWP, which makes an L1-hit-bound
+   stencil (a convolution on Ampere: 15 to 20 resident warps' worth of 35-cycle
+   hits) look five times slower than its issue and data-path time;
 5. T_overlap from trained Eq. 11 coefficients, else GPUPerf's
    min(T_comp x F_overlap, T_mem).
 
@@ -66,6 +75,8 @@ from .placements import Placement, check, is_staged, sample_placement, unstaged
 log = logging.getLogger(__name__)
 
 OFFCHIP = ("global", "local", "constant", "texture1d", "texture2d", "readonly")
+MIN_DEPARTURE = 1e-3
+"""Floor of the cycles between two requests served inside an SM (a guard against dividing by 0)."""
 
 
 def first_levels(gpu: Gpu) -> dict[str, str | None]:
@@ -222,6 +233,12 @@ class _Memory:
     transaction_bytes: float
     events: dict[str, float]
     caches: dict[str, dict[str, int]]
+    on_chip_requests: int
+    """Requests served inside the SM: first-level cache hits and shared-memory wavefronts."""
+    on_chip_amat: float
+    off_chip_requests: int
+    """Requests that leave the SM: L2 hits and DRAM accesses."""
+    off_chip_amat: float
 
 
 def dram_stream(h: cachesim.HierarchyResult, gpu: Gpu) -> tuple[np.ndarray, ...]:
@@ -283,6 +300,8 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     latency_sum = 0.0
     requests = 0
     dram_bound = 0
+    on_chip = 0  # requests served inside the SM: first-level cache hits (shared memory is added below)
+    on_chip_lat = 0.0
     caches: dict[str, dict[str, int]] = {}
     events = dict.fromkeys(("global", "constant", "texture", "shared"), 0.0)
     for space in OFFCHIP:
@@ -296,6 +315,9 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
         for lvl in chain:
             hits = int(h.hits[li[lvl], j])
             latency_sum += hits * hit_latency[lvl]
+            if lvl != "l2":
+                on_chip += hits
+                on_chip_lat += hits * hit_latency[lvl]
             caches[f"{lvl}.{space}"] = {
                 "requests": int(h.requests[li[lvl], j]), "hits": hits, "misses": int(h.misses[li[lvl], j]),
             }  # fmt: skip
@@ -322,7 +344,12 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     rb = d.counts()
     events["row"] = rb.get("miss", 0) + rb.get("conflict", 0)
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
-    return _Memory(h, q, dram_lat, requests, amat, miss_ratio, shmem_ratio, avg_trans, tb, norm, caches)
+    on_chip += shared
+    on_chip_lat += shared * gpu.memory.smem_latency
+    off = requests - on_chip
+    off_lat = latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency - on_chip_lat
+    return _Memory(h, q, dram_lat, requests, amat, miss_ratio, shmem_ratio, avg_trans, tb, norm, caches,
+                   on_chip, on_chip_lat / on_chip if on_chip else 0.0, off, off_lat / off if off else 0.0)
 
 
 def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int,
@@ -418,8 +445,18 @@ def _terms(
     t_lsu = float(mem.hier.lsu_cycles.sum()) / active_sms
     t_comp = gpuperf.t_comp(max(w_par, t_lsu), w_serial)
     itmlp = max(1e-9, gpuperf.itmlp(mlp, mwp, cwp, peak))
-    eff = mem.requests / (active_sms * itmlp)  # Eq. 17
-    t_mem = eff * mem.amat  # Eq. 4
+    # Eq. 4 and 17 per class of request: those that leave the SM queue for the L2 and DRAM
+    # (MWP from DRAM's latency and bandwidth, as GPUPerf's); those served inside the SM leave
+    # at the load/store path's pace, one request a cycle, so their MWP is their latency in
+    # cycles (up to N) and no DRAM bandwidth bounds it.
+    # the load/store path's cycles per request: a request served inside the SM leaves no sooner
+    departure_on = max(t_lsu * active_sms / mem.requests, MIN_DEPARTURE) if mem.requests else 1.0
+    peak_on = max(1.0, mem.on_chip_amat / departure_on)  # requests in flight the path sustains
+    mwp_on = min(peak_on, float(n))
+    itmlp_on = max(1e-9, gpuperf.itmlp(mlp, mwp_on, cwp, peak_on))
+    eff = mem.off_chip_requests / (active_sms * itmlp) + mem.on_chip_requests / (active_sms * itmlp_on)
+    t_mem = (mem.off_chip_requests * mem.off_chip_amat / itmlp
+             + mem.on_chip_requests * mem.on_chip_amat / itmlp_on) / active_sms  # fmt: skip
 
     features = np.array([mem.events["e_global"], mem.events["e_constant"], mem.events["e_texture"],
                          mem.events["e_shared"], mem.events["e_row"], float(n), 1.0])  # fmt: skip
