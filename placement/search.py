@@ -122,6 +122,13 @@ def domains(info: traces.KernelInfo, gpu: Gpu, staging: StagingFacts | None = No
     objs = {o.name: o for o in info.objects}
     out = {}
     for name, s0 in sample.spaces:
+        if staging is not None and staging.access(name).rows == 0:
+            # never accessed by a memory instruction of the trace (a filter read as instruction operands,
+            # an argument the kernel does not touch): where it lives changes nothing the model sees
+            out[name] = [s0]
+            if why is not None:
+                why.setdefault(name, {})["*"] = "no memory instruction of the trace accesses it; it stays where it is"
+            continue
         ok = []
         for s in object_spaces(objs[name]):
             p = Placement(tuple((n, s if n == name else t) for n, t in sample.spaces))

@@ -145,3 +145,13 @@ def test_exhaustive_over_the_limit_is_refused(run_cli, tmp_path):
     trace = _kernel_with([(1024, False, True)] * 4)
     with pytest.raises(traces.InputError, match="exceed the limit"):
         solve(Evaluator(trace, K80), options=SearchOptions(strategy="exhaustive", max_exhaustive=10))
+
+
+def test_an_object_no_instruction_accesses_stays_put():
+    t = _kernel_with([(1024, False, False)])
+    extra = traces.ObjectInfo(1, "filter", "constant", 1 << 24, 900, 4, (15, 15), False)
+    trace = dataclasses.replace(t, info=dataclasses.replace(t.info, objects=t.info.objects + (extra,)))
+    why = {}
+    dom = domains(trace.info, K80, StagingFacts(trace), why)
+    assert dom["filter"] == ["C"] and why["filter"] == {"*": "no memory instruction of the trace accesses it; it stays where it is"}
+    assert len(dom["o0"]) > 1

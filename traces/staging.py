@@ -84,6 +84,10 @@ class Access:
     def written(self) -> bool:
         return self.stores + self.atomics > 0
 
+    @property
+    def rows(self) -> int:
+        return self.loads + self.stores + self.atomics
+
 
 def access(trace: Trace, rows: np.ndarray, obj: int) -> Access:
     k, loads, stores, atomics = K.access_counts(rows, trace.cta, trace.warp, trace.op, trace.info.warps_per_block)
