@@ -24,11 +24,16 @@ log = logging.getLogger(__name__)
 DASK_CONNECT_TIMEOUT = "10s"
 
 
-class _EvaluatorCache:
-    """Per-process evaluators keyed by (trace, GPU, options); thread-safe, bounded."""
+CACHE_ROWS = 8_000_000
+"""Rows of the traces a process keeps (evaluators and loaded traces), least recently used first out."""
 
-    def __init__(self, size: int = 8):
+
+class _EvaluatorCache:
+    """Per-process evaluators keyed by (trace, GPU, options); thread-safe, bounded in number and in rows."""
+
+    def __init__(self, size: int = 8, rows: int = CACHE_ROWS):
         self.size = size
+        self.rows = rows
         self.items: OrderedDict[tuple, Evaluator] = OrderedDict()
         self.lock = threading.Lock()
         self.built = 0
@@ -40,7 +45,9 @@ class _EvaluatorCache:
                 ev = make()
                 self.built += 1
                 self.items[key] = ev
-                while len(self.items) > self.size:
+                while len(self.items) > 1 and (
+                    len(self.items) > self.size or sum(len(e.trace) for e in self.items.values()) > self.rows
+                ):
                     self.items.popitem(last=False)
             self.items.move_to_end(key)
             return ev
@@ -83,8 +90,10 @@ def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: 
                  ) -> list[dict[str, Any]]:  # fmt: skip
     key = chunk[0].trace_key
     trace = _TRACES.get(key)
-    if trace is None:  # a trace file: read once per process
+    if trace is None:  # a trace file, or a generator's trace the plan did not keep: loaded once per process
         trace = _TRACES[key] = source.load()
+        while len(_TRACES) > 1 and sum(len(t) for t in _TRACES.values()) > CACHE_ROWS:
+            _TRACES.pop(next(k for k in _TRACES if k != key))
     return evaluate_chunk(chunk, trace, gpu, options, options_key)
 
 

@@ -24,6 +24,10 @@ from .suite import Suite, SuiteError, TraceSource, _where
 
 log = logging.getLogger(__name__)
 
+KEEP_ROWS = 4_000_000
+"""Rows of generated traces kept from planning for the run; past that they are dropped after their
+entry is checked and generated again when their tasks run (a suite of big traces stays in memory)."""
+
 
 @dataclass(frozen=True)
 class Task:
@@ -74,9 +78,10 @@ def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
 def plan(suite: Suite) -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
-    Generator traces are generated here, once (their metadata needs it); trace files
-    only have their metadata read, unless a placement stages an object in shared
-    memory (its legality needs the trace's footprints).
+    Generator traces are generated here (their metadata needs it) and kept for the run
+    up to ``KEEP_ROWS`` rows; trace files only have their metadata read, unless a
+    placement stages an object in shared memory (its legality needs the trace's
+    footprints).
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
@@ -142,5 +147,8 @@ def plan(suite: Suite) -> Plan:
                     measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
                     measured_sample_ns=measured_sample,
                 ))  # fmt: skip
+        if key in loaded and sum(len(t) for t in loaded.values()) > KEEP_ROWS:
+            del loaded[key]  # generated again when its tasks run
+            facts.pop(key, None)
     return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
                 gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows)  # fmt: skip
