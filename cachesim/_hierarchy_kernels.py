@@ -26,7 +26,8 @@ LINES = INSTR + N_SPACES  # transactions per space (lines, distinct constant add
 CLOCK = LINES + N_SPACES  # cache access counter (LRU/FIFO stamps)
 NDRAM = CLOCK + 1  # DRAM requests written so far
 LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per space (see walk)
-STATS_LEN = LSU + N_SPACES
+L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
+STATS_LEN = L2SECT + N_SPACES
 
 # hp (int64 parameters); the first six are the coalescing parameters
 HP_LINE_LOG2, HP_SECT_LOG2, HP_TXN, HP_BANKS, HP_BANK_BYTES, HP_TEX_LOG2, HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(9)
@@ -141,6 +142,7 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
     ssz = np.int64(1) << cfg[C.SECT_LOG2]
     sectored = cfg[C.NSECT] > 1
     wb = C.is_write_back(cfg, False)
+    gsec = np.uint64(1) << np.uint64(hp[HP_SECT_LOG2])  # the transaction sector, whatever the L2's own line
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
@@ -152,6 +154,7 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
         res = C.access(cfg, state, sl_id, p, smask, is_write, False, t)
         outcome = res[0]
         _count(stats, L2, space, outcome)
+        stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) // gsec)
         if res[2] != np.uint64(0):
             evb = res[1]
             orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)

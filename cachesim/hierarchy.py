@@ -143,7 +143,8 @@ class HierarchyResult:
     of evicted lines), ``dram_write``, ``dram_bytes``; ``dram`` holds their row-buffer outcomes.
     ``sm`` and ``cycle`` give each trace row's SM and issue cycle. ``lsu_cycles`` per space:
     the cycles the SMs' load/store data path spends on the space's accesses, all SMs
-    together (see ``_hierarchy_kernels.walk``).
+    together (see ``_hierarchy_kernels.walk``); ``l2_sectors`` per space: the sector-sized pieces
+    of the accesses that reached the L2 (hits, misses and writes alike).
     """
 
     requests: np.ndarray
@@ -162,6 +163,7 @@ class HierarchyResult:
     sm: np.ndarray
     cycle: np.ndarray
     lsu_cycles: np.ndarray
+    l2_sectors: np.ndarray
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -274,4 +276,5 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
+        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
     )  # fmt: skip

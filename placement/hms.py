@@ -37,7 +37,13 @@ the sample placement and for the target from the same trace:
    ITMLP (MWP_peak_bw's role): pipelined, their memory time is the path's time.
    GPUPerf prices every request with DRAM's MWP, which makes an L1-hit-bound
    stencil (a convolution on Ampere: 15 to 20 resident warps' worth of 35-cycle
-   hits) look five times slower than its issue and data-path time;
+   hits) look five times slower than its issue and data-path time. T_mem is at
+   least T_L2, the L2's time for the 32-byte sectors that reach it at the
+   architecture's transactions per cycle (``placement.models.l2bound``'s rate, where
+   configs/architectures.toml has one: Kepler and Maxwell; on Kepler a global load
+   that bypasses L1 is served in 32-byte transactions, CUDA programming guide, cc
+   3.x); a naive matrix multiply on Kepler, whose loads all go to the L2, runs at
+   that rate;
 5. T_overlap from trained Eq. 11 coefficients, else GPUPerf's
    min(T_comp x F_overlap, T_mem).
 
@@ -68,6 +74,7 @@ from . import staging as stg
 from .gpu import Gpu
 from .memory import hierarchy_config
 from .models import gpuperf
+from .models.params import l2_rate_of
 from .occupancy import Occupancy, occupancy
 from .overlap import FEATURES, OverlapModel
 from .placements import Placement, check, is_staged, sample_placement, unstaged
@@ -124,6 +131,8 @@ class Terms:
     overlap_source: str
     t_lsu: float
     """Cycles per SM of the load/store data path (see the module docstring, 3)."""
+    t_l2: float
+    """Cycles the L2 needs for the requests that reach it, at the architecture's rate (0: no rate known)."""
     issued_instructions: float
     executed_instructions: float
     addressing_delta: int
@@ -457,6 +466,11 @@ def _terms(
     eff = mem.off_chip_requests / (active_sms * itmlp) + mem.on_chip_requests / (active_sms * itmlp_on)
     t_mem = (mem.off_chip_requests * mem.off_chip_amat / itmlp
              + mem.on_chip_requests * mem.on_chip_amat / itmlp_on) / active_sms  # fmt: skip
+    # The L2's throughput bounds the memory time (the seed models' bound, placement.models.l2bound):
+    # every request that reaches the L2, at the architecture's measured transactions per cycle.
+    l2_rate = l2_rate_of(gpu)
+    t_l2 = float(mem.hier.l2_sectors.sum()) / l2_rate if l2_rate else 0.0
+    t_mem = max(t_mem, t_l2)
 
     features = np.array([mem.events["e_global"], mem.events["e_constant"], mem.events["e_texture"],
                          mem.events["e_shared"], mem.events["e_row"], float(n), 1.0])  # fmt: skip
@@ -477,6 +491,7 @@ def _terms(
         t_overlap=t_overlap,
         overlap_source=source,
         t_lsu=t_lsu,
+        t_l2=t_l2,
         issued_instructions=issued,
         executed_instructions=executed,
         addressing_delta=addressing_delta,

@@ -176,6 +176,8 @@ def test_load_store_path_cycles_by_hand():
     l1 = "S:4:128:8,L:R:m:N:L"
     r = cachesim.simulate_hierarchy(t, config(l1=l1, readonly="l1", const="N:16:64:2,L:R:f:N:L"), blocks_per_sm=1)
     assert r.lsu_cycles.tolist() == [1 + 1.25 + 1, 0, 2, 2, 0, 0, 1.25]
-    # no L1 for global loads (Kepler): one cycle per 128-byte line: 1, 2, 1
+    # no L1 for global loads (Kepler): one cycle per 128-byte line: 1, 2, 1; the L2 (128-byte lines) serves
+    # their 4 + 5 + 1 sectors of 32 bytes, and the read-only load's 5 sectors the sectored L1 missed
     r = cachesim.simulate_hierarchy(t, config(l1=l1, global_in_l1=False, readonly="l1"), blocks_per_sm=1)
     assert r.lsu_cycles[0] == 1 + 2 + 1
+    assert r.l2_sectors[0] == 4 + 5 + 1 and r.l2_sectors[6] == 5

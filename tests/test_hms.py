@@ -206,3 +206,15 @@ def test_w_serial_by_hand():
     # MWP below the block's warps: MWP - 1 = 0.5
     w_low = _w_serial(info, K80, coalesced, 1.5, 1, 4, 16.0, 8)
     assert w_low == pytest.approx(6.07 * 0.5 * 2 + o_sfu)
+
+
+def test_l2_throughput_bounds_t_mem(vec):
+    """T_L2 = sectors reaching the L2 / (SMs x the architecture's rate per SM); Kepler has one (0.5), Ampere none."""
+    k40 = get_gpu("k40")
+    ev = Evaluator(vec, k40)
+    s = ev.sample
+    # vecadd: every warp reads two 128-byte lines and writes one, 4 sectors each, all through the L2
+    sectors = 3 * 4 * vec.info.instructions.warps
+    assert s.t_l2 == pytest.approx(sectors / (15 * 0.5))
+    assert s.t_mem >= s.t_l2
+    assert Evaluator(vec, get_gpu("a100")).sample.t_l2 == 0.0
