@@ -52,14 +52,36 @@ SYNC = {"BAR", "MEMBAR", "DEPBAR", "WARPSYNC", "ERRBAR", "CCTL"}
 BRANCH = {"BRA", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "BRX", "JMP", "JMX", "KILL", "BMOV"}
 
 
-def tool(name: str) -> str:
+def find_tool(name: str) -> str | None:
+    """``name`` on PATH or in the PyPI CUDA packages' bin folder; None when absent."""
     found = shutil.which(name)
     if found:
         return found
     cand = Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "cu13" / "bin" / name
-    if cand.exists():
-        return str(cand)
-    sys.exit(f"sass_recipes: {name} not found (pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump)")
+    return str(cand) if cand.exists() else None
+
+
+def tool(name: str) -> str:
+    found = find_tool(name)
+    if found is None:
+        sys.exit(f"sass_recipes: {name} not found (pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump)")
+    return found
+
+
+def compile_sass(cu: Path, cubin: Path, arch: str, nvcc: str, nvdisasm: str, defines: tuple[str, ...] = ()) -> str:
+    """``nvcc -cubin -O3`` of one source (``defines``: ``NAME=VALUE`` macros) and its ``nvdisasm -c`` text."""
+    flags = [f"-D{d}" for d in defines]
+    subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", *flags, "-o", str(cubin), str(cu)], check=True)
+    return subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+
+
+def class_counts(blocks: list[dict]) -> dict[str, int]:
+    """Instructions per class (``CLASSES``) of a function's parsed blocks."""
+    counts = dict.fromkeys(CLASSES, 0)
+    for b in blocks:
+        for _pc, _pred, op, operands in b["insns"]:
+            counts[klass(op, operands)] += 1
+    return counts
 
 
 def is_mem(op: str, operands: str) -> bool:
@@ -161,19 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for cu in sorted(KERNELS.glob("*.cu")):
             cubin = Path(tmp) / (cu.stem + ".cubin")
-            subprocess.run([nvcc, "-cubin", f"-arch={args.arch}", "-O3", "-o", str(cubin), str(cu)], check=True)
-            text = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+            text = compile_sass(cu, cubin, args.arch, nvcc, nvdisasm)
             res = resources(cuobjdump, cubin)
             for name, blocks in sorted(parse(text).items()):
                 regs, smem = res.get(name, (0, 0))
                 lines += [f"[{name}]", f"source = {toml_str(str(cu.relative_to(ROOT)))}", f'arch = "{args.arch}"',
                           f"regs = {regs}", f"smem = {smem}", "blocks = ["]  # fmt: skip
                 for b in blocks:
-                    counts = dict.fromkeys(CLASSES, 0)
+                    counts = class_counts([b])
                     mem = []
                     letters = []
                     for k, (pc, pred, op, operands) in enumerate(b["insns"]):
-                        counts[klass(op, operands)] += 1
                         letters.append(LETTER[klass(op, operands)])
                         if is_mem(op, operands):
                             addr = re.search(r"(\[[^\]]*\](\[[^\]]*\])?)\s*(,|$)", operands)

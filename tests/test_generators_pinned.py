@@ -33,6 +33,8 @@ CASES = [
     ("reduction", None, None), ("reduction", [4 * 512 * 8, 8], None), ("reduction", [100000, 3], None),
     ("bfs", None, None), ("bfs", [1024, 6], None), ("bfs", [5000, 3, 2], [64]), ("bfs", [3000, 5, 0], [96]),
     ("bfs", [20000, 4], [256]), ("bfs", [77, 3, 1], [32]),
+    ("conv2d_kt", None, None), ("conv2d_kt", [100, 20], None), ("conv2d_kt", [144, 40], [48, 1, 3, 1]),
+    ("conv2d_kt", [64, 64], [16, 16, 1, 1]),
 ]
 
 

@@ -22,13 +22,16 @@ def put(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
 
 @nb.njit(cache=True)
 def affine2d(fill, out, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
-             m_pc, m_cx, m_cy, m_c0):  # fmt: skip
-    """One row per memory instruction k of every warp with an active lane; returns the number of
-    such warps (with ``fill`` False, only counts them: the caller allocates K rows for each).
+             m_pc, m_cx, m_cy, m_c0, m_gx, m_gy):  # fmt: skip
+    """One row per memory instruction k of every warp with an active lane; returns (rows, warps
+    with an active lane) (with ``fill`` False, only counts them).
 
     Lane (X, Y) = (blockIdx.x*sx + tx, blockIdx.y*sy + ty) (sx, sy: the tile a block
     covers, usually bx, by) is active when X < limx and
     Y < limy; its address for instruction k is base_k + elem_k * (cx_k*X + cy_k*Y + c0_k).
+    An instruction with a guard (gx_k, gy_k) other than (0, 0) is predicated: an active lane
+    takes part when also X + gx_k < limx and Y + gy_k < limy (a tile's later outputs), and a
+    row with no lane left is not written.
     Serial on purpose: rows are written once, whole (inactive lanes 0), in their final order,
     so ``out`` needs no zeroing. A lane's offset elem_k * (cx_k*tx + cy_k*ty) depends only on
     the warp's place in its block, so it is tabulated once (``tab``); a row of a full warp is
@@ -71,22 +74,30 @@ def affine2d(fill, out, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_ele
         if mask == 0:
             continue
         active += 1
-        if not fill:
-            continue
         for k in range(K):
-            put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mask, m_obj[k])
-            b = m_base[k] + m_elem[k] * (m_cx[k] * x0 + m_cy[k] * y0 + m_c0[k])
-            if mask == full:
-                for lane in range(32):
-                    addr[r, lane] = np.uint64(b + tab[warp, k, lane])
-            else:
+            mk = mask
+            if m_gx[k] != 0 or m_gy[k] != 0:
+                mk = np.uint32(0)
                 for lane in range(32):
                     if (mask >> np.uint32(lane)) & np.uint32(1):
+                        if x0 + ltx[warp, lane] + m_gx[k] < limx and y0 + lty[warp, lane] + m_gy[k] < limy:
+                            mk |= np.uint32(1) << np.uint32(lane)
+                if mk == 0:
+                    continue
+            if fill:
+                put(out, r, cta, warp, m_seq[k], m_pc[k], m_op[k], m_space[k], m_width[k], mk, m_obj[k])
+                b = m_base[k] + m_elem[k] * (m_cx[k] * x0 + m_cy[k] * y0 + m_c0[k])
+                if mk == full:
+                    for lane in range(32):
                         addr[r, lane] = np.uint64(b + tab[warp, k, lane])
-                    else:
-                        addr[r, lane] = np.uint64(0)
+                else:
+                    for lane in range(32):
+                        if (mk >> np.uint32(lane)) & np.uint32(1):
+                            addr[r, lane] = np.uint64(b + tab[warp, k, lane])
+                        else:
+                            addr[r, lane] = np.uint64(0)
             r += 1
-    return active
+    return r, active
 
 
 @nb.njit(cache=True)

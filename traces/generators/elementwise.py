@@ -42,11 +42,12 @@ def _run(name, sass, grid, block, lim, instrs, layout, tally_fn, params, notes="
     seq, pcs = tally_fn.mem_seq, tally_fn.mem_pc
     wpb = (bx * by + 31) // 32
     n_warps = gx * gy * wpb
+    no_guard = np.zeros(K, np.int64)
     args = (gx, gy, bx, by, sx, sy, lim[0], lim[1], m_obj, m_base, m_elem, m_width, m_op, m_space, seq, pcs, m_cx,
-            m_cy, m_c0)  # fmt: skip
+            m_cy, m_c0, no_guard, no_guard)  # fmt: skip
     # A counting pass (no rows), then one pass writing every row once, in final order.
-    active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
-    cols = C.alloc_rows(active * K)
+    n_rows, active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
+    cols = C.alloc_rows(n_rows)
     affine2d(True, C.out_tuple(cols), *args)
     tally = tally_fn(active, n_warps - active)
     info = C.kernel_info(name, (gx, gy, 1), (bx, by, 1), layout, tally, params=params, sass=sass, notes=notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def specs(_p, KernelSpec):
-    from . import blocks, loops
+    from . import blocks, conv, loops
 
     out = [
         KernelSpec("matmul_naive", "P = M * N, one output per thread (N reads coalesced, M broadcast)",
@@ -21,6 +21,13 @@ def specs(_p, KernelSpec):
                    "d_Src, d_Dst: global; c_Kernel: constant; s_Data: shared",
                    (_p("width", 256, "image width (multiple of 128)", 128), _p("height", 64, "image height (multiple of 4)", 4)), (),
                    blocks.convolution_rows),
+        KernelSpec("conv2d_kt", "2D convolution, 15 x 15 filter, tile_size_y x tile_size_x outputs per thread, image read from global",
+                   "Kernel Tuner benchmark_hub convolution_milo (use_shmem 0, read_only 0)",
+                   "input, output: global; filter: constant (FFMA operands, no rows)",
+                   (_p("width", 256, "image width (outputs per row)"), _p("height", 256, "image height")),
+                   (_p("block_size_x", 32, "threads per block in x"), _p("block_size_y", 4, "threads per block in y"),
+                    _p("tile_size_x", 2, "outputs per thread in x"), _p("tile_size_y", 2, "outputs per thread in y")),
+                   conv.conv2d_kt),
         KernelSpec("reduction", "sum of n floats, one partial sum per block", "SHOC Reduction (reduce); Huang & Li Table IV",
                    "g_idata, g_odata: global; sdata: shared",
                    (_p("n", 1 << 17, "elements (rounded up to whole passes of 512 x blocks)"), _p("blocks", 64, "thread blocks")), (),

@@ -1,0 +1,180 @@
+"""Kernel Tuner's 2D convolution, the variant without shared memory: ``conv2d_kt``.
+
+Source: ``benchmarks/kernels/conv2d_kt.cu`` (our own CUDA source of the kernel of
+Kernel Tuner's benchmark_hub ``convolution_milo``, ``use_shmem = 0``, ``read_only = 0``;
+the measured A100 variants are in ``shared/data/kerneltuner-convolution``). The filter is
+15 x 15, fixed (``FH``, ``FW``, as in the measured data). Each thread of a
+(block_size_x, block_size_y) block computes tile_size_y x tile_size_x outputs at
+(by0 + ty + a*block_size_y, bx0 + tx + b*block_size_x), by0 = blockIdx.y*block_size_y*tile_size_y,
+bx0 = blockIdx.x*block_size_x*tile_size_x, from
+``sum[a][b] += input[(y + i)*IW + x + j] * d_filter[i*FW + j]`` with every loop unrolled
+(order i, j, a, b).
+
+What the SASS (nvcc 13.0, sm_80) does, and so the rows:
+
+- The code is one straight line. nvcc loads each distinct input element a thread needs
+  once, at offset (a*block_size_y + i, b*block_size_x + j) from its first output, and
+  reuses it across the tile (for tile 2 x 2 and block_size_y 4: 570 LDG for 900 FFMA):
+  one load row per distinct offset, in order of first use in the source loops
+  (:func:`load_offsets`), every one its own instruction at its own pc.
+- ``d_filter`` is read as the FFMAs' constant-bank operands ``c[0x3][imm]``, with no load
+  instruction: it has no rows (the object stays in the metadata, so the kernel is
+  described and a placement can move it).
+- Then the tile's stores, in (a, b) order. A lane whose first output lies outside the
+  image exits at once (``@P0 EXIT`` after the 9-instruction head): it is inactive in
+  every row. A later output outside the image (a partial tile at the image's edge) is a
+  predicated store: the lane drops out of that row only, and a store no lane makes has
+  no row. Loads are not guarded (as in the source): near a partial tile an active lane
+  reads input rows past the H + FH - 1 the image has, so the ``input`` object covers the
+  rows the launch reads (:func:`input_rows`).
+
+Instruction totals (:func:`warp_counts`): the recipe (``recipes.toml`` entry
+``conv2d_kt``, compiled at ``RECIPE_SHAPE``) scaled by the shape's structure: ldst = U + T
+(U distinct loads, T = tile_size_x*tile_size_y stores); fp32 = FH*FW*T FFMA plus the
+recipe's other fp32; int = the recipe's int plus one ISETP for every store after the
+first (the early exit already guards the first); branch = the recipe's EXITs, less the
+predicated EXIT nvcc puts before the last store when a tile has one output only. A warp
+that exits at once runs the head and the EXIT. ``tests/test_generators_conv.py`` checks
+the formula against nvcc's SASS of other shapes.
+
+seq and pc: a warp runs the code top to bottom once, so an instruction's pc is
+``16 * seq``. The head is the recipe's instructions before its first load; the body that
+follows holds the U loads and the FFMAs, the loads evenly spaced in it (the SASS
+interleaves them with the FFMAs); the rest of the instructions (guards, the output
+address, the stores, the EXITs) follow, with the stores evenly spaced among them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import InputError
+from . import _common as C
+from ._kern import affine2d
+
+FH = FW = 15
+KERNEL = "conv2d_kt"
+RECIPE_SHAPE = (32, 4, 2, 2)  # the .cu's default block_size_x, block_size_y, tile_size_x, tile_size_y
+LOAD, STORE = 0, 1
+ELEM = 4  # float
+GUARD_INT = 1  # SASS: one ISETP for each store after the first (a predicate per later output)
+
+
+def load_offsets(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column offsets (a*bsy + i, b*bsx + j) from a thread's first output of every distinct
+    input element it reads, in order of first use over the loops i, j, a, b."""
+    i, j, a, b = (g.ravel() for g in np.indices((FH, FW, tsy, tsx)))
+    r = a * bsy + i
+    c = b * bsx + j
+    key = r * (bsx * (tsx - 1) + FW) + c
+    _, first = np.unique(key, return_index=True)
+    first.sort()
+    return r[first], c[first]
+
+
+@lru_cache(maxsize=1)
+def _recipe_facts() -> dict:
+    """Totals per class of the recipe shape's SASS, its loads and stores, its head (instructions
+    before the first load) and the cost of a warp that exits at once (first block + EXIT)."""
+    blocks = C.recipe(KERNEL)["blocks"]
+    totals = {c: float(sum(b.get(c, 0) for b in blocks)) for c in C.INSTRUCTION_CLASSES}
+    pos, loads, stores, head = 0, 0, 0, None
+    for b in blocks:
+        for off, op, _operand in b["mem"]:
+            if op.startswith("LDG"):
+                loads += 1
+                head = pos + off if head is None else head
+            elif op.startswith("STG"):
+                stores += 1
+        pos += b["n"]
+    idle = {c: float(blocks[0].get(c, 0)) for c in C.INSTRUCTION_CLASSES}
+    idle["branch"] += 1.0  # the @P0 EXIT that opens the second block
+    bsx, bsy, tsx, tsy = RECIPE_SHAPE
+    if loads != load_offsets(*RECIPE_SHAPE)[0].size or stores != tsx * tsy:
+        raise AssertionError(f"{C.RECIPE_FILE.name} [{KERNEL}]: {loads} LDG, {stores} STG; RECIPE_SHAPE {RECIPE_SHAPE} "
+                             f"expects {load_offsets(*RECIPE_SHAPE)[0].size} and {tsx * tsy}")  # fmt: skip
+    return {"totals": totals, "loads": loads, "stores": stores, "head": head, "idle": idle}
+
+
+def warp_counts(bsx: int, bsy: int, tsx: int, tsy: int) -> dict[str, float]:
+    """Instructions per class one warp with an active lane runs, for any block and tile shape."""
+    f = _recipe_facts()
+    t0 = f["stores"]
+    u = load_offsets(bsx, bsy, tsx, tsy)[0].size
+    t = tsx * tsy
+    n = dict(f["totals"])
+    n["ldst"] += (u - f["loads"]) + (t - t0)
+    n["fp32"] += FH * FW * (t - t0)
+    n["int"] += GUARD_INT * (t - t0)
+    n["branch"] += (t > 1) - (t0 > 1)
+    return n
+
+
+def input_rows(width: int, height: int, bsx: int, bsy: int, tsx: int, tsy: int) -> int:
+    """Rows of the input the launch reads: H + FH - 1, more when a partial tile's active lanes read
+    below the image (their loads are not guarded)."""
+    iw = width + FW - 1
+    sy, sx = bsy * tsy, bsx * tsx
+    by0, bx0 = (height - 1) // sy * sy, (width - 1) // sx * sx
+    ymax = min(by0 + bsy - 1, height - 1) + (tsy - 1) * bsy  # last active lane's last output row
+    xmax = min(bx0 + bsx - 1, width - 1) + (tsx - 1) * bsx
+    last = (ymax + FH - 1) * iw + xmax + FW - 1
+    return max(height + FH - 1, last // iw + 1)
+
+
+def _spread(n: int, start: int, length: int) -> np.ndarray:
+    """n distinct positions evenly spaced in [start, start + length) (length >= n)."""
+    return start + ((np.arange(n) + 0.5) * length / max(n, 1)).astype(np.int64)
+
+
+def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], block_size_y: int = RECIPE_SHAPE[1],
+              tile_size_x: int = RECIPE_SHAPE[2], tile_size_y: int = RECIPE_SHAPE[3]):  # fmt: skip
+    """Kernel Tuner's 2D convolution (use_shmem 0, read_only 0): input, output global; filter constant."""
+    bsx, bsy, tsx, tsy = block_size_x, block_size_y, tile_size_x, tile_size_y
+    if bsx * bsy > 1024:
+        raise InputError(f"conv2d_kt: a block holds at most 1024 threads, got {bsx} x {bsy} = {bsx * bsy}")
+    iw = width + FW - 1
+    L = C.Layout()
+    rows = input_rows(width, height, bsx, bsy, tsx, tsy)
+    inp = L.add("input", "global", ELEM * rows * iw, shape=(rows, iw))
+    L.add("filter", "constant", ELEM * FH * FW, shape=(FH, FW))
+    out = L.add("output", "global", ELEM * width * height, shape=(height, width), written=True)
+    r, c = load_offsets(bsx, bsy, tsx, tsy)
+    u, t = r.size, tsx * tsy
+    a, b = (g.ravel() for g in np.indices((tsy, tsx)))
+    f = _recipe_facts()
+    n = warp_counts(bsx, bsy, tsx, tsy)
+    body = u + FH * FW * t
+    rest = int(round(sum(n.values()))) - f["head"] - body
+    seq = np.concatenate([_spread(u, f["head"], body), _spread(t, f["head"] + body, rest)])
+    k = u + t
+    is_load = np.arange(k) < u
+    m_obj = np.where(is_load, inp.id, out.id).astype(np.int16)
+    m_base = np.where(is_load, inp.base, out.base).astype(np.int64)
+    m_elem = np.full(k, ELEM, np.int64)
+    m_op = np.where(is_load, LOAD, STORE).astype(np.int8)
+    m_space = np.full(k, C.space_code(inp), np.int8)
+    m_cy = np.where(is_load, iw, width).astype(np.int64)
+    m_c0 = np.concatenate([r * iw + c, a * bsy * width + b * bsx]).astype(np.int64)
+    m_gx = np.concatenate([np.zeros(u, np.int64), b * bsx])
+    m_gy = np.concatenate([np.zeros(u, np.int64), a * bsy])
+    gx, gy = -(-width // (bsx * tsx)), -(-height // (bsy * tsy))
+    args = (gx, gy, bsx, bsy, bsx * tsx, bsy * tsy, width, height, m_obj, m_base, m_elem, m_elem.astype(np.int8), m_op,
+            m_space, seq, (C.PC_STEP * seq).astype(np.int32), np.ones(k, np.int64), m_cy, m_c0, m_gx, m_gy)  # fmt: skip
+    # A counting pass (no rows), then one pass writing every row once, in final order.
+    n_rows, active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
+    cols = C.alloc_rows(n_rows)
+    affine2d(True, C.out_tuple(cols), *args)
+    n_warps = gx * gy * -(-(bsx * bsy) // 32)
+    tally = C.Tally()
+    tally.add(n, active)
+    tally.add(f["idle"], n_warps - active)
+    params = {"width": width, "height": height, "block_size_x": bsx, "block_size_y": bsy, "tile_size_x": tsx,
+              "tile_size_y": tsy, "filter": f"{FH} x {FW}"}  # fmt: skip
+    notes = (f"filter: read as FFMA constant-bank operands (no load instruction), so it has no rows; "
+             f"{u} distinct input loads and {t} stores per thread; totals from the {RECIPE_SHAPE} recipe scaled "
+             f"by the shape; regs_per_thread is the recipe shape's")  # fmt: skip
+    info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes)
+    return cols, info
