@@ -119,6 +119,14 @@ def test_formula_counts_and_bad_block():
         G.generate("conv2d_kt", [64, 64], [64, 32, 1, 1])
 
 
+def test_registers_of_the_shapes_nvcc_gives_255():
+    _, info = G.generate("conv2d_kt", [64, 64], [32, 4, 4, 4])
+    assert info.regs_per_thread == 255 and "spills" in info.extra["notes"]
+    _, info = G.generate("conv2d_kt", [64, 64], [64, 1, 4, 4])
+    assert info.regs_per_thread == 255 and "spills" not in info.extra["notes"]
+    assert G.generate("conv2d_kt", [64, 64])[1].regs_per_thread == 32
+
+
 def test_large_trace_is_valid(tmp_path):
     cols, info = G.generate("conv2d_kt", [192, 40], [48, 2, 3, 3])
     path = tmp_path / "c.parquet"
@@ -182,6 +190,9 @@ def test_formula_matches_sass(shape, sass):
 
 def test_variants_read_only_and_shared(sass):
     """The other placements of the image, compiled for comparison (no generator)."""
+    counts, ops = sass(32, 4, 4, 4)
+    # a shape nvcc spills (HIGH_REGS): the loads stay U, local-memory traffic appears
+    assert _count(ops, "LDG") == conv.load_offsets(32, 4, 4, 4)[0].size and _count(ops, "STL") > 0
     _, ops = sass(32, 4, 2, 2, read_only=1)
     # __ldg: the same 570 loads through the read-only path; nvcc 13 then computes each
     # address with integer instructions instead of an immediate offset.

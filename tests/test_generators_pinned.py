@@ -35,6 +35,12 @@ CASES = [
     ("bfs", [20000, 4], [256]), ("bfs", [77, 3, 1], [32]),
     ("conv2d_kt", None, None), ("conv2d_kt", [100, 20], None), ("conv2d_kt", [144, 40], [48, 1, 3, 1]),
     ("conv2d_kt", [64, 64], [16, 16, 1, 1]),
+    ("matrixmul", [64], None),
+    ("conv1d", None, None), ("conv1d", [100, 3], [64]), ("conv1d", [300, 37], [96]),
+    ("conv2d_channels", None, None), ("conv2d_channels", [40, 20, 2, 7], [16, 8]),
+    ("matvec", None, None), ("matvec", [100, 33], [64]),
+    ("histogram", None, None), ("histogram", [1000, 16], [128]),
+    ("matmul_tiled", None, None), ("matmul_tiled", [64], [8]), ("matmul_tiled", [64], [32]),
 ]
 
 

@@ -197,12 +197,13 @@ def seq_sorted(cta, warp, seq):
 
 
 @nb.njit(cache=True)
-def matrixmul_rows(out, W, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_base, b_base, as_base, bs_base, c_base,
-                   objs, spaces, store_seq, store_pc):  # fmt: skip
-    """CUDA SDK matrixMul (BLOCK_SIZE 16) rows in final order: per warp, per tile, the body's memory
-    slots (kind 0 LDG A, 1 LDG B, 2 STS As, 3 STS Bs, 4 LDS.128 As[ty][4 arg..], 5 LDS Bs[arg][tx]),
-    then the STG of C. ``objs``/``spaces``: ids and space codes of A, B, As, Bs, C."""
-    BS = 16
+def matrixmul_rows(out, W, BS, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_base, b_base, as_base, bs_base,
+                   c_base, objs, spaces, store_seq, store_pc):  # fmt: skip
+    """Tiled matrix multiply rows (CUDA SDK matrixMul, the textbook Mds/Nds kernel; BS x BS threads,
+    BS = 8, 16 or 32) in final order: per warp, per tile, the body's memory slots (kind 0 LDG A,
+    1 LDG B, 2 STS As, 3 STS Bs, 4 LDS.128 As[ty][4 arg..], 5 LDS Bs[arg][tx]), then the STG of C.
+    Lane l of warp w is thread (tx, ty) = (l % BS, 32 w / BS + l // BS).
+    ``objs``/``spaces``: ids and space codes of A, B, As, Bs, C."""
     g = W // BS
     tiles = W // BS
     full = np.uint32(0xFFFFFFFF)
@@ -211,8 +212,8 @@ def matrixmul_rows(out, W, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_bas
     for cta in range(g * g):
         bx = cta % g
         by = cta // g
-        for warp in range(8):
-            ty0 = warp * 2  # lanes 0..15: ty0, tx = lane; lanes 16..31: ty0 + 1
+        for warp in range(BS * BS // 32):
+            ty0 = warp * 32 // BS  # lane l: ty = ty0 + l // BS, tx = l % BS
             for t in range(tiles):
                 a = W * BS * by + t * BS
                 b = BS * bx + t * BS * W
@@ -240,15 +241,13 @@ def matrixmul_rows(out, W, head_len, body_len, s_kind, s_arg, s_seq, s_pc, a_bas
                         o, op, base0, e = 3, 0, bs_base + 4 * (s_arg[q] * BS), 4
                         ld = 0
                     put(out, r, cta, warp, s0 + s_seq[q], s_pc[q], op, spaces[o], width, full, objs[o])
-                    for lane in range(16):
-                        addr[r, lane] = np.uint64(base0 + e * lane)
-                        addr[r, lane + 16] = np.uint64(base0 + 4 * ld + e * lane)
+                    for lane in range(32):
+                        addr[r, lane] = np.uint64(base0 + 4 * ld * (lane // BS) + e * (lane % BS))
                     r += 1
             c = c_base + 4 * (W * BS * by + BS * bx + W * ty0)
             put(out, r, cta, warp, head_len + tiles * body_len + store_seq, store_pc, 1, spaces[4], 4, full, objs[4])
-            for lane in range(16):
-                addr[r, lane] = np.uint64(c + 4 * lane)
-                addr[r, lane + 16] = np.uint64(c + 4 * W + 4 * lane)
+            for lane in range(32):
+                addr[r, lane] = np.uint64(c + 4 * W * (lane // BS) + 4 * (lane % BS))
             r += 1
 
 

@@ -154,15 +154,19 @@ def matrixmul(W: int, tile: int = 16):
         from ..errors import InputError
 
         raise InputError(f"matrixmul: the SASS recipe is for BLOCK_SIZE 16; W must be a multiple of 16, got W={W}, tile={tile}")
-    BS = 16
-    L = C.Layout()
-    A = L.add("A", "global", 4 * W * W, shape=(W, W))
-    B = L.add("B", "global", 4 * W * W, shape=(W, W))
-    Cm = L.add("C", "global", 4 * W * W, shape=(W, W), written=True)
-    As = L.add("As", "shared", 4 * BS * BS, shape=(BS, BS), written=True)
-    Bs = L.add("Bs", "shared", 4 * BS * BS, shape=(BS, BS), written=True)
     k = "matrixmul"
-    head, body, store, ex = (C.segment(k, lb) for lb in ("matrixmul", ".L_x_1", ".L_x_0", ".L_x_3"))
+    segs = [C.segment(k, lb) for lb in ("matrixmul", ".L_x_1", ".L_x_0", ".L_x_3")]
+    return tiled_matmul(k, k, W, 16, ("A", "B", "C", "As", "Bs"), *segs, params={"W": W, "tile": 16})
+
+
+def tiled_matmul(name, sass, W, BS, names, head, body, store, ex, *, params, notes=""):
+    """C = A * B (W x W, W a multiple of BS), BS x BS threads, one BS x BS tile of A and of B staged
+    in shared memory per phase. ``names``: A, B, C, As, Bs; ``head``, ``body`` (one phase: LDG A,
+    LDG B, STS As, STS Bs, BAR, BS LDS Bs[k][tx] and BS/4 LDS.128 As[ty][4m..4m+3] in SASS order,
+    BAR), ``store``, ``ex``: the SASS segments of a warp's path."""
+    L = C.Layout()
+    A, B, Cm = (L.add(n, "global", 4 * W * W, shape=(W, W), written=(i == 2)) for i, n in enumerate(names[:3]))
+    As, Bs = (L.add(n, "shared", 4 * BS * BS, shape=(BS, BS), written=True) for n in names[3:])
     g = W // BS
     wpb = BS * BS // 32
     # One numba pass writes the rows in final order (_kern.matrixmul_rows); the body's memory
@@ -187,7 +191,7 @@ def matrixmul(W: int, tile: int = 16):
     cols = C.alloc_rows(n_rows)
     objs = np.array([A.id, B.id, As.id, Bs.id, Cm.id], np.int16)
     spaces = np.array([C.space_code(o) for o in (A, B, As, Bs, Cm)], np.int8)
-    matrixmul_rows(C.out_tuple(cols), W, head.length, body.length, np.array(kinds, np.int64), np.array(args, np.int64),
+    matrixmul_rows(C.out_tuple(cols), W, BS, head.length, body.length, np.array(kinds, np.int64), np.array(args, np.int64),
                    body.mem_array(), body.pc_array(), A.base, B.base, As.base, Bs.base, Cm.base, objs, spaces,
                    store.mem[0], store.pcs[0])  # fmt: skip
     n_warps = g * g * wpb
@@ -196,7 +200,7 @@ def matrixmul(W: int, tile: int = 16):
     t.add(body, n_warps * (W // BS))
     t.add(store, n_warps)
     t.add(ex, n_warps)
-    info = C.kernel_info(k, (g, g, 1), (BS, BS, 1), L, t, params={"W": W, "tile": BS})
+    info = C.kernel_info(name, (g, g, 1), (BS, BS, 1), L, t, params=params, sass=sass, notes=notes)
     return cols, info
 
 

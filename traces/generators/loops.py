@@ -25,8 +25,10 @@ PRE, LOOP, POST = 0, 1, 2
 
 
 def _loop_run(name, grid, block, lim, instrs, n_iter, pre, it_seg, post, L, params, *, xperm=0, idle_cost=None,
-              tail=None, notes=""):  # fmt: skip
-    """instrs: (obj, op, phase, cx, cy, ck, c0[, perm]) in order; pre/it_seg/post: Segments."""
+              tail=None, notes="", path=None, sass=None):  # fmt: skip
+    """instrs: (obj, op, phase, cx, cy, ck, c0[, perm]) in order; pre/it_seg/post: Segments (their
+    lengths place the rows). ``path``: (segment or counts, times) one active warp runs, for the
+    totals when they are not pre + n_iter * it_seg + post (+ tail)."""
     gx, gy = grid
     bx, by = block
     K = len(instrs)
@@ -63,15 +65,55 @@ def _loop_run(name, grid, block, lim, instrs, n_iter, pre, it_seg, post, L, para
     cols = C.alloc_rows(active * per_warp)
     affine_loop(True, C.out_tuple(cols), *args)
     t = C.Tally()
-    t.add(pre, active)
-    t.add(it_seg, active * n_iter)
-    t.add(post, active)
-    if tail is not None:
-        t.add(tail, active)
+    if path is None:
+        path = [(pre, 1), (it_seg, n_iter), (post, 1)] + ([(tail, 1)] if tail is not None else [])
+    for seg, times in path:
+        t.add(seg, active * times)
     if idle_cost is not None:
         t.add(idle_cost, n_warps - active)
-    info = C.kernel_info(name, (gx, gy, 1), (bx, by, 1), L, t, params=params, notes=notes)
+    info = C.kernel_info(name, (gx, gy, 1), (bx, by, 1), L, t, params=params, notes=notes, sass=sass)
     return cols, info
+
+
+def unrolled4_path(kernel: str, n: int, loads: int) -> tuple[list, C.Segment, C.Segment, C.Segment, dict]:
+    """The SASS blocks one warp runs through nvcc's loop over a runtime trip count ``n``, unrolled
+    by 4 (conv1d, matvec): a 16x body while more than 12 iterations of the multiple of 4 remain,
+    then at most one 8x and one 4x body, then the n % 4 remainder one iteration at a time.
+
+    Blocks in recipe order: head, entry (its branches: EXIT, n < 1, n < 4, none left, <= 12 left),
+    16x, 8x (its gate first), gate, 4x, remainder set-up (its gate first), 1x, store, EXIT.
+    Returns (path for the totals, pre, iteration, post) as ``_loop_run`` takes them (the
+    iteration: the loop's instructions spread evenly over the n iterations, ``loads`` memory
+    slots each at the 16x body's pcs) and the cost of a warp that exits at once.
+    """
+    labels = [b["label"] for b in C.recipe(kernel)["blocks"]]
+    head, entry, u16, u8, gate, u4, rem, u1, store, ex = labels
+    cut = lambda lb, k: C.segment(kernel, lb, upto=[i for i, ch in enumerate(C._block(kernel, lb)["cls"]) if ch == "b"][k] + 1)  # noqa: E731
+    seg = lambda lb: C.segment(kernel, lb)  # noqa: E731
+    r4, r1 = n - n % 4, n % 4
+    if n == 0:
+        loop = []
+        pre = [(seg(head), 1), (cut(entry, 1), 1)]
+    elif n < 4:
+        pre = [(seg(head), 1), (cut(entry, 2), 1)]
+        loop = [(seg(rem), 1), (seg(u1), n)]
+    else:
+        c16 = -(-(r4 - 12) // 16) if r4 > 12 else 0
+        left = r4 - 16 * c16
+        pre = [(seg(head), 1), (seg(entry) if c16 else cut(entry, 4), 1)]
+        loop = [(seg(u16), c16), (seg(u8) if left > 4 else cut(u8, 0), 1), (seg(gate), 1)]
+        left -= 8 if left > 4 else 0
+        loop += [(seg(u4), left // 4), (seg(rem) if r1 else cut(rem, 0), 1), (seg(u1), r1)]
+    post = [(seg(store), 1), (seg(ex), 1)]
+    length = lambda part: sum(s.length * t for s, t in part)  # noqa: E731
+    body = C.segment(kernel, u16, per=16, mem_per_iter=loads)
+    it_len = max(length(loop) // max(n, 1), loads + 1)
+    it = C.Segment(kernel, body.blocks, it_len, {}, tuple(int((k + 0.5) * it_len / loads) for k in range(loads)),
+                   body.pcs, body.ops)  # fmt: skip
+    pre_seg = C.Segment(kernel, (head, entry), length(pre), {}, (), (), ())
+    idle = dict(seg(head).counts)
+    idle["branch"] += 1.0  # the @P0 EXIT that opens the entry block
+    return pre + loop + post, pre_seg, it, seg(store), idle
 
 
 def _matmul_naive(name: str, W: int, tile: int, coalesced: bool):

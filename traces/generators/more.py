@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def specs(_p, KernelSpec):
-    from . import blocks, conv, loops
+    from . import blocks, conv, loops, textbook
 
     out = [
         KernelSpec("matmul_naive", "P = M * N, one output per thread (N reads coalesced, M broadcast)",
@@ -28,6 +28,24 @@ def specs(_p, KernelSpec):
                    (_p("block_size_x", 32, "threads per block in x"), _p("block_size_y", 4, "threads per block in y"),
                     _p("tile_size_x", 2, "outputs per thread in x"), _p("tile_size_y", 2, "outputs per thread in y")),
                    conv.conv2d_kt),
+        KernelSpec("conv1d", "out[i] = sum_j in[i + j] * mask[j], one output per thread", "textbook 1D convolution (Kirk & Hwu)",
+                   "in, mask, out: global", (_p("n", 1 << 16, "outputs"), _p("mask_width", 7, "mask elements")),
+                   (_p("block", 256, "threads per block"),), textbook.conv1d),
+        KernelSpec("conv2d_channels", "out[y][x] = sum_c sum_i sum_j in[c][y+i][x+j] * mask[c][i][j], one output per thread",
+                   "textbook multi-channel 2D convolution", "in, mask, out: global",
+                   (_p("width", 128, "output width"), _p("height", 128, "output height"), _p("channels", 3, "input channels"),
+                    _p("mask", 3, "mask edge K (3, 5 or 7)", 3)),
+                   (_p("block_x", 16, "threads per block in x"), _p("block_y", 16, "threads per block in y")), textbook.conv2d_channels),
+        KernelSpec("matvec", "y = A x, one row of A per thread (A uncoalesced, x broadcast)", "textbook matrix-vector product",
+                   "A, x, y: global", (_p("rows", 1024, "rows of A"), _p("cols", 1024, "columns of A")),
+                   (_p("block", 256, "threads per block"),), textbook.matvec),
+        KernelSpec("histogram", "bins[data[i]] += 1 with global atomicAdd, one element per thread", "textbook histogram (Kirk & Hwu)",
+                   "data: global; bins: global, written by atomics only", (_p("n", 1 << 16, "elements"), _p("bins", 256, "bins")),
+                   (_p("block", 256, "threads per block"),), textbook.histogram),
+        KernelSpec("matmul_tiled", "P = M * N, tiled: Mds, Nds tiles in shared memory, two __syncthreads() per tile",
+                   "gpuperfpredict matMul_gpu_sharedmem (Kirk & Hwu)", "M, N, P: global; Mds, Nds: shared",
+                   (_p("W", 128, "matrix edge (multiple of the tile)", 8),), (_p("tile", 16, "tile edge: 8, 16 or 32", 8),),
+                   textbook.matmul_tiled),
         KernelSpec("reduction", "sum of n floats, one partial sum per block", "SHOC Reduction (reduce); Huang & Li Table IV",
                    "g_idata, g_odata: global; sdata: shared",
                    (_p("n", 1 << 17, "elements (rounded up to whole passes of 512 x blocks)"), _p("blocks", 64, "thread blocks")), (),
