@@ -240,6 +240,21 @@ def out_of_shared(o: traces.ObjectInfo, info: traces.KernelInfo) -> Hint:
     )
 
 
+_TID = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
+_NTHREADS = "blockDim.x * blockDim.y * blockDim.z"
+# The staging code's pieces for a 2D tile (rows x pitch, origin row0/col0) and a 1D one (origin first)
+_FORMS = {
+    "decl": ("__shared__ {t} s_{n}[{rows}][{pitch}];", "__shared__ {t} s_{n}[{size}];"),
+    "where": ("(({n}_row0 + r) * {cols} + {n}_col0 + c)", "({n}_first + q)"),
+    "inside": ("{n}_row0 + r < {nrows} && {n}_col0 + c < {cols}", "{n}_first + q < {elems}"),
+    "cell": ("s_{n}[r][c]", "s_{n}[q]"),
+    "read": ("s_{n}[row - {n}_row0][col - {n}_col0]", "s_{n}[i - {n}_first]"),
+    "orig": ("{name}[row * {cols} + col]", "{name}[i]"),
+    "origin": ("const int {n}_row0 = {row0};\nconst int {n}_col0 = {col0};", "const int {n}_first = {col0};"),
+    "split": ("const int r = q / {pitch}, c = q % {pitch};", ""),
+}
+
+
 def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin: Origin | None, writeback: str,
            loads: bool = True) -> Hint:  # fmt: skip
     """The staging loop of one object (``traces.staging``'s model, written as CUDA)."""
@@ -263,31 +278,17 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
         notes.append("no formula fits the tiles' origins: set the block's first element of the tile by hand")
     row0 = r0 if r0 is not None else "0 /* the block's first row of the tile */"
     col0 = c0 if c0 is not None else f"0 /* the block's first {'column' if two_d else 'element'} of the tile */"
-    tid = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
-    nthreads = "blockDim.x * blockDim.y * blockDim.z"
-    if two_d:
-        decl = f"__shared__ {t} s_{n}[{rows}][{pitch}];   // {units.nbytes(int(tile['bytes']))} per block"
-        where = f"(({n}_row0 + r) * {cols} + {n}_col0 + c)"
-        inside = f"{n}_row0 + r < {nrows} && {n}_col0 + c < {cols}"
-        cell = f"s_{n}[r][c]"
-        read = f"s_{n}[row - {n}_row0][col - {n}_col0]"
-        orig = f"{o.name}[row * {cols} + col]"
-        origin_code = f"const int {n}_row0 = {row0};\nconst int {n}_col0 = {col0};"
-        split = f"const int r = q / {pitch}, c = q % {pitch};"
-    else:
-        decl = f"__shared__ {t} s_{n}[{rows * pitch}];   // {units.nbytes(int(tile['bytes']))} per block"
-        where = f"({n}_first + q)"
-        inside = f"{n}_first + q < {elems}"
-        cell = f"s_{n}[q]"
-        read = f"s_{n}[i - {n}_first]"
-        orig = f"{o.name}[i]"
-        origin_code = f"const int {n}_first = {col0};"
-        split = ""
     size = rows * pitch
+    f = {k: v[0 if two_d else 1].format(t=t, n=n, name=o.name, rows=rows, pitch=pitch, size=size, cols=cols,
+                                       nrows=nrows, elems=elems, row0=row0, col0=col0)
+         for k, v in _FORMS.items()}  # fmt: skip
+    decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block"
+    where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
+                                                                          "origin", "split"))  # fmt: skip
     fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])", "texture1d": f"tex1Dfetch<{t}>(t_{n}, {where})"}[source]
     param = {"global": f"{'' if o.written else 'const '}{t}* {n}", "readonly": f"const {t}* __restrict__ {n}",
              "texture1d": f"cudaTextureObject_t t_{n}"}[source]  # fmt: skip
-    loop = f"for (int q = {tid}; q < {size}; q += {nthreads}) {{"
+    loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"
     body = []
     if windows > 1:
         body.append(f"for (int j = 0; j < {windows}; ++j) {{   // {windows} windows: one tile of {o.name} each")
