@@ -191,6 +191,11 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float) -> list[str
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
         out.append(f"{units.time_ns(sample.time_ns)} -> {units.time_ns(target.time_ns)} ({terms})")
+    l2 = [sum(c.get("requests", 0) for k, c in t.caches.items() if k.startswith("l2.")) for t in (sample, target)]
+    if l2[0] != l2[1]:
+        where = "now served by first-level caches or shared memory" if l2[1] < l2[0] else "more requests reach the L2"
+        out.append(f"L2 lookups {units.count(l2[0])} -> {units.count(l2[1])} ({units.count(abs(l2[1] - l2[0]))} "
+                   f"{'fewer' if l2[1] < l2[0] else 'more'}, {where})")  # fmt: skip
     if target.dram_requests != sample.dram_requests:
         d = target.dram_requests - sample.dram_requests
         out.append(f"DRAM requests {units.count(sample.dram_requests)} -> {units.count(target.dram_requests)} "

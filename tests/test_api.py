@@ -139,5 +139,8 @@ def test_staged_reason_names_tile_and_windows():
     assert m.facts[0].startswith("staged in shared memory: a tile of 16 x 64 elements (4 KiB) per block, 1 window")
     assert n.facts[0].startswith("staged in shared memory: a tile of 64 x 16 elements (4 KiB) per block, 1 window")
     assert any("__syncthreads()" in k for k in e.target.explanation.kernel)
+    l2 = [sum(c["requests"] for k, c in t.caches.items() if k.startswith("l2.")) for t in (e.sample.evaluation.target,
+                                                                                        e.target.evaluation.target)]
+    assert f"L2 lookups {l2[0]:,} -> {l2[1]:,}" in "; ".join(e.target.explanation.kernel) and l2[1] < l2[0]
     assert e.target.evaluation.target.staging["tiles"]["M"] == {"bytes": 4096, "pitch": 64}
     assert np.isclose(e.speedup, e.sample.time_ns / e.time_ns)
