@@ -236,7 +236,7 @@ predicted {units.time_ns(s.time_ns)}. {html.escape(search_line(r))}</p>
 {notes}
 <p class=small>{html.escape(overlap_line(r.overlap_trained, r.overlap_source, r.gpu))}</p>
 <h2>Speedup over the sample</h2>
-<figure>{speedup_chart(r)}<figcaption>Predicted speedup of each ranked placement over the sample (grey bar, 1.0).
+<figure>{speedup_chart(r)}<figcaption>Predicted speedup of each ranked placement over the sample (the diamond at 1.0).
 Shaded: within the model's median error of predicted ratios ({units.share(MODEL_RATIO_ERROR)}) of the sample and of the
 best: placements inside one band are not told apart.</figcaption></figure>
 <h2>T_comp, T_mem and T_overlap</h2>

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -119,3 +120,15 @@ def test_every_snippet_compiles_with_nvcc(mm, tmp_path):
     r = subprocess.run(["nvcc", "-c", "-arch=sm_80", str(src), "-o", str(tmp_path / "hints.o")], capture_output=True,
                        text=True, timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr + "\n" + src.read_text()
+
+
+def test_hints_from_the_command_line(run_cli):
+    code, out, err = run_cli("evaluate", MATMUL, "--gpu", "k80", "--place", "M=C", "--hints")
+    assert code == 0, err
+    assert "The CUDA changes for M=C on k80 (sm_37)" in out and "__constant__ float c_M[4096];" in out
+    code, out, err = run_cli("rank", MATMUL, "--gpu", "k80", "--top", "2", "--hints", "--json", "--workers", "1")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["hints"]["placement"] == d["ranking"][0]["label"]
+    moved = [n for n, s in d["ranking"][0]["placement"].items() if d["sample"]["placement"][n] != s]
+    assert [h["object"] for h in d["hints"]["objects"]] == moved
