@@ -119,7 +119,7 @@ def constant(o: traces.ObjectInfo, gpu: Gpu, divergent_replays: int) -> Hint:
     notes = [f"{units.nbytes(o.size)} of the {units.nbytes(gpu.memory.const_bank_bytes)} constant bank "
              "(all __constant__ arrays together)"]  # fmt: skip
     if divergent_replays:
-        notes.append(f"warps read several addresses of {o.name} at once: constant memory serves one address a cycle "
+        notes.append(f"warps read several addresses of {o.name} at once: constant memory serializes a warp's distinct addresses "
                      f"(predicted: {units.count(divergent_replays)} replays); it pays where a warp reads one address")  # fmt: skip
     return Hint(
         o.name, "", "C", f"constant memory: a __constant__ array filled by cudaMemcpyToSymbol; drop the {o.name} parameter",
@@ -140,7 +140,7 @@ def readonly(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         notes.append("on sm_75..sm_90, __ldg of an int index expression (__ldg(&N[(y + k) * W + x])) recomputes the "
                      "64-bit address per access, extra address arithmetic the model assumes; plain loads through a "
                      "const T* __restrict__ pointer (N[(y + k) * W + x]) get the offsets folded in and do not pay it, "
-                     "and nvcc still uses the read-only path when it can prove the data read-only")  # fmt: skip
+                     "and nvcc may still route them through the read-only path (LDG.E.CONSTANT)")  # fmt: skip
     else:
         notes.append("a const T* __restrict__ pointer lets nvcc use the read-only path for plain loads too; __ldg "
                      "makes it explicit")  # fmt: skip
