@@ -203,7 +203,8 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float) -> list[str
     for cause, n in target.replays.items():
         a = sample.replays.get(cause, 0)
         if n != a:
-            out.append(f"{REPLAY_WORDS.get(cause, cause)}: {units.change(n - a)} replays ({units.count(a)} -> {units.count(n)})")
+            out.append(f"{REPLAY_WORDS.get(cause, cause)}: {units.change(n - a)} replays "
+                       f"({units.count(a)} -> {units.count(n)})")  # fmt: skip
     ins = target.staging.get("inserted") if target.staging else None
     if ins:
         words = (("loads", "loads"), ("stores", "shared-memory stores"), ("int", "other instructions"),

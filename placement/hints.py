@@ -119,8 +119,9 @@ def constant(o: traces.ObjectInfo, gpu: Gpu, divergent_replays: int) -> Hint:
     notes = [f"{units.nbytes(o.size)} of the {units.nbytes(gpu.memory.const_bank_bytes)} constant bank "
              "(all __constant__ arrays together)"]  # fmt: skip
     if divergent_replays:
-        notes.append(f"warps read several addresses of {o.name} at once: constant memory serializes a warp's distinct addresses "
-                     f"(predicted: {units.count(divergent_replays)} replays); it pays where a warp reads one address")  # fmt: skip
+        notes.append(f"warps read several addresses of {o.name} at once: constant memory serializes a warp's "
+                     f"distinct addresses (predicted: {units.count(divergent_replays)} replays); it pays where a warp "
+                     "reads one address")  # fmt: skip
     return Hint(
         o.name, "", "C", f"constant memory: a __constant__ array filled by cudaMemcpyToSymbol; drop the {o.name} parameter",
         declarations=f"__constant__ {t} c_{n}[{elems}];",
@@ -285,7 +286,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block"
     where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
                                                                           "origin", "split"))  # fmt: skip
-    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])", "texture1d": f"tex1Dfetch<{t}>(t_{n}, {where})"}[source]
+    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])",
+             "texture1d": f"tex1Dfetch<{t}>(t_{n}, {where})"}[source]  # fmt: skip
     param = {"global": f"{'' if o.written else 'const '}{t}* {n}", "readonly": f"const {t}* __restrict__ {n}",
              "texture1d": f"cudaTextureObject_t t_{n}"}[source]  # fmt: skip
     loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"

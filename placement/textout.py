@@ -100,7 +100,8 @@ def evaluation_text(r: EvaluationResult) -> str:
     lines = [f"{r.kernel} on {r.gpu}: {r.target.label}",
              f"predicted {units.time_ns(t.time_ns)}, sample {units.time_ns(s.time_ns)}: speedup {units.speedup(e.speedup)}"]  # fmt: skip
     if e.predicted_ns is not None:
-        lines.append(f"scaled by the measured sample ({units.time_ns(e.measured_sample_ns)}): {units.time_ns(e.predicted_ns)}")
+        lines.append(f"scaled by the measured sample ({units.time_ns(e.measured_sample_ns)}): "
+                     f"{units.time_ns(e.predicted_ns)}")  # fmt: skip
     if r.target.label != "sample" and r.target.within_model_error:
         lines.append(f"The difference is within the model's median error of predicted ratios "
                      f"({units.share(MODEL_RATIO_ERROR)}, README \"Placement accuracy\"): not a clear change.")  # fmt: skip
