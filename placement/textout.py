@@ -52,11 +52,18 @@ def search_line(r: RankResult) -> str:
     n_obj = len(r.sample.placement)
     legal = (f"{units.count(r.legal_placements)} legal placements" if r.legal_placements is not None
              else f"at most {units.count(r.candidates)} placements (too many to count the legal ones)")  # fmt: skip
+    if r.legal_placements is not None and r.legal_placements < r.candidates:
+        other = r.candidates - r.legal_placements
+        legal += (f" (the other {units.count(other)} of the {units.count(r.candidates)} the per-object rules allow "
+                  "break a rule only together: the C objects share the constant bank, staged tiles and shared "
+                  "arrays the block's shared memory)")  # fmt: skip
+    elif r.strategy != "exhaustive":
+        legal += f" (of {units.count(r.candidates)} the per-object rules allow)"
     if r.strategy == "exhaustive":
         return f"{legal}, every one evaluated exactly."
     s = r.surrogate
     singles = int(s.get("single_moves", 0)) - n_obj
-    return (f"{legal} (of {units.count(r.candidates)} the per-object rules allow); {units.count(r.evaluations)} "
+    return (f"{legal}; {units.count(r.evaluations)} "
             f"evaluated exactly: the sample, {units.count(singles)} single-object moves, "
             f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
             "under their sum. Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them all.")  # fmt: skip

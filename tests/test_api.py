@@ -144,3 +144,12 @@ def test_staged_reason_names_tile_and_windows():
     assert f"L2 lookups {l2[0]:,} -> {l2[1]:,}" in "; ".join(e.target.explanation.kernel) and l2[1] < l2[0]
     assert e.target.evaluation.target.staging["tiles"]["M"] == {"bytes": 4096, "pitch": 64}
     assert np.isclose(e.speedup, e.sample.time_ns / e.time_ns)
+
+
+def test_placements_illegal_only_together_are_counted():
+    from test_search import _kernel_with
+
+    # two 40,000-byte read-only objects: each fits the 64 KiB constant bank alone, not both
+    r = placement.rank(_kernel_with([(40000, False, False), (40000, False, False)]), "k80", top=3)
+    assert r.candidates == 7 * 7 and r.legal_placements == 48
+    assert "48 legal placements (the other 1 of the 49 the per-object rules allow break a rule only together" in r.text()
