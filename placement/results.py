@@ -71,7 +71,8 @@ class Placed:
     def frame_row(self) -> dict[str, Any]:
         t = self.evaluation.target
         d = {k: getattr(t, k) for k in FRAME_COLUMNS if hasattr(t, k) and k != "placement"}
-        return d | {"rank": self.rank, "placement": self.label, "moved": self.label, "time_ns": t.time_ns,
+        full = ",".join(f"{k}={v}" for k, v in t.placement.items())
+        return d | {"rank": self.rank, "placement": full, "moved": self.label, "time_ns": t.time_ns,
                     "speedup": self.speedup, "predicted_ns": self.evaluation.predicted_ns,
                     "within_model_error": self.within_model_error}  # fmt: skip
 
