@@ -80,7 +80,9 @@ class Placed:
 def _frame(rows: list[dict[str, Any]]) -> "pandas.DataFrame":
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    frame["rank"] = frame["rank"].astype("Int64")  # the sample's is <NA>
+    return frame
 
 
 @dataclass(frozen=True)
