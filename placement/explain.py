@@ -1,8 +1,26 @@
-"""Why a placement is faster or slower: the events that moved most against the sample."""
+"""Why a placement is faster or slower than the sample, in a developer's words.
+
+Per moved object: how it is accessed, the addressing instructions the move saves or
+costs, which cache now serves it and how often it hits (per space, with the other
+objects in that space named), and for a staged object its tile, windows and write-back.
+Per kernel: the change of each time term, trips to DRAM, replays by cause (bank
+conflicts, divergent constant reads, ...), the staging code's loads, stores and
+barriers, occupancy. ``moved_events`` keeps the earlier, model-internal summary that
+``--json`` has always carried as ``moved``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import traces
+from traces import SPACE_SHORT
+
+from . import units
+from .attribution import ObjectAccesses
 from .hms import Terms
+from .placements import STAGING_SOURCE, is_staged
 
 # (label, getter) of the events compared; counts and latencies a reader can check.
 EVENTS = (
@@ -18,9 +36,22 @@ EVENTS = (
     ("warps per SM", lambda t: t.n),
 )
 
+LEVEL_WORDS = {"l1": "L1 cache", "tex": "texture cache", "const": "constant cache", "l2": "L2 cache"}
+SPACE_WORDS = {
+    "global": "global memory", "texture1d": "a 1D texture", "texture2d": "a 2D texture", "constant": "constant memory",
+    "readonly": "the read-only path (__ldg)", "shared": "shared memory", "local": "local memory",
+}  # fmt: skip
+REPLAY_WORDS = {
+    "global words per warp over the transaction size": "extra transactions of uncoalesced global accesses",
+    "constant cache misses": "constant cache misses",
+    "constant address divergence": "constant reads of several addresses in one warp (serialized)",
+    "shared memory bank conflicts": "shared-memory bank conflicts",
+}
+STAGE_SOURCE_WORDS = {"global": "global memory", "texture1d": "a 1D texture", "readonly": "the read-only path"}
+
 
 def moved_events(sample: Terms, target: Terms, top: int = 3) -> list[dict]:
-    """The ``top`` events with the largest relative change from the sample, largest first."""
+    """The ``top`` events with the largest relative change from the sample, largest first (model internals)."""
     out = []
     for label, get in EVENTS:
         a, b = float(get(sample)), float(get(target))
@@ -32,11 +63,181 @@ def moved_events(sample: Terms, target: Terms, top: int = 3) -> list[dict]:
     return out[:top]
 
 
-def describe(events: list[dict]) -> str:
+@dataclass(frozen=True)
+class ObjectReason:
+    """What moving one object changes."""
+
+    object: str
+    before: str
+    after: str
+    facts: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"object": self.object, "from": self.before, "to": self.after, "facts": list(self.facts)}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a placement differs from the sample: per moved object, then per kernel."""
+
+    objects: tuple[ObjectReason, ...]
+    kernel: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"objects": [o.as_dict() for o in self.objects], "kernel": list(self.kernel)}
+
+    def lines(self) -> list[str]:
+        out = [f"{o.object} {o.before} -> {o.after}: " + "; ".join(o.facts) + "." for o in self.objects]
+        if self.kernel:
+            out.append("kernel: " + "; ".join(self.kernel) + ".")
+        return out
+
+    def short(self) -> str:
+        """One line: each moved object's first fact, to its first comma."""
+        return "; ".join(f"{o.object}: {o.facts[0].split(', ')[0]}" for o in self.objects if o.facts) or "the sample"
+
+
+def space_of(short: str) -> str:
+    """The space the kernel's accesses of an object in ``short`` go to (staged objects: shared memory)."""
+    return "shared" if short == "S" or is_staged(short) else SPACE_SHORT[short]
+
+
+def _served(caches: Mapping[str, Mapping[str, int]], space: str) -> str | None:
+    """How the cache levels answered the requests of ``space``: "texture cache 94 % hits of 8,192; L2 ..."."""
     parts = []
-    for e in events:
-        if e["change"] == float("inf"):
-            parts.append(f"{e['event']} {e['sample']:,.0f} -> {e['target']:,.0f}")
+    dram = None
+    for key, c in caches.items():
+        level, _, sp = key.partition(".")
+        if sp != space or not c.get("requests"):
+            continue
+        req, hits = c["requests"], c.get("hits", 0)
+        parts.append(f"{LEVEL_WORDS.get(level, level)} {units.share(hits / req)} hits of {units.count(req)} requests")
+        dram = c.get("misses", req - hits)
+    if not parts:
+        return None
+    return ", ".join(parts) + (f", {units.count(dram)} to DRAM" if dram is not None else "")
+
+
+def _accesses(a: ObjectAccesses) -> str:
+    kinds = [(a.loads, "read"), (a.stores, "write"), (a.atomics, "atomic")]
+    return " and ".join(f"{units.count(n)} warp {w}{'s' if n != 1 else ''}" for n, w in kinds if n)
+
+
+def _tile(info: traces.KernelInfo, name: str, staging: Mapping[str, Any]) -> str | None:
+    tile = staging.get("tiles", {}).get(name)
+    if tile is None:
+        return None
+    o = info.object(name)
+    pitch = max(int(tile["pitch"]), 1)
+    rows = int(tile["bytes"]) // (pitch * o.elem_bytes) if o.elem_bytes else 0
+    w = int(staging.get("windows", 1))
+    shape = f"{rows} x {pitch}" if o.shape is not None else f"{rows * pitch}"
+    return (f"a tile of {shape} elements ({units.nbytes(int(tile['bytes']))}) per block, "
+            f"{w} window{'s' if w != 1 else ''} ({staging.get('why', '')})")  # fmt: skip
+
+
+def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses, addr: int, target: Terms,
+                   together: list[str], writeback: str) -> ObjectReason:  # fmt: skip
+    facts = []
+    if is_staged(after) or (after == "S" and before != "S"):
+        tile = _tile(info, name, target.staging)
+        source = STAGING_SOURCE.get(after, "global")
+        if writeback == "atomic":
+            what = "zeroed"
+        elif writeback == "store" and not acc.loads:
+            what = "not loaded (the kernel only writes it)"
         else:
-            parts.append(f"{e['event']} {e['change']:+.0%}")
-    return "; ".join(parts) or "no event changed"
+            what = f"copied from {STAGE_SOURCE_WORDS[source]}"
+        facts.append(f"staged in shared memory: {tile}, {what}" if tile else f"staged in shared memory, {what}")
+        if writeback == "store":
+            facts.append("its written elements are stored back to global memory after each window")
+        elif writeback == "atomic":
+            facts.append("privatized: its atomics go to the block's copy, added back to global memory with atomicAdd")
+        served = _served(target.caches, source) if writeback != "atomic" else None
+        if served:
+            others = [n for n, s in target.placement.items() if n != name and space_of(s) == source]
+            with_ = f" (with {', '.join(others)})" if others else ""
+            facts.append(f"{'the copies' if acc.loads else 'the write-back'}{with_}: {served}")
+    else:
+        space = space_of(after)
+        facts.append(f"in {SPACE_WORDS[space]}")
+    if acc.total:
+        facts.append(f"{_accesses(acc)} now served by shared memory" if space_of(after) == "shared"
+                     else _accesses(acc))  # fmt: skip
+    if addr:
+        per = abs(addr) / acc.total if acc.total else 0.0
+        facts.append(f"{units.count(abs(addr))} {'fewer' if addr < 0 else 'more'} instructions to compute its addresses "
+                     f"({per:.3g} per access)")  # fmt: skip
+    if not (is_staged(after) or after == "S"):
+        served = _served(target.caches, space_of(after))
+        if served:
+            with_ = f" (with {', '.join(together)})" if together else ""
+            facts.append(f"{served}{with_}")
+    return ObjectReason(name, before, after, tuple(facts))
+
+
+def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
+    parts = []
+    for label, a, b in (("T_comp", sample.t_comp, target.t_comp), ("T_mem", sample.t_mem, target.t_mem),
+                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap)):  # fmt: skip
+        d = (b - a) * ns_per_cycle
+        if abs(d) >= 0.005 * max(sample.time_ns, 1e-9):
+            parts.append(f"{label} {'+' if d > 0 else '-'}{units.time_ns(abs(d))}")
+    return ", ".join(parts)
+
+
+def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float) -> list[str]:
+    out = []
+    terms = _term_changes(sample, target, ns_per_cycle)
+    if terms:
+        out.append(f"{units.time_ns(sample.time_ns)} -> {units.time_ns(target.time_ns)} ({terms})")
+    l2 = [sum(c.get("requests", 0) for k, c in t.caches.items() if k.startswith("l2.")) for t in (sample, target)]
+    if l2[0] != l2[1]:
+        where = "now served by first-level caches or shared memory" if l2[1] < l2[0] else "more requests reach the L2"
+        out.append(f"L2 lookups {units.count(l2[0])} -> {units.count(l2[1])} ({units.count(abs(l2[1] - l2[0]))} "
+                   f"{'fewer' if l2[1] < l2[0] else 'more'}, {where})")  # fmt: skip
+    if target.dram_requests != sample.dram_requests:
+        d = target.dram_requests - sample.dram_requests
+        out.append(f"DRAM requests {units.count(sample.dram_requests)} -> {units.count(target.dram_requests)} "
+                   f"({units.count(abs(d))} {'fewer' if d < 0 else 'more'})")  # fmt: skip
+    for cause, n in target.replays.items():
+        a = sample.replays.get(cause, 0)
+        if n != a:
+            out.append(f"{REPLAY_WORDS.get(cause, cause)}: {units.change(n - a)} replays "
+                       f"({units.count(a)} -> {units.count(n)})")  # fmt: skip
+    ins = target.staging.get("inserted") if target.staging else None
+    if ins:
+        words = (("loads", "loads"), ("stores", "shared-memory stores"), ("int", "other instructions"),
+                 ("barriers", "__syncthreads()"), ("writeback_loads", "write-back loads from shared memory"),
+                 ("writeback_stores", "write-back stores"))  # fmt: skip
+        parts = [f"{units.count(ins[k])} {w}" for k, w in words if round(ins.get(k, 0))]
+        out.append("the staging code adds " + ", ".join(parts) + " (warp-level)")
+    if target.n != sample.n or target.blocks_per_sm != sample.blocks_per_sm:
+        word = "lowered" if target.n < sample.n else "raised"
+        out.append(f"occupancy {word}: {sample.n} -> {target.n} warps per SM ({sample.blocks_per_sm} -> "
+                   f"{target.blocks_per_sm} blocks), shared memory {units.nbytes(sample.smem_per_block)} -> "
+                   f"{units.nbytes(target.smem_per_block)} per block")  # fmt: skip
+    if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
+        out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
+                   f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
+    return out
+
+
+def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Mapping[str, ObjectAccesses],
+            addressing: Mapping[str, int], writeback: Mapping[str, str] | None = None) -> Explanation:  # fmt: skip
+    """Why ``target`` differs from ``sample``: per moved object (``accesses`` and ``addressing`` per object from
+    ``placement.attribution``; ``writeback`` per staged object: 'none', 'store' or 'atomic'), then per kernel."""
+    ns_per_cycle = sample.time_ns / sample.cycles if sample.cycles else 0.0
+    reasons = []
+    spaces = {n: space_of(s) for n, s in target.placement.items()}
+    for name, after in target.placement.items():
+        before = sample.placement.get(name)
+        if before == after:
+            continue
+        together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
+        reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
+                                      together, (writeback or {}).get(name, "none")))  # fmt: skip
+    return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle)))
+
+
+__all__ = ["Explanation", "ObjectReason", "explain", "moved_events", "space_of"]

@@ -1,0 +1,159 @@
+"""The Python API: ``placement.rank`` and ``placement.evaluate``.
+
+Both take a trace (a path or a ``traces.Trace``) and a GPU (a name from ``placement
+gpus``, a ``.toml`` path or a ``placement.gpu.Gpu``) and return frozen results
+(``placement.results``) whose ``to_dict()`` is the command's ``--json`` document and
+``to_frame()`` a pandas DataFrame. This module imports nothing heavy at import time
+(numba, OR-Tools and pandas load inside the functions), so ``import placement`` stays light.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    import traces
+    from .gpu import Gpu
+    from .hms import Evaluation, Evaluator, Options
+    from .overlap import OverlapModel
+    from .results import EvaluationResult, Placed, RankResult
+
+log = logging.getLogger(__name__)
+
+
+def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:
+    import traces
+
+    if isinstance(trace_or_path, traces.Trace):
+        return trace_or_path, None
+    if isinstance(trace_or_path, (str, os.PathLike)):
+        return traces.read(trace_or_path), os.fspath(trace_or_path)
+    raise TypeError(f"trace: expected a path or a traces.Trace, got {type(trace_or_path).__name__}")
+
+
+def _gpu(gpu: "str | os.PathLike | Gpu") -> "Gpu":
+    from .gpu import Gpu, get_gpu
+
+    if isinstance(gpu, Gpu):
+        return gpu
+    if isinstance(gpu, (str, os.PathLike)):
+        return get_gpu(os.fspath(gpu))
+    raise TypeError(f"gpu: expected a name, a .toml path or a placement.gpu.Gpu, got {type(gpu).__name__}")
+
+
+def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapModel | None" = None,
+                  instruction_counting: bool = True, queuing: bool = True, even_banks: bool = False) -> "Options":  # fmt: skip
+    """The model's options (``placement.hms.Options``); ``overlap`` a COEFFS.toml of ``placement train`` or a model."""
+    from .hms import Options
+    from .overlap import load
+
+    if isinstance(overlap, (str, os.PathLike)):
+        overlap = load(os.fspath(overlap))
+    return Options(queue=queue, instruction_counting=instruction_counting, queuing=queuing, even_banks=even_banks,
+                   overlap=overlap)  # fmt: skip
+
+
+class _Context:
+    """What explaining and hinting need of one (trace, evaluator): per-object accesses, writes, tile origins."""
+
+    def __init__(self, ev: "Evaluator"):
+        from . import attribution
+
+        self.ev = ev
+        self.accesses = attribution.accesses(ev.trace)
+
+    def writeback(self) -> dict[str, str]:
+        return {o.name: self.ev.staging.writeback(o.name) for o in self.ev.info.objects
+                if self.accesses[o.name].total}  # fmt: skip
+
+    def placed(self, e: "Evaluation", rank: int | None) -> "Placed":
+        from . import attribution
+        from .explain import explain
+        from .placements import Placement
+        from .results import Placed
+
+        p = Placement(tuple(e.target.placement.items()))
+        addressing = attribution.addressing(self.ev.trace, p, self.ev.cost, self.ev.context)
+        why = explain(self.ev.info, e.sample, e.target, self.accesses, addressing, self.writeback())
+        return Placed(rank, p.label(self.ev.sample_placement), e, why)
+
+    def hints(self, e: "Evaluation") -> tuple:
+        from .hints import hints
+        from .placements import is_staged
+        from .tiles import origin
+
+        t = e.target
+        windows = int(t.staging.get("windows", 1)) if t.staging else 1
+        origins = {n: origin(self.ev.staging, n, windows) for n, s in t.placement.items()
+                   if is_staged(s) and self.accesses[n].total}  # fmt: skip
+        loads = {n: a.loads > 0 for n, a in self.accesses.items()}
+        divergent = t.replays.get("constant address divergence", 0)
+        return hints(self.ev.info, self.ev.gpu, e.sample.placement, t.placement, t.staging, origins, self.writeback(),
+                     loads, divergent)  # fmt: skip
+
+
+def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu",
+             placement: str | Mapping[str, str] = "", *, hints: bool = False, **options: Any) -> "EvaluationResult":  # fmt: skip
+    """Predict the kernel's time under one placement.
+
+    ``placement`` is ``"M=C,N=R"`` or ``{"M": "C", "N": "R"}``; objects it does not name stay
+    where the sample has them. ``hints=True`` adds the CUDA changes. ``options`` are
+    ``model_options``' (``queue``, ``overlap``, ``instruction_counting``, ``queuing``, ``even_banks``).
+    Raises ``traces.InputError`` (``IllegalPlacement`` for a placement that breaks a rule).
+    """
+    from .hms import Evaluator
+    from .placements import parse_placement
+    from .results import EvaluationResult
+
+    t, _ = _trace(trace)
+    g = _gpu(gpu)
+    opts = model_options(**options)
+    p = parse_placement(placement, t.info)
+    ev = Evaluator(t, g, opts)
+    ctx = _Context(ev)
+    e = ev.evaluate(p)
+    sample = ev.evaluate(ev.sample_placement)
+    return EvaluationResult(
+        kernel=t.info.kernel, gpu=g.name, target=ctx.placed(e, None), sample=ctx.placed(sample, None),
+        overlap_trained=opts.overlap is not None, hints=ctx.hints(e) if hints else None, gpu_config=g,
+    )  # fmt: skip
+
+
+def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
+         exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
+         progress: Callable[[int], None] | None = None, **options: Any) -> "RankResult":  # fmt: skip
+    """Rank the legal placements of the trace's arrays by predicted time.
+
+    The default search evaluates the sample and every single-object move exactly, lets
+    CP-SAT pick candidates under the surrogate they give and evaluates those exactly;
+    ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
+    ``hints=True`` adds the CUDA changes of the best; ``workers`` processes evaluate in
+    parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` as
+    for ``evaluate``.
+    """
+    from .hms import Evaluator
+    from .results import RankResult
+    from .search import SearchOptions, solve
+
+    t, path = _trace(trace)
+    g = _gpu(gpu)
+    opts = model_options(**options)
+    search = SearchOptions(top=top, strategy="exhaustive" if exhaustive else "cpsat", workers=workers,
+                           pair_budget=pair_budget)  # fmt: skip
+    ev = Evaluator(t, g, opts)
+    r = solve(ev, options=search, progress=progress)
+    ctx = _Context(ev)
+    ranked = tuple(ctx.placed(e, i) for i, e in enumerate(r.ranking, start=1))
+    return RankResult(
+        kernel=t.info.kernel, gpu=g.name, trace=path, strategy=r.strategy, sample=ctx.placed(r.sample, None),
+        ranking=ranked, evaluations=r.evaluations, legal_placements=r.legal_placements, candidates=r.candidates,
+        excluded=r.excluded, surrogate=dict(r.surrogate), overlap_trained=opts.overlap is not None,
+        overlap_source=r.sample.sample.overlap_source,
+        hints=ctx.hints(r.ranking[0]) if hints and r.ranking else None,
+        accesses={n: a.total for n, a in ctx.accesses.items()}, gpu_config=g,
+    )  # fmt: skip
+
+
+__all__ = ["evaluate", "model_options", "rank"]

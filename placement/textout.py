@@ -1,0 +1,165 @@
+"""The text ``placement rank`` and ``placement evaluate`` print: one number format (``placement.units``)."""
+
+from __future__ import annotations
+
+import re
+
+from . import units
+from .commands._output import table
+from .results import EvaluationResult, Placed, RankResult
+from .uncertainty import MODEL_RATIO_ERROR
+
+TRAIN = ("To train it, time a few placements of this kernel on the GPU, list them in a CSV (columns trace, placement, "
+         "measured_ns) and run `placement train MEASURED.csv --gpu {gpu} -o coeffs.toml`; then pass --overlap coeffs.toml.")  # fmt: skip
+
+
+def _ns_per_cycle(p: Placed) -> float:
+    s = p.evaluation.sample
+    return s.time_ns / s.cycles if s.cycles else 0.0
+
+
+def _row(p: Placed, mark: str) -> list[str]:
+    t, k = p.evaluation.target, _ns_per_cycle(p)
+    return [mark, p.label, units.time_ns(t.time_ns), units.speedup(p.speedup), units.time_ns(t.t_comp * k),
+            units.time_ns(t.t_mem * k), units.time_ns(t.t_overlap * k)]  # fmt: skip
+
+
+HEADER = ["#", "placement", "time", "speedup", "T_comp", "T_mem", "T_overlap"]
+
+
+def overlap_line(trained: bool, source: str, gpu: str) -> str:
+    if trained:
+        return f"T_overlap: {source}."
+    return "T_overlap: GPUPerf's analytical fallback (no trained coefficients). " + TRAIN.format(gpu=gpu)
+
+
+def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:
+    """Per object, the spaces it may not take, grouped by the rule that forbids them."""
+    out = []
+    for name, spaces in excluded.items():
+        by_rule: dict[str, tuple[list[str], str]] = {}
+        for space, why in spaces.items():
+            m = re.match(r"\(([^)]*)\):\s*(.*)", why)
+            rule, text = (m.group(1), m.group(2)) if m else ("", why)
+            text = re.sub(r",? not \S+$", "", text)
+            by_rule.setdefault(rule, ([], text))[0].append(space)
+        for spaces_, text in by_rule.values():
+            out.append(f"  {name} not in {', '.join(spaces_)}: {text}")
+    return out
+
+
+def search_line(r: RankResult) -> str:
+    n_obj = len(r.sample.placement)
+    legal = (f"{units.count(r.legal_placements)} legal placements" if r.legal_placements is not None
+             else f"at most {units.count(r.candidates)} placements (too many to count the legal ones)")  # fmt: skip
+    if r.legal_placements is not None and r.legal_placements < r.candidates:
+        other = r.candidates - r.legal_placements
+        legal += (f" (the other {units.count(other)} of the {units.count(r.candidates)} the per-object rules allow "
+                  "break a rule only together: the C objects share the constant bank, staged tiles and shared "
+                  "arrays the block's shared memory)")  # fmt: skip
+    elif r.strategy != "exhaustive":
+        legal += f" (of {units.count(r.candidates)} the per-object rules allow)"
+    if r.strategy == "exhaustive":
+        return f"{legal}, every one evaluated exactly."
+    s = r.surrogate
+    singles = int(s.get("single_moves", 0)) - n_obj
+    return (f"{legal}; {units.count(r.evaluations)} "
+            f"evaluated exactly: the sample, {units.count(singles)} single-object moves, "
+            f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
+            "under their sum. Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them all.")  # fmt: skip
+
+
+def rank_text(r: RankResult) -> str:
+    s = r.sample
+    names = list(s.placement)
+    lines = [
+        f"{r.kernel} on {r.gpu}: {len(names)} objects ({', '.join(names)}); sample "
+        f"{','.join(f'{k}={v}' for k, v in s.placement.items())}, predicted {units.time_ns(s.time_ns)}",
+        search_line(r),
+    ]
+    ex = excluded_lines(r.excluded)
+    if ex:
+        lines += ["Not allowed:"] + ex
+    rows = [_row(p, str(p.rank)) for p in r.ranking]
+    if not any(p.label == "sample" for p in r.ranking):
+        rows.append(_row(s, "-"))
+    lines += ["", table(rows, HEADER, "llrrrrr"), ""]
+    lines += r.uncertainty()
+    best = r.best
+    if best.label != "sample":
+        verb = "faster" if best.speedup >= 1 else "slower"
+        head = f"What #1 ({best.label}) changes:" if best.within_model_error else f"Why #1 ({best.label}) is {verb}:"
+        lines += ["", head] + [f"  {x}" for x in best.explanation.lines()]
+    lines += ["", overlap_line(r.overlap_trained, r.overlap_source, r.gpu)]
+    if r.hints is not None:
+        from .hints import text
+
+        lines += ["", text(r.hints, best.label, r.gpu_config)]
+    elif best.label != "sample":
+        lines.append("The CUDA changes for #1: add --hints.")
+    return "\n".join(lines)
+
+
+def evaluation_text(r: EvaluationResult) -> str:
+    s, t = r.sample.evaluation.sample, r.target.evaluation.target
+    k = _ns_per_cycle(r.target)
+    e = r.target.evaluation
+    lines = [f"{r.kernel} on {r.gpu}: {r.target.label}",
+             f"predicted {units.time_ns(t.time_ns)}, sample {units.time_ns(s.time_ns)}: speedup {units.speedup(e.speedup)}"]  # fmt: skip
+    if e.predicted_ns is not None:
+        lines.append(f"scaled by the measured sample ({units.time_ns(e.measured_sample_ns)}): "
+                     f"{units.time_ns(e.predicted_ns)}")  # fmt: skip
+    if r.target.label != "sample" and r.target.within_model_error:
+        lines.append(f"The difference is within the model's median error of predicted ratios "
+                     f"({units.share(MODEL_RATIO_ERROR)}, README \"Placement accuracy\"): not a clear change.")  # fmt: skip
+    if r.target.explanation.objects or r.target.explanation.kernel:
+        lines += ["", "Why:"] + [f"  {x}" for x in r.target.explanation.lines()]
+    lines += ["", overlap_line(r.overlap_trained, t.overlap_source, r.gpu), ""]
+
+    def cnt(x: float) -> str:
+        return units.count(x)
+
+    def tm(x: float) -> str:
+        return units.time_ns(x * k)
+
+    def num(x: float) -> str:
+        return units.sig3(x)
+
+    rows = [
+        ["time", units.time_ns(s.time_ns), units.time_ns(t.time_ns)],
+        ["T_comp", tm(s.t_comp), tm(t.t_comp)],
+        ["T_mem", tm(s.t_mem), tm(t.t_mem)],
+        ["T_overlap", tm(s.t_overlap), tm(t.t_overlap)],
+        ["issued instructions", cnt(s.issued_instructions), cnt(t.issued_instructions)],
+        ["addressing delta", cnt(s.addressing_delta), cnt(t.addressing_delta)],
+        *[[f"replays: {c}", cnt(s.replays[c]), cnt(t.replays[c])] for c in t.replays],
+        ["memory requests", cnt(s.mem_requests), cnt(t.mem_requests)],
+        ["AMAT (cycles)", num(s.amat), num(t.amat)],
+        ["DRAM_lat (cycles)", num(s.dram_lat), num(t.dram_lat)],
+        ["mean queuing delay (cycles)", num(s.mean_queuing_delay), num(t.mean_queuing_delay)],
+        ["DRAM requests", cnt(s.dram_requests), cnt(t.dram_requests)],
+        *[[f"row buffer {c}", cnt(s.row_buffer.get(c, 0)), cnt(t.row_buffer.get(c, 0))] for c in t.row_buffer],
+        ["MWP", num(s.mwp), num(t.mwp)],
+        ["CWP", num(s.cwp), num(t.cwp)],
+        ["ITILP", num(s.itilp), num(t.itilp)],
+        ["ITMLP", num(s.itmlp), num(t.itmlp)],
+        ["N (warps/SM)", cnt(s.n), cnt(t.n)],
+        ["shared memory/block", units.nbytes(s.smem_per_block), units.nbytes(t.smem_per_block)],
+    ]
+    lines.append(table(rows, ["", "sample", "target"], "lrr"))
+    levels = sorted(set(s.caches) | set(t.caches))
+    if levels:
+        crow = []
+        for lv in levels:
+            a, b = s.caches.get(lv, {}), t.caches.get(lv, {})
+            crow.append([lv, cnt(a.get("requests", 0)), cnt(a.get("hits", 0)), cnt(b.get("requests", 0)),
+                         cnt(b.get("hits", 0))])  # fmt: skip
+        lines += ["", table(crow, ["cache.space", "sample req", "sample hits", "target req", "target hits"], "lrrrr")]
+    if r.hints is not None:
+        from .hints import text
+
+        lines += ["", text(r.hints, r.target.label, r.gpu_config)]
+    return "\n".join(lines)
+
+
+__all__ = ["evaluation_text", "rank_text"]
