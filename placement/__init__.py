@@ -3,9 +3,9 @@
 The Python API (``placement.api``, loaded on first use so that ``import placement`` stays light)::
 
     import placement
-    r = placement.rank("configs/examples/matmul.parquet", "k80")
+    r = placement.rank("configs/examples/conv1d.parquet", "k80")
     r.to_frame(); r.to_dict()          # a pandas DataFrame; the `placement rank --json` document
-    e = placement.evaluate("configs/examples/matmul.parquet", "k80", "M=S,N=S", hints=True)
+    e = placement.evaluate("configs/examples/conv1d.parquet", "k80", "mask=C,in=R", hints=True)
 """
 
 __version__ = "0.1.0"

@@ -33,4 +33,4 @@ def test_readme_api_example(monkeypatch):
         if m:
             expected = m.group(1).rstrip(", ")
             assert any(p.startswith(expected) for p in printed), (line, printed[:40])
-    assert os.path.exists(ROOT / "configs" / "examples" / "matmul.parquet")
+    assert os.path.exists(ROOT / "configs" / "examples" / "conv1d.parquet")
