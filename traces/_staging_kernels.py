@@ -205,15 +205,19 @@ def _put(write, out, r, cta, warp, seq, pc, op, space, width, mask, obj, delta_o
 
 
 @nb.njit(cache=True, nogil=True)
-def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind, totals, gaddr, saddr):
+def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, kind, totals, gaddr, saddr):
     """Rows of warp ``w``'s share of a cooperative pass over the tile ``box`` of slot ``s``.
 
     kind 0: staging (a load from the source space, when the plan says so, then a shared
     store, or only a zero store for a privatized object); kind 1: write-back (a shared
-    load, then a store or a reduction to the object's global address). Element q of the
-    tile (row-major over its bounding box) is handled by thread q mod threads, so a warp
-    moves 32 consecutive elements per iteration. Returns (rows written so far, instructions
-    issued by this warp, the seq after them).
+    load, then a store or a reduction to the object's global address). A 1D object's tile
+    is copied by the 1D loop ``for (q = t; q < n; q += threads)``: a warp moves 32
+    consecutive elements per iteration. A 2D object's tile by the 2D loop of the
+    textbook kernels, ``for (i = ty; i < rows; i += by) for (j = tx; j < cols; j += bx)``
+    with (tx, ty) the thread's place in a block of ``bx`` x ``by`` threads: a lane whose
+    (i, j) falls outside the tile is idle in that iteration, and a warp with no lane left
+    skips it. Returns (rows written so far, instructions issued by this warp, the seq
+    after them).
     """
     rows = box[R1] - box[R0] + 1
     bw = box[C1] - box[C0] + 1
@@ -225,29 +229,38 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     pitch = plan[s, P_PITCH]
     obj = plan[s, P_OBJ]
     pc0 = plan[s, P_PC]
+    by = (threads + bx - 1) // bx
+    two_d = ncols > 0
+    n_it = ((rows + by - 1) // by) * ((bw + bx - 1) // bx) if two_d else (q_total + threads - 1) // threads
+    nj = (bw + bx - 1) // bx
     seq = seq0
-    issued = 0
-    it = 0
-    while True:
-        q0 = it * threads + 32 * w
-        if q0 >= q_total:
-            break
+    for it in range(n_it):
         m = np.int64(0)
         for lane in range(32):
-            if q0 + lane < q_total and 32 * w + lane < threads:
-                m |= np.int64(1) << lane
+            gaddr[lane] = np.uint64(0)
+            saddr[lane] = np.uint64(0)
+            t = 32 * w + lane
+            if t >= threads:
+                continue
+            if two_d:
+                i = t // bx + (it // nj) * by
+                j = t % bx + (it % nj) * bx
+                if i >= rows or j >= bw:
+                    continue
+            else:
+                q = it * threads + t
+                if q >= q_total:
+                    continue
+                i = q // bw
+                j = q % bw
+            m |= np.int64(1) << lane
+            rr = box[R0] + i
+            cc = box[C0] + j
+            e = rr * ncols + cc if two_d else cc
+            # the global and the shared address of the lane's element (0 for idle lanes)
+            gaddr[lane] = np.uint64(base + e * elem)
+            saddr[lane] = np.uint64(sbase + (i * pitch + j) * elem)
         if m != 0:
-            # the global and the shared address of each lane's element (0 for inactive lanes)
-            for lane in range(32):
-                gaddr[lane] = np.uint64(0)
-                saddr[lane] = np.uint64(0)
-                if (m >> lane) & 1:
-                    q = q0 + lane
-                    rr = box[R0] + q // bw
-                    cc = box[C0] + q % bw
-                    e = rr * ncols + cc if ncols > 0 else cc
-                    gaddr[lane] = np.uint64(base + e * elem)
-                    saddr[lane] = np.uint64(sbase + ((rr - box[R0]) * pitch + (cc - box[C0])) * elem)
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
                     _put(write, out, r, b, w, seq, pc0, OP_LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
@@ -280,12 +293,11 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 totals[T_WB_STORES] += 1
                 seq += (plan[s, P_WBINT] + MILLI // 2) // MILLI
                 totals[T_INT] += plan[s, P_WBINT]
-        it += 1
     return r, seq - seq0, seq
 
 
 @nb.njit(cache=True, nogil=True)
-def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, totals, box, gaddr, saddr):
+def _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, j, seq, totals, box, gaddr, saddr):
     """Stage window ``j`` of every slot (those with accesses in it) for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if rbox[s, j, R1] < rbox[s, j, R0]:
@@ -294,12 +306,12 @@ def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, t
             continue  # written only: nothing to load, nothing to zero
         for f in range(4):
             box[f] = rbox[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq, 0, totals, gaddr, saddr)
     return r, seq
 
 
 @nb.njit(cache=True, nogil=True)
-def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
+def _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
     """Write window ``j``'s written tiles back for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if plan[s, P_WB] == WB_NONE:
@@ -309,12 +321,12 @@ def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j
             continue
         for f in range(4):
             box[f] = src[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq, 1, totals, gaddr, saddr)
     return r, seq
 
 
 @nb.njit(cache=True, nogil=True)
-def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, barrier, totals):
+def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, bx, barrier, totals):
     """Rewrite rows ``order`` (sorted by cta, warp, seq) with the staged slots of ``plan``; return the row count.
 
     Per block and window j: each warp, before its first access of window j to any staged
@@ -408,12 +420,12 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         cur += barrier
                         totals[T_BARRIERS] += 1
                         if any_wb:
-                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
+                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, cw, cur,
                                                      totals, tbox, gaddr, saddr)
                             cur += barrier
                             totals[T_BARRIERS] += 1
                     if any_stage:
-                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals,
+                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, cw + 1, cur, totals,
                                                tbox, gaddr, saddr)
                         cur += barrier
                         totals[T_BARRIERS] += 1
@@ -423,7 +435,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                     if any_wb and cw >= 0:
                         cur = p + shift + barrier
                         totals[T_BARRIERS] += 1
-                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
+                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, cw, cur,
                                                  totals, tbox, gaddr, saddr)
                     break
                 # the original row, shifted; a staged access goes to its tile in shared memory

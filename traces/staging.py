@@ -224,14 +224,15 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     empty = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int32),
              np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.uint32),
              np.empty((0, 32), np.uint64), np.empty(0, np.int16))  # fmt: skip
+    bx = info.block[0]
     n = K.stage_rows(False, empty, np.empty(0, np.int16), order, ctuple, delta, slot_of, plan, windows, wpb, threads,
-                     barrier, totals)  # fmt: skip
+                     bx, barrier, totals)  # fmt: skip
     out = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int32),
            np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.uint32),
            np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
     delta_out = np.empty(n, np.int16)
     totals[:] = 0
-    K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, barrier, totals)
+    K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, bx, barrier, totals)
     names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
     new_info = replace(info, smem_per_block=int(smem_per_block))
     staged = Trace(**dict(zip(names, out)), info=new_info)
