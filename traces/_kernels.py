@@ -92,3 +92,18 @@ def count_bits(bits, lo, hi):
     for k in range(lo, hi):
         c += (bits[k >> 3] >> (k & 7)) & 1
     return c
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def put_row(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
+    """Write row ``r``'s scalar columns into ``out`` (the columns tuple cta, warp, seq, pc, op, space,
+    width, mask, addr, obj); the caller writes ``out[8][r]``, the lane addresses."""
+    out[0][r] = cta
+    out[1][r] = warp
+    out[2][r] = seq
+    out[3][r] = pc
+    out[4][r] = op
+    out[5][r] = space
+    out[6][r] = width
+    out[7][r] = mask
+    out[9][r] = obj

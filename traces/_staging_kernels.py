@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ._kernels import put_row
+
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
 R0, R1, C0, C1 = 0, 1, 2, 3
@@ -142,6 +144,14 @@ def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max,
         out_bytes[c] = out_rows[c] * out_pitch[c] * elem
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _lane_elements(a, w, base, elem):
+    """First and last element index the bytes [a, a + w) of an object at ``base`` touch."""
+    e0 = np.int64(a - np.uint64(base)) // elem
+    e1 = np.int64(a + w - np.uint64(1) - np.uint64(base)) // elem
+    return e0, e1
+
+
 @nb.njit(cache=True, nogil=True)
 def write_range(idx, op, mask, addr, width, base, elem, plain_only):
     """(lowest, highest) element index written by one object's rows (plain stores only when ``plain_only``)."""
@@ -155,8 +165,7 @@ def write_range(idx, op, mask, addr, width, base, elem, plain_only):
         w = np.uint64(width[i])
         for lane in range(32):
             if (m >> lane) & 1:
-                e0 = np.int64(addr[i, lane] - np.uint64(base)) // elem
-                e1 = np.int64(addr[i, lane] + w - np.uint64(1) - np.uint64(base)) // elem
+                e0, e1 = _lane_elements(addr[i, lane], w, base, elem)
                 lo = min(lo, e0)
                 hi = max(hi, e1)
     return lo, hi
@@ -178,8 +187,7 @@ def write_conflict(idx, cta, op, mask, addr, width, base, elem, lo, owner, plain
         w = np.uint64(width[i])
         for lane in range(32):
             if (m >> lane) & 1:
-                e0 = np.int64(addr[i, lane] - np.uint64(base)) // elem
-                e1 = np.int64(addr[i, lane] + w - np.uint64(1) - np.uint64(base)) // elem
+                e0, e1 = _lane_elements(addr[i, lane], w, base, elem)
                 for e in range(e0, e1 + 1):
                     s = e - lo
                     if owner[s] == -1:
@@ -192,15 +200,7 @@ def write_conflict(idx, cta, op, mask, addr, width, base, elem, lo, owner, plain
 @nb.njit(cache=True, nogil=True, inline="always")
 def _put(write, out, r, cta, warp, seq, pc, op, space, width, mask, obj, delta_out):
     if write:
-        out[0][r] = cta
-        out[1][r] = warp
-        out[2][r] = seq
-        out[3][r] = pc
-        out[4][r] = op
-        out[5][r] = space
-        out[6][r] = width
-        out[7][r] = mask
-        out[9][r] = obj
+        put_row(out, r, cta, warp, seq, pc, op, space, width, mask, obj)
         delta_out[r] = 0
 
 

@@ -6,18 +6,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._kernels import put_row as put  # the shared row writer
 
-@nb.njit(cache=True, inline="always")
-def put(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
-    out[0][r] = cta
-    out[1][r] = warp
-    out[2][r] = seq
-    out[3][r] = pc
-    out[4][r] = op
-    out[5][r] = space
-    out[6][r] = width
-    out[7][r] = mask
-    out[9][r] = obj
+
 
 
 @nb.njit(cache=True)
