@@ -9,8 +9,6 @@ import numpy as np
 from .._kernels import put_row as put  # the shared row writer
 
 
-
-
 @nb.njit(cache=True)
 def affine2d(fill, out, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,
              m_pc, m_cx, m_cy, m_c0, m_gx, m_gy):  # fmt: skip
