@@ -7,9 +7,23 @@ turns it into exit code 2 and a one-line message. Anything else is a bug.
 
 from __future__ import annotations
 
+import re
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
 
 class InputError(ValueError):
-    """Bad input a user can fix; the message names the file, row or field."""
+    """Bad input a user can fix; the message names the file, row or field.
+
+    The message is one line whatever it quotes (a parser's message, a line of the
+    input, a file name): runs of whitespace that hold a line break become a space.
+    """
+
+    def __init__(self, message: object = "", *args: object):
+        text = str(message)
+        if "\n" in text or "\r" in text:
+            text = _LINE_BREAKS.sub(" ", text).strip()
+        super().__init__(text, *args)
 
 
 class TraceError(InputError):

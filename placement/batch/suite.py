@@ -12,7 +12,8 @@ from typing import Any
 import traces
 from traces import generators
 from traces.errors import InputError
-from traces.tomlfile import load_toml
+from traces.inputfile import read_bytes
+from traces.tomlfile import parse_toml
 
 from ..gpu import get_gpu
 from ..hms import Options
@@ -149,9 +150,9 @@ def load_suite(path: str | os.PathLike) -> Suite:
     """
     p = resolve_suite_path(path)
     ps = str(p)
-    raw = p.read_bytes() if p.exists() else None
-    data = load_toml(ps)
-    sha = hashlib.sha256(raw or b"").hexdigest()
+    raw = read_bytes(ps)
+    data = parse_toml(ps, raw)
+    sha = hashlib.sha256(raw).hexdigest()
     base = p.resolve().parent
     unknown = sorted(set(data) - set(SUITE_KEYS))
     if unknown:
