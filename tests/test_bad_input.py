@@ -1,0 +1,127 @@
+"""Bad input never crashes (issue 19): each defect the fuzzers found, pinned by an input that showed it.
+
+Every case goes through the command where one exists: exit 2, one line on stderr
+naming the file and the key, row or line, nothing on stdout, no output file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from traces.errors import InputError, TraceError
+
+ROOT = Path(__file__).resolve().parents[1]
+PROC_MEM = Path("/proc/self/mem")  # opens, but reading it fails (EIO), even for root
+
+
+def one_line_error(code: int, out: str, err: str, *words: str) -> str:
+    assert code == 2, err
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+# ---- the error type -----------------------------------------------------------------------------------
+
+
+def test_input_error_message_is_one_line():
+    e = InputError("t.parquet: not a readable Parquet file: Couldn't deserialize thrift\nDeserializing page header failed.\n")
+    assert str(e) == "t.parquet: not a readable Parquet file: Couldn't deserialize thrift Deserializing page header failed."
+    t = TraceError("t.parquet", "line one\r\n  line two", row=3, field="seq")
+    assert str(t) == "t.parquet row 3: seq: line one line two"
+
+
+# ---- TOML files: folders, unreadable files, binary, deep nesting, huge integers ----------------------------
+
+
+def _toml_cases(tmp_path: Path) -> dict[str, Path]:
+    cases = {}
+    d = tmp_path / "folder.toml"
+    d.mkdir()
+    cases["folder"] = d
+    if PROC_MEM.exists():
+        eio = tmp_path / "eio.toml"
+        eio.symlink_to(PROC_MEM)
+        cases["unreadable"] = eio
+    cases["binary"] = tmp_path / "binary.toml"
+    cases["binary"].write_bytes(b'name = "k80"\n\xff\xfe\x00\x81junk')
+    cases["nested"] = tmp_path / "nested.toml"
+    cases["nested"].write_text("x = " + "[" * 3000 + "]" * 3000 + "\n")
+    cases["digits"] = tmp_path / "digits.toml"
+    cases["digits"].write_text("x = " + "9" * 5000 + "\n")
+    return cases
+
+
+WHY = {"folder": "is a folder", "unreadable": "cannot be read", "binary": "not UTF-8", "nested": "nested too deeply",
+       "digits": "not valid TOML"}  # fmt: skip
+
+
+def test_toml_readers_refuse_unreadable_files(tmp_path, run_cli):
+    from placement.batch import load_suite
+    from placement.gpu import load_gpu
+    from placement.overlap import load
+    from traces.importers.objects import load_objects_toml
+
+    for kind, path in _toml_cases(tmp_path).items():
+        for reader in (load_gpu, load_suite, load, load_objects_toml):
+            with pytest.raises(InputError, match=re.escape(WHY[kind])) as info:
+                reader(path)
+            assert str(path) in str(info.value) and "\n" not in str(info.value)
+        one_line_error(*run_cli("gpus", path), str(path), WHY[kind])
+
+
+# ---- T_overlap coefficients ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "9" * 400, "1e300"])
+def test_overlap_coefficients_must_be_finite(tmp_path, value):
+    from placement.overlap import load
+
+    p = tmp_path / "c.toml"
+    p.write_text(f'gpu = "k80"\n[coefficients]\ng = {value}\nc = 0\nt = 0\ns = 0\nr = 0\nw = 0\nc0 = 0\n')
+    with pytest.raises(InputError, match=rf"{re.escape(str(p))}: coefficients.g: expected a finite number"):
+        load(p)
+
+
+# ---- GPU configurations -------------------------------------------------------------------------------
+
+
+def _gpu(tmp_path: Path, name: str, key: str, value: str) -> Path:
+    text = (ROOT / "configs" / "gpus" / f"{name}.toml").read_text()
+    text, n = re.subn(rf"^{key}\s*=\s*(\"[^\"]*\"|[^#\n]+)", f"{key} = {value}", text, count=1, flags=re.M)
+    assert n == 1
+    p = tmp_path / f"{name}-{key}.toml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    "name, key, value, qualified, words",
+    [
+        ("k80", "clock_mhz", "nan", "compute.clock_mhz", "expected a finite number"),
+        ("k80", "dram_latency", "inf", "memory.dram_latency", "expected a finite number"),
+        ("k80", "smem_latency", "9" * 400, "memory.smem_latency", "expected a finite number"),
+        ("k80", "sms", "4294967296", "compute.sms", "must be in [1, 4096]"),
+        ("k80", "regs_per_sm", str(1 << 50), "compute.regs_per_sm", "at most"),
+        ("k80", "column_bits", "[8, 99]", "dram.column_bits", "expected integers in [0, 63]"),
+        ("k80", "tex", '"N:4294967296:128:24,L:R:m:N:L"', "caches.tex", "lines; at most 16777216"),
+        ("k80", "l2", '"N:64:128:16,L:B:m:W:Q"', "caches.l2", "'Q' in cache string"),
+        ("a100", "mapping", '"dramid@8;0000RRRR"', "dram.mapping", "bit characters, expected 64"),
+    ],
+)
+def test_gpu_values_the_simulation_cannot_use_are_refused(tmp_path, run_cli, name, key, value, qualified, words):
+    from placement.gpu import ConfigError, load_gpu
+
+    p = _gpu(tmp_path, name, key, value)
+    with pytest.raises(ConfigError) as info:
+        load_gpu(p)
+    msg = str(info.value)
+    assert msg.startswith(f"{p}: {qualified}: ") and words in msg, msg
+    one_line_error(*run_cli("gpus", p), qualified)
