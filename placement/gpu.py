@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import typing
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -372,10 +373,10 @@ def gpu_names() -> list[str]:
 def get_gpu(name_or_path: str) -> Gpu:
     """A bundled configuration by name, or any configuration file by path."""
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or os.path.exists(p):
         return load_gpu(p)
     candidate = gpu_dir() / f"{name_or_path}.toml"
-    if not candidate.exists():
+    if not os.path.exists(candidate):
         raise InputError(f"unknown GPU {name_or_path!r}; known: {', '.join(gpu_names())} (or a path to a .toml file)")
     return load_gpu(candidate)
 

@@ -125,3 +125,36 @@ def test_gpu_values_the_simulation_cannot_use_are_refused(tmp_path, run_cli, nam
     msg = str(info.value)
     assert msg.startswith(f"{p}: {qualified}: ") and words in msg, msg
     one_line_error(*run_cli("gpus", p), qualified)
+
+
+# ---- suite files --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ('gpu = "k' + "9" * 300 + '"', "unknown GPU"),
+        ('gpu = "k' + "9" * 300 + '.toml"', "cannot be read (File name too long)"),
+        ('gpu = "k80\\u0000.toml"', "NUL character"),
+        ('trace = "' + "t" * 300 + '.parquet"', "does not exist"),
+        ("measured_ns = [inf]", "measured_ns must be a list of 1 positive times"),
+        ("measured_ns = [" + "9" * 400 + "]", "measured_ns must be a list of 1 positive times"),
+        ("size = [" + "9" * 30 + "]", "size must be an integer or a list of integers in 0..2147483647"),
+        ("top = " + "9" * 30, "top must be an integer in 1..100000"),
+    ],
+)
+def test_suite_names_and_numbers_no_file_can_have(tmp_path, run_cli, entry, words):
+    key = entry.split(" ")[0]
+    base = {"gpu": 'gpu = "k80"', "trace": 'generator = "vecadd"', "measured_ns": "measured_ns = [10.0]",
+            "size": "size = [1024]", "top": ""}  # fmt: skip
+    lines = [base[k] if k != key else entry for k in ("gpu", "trace", "size")]
+    if key == "top":
+        lines += ["rank = true", entry]
+    else:
+        lines += ['placements = [""]', entry if key == "measured_ns" else base["measured_ns"]]
+    p = tmp_path / "s.toml"
+    p.write_text("[[entry]]\n" + "\n".join(x for x in lines if x) + "\n")
+    if key == "trace":
+        p.write_text(p.read_text().replace("size = [1024]\n", ""))
+    one_line_error(*run_cli("batch", p, "-o", tmp_path / "r.parquet"), str(p), "entry 1", words)
+    assert not (tmp_path / "r.parquet").exists()

@@ -37,3 +37,4 @@ def read_text(path, missing: str = "no such file") -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
+

@@ -31,6 +31,13 @@ ENTRY_KEYS = ("id", "trace", "generator", "size", "block", "gpu", "placements", 
 
 OPTION_KEYS = ("queue", "instruction_counting", "queuing", "even_banks", "overlap")
 
+# Bounds of the numbers a suite holds: generator sizes and blocks fit CUDA's int
+# (2^31 - 1), a ranking returns at most MAX_TOP placements, and a measured time is a
+# finite number of ns up to 1e18 (31 years).
+MAX_INT = (1 << 31) - 1
+MAX_TOP = 100_000
+MAX_TIME_NS = 1e18
+
 
 class SuiteError(InputError):
     """A suite file that does not meet the suite format; the message names the file and entry."""
@@ -106,10 +113,10 @@ def suite_dir() -> Path:
 def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
     """A suite file by path, or a bundled suite by name (``table4``)."""
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or os.path.exists(p):
         return p
     candidate = suite_dir() / f"{p}.toml"
-    if candidate.exists():
+    if os.path.exists(candidate):
         return candidate
     known = ", ".join(sorted(q.stem for q in suite_dir().glob("*.toml")))
     raise InputError(f"no suite file {str(p)!r}; bundled suites: {known or 'none'} (or a path to a .toml file)")
@@ -124,9 +131,18 @@ def _where(path: str, i: int | None, eid: str | None) -> str:
 def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        raise SuiteError(f"{where}: {key} must be an integer or a list of integers, got {v!r}")
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in v):
+        raise SuiteError(f"{where}: {key} must be an integer or a list of integers in 0..{MAX_INT}, got {_short(v)}")
     return tuple(v)
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 80 else f"{r[:60]}... ({len(r)} characters)"
+
+
+def _time_ns(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_TIME_NS
 
 
 def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
@@ -135,8 +151,10 @@ def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
         raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {v!r}")
     out = []
     for g in items:
+        if "\0" in g:
+            raise SuiteError(f"{where}: gpu {g!r} holds a NUL character")
         if g.endswith(".toml") and not os.path.isabs(g):
-            g = str((base / g).resolve())
+            g = os.path.realpath(base / g)
         out.append(g)
     if len(set(out)) != len(out):
         raise SuiteError(f"{where}: gpu lists a GPU twice: {items}")
@@ -228,7 +246,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
             raise SuiteError(f"{where}: size and block go with 'generator', not with 'trace'")
         tp = Path(e["trace"])
         tp = tp if tp.is_absolute() else base / tp
-        if not tp.is_file():
+        if not os.path.isfile(tp):
             raise SuiteError(f"{where}: trace file {str(tp)!r} does not exist")
         source = TraceSource(path=str(tp.resolve()))
         default_id = tp.stem
@@ -265,8 +283,8 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     top = e.get("top", 10)
     if "top" in e and not rank:
         raise SuiteError(f"{where}: 'top' goes with 'rank = true'")
-    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
-        raise SuiteError(f"{where}: top must be an integer >= 1, got {top!r}")
+    if not isinstance(top, int) or isinstance(top, bool) or not 1 <= top <= MAX_TOP:
+        raise SuiteError(f"{where}: top must be an integer in 1..{MAX_TOP}, got {_short(top)}")
     placements: tuple[str, ...] = ()
     if not rank:
         pl = e["placements"]
@@ -281,10 +299,10 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         if len(gpus) != 1:
             raise SuiteError(f"{where}: measured_ns needs exactly one gpu (this entry has {len(gpus)}); "
                              "write one entry per GPU")  # fmt: skip
-        ok = isinstance(m, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in m)
+        ok = isinstance(m, list) and all(_time_ns(x) for x in m)
         if not ok or len(m) != len(placements):
-            raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns "
-                             f"(one per placement), got {m!r}")  # fmt: skip
+            raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns, at most "
+                             f"{MAX_TIME_NS:g} (one per placement), got {_short(m)}")  # fmt: skip
         measured = tuple(float(x) for x in m)
     note = e.get("note", "")
     if not isinstance(note, str):
