@@ -158,3 +158,107 @@ def test_suite_names_and_numbers_no_file_can_have(tmp_path, run_cli, entry, word
         p.write_text(p.read_text().replace("size = [1024]\n", ""))
     one_line_error(*run_cli("batch", p, "-o", tmp_path / "r.parquet"), str(p), "entry 1", words)
     assert not (tmp_path / "r.parquet").exists()
+
+
+# ---- traces: metadata sizes against CUDA's maxima and the rows present ------------------------------------
+
+
+def _with_metadata(tmp_path: Path, edit) -> Path:
+    import json
+
+    import pyarrow.parquet as pq
+
+    import traces
+    from traces.schema import METADATA_KEY
+    from tracemaker import vecadd
+
+    cols, info = vecadd(2, 2)
+    d = json.loads(info.to_json())
+    edit(d)
+    p = tmp_path / "t.parquet"
+    pq.write_table(traces.to_table(cols, info).replace_schema_metadata({METADATA_KEY: json.dumps(d).encode()}), p)
+    return p
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda d: d.update(grid=[1 << 31, 1, 1]), "grid", "grid x is 2147483648, CUDA allows 1 to 2147483647"),
+        (lambda d: d.update(grid=[2, 65536, 1]), "grid", "grid y is 65536, CUDA allows 1 to 65535"),
+        (lambda d: d.update(block=[64, 1, 65]), "block", "block z is 65, CUDA allows 1 to 64"),
+        (lambda d: d.update(block=[64, 32, 1]), "block", "has 2048 threads, CUDA allows at most 1024"),
+        # within CUDA's maxima, but 2^31 - 1 blocks of 2 warps for 12 rows
+        (lambda d: d.update(grid=[(1 << 31) - 1, 1, 1]), "grid", "is 4294967294 warps, but the trace has 12 rows"),
+        (lambda d: d.update(regs_per_thread=256), "regs_per_thread", "must be in 0..255"),
+        (lambda d: d["instructions"].update(executed=1 << 70), "instructions.executed", "must be in 0..2^62"),
+        (lambda d: d["instructions"].update(warps=5), "instructions.warps", "5 warps, but grid (2, 1, 1) x block (64, 1, 1) runs 4"),
+        (lambda d: d["objects"][0].update(base=(1 << 64) - 8), "objects[0].size", "ends beyond the global address space"),
+        (lambda d: d.update(measured={"time_ns": 1 << 1100, "gpu": "k80"}), "measured.time_ns", "finite number of ns"),
+    ],
+)
+def test_trace_metadata_sizes_refused_before_allocating(tmp_path, run_cli, edit, field, words):
+    import traces
+
+    p = _with_metadata(tmp_path, edit)
+    for reader in (traces.read, lambda q: list(traces.iter_batches(q)), traces.read_info):
+        with pytest.raises(TraceError) as info:
+            reader(p)
+        assert info.value.field == field and words in str(info.value), str(info.value)
+    one_line_error(*run_cli("info", p), f"{p}: {field}: ", words)
+
+
+def test_tiny_file_claiming_two_to_the_31_blocks_fails_fast(tmp_path, monkeypatch):
+    """Before the fix, the reader asked numpy for one int64 per warp of the claimed grid."""
+    import numpy as np
+
+    import traces
+
+    p = _with_metadata(tmp_path, lambda d: d.update(grid=[(1 << 31) - 1, 1, 1]))
+    asked = []
+    real_full = np.full
+
+    def full(shape, *a, **k):
+        asked.append(shape)
+        return real_full(shape, *a, **k)
+
+    monkeypatch.setattr(np, "full", full)
+    with pytest.raises(TraceError, match="warps, but the trace has 12 rows"):
+        traces.read(p)
+    assert all(int(np.prod(s)) < 1 << 20 for s in asked), asked
+
+
+def test_large_grid_state_follows_the_rows(tmp_path, monkeypatch):
+    """Above DENSE_WARPS the per-warp seq state is kept for the warps present only: same verdicts."""
+    import numpy as np
+
+    import traces
+    from traces import io
+    from tracemaker import vecadd
+
+    cols, info = vecadd(4, 2)
+    good = tmp_path / "good.parquet"
+    traces.write(good, cols, info)
+    cols["seq"][7] = 0  # row 7 (cta 1, warp 0, second access) repeats seq 0
+    bad = tmp_path / "bad.parquet"
+    traces.write(bad, cols, info, validate=False)
+    monkeypatch.setattr(io._Checker, "DENSE_WARPS", 2)
+    assert io._Checker("x", info).dense is False
+    for rows in (1, 3, 100):
+        assert sum(len(b) for b in traces.iter_batches(good, rows=rows)) == 24
+        with pytest.raises(TraceError, match="row 7: seq: seq 0 after 0 for \\(cta 1, warp 0\\)"):
+            list(traces.iter_batches(bad, rows=rows))
+    cols["seq"][7] = 4
+    np.testing.assert_array_equal(traces.read(good).seq, cols["seq"])
+
+
+def test_info_on_a_huge_object_holds_the_touched_ranges_only(tmp_path, run_cli):
+    """`placement info` used a bitmap of every object's claimed size (2^40 bytes here: 128 GiB)."""
+    import json
+
+    p = _with_metadata(tmp_path, lambda d: d["objects"][2].update(size=1 << 40))
+    code, out, err = run_cli("info", p, "--json")
+    assert code == 0, err
+    objs = {o["name"]: o for o in json.loads(out)["objects"]}
+    assert objs["C"]["size"] == 1 << 40
+    assert [objs[n]["bytes_touched"] for n in "ABC"] == [4 * 32 * 4] * 3  # 4 warps x 32 lanes x 4 bytes each
+    assert json.loads(out)["warps"] == 4
