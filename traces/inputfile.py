@@ -38,3 +38,16 @@ def read_text(path, missing: str = "no such file") -> str:
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
 
+
+
+def numbered_lines(path, missing: str = "no such file"):
+    """(line number, line) of a text file, undecodable bytes replaced; an I/O error names the file."""
+    try:
+        f = open(path, "r", encoding="utf-8", errors="replace")
+    except (OSError, ValueError) as exc:
+        raise read_error(path, exc, missing) from None
+    with f:
+        try:
+            yield from enumerate(f, start=1)
+        except OSError as exc:
+            raise read_error(path, exc, missing) from None
