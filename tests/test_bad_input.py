@@ -262,3 +262,173 @@ def test_info_on_a_huge_object_holds_the_touched_ranges_only(tmp_path, run_cli):
     assert objs["C"]["size"] == 1 << 40
     assert [objs[n]["bytes_touched"] for n in "ABC"] == [4 * 32 * 4] * 3  # 4 warps x 32 lanes x 4 bytes each
     assert json.loads(out)["warps"] == 4
+
+
+# ---- Accel-Sim --------------------------------------------------------------------------------------------
+
+
+def _accelsim_folder(tmp_path: Path, names: list[str], header_edit=lambda h: h, copies: str = "") -> Path:
+    from fuzzing import accelsim_block, accelsim_header
+
+    d = tmp_path / "as"
+    d.mkdir()
+    (d / "kernelslist.g").write_text(copies + "".join(f"{n}\n" for n in names))
+    w = ["0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x10000 4 0", "0050 ffffffff 0 EXIT 0 0 0"]
+    for n in names:
+        text = header_edit(accelsim_header(5, grid=(2, 1, 1), block=(32, 1, 1))) + accelsim_block(0, [w]) + accelsim_block(1, [w])
+        if n.endswith(".xz"):
+            import lzma
+
+            (d / n).write_bytes(lzma.compress(text.encode()))
+        else:
+            (d / n).write_text(text)
+    return d
+
+
+def test_accelsim_context_named_kernels_import(tmp_path, run_cli):
+    """The current tracer writes kernel-N-ctx_0x<context>.traceg; --kernel 1 answered 'no kernel-1 (it lists None, None)'."""
+    import traces
+
+    d = _accelsim_folder(tmp_path, ["kernel-1-ctx_0x55962a553360.traceg", "kernel-2-ctx_0x55962a553360.traceg.xz"],
+                         copies="MemcpyHtoD,0x0000000000010000,256\n")  # fmt: skip
+    out = tmp_path / "t.parquet"
+    for k in (1, 2):
+        code, _, err = run_cli("import", "accelsim", d, "--kernel", k, "-o", out)
+        assert code == 0, err
+        t = traces.read(out)
+        assert len(t) == 2 and t.info.source["file"].endswith(f"kernel-{k}-ctx_0x55962a553360.traceg" + ("" if k == 1 else ".xz"))
+        assert [o.base for o in t.info.objects] == [0x10000] and "MemcpyHtoD" in t.info.source["objects"]["htod0"]
+    one_line_error(*run_cli("import", "accelsim", d, "-o", out), "lists 2 kernels (1, 2); pick one with --kernel N")
+    one_line_error(*run_cli("import", "accelsim", d, "--kernel", 3, "-o", out), "no kernel-3 (it lists 1, 2)")
+    # a file given by name, with its number
+    code, _, err = run_cli("import", "accelsim", d / "kernel-1-ctx_0x55962a553360.traceg", "--kernel", 1, "-o", out)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "edit, line, words",
+    [
+        (lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483648,1,1)"), 3, "grid x is 2147483648, CUDA allows"),
+        (lambda h: h.replace("-block dim = (32,1,1)", "-block dim = (32,64,1)"), 4, "has 2048 threads, CUDA allows at most 1024"),
+        (lambda h: h.replace("-nregs = 16", "-nregs = 300"), 6, "'-nregs' must be an integer in 0..255"),
+        (lambda h: h.replace("-shmem base_addr = 0x00007f0000000000", "-shmem base_addr = 0x" + "f" * 20), 9,
+         "'-shmem base_addr' must be an integer in 0..0x3fffffffffffffff"),
+        (lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483647,1,1)"), None,
+         "is 2147483647 warps, but the trace has 2 rows"),
+    ],
+)
+def test_accelsim_header_sizes_refused(tmp_path, run_cli, edit, line, words):
+    d = _accelsim_folder(tmp_path, ["kernel-1.traceg"], edit)
+    f = d / "kernel-1.traceg"
+    where = f"{f} line {line}: " if line else f"{f}: "
+    one_line_error(*run_cli("import", "accelsim", d, "-o", tmp_path / "t.parquet"), where, words)
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_accelsim_kernelslist_copy_beyond_the_address_space(tmp_path, run_cli):
+    d = _accelsim_folder(tmp_path, ["kernel-1.traceg"], copies="MemcpyHtoD,0xffffffffffffff00,4096\n")
+    one_line_error(*run_cli("import", "accelsim", d, "-o", tmp_path / "t.parquet"), f"{d / 'kernelslist.g'} line 1:",
+                   "expected 'MemcpyHtoD,<hex base>,<bytes>'")  # fmt: skip
+
+
+@pytest.mark.skipif(not PROC_MEM.exists(), reason="needs /proc/self/mem for a file that cannot be read")
+def test_importers_name_an_unreadable_file(tmp_path, run_cli):
+    for fmt in ("accelsim", "nvbit", "porple"):
+        f = tmp_path / f"kernel-1.{fmt}"
+        f.symlink_to(PROC_MEM)
+        one_line_error(*run_cli("import", fmt, f, "-o", tmp_path / "t.parquet"), str(f), "cannot be read (Input/output error)")
+
+
+# ---- NVBit ----------------------------------------------------------------------------------------------
+
+
+def _memtrace(launch, cta, warp, op, base):
+    lanes = " ".join(f"0x{base + 4 * i:016x}" for i in range(32))
+    return f"MEMTRACE: CTX 0x00005652657a2f00 - grid_launch_id {launch} - CTA {cta} - warp {warp} - {op} - {lanes} "
+
+
+def _launch_line(launch, name, grid="2,1,1", block="64,1,1"):
+    return (f"MEMTRACE: CTX 0x00005652657a2f00 - LAUNCH - Kernel pc 0x7f65 - Kernel name {name} - grid launch id {launch} - "
+            f"grid size {grid} - block size {block} - nregs 16 - shmem 0 - cuda stream id 0")  # fmt: skip
+
+
+def test_nvbit_several_launches_listed(tmp_path, run_cli):
+    """Without --launch the import stopped at the second launch's first line; it now lists every launch."""
+    p = tmp_path / "m.log"
+    lines = [_launch_line(0, "_Z3fooPf"), _memtrace(0, "0,0,0", 0, "LDG.E", 0x1000), _memtrace(0, "1,0,0", 1, "LDG.E", 0x1080),
+             _launch_line(1, "_Z3barPfi"), _memtrace(1, "0,0,0", 0, "STG.E", 0x9000),
+             _memtrace(0, "1,0,0", 0, "LDG.E", 0x1100), _memtrace(7, "0,0,0", 0, "LDG.E", 0x5000)]  # fmt: skip
+    p.write_text("\n".join(lines) + "\n")
+    one_line_error(*run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet"),
+                   f"{p}: the log holds 3 launches; pick one with --launch N: launch 0 (_Z3fooPf, 3 rows), "
+                   "launch 1 (_Z3barPfi, 1 row), launch 7 (unnamed: no launch line, 1 row)")  # fmt: skip
+    one_line_error(*run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet", "--launch", 4),
+                   f"{p}: no accesses of grid launch 4 (it holds launch 0 (_Z3fooPf, 3 rows), launch 1")  # fmt: skip
+    code, _, err = run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet", "--launch", 1)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        (_launch_line(0, "k", grid="2147483648,1,1"), "line 1: launch line: grid x is 2147483648, CUDA allows"),
+        (_launch_line(0, "k", block="64,64,1"), "line 1: launch line: block (64, 64, 1) has 4096 threads"),
+        (_launch_line(0, "k", grid="2147483647,1,1"), ": launch 0: grid (2147483647, 1, 1) x block (64, 1, 1) is 4294967294 warps"),
+        ("", "line 2: CTA (0, 0, 99999) or warp 0 beyond CUDA's grid"),
+        ("", "line 2: a MEMTRACE line that does not parse"),
+    ],
+)
+def test_nvbit_sizes_refused(tmp_path, run_cli, line, words):
+    p = tmp_path / "m.log"
+    access = _memtrace(0, "0,0,0", 0, "LDG.E", 0x1000)
+    if "99999" in words:
+        access = _memtrace(0, "0,0,99999", 0, "LDG.E", 0x1000)
+    elif "does not parse" in words:
+        access = access.replace("CTA 0,0,0", "CTA 0,0," + "9" * 30)
+    p.write_text((line or _launch_line(0, "k")) + "\n" + access + "\n")
+    one_line_error(*run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet"), str(p), words)
+
+
+# ---- PORPLE ---------------------------------------------------------------------------------------------
+
+
+def _porple_stride(tmp_path: Path) -> Path:
+    """The shape of PORPLE's md_stride.txt (no block_Y line, 16-byte elements read past array_size in a
+    second loop) and cfd_stride.txt (one array read to 4.6 times its array_size)."""
+    head = "dimension 1 1\nsizeof 16 4\nblock_X 32 200\narray_size 512 4096\n"
+    acc = [f"0 0 0 0 {t} {t}" for t in range(32)] + [f"0 0 0 1 {t} {32 + t}" for t in range(11)]
+    acc += [f"1 0 1 0 {t} {t * 150}" for t in range(32)] + ["1 0 1 1 0 4710"]
+    p = tmp_path / "stride.txt"
+    p.write_text(head + "\n".join(acc) + "\n")
+    return p
+
+
+def test_porple_accesses_beyond_array_size_extend_the_array(tmp_path, run_cli, caplog):
+    """The import refused such traces, even with --skip-bad-lines; now the arrays grow and the trace says so."""
+    import logging
+
+    import traces
+
+    p = _porple_stride(tmp_path)
+    out = tmp_path / "p.parquet"
+    for extra in ((), ("--skip-bad-lines",)):
+        with caplog.at_level(logging.WARNING, logger="traces.importers.porple"):
+            code, _, err = run_cli("import", "porple", p, "-o", out, *extra)
+        assert code == 0, err
+        t = traces.read(out)  # every lane inside its (extended) object
+        a0, a1 = t.info.objects
+        assert (a0.size, a1.size) == (43 * 16, 4711 * 4)  # 1.34x and 4.6x
+        assert a0.base == 1 << 32 and a1.base == (1 << 32) + 1024  # laid out by the extended sizes: no overlap
+        assert int((t.obj == -1).sum()) == 0
+        src = t.info.source
+        assert src["extended"] == {
+            "array0": {"array_size": 512, "extended_to": 688, "ratio": 1.344, "accesses_beyond": 11, "first_line": 37,
+                       "last_element": 42},
+            "array1": {"array_size": 4096, "extended_to": 18844, "ratio": 4.601, "accesses_beyond": 26, "first_line": 55,
+                       "last_element": 4710},
+        }  # fmt: skip
+        assert src["warnings"][1] == ("array 1: 26 accesses (first on line 55) reach element 4710, beyond its array_size "
+                                      "of 4096 bytes; extended to 18844 bytes (4.601x)")  # fmt: skip
+        assert "size of array1 (accesses beyond array_size)" in src["estimated"]
+        assert any("extended to 688 bytes" in r.getMessage() for r in caplog.records)
+        caplog.clear()
