@@ -10,6 +10,16 @@ thread-level instructions.
 Without a ``--gpu`` configuration the machine comes from the row itself
 (:func:`gpu_from_spec`): clock, cores, bus and memory clock, compute capability,
 with per-architecture defaults (Kepler, Maxwell, Pascal) for everything else.
+
+Every number is checked before the models see it (a bad one is an InputError
+naming the row and column): blank, ``NA`` or text counters are missing (the row
+is reported, not predicted); a number must be finite and at least 0; counts, sizes
+and times at most 1e18; rates in percent in [0, 100], ``Achieved.Occupancy`` in
+[0, 1], transactions per request at most 128; grid and block within CUDA's maxima
+(``traces.launch``; a blank dimension is 1), registers per thread at most 255 and
+shared memory per block below 2^32 bytes. Specification columns: compute
+capability in [1, 10), clock 1 to 1e5 MHz, 1 to 2^18 cores, bandwidth 1e-3 to 1e6
+GB/s (or a bus of 1 to 8192 bits and a memory clock of 1 to 1e6 MHz).
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from traces.errors import InputError
+from traces.inputfile import read_bytes
+from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 
 from ..gpu import Gpu, get_gpu
 from .kernel import KernelParams
@@ -71,15 +83,16 @@ def _num(v) -> float:
 
 
 def read_counters(path: str | Path) -> list[CounterRow]:
-    """Parse a gpuperfpredict CSV; raises InputError naming the file and column."""
+    """Parse a gpuperfpredict CSV; raises InputError naming the file, row and column."""
+    import io
+
     import pandas as pd
 
     p = str(path)
+    data = read_bytes(p)
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{p}: not a CSV file ({exc})") from None
     cols = set(df.columns)
     for c in REQUIRED:
@@ -91,17 +104,63 @@ def read_counters(path: str | Path) -> list[CounterRow]:
     return out
 
 
+MAX_VALUE = 1e18
+# (lowest, highest) of the columns that are not counts, sizes or times.
+_RANGES = {
+    "L1.Global.Hit.Rate": (0.0, 100.0), "L2.Hit.Rate..L1.Reads.": (0.0, 100.0), "Achieved.Occupancy": (0.0, 1.0),
+    "Global.Load.Transactions.Per.Request": (0.0, 128.0), "Global.Store.Transactions.Per.Request": (0.0, 128.0),
+    "Registers.Per.Thread": (0.0, MAX_REGS_PER_THREAD), "Static.SMem": (0.0, MAX_SMEM_PER_BLOCK),
+    "Dynamic.SMem": (0.0, MAX_SMEM_PER_BLOCK),
+}  # fmt: skip
+
+
+def _checked(path: str, i: int, rec: dict, c: str, required: bool = False) -> float:
+    """Column ``c`` of row ``i``: a number in its range, or NaN when blank or not a number (a missing counter)."""
+    raw = rec.get(c)
+    v = _num(raw)
+    if v != v:
+        if required:
+            raise InputError(f"{path} row {i}: {c}: expected a number, got {_short(raw)}")
+        return v
+    lo, hi = _RANGES.get(c, (0.0, MAX_VALUE))
+    if not lo <= v <= hi:
+        raise InputError(f"{path} row {i}: {c}: expected a number in [{lo:g}, {hi:g}], got {_short(raw)}")
+    return v
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else f"{r[:40]}... ({len(r)} characters)"
+
+
+def _dims(path: str, i: int, rec: dict) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of row ``i`` (a blank dimension is 1), within CUDA's maxima."""
+    out = []
+    for kind in ("Grid", "Block"):
+        dims = []
+        for a in "XYZ":
+            c = f"{kind}.{a}"
+            v = _num(rec.get(c))
+            if v != v and a != "X" and not str(rec.get(c) or "").strip():
+                v = 1.0
+            if not (v == v and 1 <= v < 2**31 and v == int(v)):
+                raise InputError(f"{path} row {i}: {c}: expected a positive whole number, got {_short(rec.get(c))}")
+            dims.append(int(v))
+        out.append(tuple(dims))
+    grid, block = out
+    problem = launch_problem(grid, block)
+    if problem:
+        raise InputError(f"{path} row {i}: Grid/Block: {problem}")
+    return grid, block  # type: ignore[return-value]
+
+
 def _row(path: str, i: int, rec: dict) -> CounterRow:
-    g = lambda c: _num(rec.get(c))  # noqa: E731
-    for c in ("Input.Size", "Duration", "Block.X", "Grid.X"):
-        if not (g(c) >= 0):
-            raise InputError(f"{path} row {i}: {c}: expected a number, got {rec.get(c)!r}")
-    block = tuple(int(g(f"Block.{a}") or 1) for a in "XYZ")
-    grid = tuple(int(g(f"Grid.{a}") or 1) for a in "XYZ")
+    g = lambda c: _checked(path, i, rec, c)  # noqa: E731
+    for c in ("Input.Size", "Duration"):
+        _checked(path, i, rec, c, required=True)
+    grid, block = _dims(path, i, rec)
     tpb = block[0] * block[1] * block[2]
     blocks = grid[0] * grid[1] * grid[2]
-    if tpb < 1 or blocks < 1:
-        raise InputError(f"{path} row {i}: Block/Grid: expected positive sizes, got block {block} grid {grid}")
     spec = {c: rec.get(c) for c in SPEC if c in rec}
     kernel = str(rec.get("AppName") or rec.get("Kernel") or Path(path).stem)
     names = (
@@ -246,20 +305,32 @@ def arch_of(cc: float) -> str:
     raise InputError(f"compute capability {cc}: no per-architecture defaults (Kepler 3.x, Maxwell 5.x, Pascal 6.x); give --gpu")
 
 
+# (lowest, highest) of the specification columns a GPU is made of.
+SPEC_RANGES = {"compute_version": (1.0, 9.99), "max_clock_rate": (1.0, 1e5), "num_of_cores": (1.0, 2.0**18),
+               "bandwith": (1e-3, 1e6), "bus": (1.0, 8192.0), "memory_clock": (1.0, 1e6)}  # fmt: skip
+
+
+def _spec(spec: dict, key: str, where: str, required: bool = True) -> float:
+    v = _num(spec.get(key))
+    lo, hi = SPEC_RANGES[key]
+    if not lo <= v <= hi:
+        if not required and v != v:
+            return v
+        raise InputError(f"{where}: {key}: expected a number in [{lo:g}, {hi:g}], got {_short(spec.get(key))}")
+    return v
+
+
 def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     """A Gpu for a spec row: the row's clock, cores, bandwidth; the architecture's defaults for the rest."""
-    cc = _num(spec.get("compute_version"))
-    clock = _num(spec.get("max_clock_rate"))
-    cores = _num(spec.get("num_of_cores"))
-    for key, v in (("compute_version", cc), ("max_clock_rate", clock), ("num_of_cores", cores)):
-        if not v > 0:
-            raise InputError(f"{where}: {key}: expected a positive number, got {spec.get(key)!r}")
+    cc = _spec(spec, "compute_version", where)
+    clock = _spec(spec, "max_clock_rate", where)
+    cores = _spec(spec, "num_of_cores", where)
     arch = arch_of(cc)
-    bw = _num(spec.get("bandwith"))
+    bw = _spec(spec, "bandwith", where, required=False)
     if not bw > 0:
-        bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
-        if not (bus > 0 and mclk > 0):
-            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {spec.get('bandwith')!r}")
+        if not (_num(spec.get("bus")) > 0 and _num(spec.get("memory_clock")) > 0):
+            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {_short(spec.get('bandwith'))}")
+        bus, mclk = _spec(spec, "bus", where), _spec(spec, "memory_clock", where)
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
     d = ARCH_DEFAULTS[arch]
     major, minor = int(cc), int(round((cc - int(cc)) * 10))
@@ -280,7 +351,7 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     mem.update(derived_memory_timing(arch, bw, sms, clock))
     caches = dict(d.get("caches", {}))
     name = str(spec.get("gpu_name") or f"cc{cc}")
-    bus = _num(spec.get("bus"))
+    bus = _spec(spec, "bus", where, required=False)
     dram = replace(base.dram, channels=int(bus // 64)) if bus >= 64 else base.dram  # 64-bit GDDR5 channels
     return replace(
         base,
