@@ -432,3 +432,66 @@ def test_porple_accesses_beyond_array_size_extend_the_array(tmp_path, run_cli, c
         assert "size of array1 (accesses beyond array_size)" in src["estimated"]
         assert any("extended to 688 bytes" in r.getMessage() for r in caplog.records)
         caplog.clear()
+
+
+# ---- nvprof counters (placement model --counters) ---------------------------------------------------------
+
+
+def _counters(tmp_path: Path, column: str, value: str) -> Path:
+    from fuzzing import COUNTER_COLUMNS, seeds_counters
+
+    seeds_counters(tmp_path)
+    p = tmp_path / "counters.csv"
+    lines = p.read_text().splitlines()
+    row = lines[1].replace('"192,256"', "192.256").split(",")
+    row[COUNTER_COLUMNS.index(column)] = value
+    p.write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+    return p
+
+
+@pytest.mark.parametrize(
+    "column, value, words",
+    [
+        ("Block.Y", "nan", "row 1: Block.Y: expected a positive whole number, got 'nan'"),  # was ValueError from int(nan)
+        ("Grid.X", "inf", "row 1: Grid.X: expected a positive whole number, got 'inf'"),  # was OverflowError
+        ("Block.Y", "32", "row 1: Grid/Block: block (64, 32, 1) has 2048 threads"),
+        ("Duration", "1e999", "row 1: Duration: expected a number in [0, 1e+18], got '1e999'"),
+        ("inst_executed", "-5", "row 1: inst_executed: expected a number in [0, 1e+18], got '-5'"),
+        ("L2.Hit.Rate..L1.Reads.", "59918", "row 1: L2.Hit.Rate..L1.Reads.: expected a number in [0, 100]"),  # gave negative times
+        ("Registers.Per.Thread", "300000", "row 1: Registers.Per.Thread: expected a number in [0, 255]"),
+        ("bandwith", "1e-300", "row 1: bandwith: expected a number in [0.001, 1e+06]"),  # was ZeroDivisionError
+        ("num_of_cores", "inf", "row 1: num_of_cores: expected a number in [1, 262144]"),
+    ],
+)
+def test_counters_values_refused(tmp_path, run_cli, column, value, words):
+    p = _counters(tmp_path, column, value)
+    one_line_error(*run_cli("model", "gpuperf", "--counters", p, "--json"), f"{p} {words}")
+
+
+def test_counters_file_that_is_a_folder(tmp_path, run_cli):
+    one_line_error(*run_cli("model", "bsp", "--counters", tmp_path), f"{tmp_path}: is a folder, expected a file")
+
+
+# ---- measurements (placement train) -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "csv, words",
+    [
+        (b"trace,placement,measured_ns\nt.parquet,,1e999\n", "line 2: measured_ns: expected a time in ns in (0, 1e+18], got '1e999'"),
+        (b"trace,placement,measured_ns\nt.parquet\n", "line 2: measured_ns: missing"),  # was TypeError on None
+        (b"trace,placement,measured_ns\n\"t\x00.parquet\",,5\n", "line 2: trace: a path holding a NUL character"),
+        (b"trace,placement,measured_ns\nt.parquet,\xff\xfe,5\n", "not a text file (byte 38 is not UTF-8)"),
+        (b"trace,placement,measured_ns\nt.parquet,\"" + b"x" * 200_000 + b"\",5\n", "line 2: not a CSV row (field larger than field limit"),
+    ],
+)
+def test_measurements_refused(tmp_path, run_cli, csv, words):
+    from tracemaker import vecadd
+
+    import traces
+
+    traces.write(tmp_path / "t.parquet", *vecadd(2, 2))
+    p = tmp_path / "m.csv"
+    p.write_bytes(csv)
+    one_line_error(*run_cli("train", p, "--gpu", "k80", "-o", tmp_path / "c.toml"), str(p), words)
+    assert not (tmp_path / "c.toml").exists()
