@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from traces.errors import InputError
+from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
 from ..occupancy import occupancy
@@ -156,21 +157,26 @@ _MACHINE_KEYS = {
 }  # fmt: skip
 
 
+MAX_PARAM = 1e18
+"""Every count, size, latency or rate of a parameter file is finite and at most this."""
+
+
 def _coerce(path: str, key: str, value, kind):
     base = [t for t in typing.get_args(kind) if t is not type(None)] or [kind]
     want = base[0]
     if value is None:
         return None
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:40] + "..."
     if want is int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{path}: {key}: expected a non-negative integer, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
+            raise InputError(f"{path}: {key}: expected an integer in [0, {MAX_PARAM:g}], got {shown}")
         return value
     if want is float:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{path}: {key}: expected a non-negative number, got {value!r}")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
+            raise InputError(f"{path}: {key}: expected a finite number in [0, {MAX_PARAM:g}], got {shown}")
         return float(value)
     if not isinstance(value, str):
-        raise InputError(f"{path}: {key}: expected a string, got {value!r}")
+        raise InputError(f"{path}: {key}: expected a string, got {shown}")
     return value
 
 
@@ -199,8 +205,8 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
     for req in ("threads_per_block", "blocks", "comp_insts"):
         if req not in values:
             raise InputError(f"{p}: kernel.{req}: missing key")
-    if values["threads_per_block"] < 1 or values["blocks"] < 1:
-        raise InputError(f"{p}: kernel.threads_per_block and kernel.blocks must be >= 1")
+    if not 1 <= values["threads_per_block"] <= MAX_THREADS_PER_BLOCK or values["blocks"] < 1:
+        raise InputError(f"{p}: kernel.threads_per_block must be in 1..{MAX_THREADS_PER_BLOCK} and kernel.blocks >= 1")
     machine = data.get("machine", {})
     bad = sorted(set(machine) - _MACHINE_KEYS)
     if bad:
