@@ -264,6 +264,33 @@ def seeds_measurements(d: Path) -> list[Seed]:
     return [Seed(p, p)]
 
 
+OBJECTS_TEXT = """\
+[[object]]
+name = "A"
+base = 0x10000
+size = 256
+elem_bytes = 4
+
+[[object]]
+name = "B"
+base = 0x20000
+size = 512
+space = "G"
+shape = [8, 16]
+"""
+
+
+def seeds_objects(d: Path) -> list[Seed]:
+    seeds_porple(d)
+    p = _write(d / "objects.toml", OBJECTS_TEXT)
+    return [Seed(p, p)]
+
+
+def seeds_kernel(d: Path) -> list[Seed]:
+    p = _write(d / "params.toml", (ROOT / "configs" / "examples" / "hong-kim-table2.toml").read_bytes())
+    return [Seed(p, p)]
+
+
 # ---- mutations ---------------------------------------------------------------------------------------
 
 _NUMBER = re.compile(rb"-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
@@ -504,6 +531,28 @@ def run_porple(path: Path, variant: int, work: Path) -> Any:
     return _write_import(cols, info, work / "out.parquet")
 
 
+def run_objects(path: Path, variant: int, work: Path) -> Any:
+    from traces.importers.objects import load_objects_toml
+    from traces.importers.porple import import_porple
+
+    specs = load_objects_toml(path)
+    cols, info = import_porple(path.parent / "one.txt", objects=specs)
+    return _write_import(cols, info, work / "out.parquet")
+
+
+def run_kernel(path: Path, variant: int, work: Path) -> Any:
+    from dataclasses import replace
+
+    from placement.commands.model import _preset, predict
+    from placement.models.kernel import load_kernel_file
+
+    k, overrides = load_kernel_file(path)
+    model = ("mwp-cwp", "gpuperf", "bsp")[variant % 3]
+    res = predict(model, k, replace(_preset(model), **overrides))
+    assert np.isfinite(res.time_s) and res.time_s >= 0, f"accepted parameters predict {res.time_s} s"
+    return res.time_s
+
+
 def run_gpu(path: Path, variant: int, work: Path) -> Any:
     from placement.gpu import load_gpu
     from placement.hms import Evaluator
@@ -590,6 +639,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("counters", seeds_counters, run_counters, 3),
     Target("measurements", seeds_measurements, run_measurements),
     Target("overlap", seeds_overlap, run_overlap),
+    Target("objects", seeds_objects, run_objects),
+    Target("kernel", seeds_kernel, run_kernel, 3),
 )}  # fmt: skip
 
 

@@ -495,3 +495,36 @@ def test_measurements_refused(tmp_path, run_cli, csv, words):
     p.write_bytes(csv)
     one_line_error(*run_cli("train", p, "--gpu", "k80", "-o", tmp_path / "c.toml"), str(p), words)
     assert not (tmp_path / "c.toml").exists()
+
+
+# ---- --objects files and model parameter files -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("base = 0x" + "f" * 20, "'base' must be a non-negative integer below 2^64"),  # was OverflowError in inference
+        ("base = 0xfffffffffffffff0", "base 0xfffffffffffffff0 + size 256 ends beyond the 64-bit address space"),
+        ("elem_bytes = true", "elem_bytes must be one of (1, 2, 4, 8, 16), got True"),
+        ("space = [1]", "space [1] is not one of"),  # was TypeError (unhashable list)
+    ],
+)
+def test_objects_file_values_refused(tmp_path, run_cli, line, words):
+    from fuzzing import seeds_porple
+
+    seeds_porple(tmp_path)
+    toml = tmp_path / "o.toml"
+    key = line.split(" ")[0]
+    body = {"base": "base = 0x10000", "elem_bytes": "", "space": ""}
+    body[key] = line
+    toml.write_text('[[object]]\nname = "A"\nsize = 256\n' + "\n".join(body.values()) + "\n")
+    one_line_error(*run_cli("import", "porple", tmp_path / "one.txt", "--objects", toml, "-o", tmp_path / "t.parquet"),
+                   f"{toml}: object 1 ('A'): {words}")  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "9" * 30])
+def test_model_parameter_file_numbers_finite(tmp_path, run_cli, value):
+    text = (ROOT / "configs" / "examples" / "hong-kim-table2.toml").read_text()
+    p = tmp_path / "k.toml"
+    p.write_text(re.sub(r"^comp_insts = 27", f"comp_insts = {value}", text, flags=re.M))
+    one_line_error(*run_cli("model", "mwp-cwp", "--kernel", p), f"{p}: kernel.comp_insts: expected a finite number in [0, 1e+18]")
