@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,6 +40,7 @@ from traces.rewrite import SHARED_ALIGN
 from .gpu import Gpu
 from .hms import Evaluation, Evaluator, Options
 from .placements import SPACES, IllegalPlacement, Placement, check, sample_placement
+from .workers import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +143,8 @@ class _Runner:
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             global _WORKER_EVALUATOR
             _WORKER_EVALUATOR = ev
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                            initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
 
     def __enter__(self) -> "_Runner":
         return self
