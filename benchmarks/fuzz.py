@@ -93,6 +93,7 @@ def _worker(conn, target_name: str, seed: int, seeds_dir: Path, scratch: Path) -
     while True:
         i = conn.recv()
         if i is None:
+            conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
             return
         work = scratch / f"w{i}"
         try:
@@ -113,6 +114,8 @@ class _Pool:
         self.conn = None
         self.exitcode = None
         self.warmup_cpu = 0.0
+        self.peak_kib = 0
+        """The largest resident memory of the workers that ended normally (killed ones cannot say)."""
 
     def start(self) -> list[str]:
         """Start a worker; returns the seeds it could not read (none, normally)."""
@@ -147,6 +150,7 @@ class _Pool:
             self.proc.kill()
         else:
             self.conn.send(None)
+            self.peak_kib = max(self.peak_kib, self.conn.recv())
         self.proc.join()
         self.exitcode = self.proc.exitcode
         self.conn.close()
@@ -154,7 +158,7 @@ class _Pool:
 
 
 def _children_usage() -> tuple[float, int]:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers that ended, warm-ups included
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
@@ -170,7 +174,6 @@ def campaign(target: str, inputs: int, seed: int, timeout: float, tmp: Path, kee
         pool.stop()
         raise SystemExit(f"{target}: seeds not accepted: " + "; ".join(rejected))
     t0 = time.perf_counter()
-    peak = 0
     for i in range(inputs):
         kind, msg, what = pool.ask(i, timeout)
         counts[kind] += 1
@@ -179,15 +182,13 @@ def campaign(target: str, inputs: int, seed: int, timeout: float, tmp: Path, kee
             findings.setdefault(key, (i, msg, what))
             if keep is not None:
                 _save(target, i, seed, tmp, keep)
-            if pool.proc is None:
-                peak = max(peak, _children_usage()[1])
     pool.stop()
     wall = time.perf_counter() - t0
-    cpu1, peak_children = _children_usage()
+    cpu1, _ = _children_usage()
     return {
         "target": target, "inputs": inputs, "errors": counts["error"], "accepted": counts["accepted"],
         "crashes": counts["crash"], "hangs": counts["hang"], "wall_s": wall, "cpu_s": cpu1 - cpu0 - pool.warmup_cpu,
-        "peak_rss_mib": max(peak, peak_children) / 1024, "findings": findings,
+        "peak_rss_mib": pool.peak_kib / 1024, "findings": findings,
     }  # fmt: skip
 
 
