@@ -176,11 +176,12 @@ instruction_counting = true
 overlap = "coef.toml"
 
 [[entry]]
-id = "triad"
+id = "triad-2k"
 generator = "triad"
-size = [4096]
-placements = ["", "B=S", "A=T", "A=T,B=T"]
-measured_ns = [5000.0, 4100.0, 5200.0, 4900.0]
+size = [2048]
+block = [128]
+placements = ["", "A=T,B=C", "C=S"]
+measured_ns = [3000.0, 2800.5, 3100]
 
 [[entry]]
 generator = "matrix_sum_normal"

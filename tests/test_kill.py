@@ -98,11 +98,16 @@ def test_search_workers_die_with_their_parent():
         left = _wait_gone(workers)
         assert left == [], f"workers {left} outlived their parent"
     finally:
-        for w in workers:
-            if _alive(w):
-                os.kill(w, signal.SIGKILL)
-        proc.kill()
-        proc.wait()
+        _reap(proc, workers)
+
+
+def _reap(proc: subprocess.Popen, workers: list[int]) -> None:
+    """End whatever a failed test left running."""
+    for w in workers:
+        if _alive(w):
+            os.kill(w, signal.SIGKILL)
+    proc.kill()
+    proc.wait()
 
 
 _BATCH_KILL = """\
@@ -155,11 +160,7 @@ def test_batch_workers_die_with_their_parent_and_the_run_resumes(tmp_path, run_c
         assert proc.returncode == -signal.SIGKILL
         assert _wait_gone(workers) == []
     finally:
-        for w in workers:
-            if _alive(w):
-                os.kill(w, signal.SIGKILL)
-        proc.kill()
-        proc.wait()
+        _reap(proc, workers)
     assert not out.exists()
     code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "2")
     assert code == 0, err
