@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.tomlfile import load_toml
 
 from .resources import config_dir
@@ -203,43 +203,38 @@ READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}
 
 
-def _show(value: Any) -> str:
-    r = repr(value)
-    return r if len(r) <= 60 else f"{r[:40]}... ({len(r)} characters)"
-
-
 def _check_value(path: str, key: str, value: Any, kind: Any) -> Any:
     origin = typing.get_origin(kind)
     name = key.rsplit(".", 1)[-1]
     if kind is bool:
         if not isinstance(value, bool):
-            raise ConfigError(path, key, f"expected true or false, got {_show(value)}")
+            raise ConfigError(path, key, f"expected true or false, got {shown(value)}")
         return value
     if kind is int:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigError(path, key, f"expected an integer, got {_show(value)}")
+            raise ConfigError(path, key, f"expected an integer, got {shown(value)}")
     elif kind is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ConfigError(path, key, f"expected a number, got {_show(value)}")
+            raise ConfigError(path, key, f"expected a number, got {shown(value)}")
         if not (isinstance(value, float) or abs(value) <= MAX_FLOAT) or not math.isfinite(value):
-            raise ConfigError(path, key, f"expected a finite number, got {_show(value)}")
+            raise ConfigError(path, key, f"expected a finite number, got {shown(value)}")
         value = float(value)
     elif kind is str:
         if not isinstance(value, str):
-            raise ConfigError(path, key, f"expected a string, got {_show(value)}")
+            raise ConfigError(path, key, f"expected a string, got {shown(value)}")
         choices = _CHOICES.get(name)
         if choices and value not in choices:
-            raise ConfigError(path, key, f"expected one of {', '.join(choices)}, got {_show(value)}")
+            raise ConfigError(path, key, f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value
     elif origin is tuple:
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ConfigError(path, key, f"expected a list of integers, got {_show(value)}")
+            raise ConfigError(path, key, f"expected a list of integers, got {shown(value)}")
         args = typing.get_args(kind)
         if args and args[-1] is not Ellipsis and len(value) != len(args):
-            raise ConfigError(path, key, f"expected {len(args)} integers, got {_show(value)}")
+            raise ConfigError(path, key, f"expected {len(args)} integers, got {shown(value)}")
         lo, hi = _BOUNDS.get(name, (0, MAX_INT))
         if any(not lo <= v <= hi for v in value):
-            raise ConfigError(path, key, f"expected integers in [{lo}, {hi}], got {_show(value)}")
+            raise ConfigError(path, key, f"expected integers in [{lo}, {hi}], got {shown(value)}")
         return tuple(value)
     else:  # pragma: no cover - a field type this loader does not know
         raise TypeError(kind)
@@ -249,8 +244,8 @@ def _check_value(path: str, key: str, value: Any, kind: Any) -> Any:
     if (lo is not None and value < lo) or value > hi:
         top = f"{hi:g}" if isinstance(hi, float) else str(hi)
         if lo == _POSITIVE[0]:
-            raise ConfigError(path, key, f"must be > 0 and at most {top}, got {_show(value)}")
-        raise ConfigError(path, key, f"must be in [{lo}, {top}], got {_show(value)}")
+            raise ConfigError(path, key, f"must be > 0 and at most {top}, got {shown(value)}")
+        raise ConfigError(path, key, f"must be in [{lo}, {top}], got {shown(value)}")
     return value
 
 

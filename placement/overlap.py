@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.tomlfile import load_toml
 
 FEATURES = ("e_global", "e_constant", "e_texture", "e_shared", "e_row", "warps", "const")
@@ -84,19 +84,15 @@ def load(path) -> OverlapModel:
     for n in COEFFICIENT_NAMES:
         v = co.get(n)
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise InputError(f"{p}: coefficients.{n}: expected a number, got {_short(v)}")
+            raise InputError(f"{p}: coefficients.{n}: expected a number, got {shown(v)}")
         if not (isinstance(v, float) or abs(v) <= MAX_COEFFICIENT) or not abs(float(v)) <= MAX_COEFFICIENT:
-            raise InputError(f"{p}: coefficients.{n}: expected a finite number of magnitude at most {MAX_COEFFICIENT:g}, got {_short(v)}")
+            raise InputError(f"{p}: coefficients.{n}: expected a finite number of magnitude at most {MAX_COEFFICIENT:g}, got {shown(v)}")
         values.append(float(v))
     gpu = d.get("gpu", "")
     if not isinstance(gpu, str):
-        raise InputError(f"{p}: gpu: expected a GPU name, got {_short(gpu)}")
+        raise InputError(f"{p}: gpu: expected a GPU name, got {shown(gpu)}")
     return OverlapModel(tuple(values), gpu=gpu, source=p)
 
-
-def _short(v) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def save(model: OverlapModel, path) -> None:

@@ -12,6 +12,15 @@ import re
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters; an integer too long
+    to print (Python refuses more than 4300 digits) is described by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"an integer of {value.bit_length()} bits"
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[: limit - 20]}... ({len(r)} characters)"
+
+
 class InputError(ValueError):
     """Bad input a user can fix; the message names the file, row or field.
 

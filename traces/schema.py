@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import TraceError
+from .errors import TraceError, shown
 from .launch import ADDRESS_LIMIT, MAX_COUNT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, SHARED_WINDOW, grid_warps, launch_problem
 
 SCHEMA_VERSION = 1
@@ -192,13 +192,8 @@ def _req(d: dict, key: str, kind, path: str, where: str):
 def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
     v = _req(d, key, list, path, "")
     if len(v) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v):
-        raise TraceError(path, f"metadata key '{key}' must be three positive integers, got {_short(v)}", field=key)
+        raise TraceError(path, f"metadata key '{key}' must be three positive integers, got {shown(v)}", field=key)
     return (v[0], v[1], v[2])
-
-
-def _short(v: Any) -> str:
-    r = repr(v)
-    return r if len(r) <= 80 else f"{r[:60]}... ({len(r)} characters)"
 
 
 def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
@@ -219,9 +214,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     regs = _req(d, "regs_per_thread", int, path, "")
     smem = _req(d, "smem_per_block", int, path, "")
     if not 0 <= regs <= MAX_REGS_PER_THREAD:
-        raise TraceError(path, f"regs_per_thread must be in 0..{MAX_REGS_PER_THREAD}, got {_short(regs)}", field="regs_per_thread")
+        raise TraceError(path, f"regs_per_thread must be in 0..{MAX_REGS_PER_THREAD}, got {shown(regs)}", field="regs_per_thread")
     if not 0 <= smem <= MAX_SMEM_PER_BLOCK:
-        raise TraceError(path, f"smem_per_block must be in 0..{MAX_SMEM_PER_BLOCK}, got {_short(smem)}", field="smem_per_block")
+        raise TraceError(path, f"smem_per_block must be in 0..{MAX_SMEM_PER_BLOCK}, got {shown(smem)}", field="smem_per_block")
 
     objects = []
     seen_ids, seen_names = set(), set()
@@ -275,7 +270,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             counts[k] = _req(ins, k, int, path, w)
     for k, v in counts.items():
         if not 0 <= v <= MAX_COUNT:
-            raise TraceError(path, f"instruction count must be in 0..2^62, got {_short(v)}", field=w + k)
+            raise TraceError(path, f"instruction count must be in 0..2^62, got {shown(v)}", field=w + k)
     if counts["warps"] > grid_warps(grid, block):
         raise TraceError(path, f"{counts['warps']} warps, but grid {grid} x block {block} runs {grid_warps(grid, block)}",
                          field=w + "warps")  # fmt: skip
@@ -286,7 +281,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         m = _req(d, "measured", dict, path, "")
         t = _req(m, "time_ns", float, path, "measured.")
         if not (isinstance(t, float) or abs(t) < 1e300) or not 0 <= float(t) < math.inf:
-            raise TraceError(path, f"measured time must be a finite number of ns >= 0, got {_short(t)}", field="measured.time_ns")
+            raise TraceError(path, f"measured time must be a finite number of ns >= 0, got {shown(t)}", field="measured.time_ns")
         measured = Measured(float(t), _req(m, "gpu", str, path, "measured."))
     source = d.get("source") or {}
     extra = d.get("extra") or {}

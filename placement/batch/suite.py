@@ -11,7 +11,7 @@ from typing import Any
 
 import traces
 from traces import generators
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.inputfile import read_bytes
 from traces.tomlfile import parse_toml
 
@@ -132,13 +132,8 @@ def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
     if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in v):
-        raise SuiteError(f"{where}: {key} must be an integer or a list of integers in 0..{MAX_INT}, got {_short(v)}")
+        raise SuiteError(f"{where}: {key} must be an integer or a list of integers in 0..{MAX_INT}, got {shown(v)}")
     return tuple(v)
-
-
-def _short(v: Any) -> str:
-    r = repr(v)
-    return r if len(r) <= 80 else f"{r[:60]}... ({len(r)} characters)"
 
 
 def _time_ns(x: Any) -> bool:
@@ -284,7 +279,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if "top" in e and not rank:
         raise SuiteError(f"{where}: 'top' goes with 'rank = true'")
     if not isinstance(top, int) or isinstance(top, bool) or not 1 <= top <= MAX_TOP:
-        raise SuiteError(f"{where}: top must be an integer in 1..{MAX_TOP}, got {_short(top)}")
+        raise SuiteError(f"{where}: top must be an integer in 1..{MAX_TOP}, got {shown(top)}")
     placements: tuple[str, ...] = ()
     if not rank:
         pl = e["placements"]
@@ -302,7 +297,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         ok = isinstance(m, list) and all(_time_ns(x) for x in m)
         if not ok or len(m) != len(placements):
             raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns, at most "
-                             f"{MAX_TIME_NS:g} (one per placement), got {_short(m)}")  # fmt: skip
+                             f"{MAX_TIME_NS:g} (one per placement), got {shown(m)}")  # fmt: skip
         measured = tuple(float(x) for x in m)
     note = e.get("note", "")
     if not isinstance(note, str):

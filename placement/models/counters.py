@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.inputfile import read_bytes
 from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 
@@ -120,17 +120,12 @@ def _checked(path: str, i: int, rec: dict, c: str, required: bool = False) -> fl
     v = _num(raw)
     if v != v:
         if required:
-            raise InputError(f"{path} row {i}: {c}: expected a number, got {_short(raw)}")
+            raise InputError(f"{path} row {i}: {c}: expected a number, got {shown(raw)}")
         return v
     lo, hi = _RANGES.get(c, (0.0, MAX_VALUE))
     if not lo <= v <= hi:
-        raise InputError(f"{path} row {i}: {c}: expected a number in [{lo:g}, {hi:g}], got {_short(raw)}")
+        raise InputError(f"{path} row {i}: {c}: expected a number in [{lo:g}, {hi:g}], got {shown(raw)}")
     return v
-
-
-def _short(v) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else f"{r[:40]}... ({len(r)} characters)"
 
 
 def _dims(path: str, i: int, rec: dict) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -144,7 +139,7 @@ def _dims(path: str, i: int, rec: dict) -> tuple[tuple[int, int, int], tuple[int
             if v != v and a != "X" and not str(rec.get(c) or "").strip():
                 v = 1.0
             if not (v == v and 1 <= v < 2**31 and v == int(v)):
-                raise InputError(f"{path} row {i}: {c}: expected a positive whole number, got {_short(rec.get(c))}")
+                raise InputError(f"{path} row {i}: {c}: expected a positive whole number, got {shown(rec.get(c))}")
             dims.append(int(v))
         out.append(tuple(dims))
     grid, block = out
@@ -316,7 +311,7 @@ def _spec(spec: dict, key: str, where: str, required: bool = True) -> float:
     if not lo <= v <= hi:
         if not required and v != v:
             return v
-        raise InputError(f"{where}: {key}: expected a number in [{lo:g}, {hi:g}], got {_short(spec.get(key))}")
+        raise InputError(f"{where}: {key}: expected a number in [{lo:g}, {hi:g}], got {shown(spec.get(key))}")
     return v
 
 
@@ -329,7 +324,7 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     bw = _spec(spec, "bandwith", where, required=False)
     if not bw > 0:
         if not (_num(spec.get("bus")) > 0 and _num(spec.get("memory_clock")) > 0):
-            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {_short(spec.get('bandwith'))}")
+            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {shown(spec.get('bandwith'))}")
         bus, mclk = _spec(spec, "bus", where), _spec(spec, "memory_clock", where)
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
     d = ARCH_DEFAULTS[arch]
