@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
@@ -149,6 +149,9 @@ def launch(k: KernelParams, m: Machine) -> Launch:
 # --- parameter files -------------------------------------------------------------
 
 _KERNEL_FIELDS = {f.name: f for f in fields(KernelParams)}
+# Machine values the models divide by (latencies and delays may be 0).
+_POSITIVE_MACHINE_KEYS = {"sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "issue_cycles",
+                          "transaction_bytes", "max_warps_per_sm", "ldst_units", "gamma"}  # fmt: skip
 _MACHINE_KEYS = {
     "sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "dram_latency",
     "departure_del_coal", "departure_del_uncoal", "issue_cycles", "fp_latency",
@@ -166,17 +169,16 @@ def _coerce(path: str, key: str, value, kind):
     want = base[0]
     if value is None:
         return None
-    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:40] + "..."
     if want is int:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
-            raise InputError(f"{path}: {key}: expected an integer in [0, {MAX_PARAM:g}], got {shown}")
+            raise InputError(f"{path}: {key}: expected an integer in [0, {MAX_PARAM:g}], got {shown(value)}")
         return value
     if want is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
-            raise InputError(f"{path}: {key}: expected a finite number in [0, {MAX_PARAM:g}], got {shown}")
+            raise InputError(f"{path}: {key}: expected a finite number in [0, {MAX_PARAM:g}], got {shown(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise InputError(f"{path}: {key}: expected a string, got {shown}")
+        raise InputError(f"{path}: {key}: expected a string, got {shown(value)}")
     return value
 
 
@@ -213,6 +215,9 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
         raise InputError(f"{p}: machine.{bad[0]}: unknown key; known keys: {', '.join(sorted(_MACHINE_KEYS))}")
     mhints = typing.get_type_hints(Machine)
     machine = {k: _coerce(p, f"machine.{k}", v, mhints[k]) for k, v in machine.items()}
+    for k in sorted(_POSITIVE_MACHINE_KEYS & set(machine)):
+        if machine[k] is not None and not machine[k] > 0:
+            raise InputError(f"{p}: machine.{k}: must be > 0, got {shown(machine[k])}")
     return KernelParams(**values), machine
 
 
