@@ -507,6 +507,7 @@ def test_measurements_refused(tmp_path, run_cli, csv, words):
         ("base = 0xfffffffffffffff0", "base 0xfffffffffffffff0 + size 256 ends beyond the 64-bit address space"),
         ("elem_bytes = true", "elem_bytes must be one of (1, 2, 4, 8, 16), got True"),
         ("space = [1]", "space [1] is not one of"),  # was TypeError (unhashable list)
+        ("base = 0x" + "f" * 4000, "'base' must be a non-negative integer below 2^64, got an integer of 16000 bits"),  # was ValueError from repr()
     ],
 )
 def test_objects_file_values_refused(tmp_path, run_cli, line, words):
@@ -528,3 +529,11 @@ def test_model_parameter_file_numbers_finite(tmp_path, run_cli, value):
     p = tmp_path / "k.toml"
     p.write_text(re.sub(r"^comp_insts = 27", f"comp_insts = {value}", text, flags=re.M))
     one_line_error(*run_cli("model", "mwp-cwp", "--kernel", p), f"{p}: kernel.comp_insts: expected a finite number in [0, 1e+18]")
+
+
+def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_cli):
+    text = (ROOT / "configs" / "examples" / "hong-kim-table2.toml").read_text()
+    p = tmp_path / "k.toml"
+    p.write_text(re.sub(r"^clock_mhz = 1000.0", "clock_mhz = 0", text, flags=re.M))  # was ZeroDivisionError in BSP
+    for model in ("mwp-cwp", "gpuperf", "bsp"):
+        one_line_error(*run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be > 0, got 0.0")
