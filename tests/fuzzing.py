@@ -299,7 +299,7 @@ BAD_NUMBERS = (
     b"0", b"-1", b"-7", b"1", b"2147483647", b"2147483648", b"-2147483649", b"4294967296", b"65536",
     b"9223372036854775807", b"9223372036854775808", b"18446744073709551616", b"-9223372036854775809",
     b"1" + b"0" * 30, b"9" * 400, b"1e308", b"1e309", b"-1e309", b"1e-320", b"0.5", b"-0.0", b"3.75",
-    b"nan", b"NaN", b"inf", b"-inf", b"Infinity", b"0x7fffffff", b"0xffffffffffffffff", b"0x" + b"f" * 40,
+    b"nan", b"NaN", b"inf", b"-inf", b"Infinity", b"0x7fffffff", b"0xffffffffffffffff", b"0x" + b"f" * 40, b"0x" + b"f" * 4000,
 )  # fmt: skip
 WRONG_TYPES = (b'"x"', b'""', b"true", b"false", b"[]", b"[1, 2]", b"{}", b"{a = 1}", b"[[1]]", b"-", b",", b"=",
                b"'", b'"', b"#", b"[", b"]", b"(1,2)", b"NA", b"R999", b"\\u0000", b'"\\u0000.toml"')  # fmt: skip

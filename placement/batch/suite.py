@@ -125,7 +125,7 @@ def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
 def _where(path: str, i: int | None, eid: str | None) -> str:
     if i is None:
         return path
-    return f"{path}: entry {i + 1}" + (f" ({eid!r})" if eid else "")
+    return f"{path}: entry {i + 1}" + (f" ({shown(eid)})" if eid else "")
 
 
 def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
@@ -143,11 +143,11 @@ def _time_ns(x: Any) -> bool:
 def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
     items = [v] if isinstance(v, str) else v
     if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
-        raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {v!r}")
+        raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {shown(v)}")
     out = []
     for g in items:
         if "\0" in g:
-            raise SuiteError(f"{where}: gpu {g!r} holds a NUL character")
+            raise SuiteError(f"{where}: gpu {shown(g)} holds a NUL character")
         if g.endswith(".toml") and not os.path.isabs(g):
             g = os.path.realpath(base / g)
         out.append(g)
@@ -172,7 +172,7 @@ def load_suite(path: str | os.PathLike) -> Suite:
         raise SuiteError(f"{ps}: unknown key {unknown[0]!r}; known keys: {', '.join(SUITE_KEYS)}")
     for k in ("name", "description"):
         if k in data and not isinstance(data[k], str):
-            raise SuiteError(f"{ps}: {k} must be a string, got {data[k]!r}")
+            raise SuiteError(f"{ps}: {k} must be a string, got {shown(data[k])}")
     default_gpu = _gpu_list(data["gpu"], ps, base) if "gpu" in data else None
     options, options_doc = _options(data.get("options", {}), ps, base)
     raw_entries = data.get("entry")
@@ -184,7 +184,7 @@ def load_suite(path: str | os.PathLike) -> Suite:
         entries.append(_entry(e, i, ps, base, default_gpu))
         eid = entries[-1].id
         if eid in ids:
-            raise SuiteError(f"{_where(ps, i, eid)}: id {eid!r} is already entry {ids[eid] + 1}'s; give each entry its own id")
+            raise SuiteError(f"{_where(ps, i, eid)}: id {shown(eid)} is already entry {ids[eid] + 1}'s; give each entry its own id")
         ids[eid] = i
     return Suite(
         path=ps, sha256=sha, name=data.get("name", p.stem), description=data.get("description", ""),
@@ -200,12 +200,12 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
         raise SuiteError(f"{ps}: [options]: unknown key {unknown[0]!r}; known keys: {', '.join(OPTION_KEYS)}")
     queue = d.get("queue", "kingman")
     if queue not in MODES:
-        raise SuiteError(f"{ps}: [options] queue {queue!r}: expected one of {', '.join(MODES)}")
+        raise SuiteError(f"{ps}: [options] queue {shown(queue)}: expected one of {', '.join(MODES)}")
     flags = {}
     for k, default in (("instruction_counting", True), ("queuing", True), ("even_banks", False)):
         v = d.get(k, default)
         if not isinstance(v, bool):
-            raise SuiteError(f"{ps}: [options] {k} must be true or false, got {v!r}")
+            raise SuiteError(f"{ps}: [options] {k} must be true or false, got {shown(v)}")
         flags[k] = v
     overlap = None
     doc: dict[str, Any] = {"queue": queue, **flags, "overlap": None}
@@ -213,7 +213,7 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
         from ..overlap import load as load_overlap
 
         if not isinstance(d["overlap"], str):
-            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {d['overlap']!r}")
+            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {shown(d['overlap'])}")
         op = Path(d["overlap"])
         op = op if op.is_absolute() else base / op
         overlap = load_overlap(op)
@@ -224,10 +224,10 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
 def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     where = _where(ps, i, None)
     if not isinstance(e, dict):
-        raise SuiteError(f"{where}: expected a table of keys, got {e!r}")
+        raise SuiteError(f"{where}: expected a table of keys, got {shown(e)}")
     eid = e.get("id")
     if eid is not None and (not isinstance(eid, str) or not eid or "|" in eid):
-        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {eid!r}")
+        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {shown(eid)}")
     where = _where(ps, i, eid)
     unknown = sorted(set(e) - set(ENTRY_KEYS))
     if unknown:
@@ -236,7 +236,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         raise SuiteError(f"{where}: expected exactly one of 'trace' (a trace file) or 'generator' (a benchmark kernel)")
     if "trace" in e:
         if not isinstance(e["trace"], str):
-            raise SuiteError(f"{where}: trace must be a path, got {e['trace']!r}")
+            raise SuiteError(f"{where}: trace must be a path, got {shown(e['trace'])}")
         if "size" in e or "block" in e:
             raise SuiteError(f"{where}: size and block go with 'generator', not with 'trace'")
         tp = Path(e["trace"])
@@ -248,7 +248,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     else:
         name = e["generator"]
         if not isinstance(name, str) or name not in generators.names():
-            raise SuiteError(f"{where}: unknown generator {name!r}; known: {', '.join(generators.names())}")
+            raise SuiteError(f"{where}: unknown generator {shown(name)}; known: {', '.join(generators.names())}")
         size = _ints(e["size"], where, "size") if "size" in e else None
         block = _ints(e["block"], where, "block") if "block" in e else None
         try:
@@ -272,7 +272,7 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
             raise SuiteError(f"{where}: {exc}") from None
     rank = e.get("rank", False)
     if not isinstance(rank, bool):
-        raise SuiteError(f"{where}: rank must be true or false, got {rank!r}")
+        raise SuiteError(f"{where}: rank must be true or false, got {shown(rank)}")
     if rank == ("placements" in e):
         raise SuiteError(f"{where}: expected exactly one of 'placements' (a list of \"OBJ=SPACE,...\") or 'rank = true'")
     top = e.get("top", 10)
