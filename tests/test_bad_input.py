@@ -507,6 +507,7 @@ def test_measurements_refused(tmp_path, run_cli, csv, words):
         ("base = 0xfffffffffffffff0", "base 0xfffffffffffffff0 + size 256 ends beyond the 64-bit address space"),
         ("elem_bytes = true", "elem_bytes must be one of (1, 2, 4, 8, 16), got True"),
         ("space = [1]", "space [1] is not one of"),  # was TypeError (unhashable list)
+        ("shape = [0x" + "f" * 4000 + ", 2]", "shape a tuple holding an integer too long to print x 4 B exceeds size 256"),
         ("base = 0x" + "f" * 4000, "'base' must be a non-negative integer below 2^64, got an integer of 16000 bits"),  # was ValueError from repr()
     ],
 )
@@ -516,7 +517,7 @@ def test_objects_file_values_refused(tmp_path, run_cli, line, words):
     seeds_porple(tmp_path)
     toml = tmp_path / "o.toml"
     key = line.split(" ")[0]
-    body = {"base": "base = 0x10000", "elem_bytes": "", "space": ""}
+    body = {"base": "base = 0x10000", "elem_bytes": "", "space": "", "shape": ""}
     body[key] = line
     toml.write_text('[[object]]\nname = "A"\nsize = 256\n' + "\n".join(body.values()) + "\n")
     one_line_error(*run_cli("import", "porple", tmp_path / "one.txt", "--objects", toml, "-o", tmp_path / "t.parquet"),
@@ -536,4 +537,4 @@ def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_
     p = tmp_path / "k.toml"
     p.write_text(re.sub(r"^clock_mhz = 1000.0", "clock_mhz = 0", text, flags=re.M))  # was ZeroDivisionError in BSP
     for model in ("mwp-cwp", "gpuperf", "bsp"):
-        one_line_error(*run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be > 0, got 0.0")
+        one_line_error(*run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be at least 1e-06, got 0.0")

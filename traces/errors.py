@@ -17,7 +17,10 @@ def shown(value: object, limit: int = 60) -> str:
     to print (Python refuses more than 4300 digits) is described by its size."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
         return f"an integer of {value.bit_length()} bits"
-    r = repr(value)
+    try:
+        r = repr(value)
+    except ValueError:  # a list or table holding such an integer
+        return f"a {type(value).__name__} holding an integer too long to print"
     return r if len(r) <= limit else f"{r[: limit - 20]}... ({len(r)} characters)"
 
 

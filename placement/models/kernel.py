@@ -149,7 +149,9 @@ def launch(k: KernelParams, m: Machine) -> Launch:
 # --- parameter files -------------------------------------------------------------
 
 _KERNEL_FIELDS = {f.name: f for f in fields(KernelParams)}
-# Machine values the models divide by (latencies and delays may be 0).
+# Machine values the models divide by (latencies and delays may be 0): at least MIN_POSITIVE,
+# so that no quotient leaves the floats.
+MIN_POSITIVE = 1e-6
 _POSITIVE_MACHINE_KEYS = {"sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "issue_cycles",
                           "transaction_bytes", "max_warps_per_sm", "ldst_units", "gamma"}  # fmt: skip
 _MACHINE_KEYS = {
@@ -216,8 +218,8 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
     mhints = typing.get_type_hints(Machine)
     machine = {k: _coerce(p, f"machine.{k}", v, mhints[k]) for k, v in machine.items()}
     for k in sorted(_POSITIVE_MACHINE_KEYS & set(machine)):
-        if machine[k] is not None and not machine[k] > 0:
-            raise InputError(f"{p}: machine.{k}: must be > 0, got {shown(machine[k])}")
+        if machine[k] is not None and not machine[k] >= MIN_POSITIVE:
+            raise InputError(f"{p}: machine.{k}: must be at least {MIN_POSITIVE:g}, got {shown(machine[k])}")
     return KernelParams(**values), machine
 
 

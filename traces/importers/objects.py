@@ -142,7 +142,7 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
                 raise InputError(f"{where} ('{name}'): shape must be [rows, cols], got {shown(shape)}")
             shape = (shape[0], shape[1])
             if shape[0] * shape[1] * (elem or 4) > size:
-                raise InputError(f"{where} ('{name}'): shape {shape} x {elem or 4} B exceeds size {size}")
+                raise InputError(f"{where} ('{name}'): shape {shown(shape)} x {elem or 4} B exceeds size {size}")
         specs.append(ObjectSpec(name, base, size, space, elem, shape))
     return tuple(specs)
 
