@@ -11,7 +11,10 @@ seeds are also rewritten with mutated metadata JSON or mutated column values, so
 that the trace checks are reached and not only the Parquet decoder.
 
 The property every reader must keep: a result, or an :class:`InputError` whose
-message is one line; nothing else (:func:`outcome`).
+message is one line; nothing else (:func:`outcome`). A result must also be usable
+where that is cheap to see: an importer's columns are written as a trace (so they
+meet the trace contract), a GPU configuration evaluates a tiny trace, and
+counters, parameter files and coefficients give finite, non-negative times.
 
 Everything is driven by one ``random.Random``, so an input is reproduced from
 (target, seed index, random seed) alone, and hypothesis can drive the same
@@ -562,7 +565,8 @@ def run_gpu(path: Path, variant: int, work: Path) -> Any:
     g = load_gpu(path)
     occupancy(g, 64, 16, 1024)
     if variant % 4 == 0:  # a loaded configuration must be usable: one evaluation of a tiny trace
-        return Evaluator(_cached_trace(), g).evaluate(Evaluator(_cached_trace(), g).sample_placement).target.t_comp
+        ev = Evaluator(_cached_trace(), g)
+        return ev.evaluate(ev.sample_placement).target.t_comp
     return g.name
 
 
