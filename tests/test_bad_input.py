@@ -538,3 +538,18 @@ def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_
     p.write_text(re.sub(r"^clock_mhz = 1000.0", "clock_mhz = 0", text, flags=re.M))  # was ZeroDivisionError in BSP
     for model in ("mwp-cwp", "gpuperf", "bsp"):
         one_line_error(*run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be at least 1e-06, got 0.0")
+
+
+@pytest.mark.parametrize(
+    "line, where, words",
+    [
+        ("[k1]:", "line 6", "expected a header line"),  # a prefix with nothing after: was ValueError (unpack)
+        ("0 0 0 0 1 " + "9" * 25, "line 6", "six non-negative integers of at most 17 digits"),  # was OverflowError
+        ("0 0 0 0 " + "9" * 17 + " 1", "line 6", "thread 99999999999999999: grid x is"),  # was a 2 EiB allocation
+        ("sizeof 4 " + "9" * 30, "line 6", "expected a header line"),
+    ],
+)
+def test_porple_lines_refused(tmp_path, run_cli, line, where, words):
+    p = tmp_path / "t.txt"
+    p.write_text("dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n" + line + "\n0 0 0 0 1 1\n")
+    one_line_error(*run_cli("import", "porple", p, "-o", tmp_path / "p.parquet"), f"{p} {where}: ", words)
