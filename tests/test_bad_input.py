@@ -553,3 +553,19 @@ def test_porple_lines_refused(tmp_path, run_cli, line, where, words):
     p = tmp_path / "t.txt"
     p.write_text("dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n" + line + "\n0 0 0 0 1 1\n")
     one_line_error(*run_cli("import", "porple", p, "-o", tmp_path / "p.parquet"), f"{p} {where}: ", words)
+
+
+def test_trace_with_a_column_name_that_is_not_utf8(tmp_path, run_cli):
+    """pyarrow raised UnicodeDecodeError opening it (found by benchmarks/fuzz.py iter_batches, input 14082)."""
+    import traces
+    from tracemaker import vecadd
+
+    p = tmp_path / "t.parquet"
+    traces.write(p, *vecadd(2, 2))
+    data = p.read_bytes()
+    assert data.count(b"mask") >= 1
+    p.write_bytes(data.replace(b"mask", b"\xe1ask"))
+    for reader in (traces.read, lambda q: list(traces.iter_batches(q))):
+        with pytest.raises(TraceError, match="not a readable Parquet file"):
+            reader(p)
+    one_line_error(*run_cli("info", p), str(p), "not a readable Parquet file")

@@ -191,7 +191,7 @@ def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile, KernelInf
     try:
         pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
         schema = pf.schema_arrow
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
         raise TraceError(p, f"not a readable Parquet file (truncated or not Parquet): {exc}") from None
     _check_schema(p, schema)
     info = _metadata(p, schema)
@@ -230,7 +230,7 @@ def read(path, *, validate: bool = True) -> Trace:
     p, pf, info = _open(path)
     try:
         table = pf.read(columns=list(COLUMNS), use_threads=True)
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:
         raise TraceError(p, f"cannot decode the Parquet data (truncated or corrupt): {exc}") from None
     trace = _numpy_columns(p, table, 0, info)
     if validate:
@@ -255,7 +255,7 @@ def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True)
             batch = next(it)
         except StopIteration:
             return
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:
             raise TraceError(p, f"cannot decode the Parquet data after row {start} (truncated or corrupt): {exc}") from None
         t = _numpy_columns(p, batch, start, info)
         if checker is not None:
