@@ -440,6 +440,7 @@ def test_porple_accesses_beyond_array_size_extend_the_array(tmp_path, run_cli, c
 def _counters(tmp_path: Path, column: str, value: str) -> Path:
     from fuzzing import COUNTER_COLUMNS, seeds_counters
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     seeds_counters(tmp_path)
     p = tmp_path / "counters.csv"
     lines = p.read_text().splitlines()
@@ -466,6 +467,20 @@ def _counters(tmp_path: Path, column: str, value: str) -> Path:
 def test_counters_values_refused(tmp_path, run_cli, column, value, words):
     p = _counters(tmp_path, column, value)
     one_line_error(*run_cli("model", "gpuperf", "--counters", p, "--json"), f"{p} {words}")
+
+
+def test_counters_warps_launched_below_one_take_the_launch(tmp_path, run_cli):
+    """warps_launched = 1e-320 divided every count into infinities and NaN times (benchmarks/fuzz.py counters, input 5691)."""
+    import json
+
+    p = _counters(tmp_path, "warps_launched", "1e-320")
+    code, out, err = run_cli("model", "gpuperf", "--counters", p, "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    q = _counters(tmp_path / "launch", "warps_launched", "131072")  # 65536 blocks of 64 threads: 2 warps each
+    code, out2, err = run_cli("model", "gpuperf", "--counters", q, "--json")
+    assert code == 0, err
+    assert row["predicted_s"] == json.loads(out2)["rows"][0]["predicted_s"] > 0
 
 
 def test_counters_file_that_is_a_folder(tmp_path, run_cli):

@@ -191,7 +191,8 @@ def _ratio(x: float, default: float) -> float:
 
 
 def _params(kernel: str, tpb: int, blocks: int, rec: dict, raw: dict, g) -> KernelParams:
-    warps = raw["warps_launched"] or blocks * -(-tpb // 32)
+    # Counts are per warp: a warp count below one (1e-320 is a number, not a count) takes the launch's.
+    warps = raw["warps_launched"] if raw["warps_launched"] >= 1 else blocks * -(-tpb // 32)
     per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
     executed = per(raw["inst_executed"])
     gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
