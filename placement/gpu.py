@@ -12,12 +12,14 @@ source in a comment.
 from __future__ import annotations
 
 import logging
+import math
+import os
 import typing
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.tomlfile import load_toml
 
 from .resources import config_dir
@@ -174,8 +176,22 @@ class Gpu:
 
 ARCHES = ("tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
 
-# Bounds of each numeric key (inclusive); keys not listed must be > 0.
+# Bounds of each numeric key (inclusive); keys not listed must be > 0. Every number
+# must also be finite and at most MAX_INT (integers) or MAX_FLOAT: no count, size or
+# latency of a GPU comes near them, and below them the model's arithmetic stays finite.
+# The counts the cache and DRAM simulation allocate per unit are bounded tighter:
+# SMs, L2 slices and DRAM channels at 4096 each, and MAX_CACHE_LINES (below).
+MAX_INT = 1 << 40
+MAX_FLOAT = 1e15
+MAX_UNITS = 4096
 _BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "sms": (1, MAX_UNITS),
+    "l2_slices": (1, MAX_UNITS),
+    "channels": (1, MAX_UNITS),
+    "compute_capability": (0, 99),
+    "row_bits": (0, 63),
+    "column_bits": (0, 63),
+    "byte_bits": (0, 63),
     "warp_size": (32, 32),
     "smem_reserved_per_block": _NONNEG,
     "departure_del_coal": _NONNEG,
@@ -189,41 +205,47 @@ _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonl
 
 def _check_value(path: str, key: str, value: Any, kind: Any) -> Any:
     origin = typing.get_origin(kind)
+    name = key.rsplit(".", 1)[-1]
     if kind is bool:
         if not isinstance(value, bool):
-            raise ConfigError(path, key, f"expected true or false, got {value!r}")
+            raise ConfigError(path, key, f"expected true or false, got {shown(value)}")
         return value
     if kind is int:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigError(path, key, f"expected an integer, got {value!r}")
+            raise ConfigError(path, key, f"expected an integer, got {shown(value)}")
     elif kind is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ConfigError(path, key, f"expected a number, got {value!r}")
+            raise ConfigError(path, key, f"expected a number, got {shown(value)}")
+        if not (isinstance(value, float) or abs(value) <= MAX_FLOAT) or not math.isfinite(value):
+            raise ConfigError(path, key, f"expected a finite number, got {shown(value)}")
         value = float(value)
     elif kind is str:
         if not isinstance(value, str):
-            raise ConfigError(path, key, f"expected a string, got {value!r}")
-        choices = _CHOICES.get(key.rsplit(".", 1)[-1])
+            raise ConfigError(path, key, f"expected a string, got {shown(value)}")
+        choices = _CHOICES.get(name)
         if choices and value not in choices:
-            raise ConfigError(path, key, f"expected one of {', '.join(choices)}, got {value!r}")
+            raise ConfigError(path, key, f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value
     elif origin is tuple:
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ConfigError(path, key, f"expected a list of integers, got {value!r}")
+            raise ConfigError(path, key, f"expected a list of integers, got {shown(value)}")
         args = typing.get_args(kind)
         if args and args[-1] is not Ellipsis and len(value) != len(args):
-            raise ConfigError(path, key, f"expected {len(args)} integers, got {value!r}")
-        if any(v < 0 for v in value):
-            raise ConfigError(path, key, f"expected non-negative integers, got {value!r}")
+            raise ConfigError(path, key, f"expected {len(args)} integers, got {shown(value)}")
+        lo, hi = _BOUNDS.get(name, (0, MAX_INT))
+        if any(not lo <= v <= hi for v in value):
+            raise ConfigError(path, key, f"expected integers in [{lo}, {hi}], got {shown(value)}")
         return tuple(value)
     else:  # pragma: no cover - a field type this loader does not know
         raise TypeError(kind)
-    lo, hi = _BOUNDS.get(key.rsplit(".", 1)[-1], _POSITIVE)
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        if (lo, hi) == _POSITIVE:
-            raise ConfigError(path, key, f"must be > 0, got {value!r}")
-        rng = f"[{lo}, {'inf' if hi is None else hi}]"
-        raise ConfigError(path, key, f"must be in {rng}, got {value!r}")
+    lo, hi = _BOUNDS.get(name, _POSITIVE)
+    if hi is None:
+        hi = MAX_INT if kind is int else MAX_FLOAT
+    if (lo is not None and value < lo) or value > hi:
+        top = f"{hi:g}" if isinstance(hi, float) else str(hi)
+        if lo == _POSITIVE[0]:
+            raise ConfigError(path, key, f"must be > 0 and at most {top}, got {shown(value)}")
+        raise ConfigError(path, key, f"must be in [{lo}, {top}], got {shown(value)}")
     return value
 
 
@@ -299,6 +321,7 @@ def gpu_from_dict(data: dict, path: str) -> Gpu:
     g = _build(Gpu, data, path, "")
     g = Gpu(**{f.name: getattr(g, f.name) for f in fields(Gpu) if f.name != "path"}, path=path)
     _cross_checks(g)
+    _check_simulation(g)
     return g
 
 
@@ -306,6 +329,37 @@ def load_gpu(path: str | Path) -> Gpu:
     """Load and validate one configuration file."""
     p = str(path)
     return gpu_from_dict(load_toml(p), p)
+
+
+# The key of a configuration behind each field cachesim names in its errors.
+_SIM_KEYS = {"l1": "caches.l1", "tex": "caches.tex", "const": "caches.const", "l2": "caches.l2",
+             "mapping": "dram.mapping", "channels": "dram.channels", "row_bits": "dram.row_bits",
+             "column_bits": "dram.column_bits", "byte_bits": "dram.byte_bits"}  # fmt: skip
+MAX_CACHE_LINES = 1 << 24
+"""Lines of one cache over all its copies (per SM, or L2 slices): 16 Mi lines, 2 GiB of
+128-byte lines, far above any GPU (an H100's 50 MB L2 holds 0.4 Mi lines); the
+simulation allocates per line."""
+
+
+def _check_simulation(g: Gpu) -> None:
+    """The cache strings and DRAM mapping as the simulation reads them, so that a
+    configuration it would refuse is refused here, naming the key."""
+    from cachesim.errors import CachesimError
+
+    from .memory import hierarchy_config
+
+    try:
+        h = hierarchy_config(g)
+    except CachesimError as exc:
+        raise ConfigError(g.path, _SIM_KEYS.get(exc.field), str(exc)) from None
+    for level, spec in h.specs.items():
+        if spec is None:
+            continue
+        copies = g.caches.l2_slices if level == "l2" else g.compute.sms
+        lines = spec.nsets * spec.assoc * copies
+        if lines > MAX_CACHE_LINES:
+            raise ConfigError(g.path, _SIM_KEYS[level], f"{spec.nsets} sets x {spec.assoc} ways x {copies} "
+                              f"{'slices' if level == 'l2' else 'SMs'} = {lines} lines; at most {MAX_CACHE_LINES}")  # fmt: skip
 
 
 def gpu_dir() -> Path:
@@ -330,7 +384,7 @@ def get_gpu(name_or_path: str) -> Gpu:
     from . import catalog
 
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or os.path.exists(p):
         return load_gpu(p)
     key = catalog.normalize(name_or_path)
     bundled = {catalog.normalize(n): n for n in gpu_names()}

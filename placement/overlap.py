@@ -21,12 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
 from traces.tomlfile import load_toml
 
 FEATURES = ("e_global", "e_constant", "e_texture", "e_shared", "e_row", "warps", "const")
 # The paper's names of the coefficients, in FEATURES order.
 COEFFICIENT_NAMES = ("g", "c", "t", "s", "r", "w", "c0")
+# A coefficient beyond this is not a fit of Eq. 11 (the ratio is clipped to [0, 1] and the
+# features are event rates and warp counts); it is refused so products stay finite.
+MAX_COEFFICIENT = 1e12
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,22 @@ def load(path) -> OverlapModel:
     co = d.get("coefficients")
     if not isinstance(co, dict):
         raise InputError(f"{p}: coefficients: missing table [coefficients]")
+    unknown = sorted(set(co) - set(COEFFICIENT_NAMES))
+    if unknown:
+        raise InputError(f"{p}: coefficients.{unknown[0]}: unknown coefficient; known: {', '.join(COEFFICIENT_NAMES)}")
     values = []
     for n in COEFFICIENT_NAMES:
         v = co.get(n)
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise InputError(f"{p}: coefficients.{n}: expected a number, got {v!r}")
+            raise InputError(f"{p}: coefficients.{n}: expected a number, got {shown(v)}")
+        if not (isinstance(v, float) or abs(v) <= MAX_COEFFICIENT) or not abs(float(v)) <= MAX_COEFFICIENT:
+            raise InputError(f"{p}: coefficients.{n}: expected a finite number of magnitude at most {MAX_COEFFICIENT:g}, got {shown(v)}")
         values.append(float(v))
-    return OverlapModel(tuple(values), gpu=str(d.get("gpu", "")), source=p)
+    gpu = d.get("gpu", "")
+    if not isinstance(gpu, str):
+        raise InputError(f"{p}: gpu: expected a GPU name, got {shown(gpu)}")
+    return OverlapModel(tuple(values), gpu=gpu, source=p)
+
 
 
 def save(model: OverlapModel, path) -> None:

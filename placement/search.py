@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -44,6 +45,7 @@ from .gpu import Gpu
 from .hms import Evaluation, Evaluator, Options
 from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
 from .staging import StagingFacts
+from .workers import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +190,8 @@ class _Runner:
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             global _WORKER_EVALUATOR
             _WORKER_EVALUATOR = ev
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                            initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
 
     def __enter__(self) -> "_Runner":
         return self

@@ -11,7 +11,9 @@ paper's protocol of training and evaluating on separate kernels.
 from __future__ import annotations
 
 import csv
+import io
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import numpy as np
 
 import traces
 from traces.errors import InputError
+from traces.inputfile import read_text
 
 from .gpu import Gpu
 from .hms import Evaluator, Options, Terms
@@ -28,6 +31,7 @@ from .placements import parse_placement
 log = logging.getLogger(__name__)
 
 TIME_COLUMNS = ("measured_ns", "time_ns")
+MAX_TIME_NS = 1e18  # 31 years: a measured time beyond is a typo or junk
 
 
 @dataclass(frozen=True)
@@ -56,28 +60,33 @@ class Sample:
 def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Sample]:
     """Rows of (trace, placement, measured_ns); trace paths are relative to the CSV's folder."""
     p = Path(path)
+    reader = csv.DictReader(io.StringIO(read_text(p), newline=""))
     try:
-        fh = open(p, newline="")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    with fh:
-        reader = csv.DictReader(fh)
         cols = reader.fieldnames or []
         tcol = next((c for c in TIME_COLUMNS if c in cols), None)
         if "trace" not in cols or "placement" not in cols or tcol is None:
-            raise InputError(f"{p}: expected columns trace, placement and measured_ns; got {', '.join(cols) or 'none'}")
-        rows = list(reader)
+            shown = ", ".join(c[:40] for c in cols[:20]) or "none"
+            raise InputError(f"{p}: expected columns trace, placement and measured_ns; got {shown}")
+        rows = [(reader.line_num, r) for r in reader]
+    except csv.Error as exc:
+        # line_num counts the lines of the rows read whole; the bad one starts on the next
+        raise InputError(f"{p} line {reader.line_num + 1}: not a CSV row ({exc})") from None
     evaluators: dict[str, Evaluator] = {}
     out = []
-    for i, r in enumerate(rows, start=2):
+    for i, r in rows:
         where = f"{p} line {i}"
-        tpath = (p.parent / r["trace"]).resolve() if not Path(r["trace"]).is_absolute() else Path(r["trace"])
+        for c in ("trace", tcol):
+            if not r.get(c):
+                raise InputError(f"{where}: {c}: missing")
+        if "\0" in r["trace"]:
+            raise InputError(f"{where}: trace: a path holding a NUL character")
+        tpath = Path(os.path.abspath(p.parent / r["trace"]))
         try:
             measured = float(r[tcol])
         except (TypeError, ValueError):
-            raise InputError(f"{where}: {tcol}: expected a number of ns, got {r[tcol]!r}") from None
-        if not measured > 0:
-            raise InputError(f"{where}: {tcol}: must be > 0, got {measured}")
+            raise InputError(f"{where}: {tcol}: expected a number of ns, got {r[tcol][:40]!r}") from None
+        if not 0 < measured <= MAX_TIME_NS:
+            raise InputError(f"{where}: {tcol}: expected a time in ns in (0, {MAX_TIME_NS:g}], got {r[tcol][:40]!r}")
         key = str(tpath)
         if key not in evaluators:
             try:

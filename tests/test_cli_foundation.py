@@ -126,4 +126,4 @@ def test_bad_gpu_file_names_the_key(run_cli, tmp_path):
     text = (gpu_dir() / "k80.toml").read_text().replace("sms = 13", "sms = 0")
     (tmp_path / "bad.toml").write_text(text)
     code, out, err = run_cli("gpus", tmp_path / "bad.toml")
-    assert code == 2 and "compute.sms: must be > 0, got 0" in err
+    assert code == 2 and "compute.sms: must be in [1, 4096], got 0" in err

@@ -21,12 +21,13 @@ OUTSIDE_OBJ = 9
 
 
 @nb.njit(cache=True, nogil=True)
-def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_per_block, obj_lo, obj_hi, last_seq):
+def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_per_block, obj_lo, obj_hi, last_seq, slots):
     """Check rows against the trace contract; return (code, row, lane or previous seq).
 
     ``obj_lo``/``obj_hi`` are indexed by object id (hi == 0 marks an id with no
-    object). ``last_seq`` (n_ctas * warps_per_block, initialised to -1) carries the
-    last seq of each warp across batches and is updated in place.
+    object). ``last_seq`` carries the last seq of each warp across batches (-1 at
+    first) and is updated in place: indexed by cta * warps_per_block + warp when
+    ``slots`` is empty, else by ``slots[i]`` (a compact index per warp present).
     """
     n = cta.shape[0]
     n_ids = obj_lo.shape[0]
@@ -47,7 +48,7 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
         wp = warp[i]
         if wp < 0 or wp >= warps_per_block:
             return BAD_WARP, i, 0
-        k = np.int64(c) * warps_per_block + wp
+        k = np.int64(c) * warps_per_block + wp if slots.shape[0] == 0 else slots[i]
         if seq[i] <= last_seq[k]:
             return BAD_SEQ, i, last_seq[k]
         last_seq[k] = seq[i]
@@ -63,35 +64,71 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
 
 
 @nb.njit(cache=True, nogil=True)
-def mark_touched(obj, mask, addr, width, obj_base, obj_offset, bits):
-    """Set one bit per byte touched by an active lane, objects laid end to end.
+def row_spans(obj, mask, addr, width, out_obj, out_lo, out_hi):
+    """The bytes each row's active lanes touch, as merged ranges [lo, hi) of its object.
 
-    ``obj_offset[o]`` is the bit index of object o's first byte in ``bits``
-    (a uint8 array, eight bytes of the objects per element).
+    Writes (object id, lo, hi) to the ``out_*`` arrays and returns how many, or -1
+    when they are too short (the caller grows them and calls again). Rows on no
+    object (obj -1) are left out.
     """
     n = obj.shape[0]
+    cap = out_obj.shape[0]
+    los = np.empty(32, dtype=np.uint64)
+    k = 0
     for i in range(n):
         o = obj[i]
         if o < 0:
             continue
         m = mask[i]
-        w = width[i]
-        off = obj_offset[o] - obj_base[o]
+        c = 0
         for lane in range(32):
             if (m >> lane) & 1:
-                a = np.int64(addr[i, lane]) + off
-                for b in range(w):
-                    k = a + b
-                    bits[k >> 3] |= np.uint8(1 << (k & 7))
+                a = addr[i, lane]
+                j = c
+                while j > 0 and los[j - 1] > a:  # insertion sort: at most 32 lanes
+                    los[j] = los[j - 1]
+                    j -= 1
+                los[j] = a
+                c += 1
+        if c == 0:
+            continue
+        w = np.uint64(width[i])
+        lo = los[0]
+        hi = lo + w
+        for j in range(1, c + 1):
+            if j < c and los[j] <= hi:
+                if los[j] + w > hi:
+                    hi = los[j] + w
+                continue
+            if k == cap:
+                return -1
+            out_obj[k] = o
+            out_lo[k] = lo
+            out_hi[k] = hi
+            k += 1
+            if j < c:
+                lo = los[j]
+                hi = lo + w
+    return k
 
 
 @nb.njit(cache=True, nogil=True)
-def count_bits(bits, lo, hi):
-    """Number of set bits with index in [lo, hi)."""
-    c = 0
-    for k in range(lo, hi):
-        c += (bits[k >> 3] >> (k & 7)) & 1
-    return c
+def merge_spans(obj, lo, hi):
+    """Merge ranges sorted by (obj, lo) that overlap or touch, in place; returns the new count."""
+    n = obj.shape[0]
+    if n == 0:
+        return 0
+    k = 0
+    for i in range(1, n):
+        if obj[i] == obj[k] and lo[i] <= hi[k]:
+            if hi[i] > hi[k]:
+                hi[k] = hi[i]
+        else:
+            k += 1
+            obj[k] = obj[i]
+            lo[k] = lo[i]
+            hi[k] = hi[i]
+    return k + 1
 
 
 @nb.njit(cache=True, nogil=True, inline="always")

@@ -1,16 +1,23 @@
 """Atomic output files: write to a temporary file in the same folder, then rename.
 
 After a failure there is no half-written file, and an existing file of the same
-name is left as it was (DESIGN.md, "The command").
+name is left as it was (DESIGN.md, "The command"). A process killed outright
+(``kill -9``) cannot remove its temporary file; its name carries the writer's
+process id (``.NAME.PID.RANDOM.tmp``), and the next write of the same file
+removes the temporaries of writers that no longer run.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -18,7 +25,8 @@ def atomic_path(path) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temporaries(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         yield tmp
@@ -33,6 +41,40 @@ def atomic_path(path) -> Iterator[str]:
         except OSError:
             pass
         raise
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by writers that were killed; returns them."""
+    prefix = f".{target.name}."
+    removed = []
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix) :].split(".", 1)[0]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        try:
+            os.unlink(target.parent / name)
+            removed.append(target.parent / name)
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d temporary files of %s left by killed writers", len(removed), target)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError as exc:  # EPERM: another user's process
+        return exc.errno == errno.EPERM
+    return True
 
 
 def write_text(path, text: str) -> None:

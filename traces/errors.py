@@ -7,9 +7,35 @@ turns it into exit code 2 and a one-line message. Anything else is a bug.
 
 from __future__ import annotations
 
+import re
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters; an integer too long
+    to print (Python refuses more than 4300 digits) is described by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        r = repr(value)
+    except ValueError:  # a list or table holding such an integer
+        return f"a {type(value).__name__} holding an integer too long to print"
+    return r if len(r) <= limit else f"{r[: limit - 20]}... ({len(r)} characters)"
+
 
 class InputError(ValueError):
-    """Bad input a user can fix; the message names the file, row or field."""
+    """Bad input a user can fix; the message names the file, row or field.
+
+    The message is one line whatever it quotes (a parser's message, a line of the
+    input, a file name): runs of whitespace that hold a line break become a space.
+    """
+
+    def __init__(self, message: object = "", *args: object):
+        text = str(message)
+        if "\n" in text or "\r" in text:
+            text = _LINE_BREAKS.sub(" ", text).strip()
+        super().__init__(text, *args)
 
 
 class TraceError(InputError):

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from . import _kernels as K
 from .atomic import atomic_path
 from .errors import TraceError
+from .launch import coverage_problem
 from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,14 @@ assert _COLUMN_FIELDS == set(COLUMNS)
 
 
 class _Checker:
-    """Carries validation state (last seq per warp) across batches."""
+    """Carries validation state (last seq per warp) across batches.
+
+    The state is one int64 per warp of the grid while the grid has at most
+    DENSE_WARPS warps; above that, one per warp present in the rows (a sorted key
+    array grown per batch), so memory follows the data, not the metadata's claim.
+    """
+
+    DENSE_WARPS = 1 << 24
 
     def __init__(self, path: str, info: KernelInfo):
         self.path = path
@@ -74,12 +82,27 @@ class _Checker:
             self.obj_lo[o.id] = o.base
             self.obj_hi[o.id] = o.end
         self.wpb = info.warps_per_block
-        self.last_seq = np.full(info.ctas * self.wpb, -1, dtype=np.int64)
+        self.dense = info.ctas * self.wpb <= self.DENSE_WARPS
+        self.last_seq = np.full(info.ctas * self.wpb if self.dense else 0, -1, dtype=np.int64)
+        self.keys = np.zeros(0, dtype=np.int64)  # sparse: the warps seen, sorted
+
+    def _slots(self, t: Trace) -> np.ndarray:
+        if self.dense:
+            return self.keys  # empty: the kernel indexes by warp
+        # Rows outside the grid get some slot; the kernel reports them before using it.
+        keys = t.cta.astype(np.int64) * self.wpb + t.warp.astype(np.int64)
+        merged = np.union1d(self.keys, keys)
+        if merged.size != self.keys.size:
+            last = np.full(merged.size, -1, dtype=np.int64)
+            last[np.searchsorted(merged, self.keys)] = self.last_seq
+            self.keys, self.last_seq = merged, last
+        return np.searchsorted(self.keys, keys)
 
     def check(self, t: Trace) -> None:
+        slots = self._slots(t)  # first: it may grow last_seq
         code, i, extra = K.check_rows(
             t.cta, t.warp, t.seq, t.op, t.space, t.width, t.mask, t.addr, t.obj,
-            self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.last_seq,
+            self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.last_seq, slots,
         )  # fmt: skip
         if code == K.OK:
             return
@@ -124,7 +147,15 @@ class _Checker:
 
 def validate(trace: Trace, path: str = "<memory>") -> None:
     """Check in-memory columns against the trace contract (as ``read`` checks a file)."""
+    _check_coverage(str(path), trace.info, len(trace))
     _Checker(str(path), trace.info).check(trace)
+
+
+def _check_coverage(path: str, info: KernelInfo, rows: int) -> None:
+    """The grid against the rows (``traces.launch``): before anything is sized by the grid."""
+    problem = coverage_problem(info.grid, info.block, rows)
+    if problem:
+        raise TraceError(path, problem, field="grid")
 
 
 def _metadata(path: str, schema: pa.Schema) -> KernelInfo:
@@ -160,10 +191,12 @@ def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile, KernelInf
     try:
         pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
         schema = pf.schema_arrow
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
         raise TraceError(p, f"not a readable Parquet file (truncated or not Parquet): {exc}") from None
     _check_schema(p, schema)
-    return p, pf, _metadata(p, schema)
+    info = _metadata(p, schema)
+    _check_coverage(p, info, pf.metadata.num_rows)
+    return p, pf, info
 
 
 def _numpy_columns(path: str, batch: pa.RecordBatch | pa.Table, start: int, info: KernelInfo) -> Trace:
@@ -197,7 +230,7 @@ def read(path, *, validate: bool = True) -> Trace:
     p, pf, info = _open(path)
     try:
         table = pf.read(columns=list(COLUMNS), use_threads=True)
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:
         raise TraceError(p, f"cannot decode the Parquet data (truncated or corrupt): {exc}") from None
     trace = _numpy_columns(p, table, 0, info)
     if validate:
@@ -222,7 +255,7 @@ def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True)
             batch = next(it)
         except StopIteration:
             return
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:
             raise TraceError(p, f"cannot decode the Parquet data after row {start} (truncated or corrupt): {exc}") from None
         t = _numpy_columns(p, batch, start, info)
         if checker is not None:
@@ -289,6 +322,7 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
     cols = _as_columns(p, columns)
     # Round-trip the metadata through its validator so a bad KernelInfo is caught here.
     info = KernelInfo.from_json(kernel_info.to_json(), p)
+    _check_coverage(p, info, len(cols["cta"]))
     if validate:
         t = Trace(**cols, info=info)
         _Checker(p, info).check(t)

@@ -8,12 +8,14 @@ metadata key ``placement.kernel`` and is held in memory as :class:`KernelInfo`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from .errors import TraceError
+from .errors import TraceError, shown
+from .launch import ADDRESS_LIMIT, MAX_COUNT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, SHARED_WINDOW, grid_warps, launch_problem
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"placement.kernel"
@@ -163,6 +165,8 @@ class KernelInfo:
             d = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise TraceError(path, f"metadata is not valid JSON ({exc})", field="placement.kernel") from None
+        except RecursionError:
+            raise TraceError(path, "metadata is not valid JSON (nested too deeply)", field="placement.kernel") from None
         return kernel_info_from_dict(d, path)
 
 
@@ -188,7 +192,7 @@ def _req(d: dict, key: str, kind, path: str, where: str):
 def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
     v = _req(d, key, list, path, "")
     if len(v) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v):
-        raise TraceError(path, f"metadata key '{key}' must be three positive integers, got {v!r}", field=key)
+        raise TraceError(path, f"metadata key '{key}' must be three positive integers, got {shown(v)}", field=key)
     return (v[0], v[1], v[2])
 
 
@@ -204,10 +208,15 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     kernel = _req(d, "kernel", str, path, "")
     grid = _dim3(d, "grid", path)
     block = _dim3(d, "block", path)
+    problem = launch_problem(grid, block)
+    if problem:
+        raise TraceError(path, problem, field="grid" if problem.startswith("grid") else "block")
     regs = _req(d, "regs_per_thread", int, path, "")
     smem = _req(d, "smem_per_block", int, path, "")
-    if regs < 0 or smem < 0:
-        raise TraceError(path, "regs_per_thread and smem_per_block must be >= 0", field="regs_per_thread")
+    if not 0 <= regs <= MAX_REGS_PER_THREAD:
+        raise TraceError(path, f"regs_per_thread must be in 0..{MAX_REGS_PER_THREAD}, got {shown(regs)}", field="regs_per_thread")
+    if not 0 <= smem <= MAX_SMEM_PER_BLOCK:
+        raise TraceError(path, f"smem_per_block must be in 0..{MAX_SMEM_PER_BLOCK}, got {shown(smem)}", field="smem_per_block")
 
     objects = []
     seen_ids, seen_names = set(), set()
@@ -243,6 +252,10 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             raise TraceError(
                 path, f"object '{name}' needs base >= 0, size > 0 and elem_bytes in {WIDTHS}", field=w + "size"
             )
+        top = SHARED_WINDOW if space == "shared" else ADDRESS_LIMIT
+        if base + size > top:
+            raise TraceError(path, f"object '{name}' [{base:#x}, +{size}) ends beyond the {space} address space "
+                             f"({top:#x})", field=w + "size")  # fmt: skip
         if shape is not None and shape[0] * shape[1] * elem > size:
             raise TraceError(path, f"object '{name}' shape {shape} x {elem} B exceeds its size {size}", field=w + "shape")
         seen_ids.add(oid)
@@ -255,14 +268,21 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     for k in ("issued",) + INSTRUCTION_CLASSES:
         if k in ins and ins[k] is not None:
             counts[k] = _req(ins, k, int, path, w)
-    if any(v < 0 for v in counts.values()):
-        raise TraceError(path, "instruction counts must be >= 0", field="instructions")
+    for k, v in counts.items():
+        if not 0 <= v <= MAX_COUNT:
+            raise TraceError(path, f"instruction count must be in 0..2^62, got {shown(v)}", field=w + k)
+    if counts["warps"] > grid_warps(grid, block):
+        raise TraceError(path, f"{counts['warps']} warps, but grid {grid} x block {block} runs {grid_warps(grid, block)}",
+                         field=w + "warps")  # fmt: skip
     instructions = Instructions(**counts)
 
     measured = None
     if d.get("measured") is not None:
         m = _req(d, "measured", dict, path, "")
-        measured = Measured(float(_req(m, "time_ns", float, path, "measured.")), _req(m, "gpu", str, path, "measured."))
+        t = _req(m, "time_ns", float, path, "measured.")
+        if not (isinstance(t, float) or abs(t) < 1e300) or not 0 <= float(t) < math.inf:
+            raise TraceError(path, f"measured time must be a finite number of ns >= 0, got {shown(t)}", field="measured.time_ns")
+        measured = Measured(float(t), _req(m, "gpu", str, path, "measured."))
     source = d.get("source") or {}
     extra = d.get("extra") or {}
     if not isinstance(source, dict) or not isinstance(extra, dict):

@@ -2,7 +2,9 @@
 
 Streams the trace (so it works on traces larger than memory) and counts rows,
 warps with at least one row, and per object the accesses by space and op and the
-distinct bytes touched by active lanes.
+distinct bytes touched by active lanes. What it holds grows with the rows (the
+warps seen, the touched byte ranges merged), never with the sizes the metadata
+claims for the grid or the objects.
 """
 
 from __future__ import annotations
@@ -43,36 +45,26 @@ def summarize(path, batch_rows: int = 1 << 18) -> TraceSummary:
     """Summarise a trace in one streamed, validated pass."""
     info = None
     rows = 0
-    seen = None
+    seen = np.zeros(0, dtype=np.int64)  # warps with a row: cta * warps_per_block + warp, sorted
     objs = None
     by_obj_space = None
     by_obj_op = None
-    bits = offsets = bases = None
+    spans = (np.zeros(0, np.int16), np.zeros(0, np.uint64), np.zeros(0, np.uint64))
     for t in iter_batches(path, rows=batch_rows):
         if info is None:
             info = t.info
-            seen = np.zeros(info.ctas * info.warps_per_block, dtype=bool)
             objs = info.objects
             n_ids = max((o.id for o in objs), default=-1) + 1
             # Row 0 of the count tables is obj -1; row id+1 is object id.
             by_obj_space = np.zeros((n_ids + 1, len(SPACE_NAMES)), dtype=np.int64)
             by_obj_op = np.zeros((n_ids + 1, len(OP_NAMES)), dtype=np.int64)
-            offsets = np.zeros(max(n_ids, 1), dtype=np.int64)
-            bases = np.zeros(max(n_ids, 1), dtype=np.int64)
-            total = 0
-            for o in objs:
-                offsets[o.id] = total
-                bases[o.id] = o.base
-                total += o.size
-            bits = np.zeros(total // 8 + 1, dtype=np.uint8)
         n = len(t)
         rows += n
-        seen[t.cta.astype(np.int64) * info.warps_per_block + t.warp] = True
+        seen = np.union1d(seen, t.cta.astype(np.int64) * info.warps_per_block + t.warp)
         oi = t.obj.astype(np.int64) + 1
         np.add.at(by_obj_space, (oi, t.space.astype(np.int64)), 1)
         np.add.at(by_obj_op, (oi, t.op.astype(np.int64)), 1)
-        if objs:
-            K.mark_touched(t.obj, t.mask, t.addr, t.width, bases, offsets, bits)
+        spans = _merge_touched(spans, t)
     if info is None:  # an empty trace: iter_batches yields nothing, read the footer instead
         from .io import read_info
 
@@ -82,10 +74,12 @@ def summarize(path, batch_rows: int = 1 << 18) -> TraceSummary:
     def named(counts: np.ndarray, names) -> dict[str, int]:
         return {names[k]: int(v) for k, v in enumerate(counts) if v}
 
+    touched = np.zeros(max(len(by_obj_space) - 1, 1), dtype=np.uint64)
+    np.add.at(touched, spans[0].astype(np.int64), spans[2] - spans[1])
     objects = tuple(
         ObjectSummary(
             info=o,
-            bytes_touched=int(K.count_bits(bits, offsets[o.id], offsets[o.id] + o.size)),
+            bytes_touched=int(touched[o.id]),
             accesses=named(by_obj_space[o.id + 1], SPACE_NAMES),
             ops=named(by_obj_op[o.id + 1], OP_NAMES),
         )
@@ -95,9 +89,27 @@ def summarize(path, batch_rows: int = 1 << 18) -> TraceSummary:
         path=str(path),
         info=info,
         rows=rows,
-        warps=int(seen.sum()),
+        warps=int(seen.size),
         rows_per_space=named(by_obj_space.sum(axis=0), SPACE_NAMES),
         rows_per_op=named(by_obj_op.sum(axis=0), OP_NAMES),
         unassigned_rows=int(by_obj_space[0].sum()),
         objects=objects,
     )
+
+
+def _merge_touched(spans, t):
+    """The byte ranges touched so far, merged with those of batch ``t``."""
+    cap = max(len(t), 16)
+    while True:
+        o = np.empty(cap, np.int16)
+        lo = np.empty(cap, np.uint64)
+        hi = np.empty(cap, np.uint64)
+        k = K.row_spans(t.obj, t.mask, t.addr, t.width, o, lo, hi)
+        if k >= 0:
+            break
+        cap *= 4
+    o, lo, hi = (np.concatenate([a, b[:k]]) for a, b in zip(spans, (o, lo, hi)))
+    order = np.lexsort((lo, o))
+    o, lo, hi = o[order], lo[order], hi[order]
+    k = K.merge_spans(o, lo, hi)
+    return o[:k], lo[:k], hi[:k]

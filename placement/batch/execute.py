@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -14,6 +15,7 @@ from traces.errors import InputError
 
 from ..gpu import Gpu
 from ..hms import Evaluator, Options
+from ..workers import die_with_parent
 from .plan import Plan, Task
 from .results import _part_name, _row
 from .suite import TraceSource
@@ -60,7 +62,8 @@ _TRACES: dict[str, traces.Trace] = {}
 """Traces this process holds (local executor: inherited from the parent)."""
 
 
-def _init_worker(loaded: dict[str, traces.Trace]) -> None:
+def _init_worker(loaded: dict[str, traces.Trace], parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     _TRACES.update(loaded)
 
 
@@ -147,7 +150,7 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     # With fork the initializer's arguments are inherited, not pickled.
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded, os.getpid())) as pool:
         futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey): c
                    for c in work}  # fmt: skip
         try:

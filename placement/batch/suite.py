@@ -11,8 +11,9 @@ from typing import Any
 
 import traces
 from traces import generators
-from traces.errors import InputError
-from traces.tomlfile import load_toml
+from traces.errors import InputError, shown
+from traces.inputfile import read_bytes
+from traces.tomlfile import parse_toml
 
 from ..gpu import get_gpu
 from ..hms import Options
@@ -29,6 +30,13 @@ ENTRY_KEYS = ("id", "trace", "generator", "size", "block", "gpu", "placements", 
 
 
 OPTION_KEYS = ("queue", "instruction_counting", "queuing", "even_banks", "overlap")
+
+# Bounds of the numbers a suite holds: generator sizes and blocks fit CUDA's int
+# (2^31 - 1), a ranking returns at most MAX_TOP placements, and a measured time is a
+# finite number of ns up to 1e18 (31 years).
+MAX_INT = (1 << 31) - 1
+MAX_TOP = 100_000
+MAX_TIME_NS = 1e18
 
 
 class SuiteError(InputError):
@@ -105,10 +113,10 @@ def suite_dir() -> Path:
 def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
     """A suite file by path, or a bundled suite by name (``table4``)."""
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or os.path.exists(p):
         return p
     candidate = suite_dir() / f"{p}.toml"
-    if candidate.exists():
+    if os.path.exists(candidate):
         return candidate
     known = ", ".join(sorted(q.stem for q in suite_dir().glob("*.toml")))
     raise InputError(f"no suite file {str(p)!r}; bundled suites: {known or 'none'} (or a path to a .toml file)")
@@ -117,25 +125,31 @@ def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
 def _where(path: str, i: int | None, eid: str | None) -> str:
     if i is None:
         return path
-    return f"{path}: entry {i + 1}" + (f" ({eid!r})" if eid else "")
+    return f"{path}: entry {i + 1}" + (f" ({shown(eid)})" if eid else "")
 
 
 def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        raise SuiteError(f"{where}: {key} must be an integer or a list of integers, got {v!r}")
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in v):
+        raise SuiteError(f"{where}: {key} must be an integer or a list of integers in 0..{MAX_INT}, got {shown(v)}")
     return tuple(v)
+
+
+def _time_ns(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_TIME_NS
 
 
 def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
     items = [v] if isinstance(v, str) else v
     if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
-        raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {v!r}")
+        raise SuiteError(f"{where}: gpu must be a GPU name or a list of them (see `placement gpus`), got {shown(v)}")
     out = []
     for g in items:
+        if "\0" in g:
+            raise SuiteError(f"{where}: gpu {shown(g)} holds a NUL character")
         if g.endswith(".toml") and not os.path.isabs(g):
-            g = str((base / g).resolve())
+            g = os.path.realpath(base / g)
         out.append(g)
     if len(set(out)) != len(out):
         raise SuiteError(f"{where}: gpu lists a GPU twice: {items}")
@@ -149,16 +163,16 @@ def load_suite(path: str | os.PathLike) -> Suite:
     """
     p = resolve_suite_path(path)
     ps = str(p)
-    raw = p.read_bytes() if p.exists() else None
-    data = load_toml(ps)
-    sha = hashlib.sha256(raw or b"").hexdigest()
+    raw = read_bytes(ps)
+    data = parse_toml(ps, raw)
+    sha = hashlib.sha256(raw).hexdigest()
     base = p.resolve().parent
     unknown = sorted(set(data) - set(SUITE_KEYS))
     if unknown:
         raise SuiteError(f"{ps}: unknown key {unknown[0]!r}; known keys: {', '.join(SUITE_KEYS)}")
     for k in ("name", "description"):
         if k in data and not isinstance(data[k], str):
-            raise SuiteError(f"{ps}: {k} must be a string, got {data[k]!r}")
+            raise SuiteError(f"{ps}: {k} must be a string, got {shown(data[k])}")
     default_gpu = _gpu_list(data["gpu"], ps, base) if "gpu" in data else None
     options, options_doc = _options(data.get("options", {}), ps, base)
     raw_entries = data.get("entry")
@@ -170,7 +184,7 @@ def load_suite(path: str | os.PathLike) -> Suite:
         entries.append(_entry(e, i, ps, base, default_gpu))
         eid = entries[-1].id
         if eid in ids:
-            raise SuiteError(f"{_where(ps, i, eid)}: id {eid!r} is already entry {ids[eid] + 1}'s; give each entry its own id")
+            raise SuiteError(f"{_where(ps, i, eid)}: id {shown(eid)} is already entry {ids[eid] + 1}'s; give each entry its own id")
         ids[eid] = i
     return Suite(
         path=ps, sha256=sha, name=data.get("name", p.stem), description=data.get("description", ""),
@@ -186,12 +200,12 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
         raise SuiteError(f"{ps}: [options]: unknown key {unknown[0]!r}; known keys: {', '.join(OPTION_KEYS)}")
     queue = d.get("queue", "kingman")
     if queue not in MODES:
-        raise SuiteError(f"{ps}: [options] queue {queue!r}: expected one of {', '.join(MODES)}")
+        raise SuiteError(f"{ps}: [options] queue {shown(queue)}: expected one of {', '.join(MODES)}")
     flags = {}
     for k, default in (("instruction_counting", True), ("queuing", True), ("even_banks", False)):
         v = d.get(k, default)
         if not isinstance(v, bool):
-            raise SuiteError(f"{ps}: [options] {k} must be true or false, got {v!r}")
+            raise SuiteError(f"{ps}: [options] {k} must be true or false, got {shown(v)}")
         flags[k] = v
     overlap = None
     doc: dict[str, Any] = {"queue": queue, **flags, "overlap": None}
@@ -199,7 +213,7 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
         from ..overlap import load as load_overlap
 
         if not isinstance(d["overlap"], str):
-            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {d['overlap']!r}")
+            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {shown(d['overlap'])}")
         op = Path(d["overlap"])
         op = op if op.is_absolute() else base / op
         overlap = load_overlap(op)
@@ -210,10 +224,10 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
 def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     where = _where(ps, i, None)
     if not isinstance(e, dict):
-        raise SuiteError(f"{where}: expected a table of keys, got {e!r}")
+        raise SuiteError(f"{where}: expected a table of keys, got {shown(e)}")
     eid = e.get("id")
     if eid is not None and (not isinstance(eid, str) or not eid or "|" in eid):
-        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {eid!r}")
+        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {shown(eid)}")
     where = _where(ps, i, eid)
     unknown = sorted(set(e) - set(ENTRY_KEYS))
     if unknown:
@@ -222,19 +236,19 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         raise SuiteError(f"{where}: expected exactly one of 'trace' (a trace file) or 'generator' (a benchmark kernel)")
     if "trace" in e:
         if not isinstance(e["trace"], str):
-            raise SuiteError(f"{where}: trace must be a path, got {e['trace']!r}")
+            raise SuiteError(f"{where}: trace must be a path, got {shown(e['trace'])}")
         if "size" in e or "block" in e:
             raise SuiteError(f"{where}: size and block go with 'generator', not with 'trace'")
         tp = Path(e["trace"])
         tp = tp if tp.is_absolute() else base / tp
-        if not tp.is_file():
+        if not os.path.isfile(tp):
             raise SuiteError(f"{where}: trace file {str(tp)!r} does not exist")
         source = TraceSource(path=str(tp.resolve()))
         default_id = tp.stem
     else:
         name = e["generator"]
         if not isinstance(name, str) or name not in generators.names():
-            raise SuiteError(f"{where}: unknown generator {name!r}; known: {', '.join(generators.names())}")
+            raise SuiteError(f"{where}: unknown generator {shown(name)}; known: {', '.join(generators.names())}")
         size = _ints(e["size"], where, "size") if "size" in e else None
         block = _ints(e["block"], where, "block") if "block" in e else None
         try:
@@ -258,14 +272,14 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
             raise SuiteError(f"{where}: {exc}") from None
     rank = e.get("rank", False)
     if not isinstance(rank, bool):
-        raise SuiteError(f"{where}: rank must be true or false, got {rank!r}")
+        raise SuiteError(f"{where}: rank must be true or false, got {shown(rank)}")
     if rank == ("placements" in e):
         raise SuiteError(f"{where}: expected exactly one of 'placements' (a list of \"OBJ=SPACE,...\") or 'rank = true'")
     top = e.get("top", 10)
     if "top" in e and not rank:
         raise SuiteError(f"{where}: 'top' goes with 'rank = true'")
-    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
-        raise SuiteError(f"{where}: top must be an integer >= 1, got {top!r}")
+    if not isinstance(top, int) or isinstance(top, bool) or not 1 <= top <= MAX_TOP:
+        raise SuiteError(f"{where}: top must be an integer in 1..{MAX_TOP}, got {shown(top)}")
     placements: tuple[str, ...] = ()
     if not rank:
         pl = e["placements"]
@@ -280,10 +294,10 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         if len(gpus) != 1:
             raise SuiteError(f"{where}: measured_ns needs exactly one gpu (this entry has {len(gpus)}); "
                              "write one entry per GPU")  # fmt: skip
-        ok = isinstance(m, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in m)
+        ok = isinstance(m, list) and all(_time_ns(x) for x in m)
         if not ok or len(m) != len(placements):
-            raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns "
-                             f"(one per placement), got {m!r}")  # fmt: skip
+            raise SuiteError(f"{where}: measured_ns must be a list of {len(placements)} positive times in ns, at most "
+                             f"{MAX_TIME_NS:g} (one per placement), got {shown(m)}")  # fmt: skip
         measured = tuple(float(x) for x in m)
     note = e.get("note", "")
     if not isinstance(note, str):

@@ -16,6 +16,16 @@ Column names differ between nvprof generations (:data:`NVPROF_NAMES`) and so do 
 units of some counters (:func:`_per_request`, :func:`unified_hit_ratio`); Nsight
 Compute exports come in through ``placement.models.ncu`` and the same
 :func:`_params`.
+
+Every number is checked before the models see it (a bad one is an InputError
+naming the row and column): blank, ``NA`` or text counters are missing (the row
+is reported, not predicted); a number must be finite and at least 0; counts, sizes
+and times at most 1e18; rates in percent in [0, 100], ``Achieved.Occupancy`` in
+[0, 1], transactions per request at most 128; grid and block within CUDA's maxima
+(``traces.launch``; a blank dimension is 1), registers per thread at most 255 and
+shared memory per block below 2^32 bytes. Specification columns: compute
+capability in [1, 10), clock 1 to 1e5 MHz, 1 to 2^18 cores, bandwidth 1e-3 to 1e6
+GB/s (or a bus of 1 to 8192 bits and a memory clock of 1 to 1e6 MHz).
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
+from traces.inputfile import read_bytes
+from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 
 from ..gpu import Gpu
 from .kernel import KernelParams
@@ -121,15 +133,16 @@ def _num(v) -> float:
 
 
 def read_counters(path: str | Path) -> list[CounterRow]:
-    """Parse a gpuperfpredict CSV; raises InputError naming the file and column."""
+    """Parse a gpuperfpredict CSV; raises InputError naming the file, row and column."""
+    import io
+
     import pandas as pd
 
     p = str(path)
+    data = read_bytes(p)
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{p}: not a CSV file ({exc})") from None
     cols = set(df.columns)
     for c in REQUIRED:
@@ -156,17 +169,58 @@ def _reading(rec: dict) -> str:
     return KEPLER if "gld_request" in rec else UNIFIED
 
 
+MAX_VALUE = 1e18
+# (lowest, highest) of the columns that are not counts, sizes or times.
+_RANGES = {
+    "L1.Global.Hit.Rate": (0.0, 100.0), "L2.Hit.Rate..L1.Reads.": (0.0, 100.0), "Achieved.Occupancy": (0.0, 1.0),
+    "Global.Load.Transactions.Per.Request": (0.0, 128.0), "Global.Store.Transactions.Per.Request": (0.0, 128.0),
+    "Registers.Per.Thread": (0.0, MAX_REGS_PER_THREAD), "Static.SMem": (0.0, MAX_SMEM_PER_BLOCK),
+    "Dynamic.SMem": (0.0, MAX_SMEM_PER_BLOCK),
+}  # fmt: skip
+
+
+def _checked(path: str, i: int, rec: dict, c: str, required: bool = False) -> float:
+    """Column ``c`` of row ``i``: a number in its range, or NaN when blank or not a number (a missing counter)."""
+    raw = rec.get(c)
+    v = _num(raw)
+    if v != v:
+        if required:
+            raise InputError(f"{path} row {i}: {c}: expected a number, got {shown(raw)}")
+        return v
+    lo, hi = _RANGES.get(c, (0.0, MAX_VALUE))
+    if not lo <= v <= hi:
+        raise InputError(f"{path} row {i}: {c}: expected a number in [{lo:g}, {hi:g}], got {shown(raw)}")
+    return v
+
+
+def _dims(path: str, i: int, rec: dict) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of row ``i`` (a blank dimension is 1), within CUDA's maxima."""
+    out = []
+    for kind in ("Grid", "Block"):
+        dims = []
+        for a in "XYZ":
+            c = f"{kind}.{a}"
+            v = _num(rec.get(c))
+            if v != v and a != "X" and not str(rec.get(c) or "").strip():
+                v = 1.0
+            if not (v == v and 1 <= v < 2**31 and v == int(v)):
+                raise InputError(f"{path} row {i}: {c}: expected a positive whole number, got {shown(rec.get(c))}")
+            dims.append(int(v))
+        out.append(tuple(dims))
+    grid, block = out
+    problem = launch_problem(grid, block)
+    if problem:
+        raise InputError(f"{path} row {i}: Grid/Block: {problem}")
+    return grid, block  # type: ignore[return-value]
+
+
 def _row(path: str, i: int, rec: dict) -> CounterRow:
-    g = lambda c: _num(rec.get(c))  # noqa: E731
-    for c in ("Input.Size", "Duration", "Block.X", "Grid.X"):
-        if not (g(c) >= 0):
-            raise InputError(f"{path} row {i}: {c}: expected a number, got {rec.get(c)!r}")
-    block = tuple(int(g(f"Block.{a}") or 1) for a in "XYZ")
-    grid = tuple(int(g(f"Grid.{a}") or 1) for a in "XYZ")
+    g = lambda c: _checked(path, i, rec, c)  # noqa: E731
+    for c in ("Input.Size", "Duration"):
+        _checked(path, i, rec, c, required=True)
+    grid, block = _dims(path, i, rec)
     tpb = block[0] * block[1] * block[2]
     blocks = grid[0] * grid[1] * grid[2]
-    if tpb < 1 or blocks < 1:
-        raise InputError(f"{path} row {i}: Block/Grid: expected positive sizes, got block {block} grid {grid}")
     spec = {c: rec.get(c) for c in SPEC if c in rec}
     kernel = str(rec.get("AppName") or rec.get("Kernel") or Path(path).stem)
     raw = {}
@@ -260,7 +314,8 @@ def _sectors_per_request(raw: dict, gld: float, gst: float, reading: str) -> tup
 
 
 def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> KernelParams:
-    warps = raw["warps_launched"] or blocks * -(-tpb // 32)
+    # Counts are per warp: a warp count below one (1e-320 is a number, not a count) takes the launch's.
+    warps = raw["warps_launched"] if raw["warps_launched"] >= 1 else blocks * -(-tpb // 32)
     per = lambda x: _ratio(x, 0.0) / warps  # noqa: E731
     executed = per(raw["inst_executed"])
     gld, gst = per(raw["gld_request"]), per(raw["gst_request"])
@@ -315,31 +370,44 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> K
 # --- GPUs from specification columns ---------------------------------------------
 
 
+# (lowest, highest) of the specification columns a GPU is made of.
+SPEC_RANGES = {"compute_version": (1.0, 9.99), "max_clock_rate": (1.0, 1e5), "num_of_cores": (1.0, 2.0**18),
+               "bandwith": (1e-3, 1e6), "bus": (1.0, 8192.0), "memory_clock": (1.0, 1e6)}  # fmt: skip
+
+
+def _spec(spec: dict, key: str, where: str, required: bool = True) -> float:
+    v = _num(spec.get(key))
+    lo, hi = SPEC_RANGES[key]
+    if not lo <= v <= hi:
+        if not required and v != v:
+            return v
+        raise InputError(f"{where}: {key}: expected a number in [{lo:g}, {hi:g}], got {shown(spec.get(key))}")
+    return v
+
+
 def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     """A Gpu for a spec row: the row's compute capability, clock, cores, bandwidth, bus
-    and L2; the catalog's architecture defaults (``configs/architectures.toml``) for the
-    rest, through the same builder as a catalog GPU (:func:`placement.catalog.build_gpu`).
-    Shared memory and L1 per SM are those of the catalog's GPUs of the same compute
-    capability."""
+    and L2 (each within SPEC_RANGES); the catalog's architecture defaults
+    (``configs/architectures.toml``) for the rest, through the same builder as a catalog
+    GPU (:func:`placement.catalog.build_gpu`). Shared memory and L1 per SM are those of the
+    catalog's GPUs of the same compute capability."""
     from .. import catalog
 
-    cc = _num(spec.get("compute_version"))
-    clock = _num(spec.get("max_clock_rate"))
-    cores = _num(spec.get("num_of_cores"))
-    for key, v in (("compute_version", cc), ("max_clock_rate", clock), ("num_of_cores", cores)):
-        if not v > 0:
-            raise InputError(f"{where}: {key}: expected a positive number, got {spec.get(key)!r}")
+    cc = _spec(spec, "compute_version", where)
+    clock = _spec(spec, "max_clock_rate", where)
+    cores = _spec(spec, "num_of_cores", where)
     major, minor = int(cc), int(round((cc - int(cc)) * 10))
     try:
         arch = catalog.arch_of_cc((major, minor))
     except InputError as exc:
-        raise InputError(f"{where}: compute_version {spec.get('compute_version')!r}: {exc}") from None
+        raise InputError(f"{where}: compute_version {shown(spec.get('compute_version'))}: {exc}") from None
     like = [e for e in catalog.entries() if e.cc == (major, minor)] or [e for e in catalog.entries() if e.arch == arch]
-    bw = _num(spec.get("bandwith"))
-    bus, mclk = _num(spec.get("bus")), _num(spec.get("memory_clock"))
+    bw = _spec(spec, "bandwith", where, required=False)
+    bus = _spec(spec, "bus", where, required=False)
+    mclk = _spec(spec, "memory_clock", where, required=False)
     if not bw > 0:
         if not (bus > 0 and mclk > 0):
-            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {spec.get('bandwith')!r}")
+            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {shown(spec.get('bandwith'))}")
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
     cores_per_sm = catalog.arch_table(arch, (major, minor))["compute"]["cores_per_sm"]
     sms = max(1, int(round(cores / cores_per_sm)))

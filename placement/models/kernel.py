@@ -16,7 +16,8 @@ import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from traces.errors import InputError
+from traces.errors import InputError, shown
+from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
 from ..occupancy import occupancy
@@ -163,6 +164,11 @@ def launch(k: KernelParams, m: Machine) -> Launch:
 # --- parameter files -------------------------------------------------------------
 
 _KERNEL_FIELDS = {f.name: f for f in fields(KernelParams)}
+# Machine values the models divide by (latencies and delays may be 0): at least MIN_POSITIVE,
+# so that no quotient leaves the floats.
+MIN_POSITIVE = 1e-6
+_POSITIVE_MACHINE_KEYS = {"sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "issue_cycles",
+                          "transaction_bytes", "max_warps_per_sm", "ldst_units", "gamma"}  # fmt: skip
 _MACHINE_KEYS = {
     "sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "dram_latency",
     "departure_del_coal", "departure_del_uncoal", "issue_cycles", "fp_latency",
@@ -171,21 +177,25 @@ _MACHINE_KEYS = {
 }  # fmt: skip
 
 
+MAX_PARAM = 1e18
+"""Every count, size, latency or rate of a parameter file is finite and at most this."""
+
+
 def _coerce(path: str, key: str, value, kind):
     base = [t for t in typing.get_args(kind) if t is not type(None)] or [kind]
     want = base[0]
     if value is None:
         return None
     if want is int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{path}: {key}: expected a non-negative integer, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
+            raise InputError(f"{path}: {key}: expected an integer in [0, {MAX_PARAM:g}], got {shown(value)}")
         return value
     if want is float:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise InputError(f"{path}: {key}: expected a non-negative number, got {value!r}")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_PARAM:
+            raise InputError(f"{path}: {key}: expected a finite number in [0, {MAX_PARAM:g}], got {shown(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise InputError(f"{path}: {key}: expected a string, got {value!r}")
+        raise InputError(f"{path}: {key}: expected a string, got {shown(value)}")
     return value
 
 
@@ -214,14 +224,17 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
     for req in ("threads_per_block", "blocks", "comp_insts"):
         if req not in values:
             raise InputError(f"{p}: kernel.{req}: missing key")
-    if values["threads_per_block"] < 1 or values["blocks"] < 1:
-        raise InputError(f"{p}: kernel.threads_per_block and kernel.blocks must be >= 1")
+    if not 1 <= values["threads_per_block"] <= MAX_THREADS_PER_BLOCK or values["blocks"] < 1:
+        raise InputError(f"{p}: kernel.threads_per_block must be in 1..{MAX_THREADS_PER_BLOCK} and kernel.blocks >= 1")
     machine = data.get("machine", {})
     bad = sorted(set(machine) - _MACHINE_KEYS)
     if bad:
         raise InputError(f"{p}: machine.{bad[0]}: unknown key; known keys: {', '.join(sorted(_MACHINE_KEYS))}")
     mhints = typing.get_type_hints(Machine)
     machine = {k: _coerce(p, f"machine.{k}", v, mhints[k]) for k, v in machine.items()}
+    for k in sorted(_POSITIVE_MACHINE_KEYS & set(machine)):
+        if machine[k] is not None and not machine[k] >= MIN_POSITIVE:
+            raise InputError(f"{p}: machine.{k}: must be at least {MIN_POSITIVE:g}, got {shown(machine[k])}")
     return KernelParams(**values), machine
 
 

@@ -365,7 +365,8 @@ def parse_body(buf, end, st, acc, cfg, ht_keys, ht_vals, optab, opcount, regs, s
                 p = le + 1
                 continue
             cta = x + y * gx + z * gx * gy
-            if seen_cta[cta]:
+            tracked = cta < seen_cta.shape[0]  # empty for grids too large to flag each block
+            if tracked and seen_cta[cta]:
                 if not skip:
                     return _fail(st, E_MIXED, line, cta)
                 st[S_SKIPPED] += 1
@@ -374,7 +375,8 @@ def parse_body(buf, end, st, acc, cfg, ht_keys, ht_vals, optab, opcount, regs, s
                 st[S_LINE] = line
                 p = le + 1
                 continue
-            seen_cta[cta] = True
+            if tracked:
+                seen_cta[cta] = True
             st[S_CTA] = cta
             st[S_CTA_X] = x
             st[S_CTA_Y] = y

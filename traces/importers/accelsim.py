@@ -51,6 +51,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import InputError
+from ..inputfile import read_bytes, read_error
+from ..launch import ADDRESS_LIMIT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
 from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, WARP_SIZE
 from . import _accelsim_kernels as K
 from .objects import Extent, ObjectSpec, infer_objects
@@ -59,6 +61,7 @@ from .opcodes import CLASS_NAMES, classify
 log = logging.getLogger(__name__)
 
 SUPPORTED_VERSIONS = (3, 4, 5, 6)
+SEEN_BLOCKS = 1 << 24
 CHUNK = 1 << 24
 WINDOW = 1 << 24
 
@@ -103,6 +106,10 @@ class Parsed:
     lines: int
 
 
+# Header numbers go to int64 fields of the parser: below 2^31 (versions, counts) and
+# below 2^62 for the window bases (addresses of a 49-bit GPU address space in practice).
+_HEADER_MAX = (1 << 31) - 1
+_BASE_MAX = (1 << 62) - 1
 _DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
@@ -117,6 +124,8 @@ def _read(f: BinaryIO, path: str, line_hint: int) -> bytes:
         return f.read(CHUNK)
     except (lzma.LZMAError, EOFError) as exc:
         raise ParseError(path, line_hint, f"the xz stream is truncated or corrupt after this line ({exc})") from None
+    except OSError as exc:
+        raise read_error(path, exc) from None
 
 
 def _parse_header(path: str, lines: list[bytes]) -> Header:
@@ -140,21 +149,25 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
             raise ParseError(path, n + 1, f"header line '-{key} = ...' is missing before the instruction stream")
         return vals.get(key)
 
-    def integer(key: str, default: int | None = None, base: int = 10) -> int:
+    def integer(key: str, default: int | None = None, base: int = 10, top: int = _HEADER_MAX) -> int:
         got = get(key, default is None)
         if got is None:
             return default  # type: ignore[return-value]
         ln, v = got
         try:
-            return int(v, base)
+            value = int(v[:40], base) if len(v) <= 40 else None
         except ValueError:
-            raise ParseError(path, ln, f"header '-{key}' must be an integer, got {v!r}") from None
+            value = None
+        if value is None or not 0 <= value <= top:
+            top_text = f"{top:#x}" if base == 16 else str(top)
+            raise ParseError(path, ln, f"header '-{key}' must be an integer in 0..{top_text}, got {v[:40]!r}")
+        return value
 
     def dim(key: str) -> tuple[int, int, int]:
         ln, v = get(key)  # type: ignore[misc]
-        m = _DIM.match(v)
+        m = _DIM.match(v) if len(v) <= 100 else None
         if not m or min(int(x) for x in m.groups()) < 1:
-            raise ParseError(path, ln, f"header '-{key}' must be (x,y,z) with positive integers, got {v!r}")
+            raise ParseError(path, ln, f"header '-{key}' must be (x,y,z) with positive integers, got {v[:60]!r}")
         return (int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
     vln, vtext = get("accelsim tracer version")  # type: ignore[misc]
@@ -165,19 +178,23 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
     if version not in SUPPORTED_VERSIONS:
         raise ParseError(path, vln, f"unknown Accel-Sim tracer version {vtext!r}; this importer reads versions 3 to 6")
     name = get("kernel name", False)
+    grid, block = dim("grid dim"), dim("block dim")
+    problem = launch_problem(grid, block)
+    if problem:
+        raise ParseError(path, get("grid dim" if problem.startswith("grid") else "block dim")[0], problem)  # type: ignore[index]
     known = {"kernel name", "kernel id", "grid dim", "block dim", "shmem", "nregs", "binary version", "cuda stream id",
              "shmem base_addr", "local mem base_addr", "nvbit version", "accelsim tracer version", "enable lineinfo"}  # fmt: skip
     return Header(
         kernel=name[1] if name else Path(path).name,
-        grid=dim("grid dim"),
-        block=dim("block dim"),
-        shmem=integer("shmem", 0),
-        nregs=integer("nregs", 0),
+        grid=grid,
+        block=block,
+        shmem=integer("shmem", 0, top=MAX_SMEM_PER_BLOCK),
+        nregs=integer("nregs", 0, top=MAX_REGS_PER_THREAD),
         binary_version=integer("binary version", 0),
         version=version,
-        lineinfo=integer("enable lineinfo", 0),
-        shmem_base=integer("shmem base_addr", 0, 16),
-        local_base=integer("local mem base_addr", 0, 16),
+        lineinfo=integer("enable lineinfo", 0, top=1),
+        shmem_base=integer("shmem base_addr", 0, 16, _BASE_MAX),
+        local_base=integer("local mem base_addr", 0, 16, _BASE_MAX),
         lines=n,
         extra={k: v for k, (_, v) in vals.items() if k not in known},
     )
@@ -231,7 +248,11 @@ def parse_traceg(path, *, skip_bad_lines: bool = False) -> Parsed:
     p = str(path)
     if not os.path.isfile(p):
         raise InputError(f"{p}: no such file")
-    with _open(p) as f:
+    try:
+        f = _open(p)
+    except OSError as exc:
+        raise read_error(p, exc) from None
+    with f:
         buf = b""
         # Header: everything up to the first '#' line.
         while True:
@@ -279,7 +300,9 @@ def parse_traceg(path, *, skip_bad_lines: bool = False) -> Parsed:
         opcount = np.zeros(64, dtype=np.int64)
         names: list[str] = []
         regs = np.zeros((5, 256), dtype=np.int64)
-        seen_cta = np.zeros(n_ctas, dtype=np.bool_)
+        # A block seen twice means mixed launches; the check keeps one flag per block of
+        # grids up to SEEN_BLOCKS blocks (beyond, the trace's seq check still refuses a repeated warp).
+        seen_cta = np.zeros(n_ctas if n_ctas <= SEEN_BLOCKS else 0, dtype=np.bool_)
         cap = 1 << 16
         meta = np.zeros((cap, K.M_N), dtype=np.int64)
         addr = np.zeros((cap, WARP_SIZE), dtype=np.uint64)
@@ -369,43 +392,47 @@ def read_kernelslist(path) -> tuple[list[Extent], list[str]]:
     p = str(path)
     extents: list[Extent] = []
     kernels: list[str] = []
-    with open(p, "r", encoding="utf-8", errors="replace") as f:
-        for ln, line in enumerate(f, start=1):
-            s = line.strip()
-            if not s:
-                continue
-            if s.startswith("MemcpyHtoD"):
-                parts = s.split(",")
-                try:
-                    if len(parts) != 3:
-                        raise ValueError
-                    base, size = int(parts[1], 16), int(parts[2])
-                    if size < 0 or base < 0:
-                        raise ValueError
-                except ValueError:
-                    raise ParseError(p, ln, f"expected 'MemcpyHtoD,<hex base>,<bytes>', got {s[:80]!r}") from None
-                if size:
-                    extents.append(Extent(base, size, f"{Path(p).name} line {ln}"))
-            elif s.startswith("kernel"):
-                kernels.append(s)
-            elif s.startswith("Memcpy"):
-                continue  # device-to-host copies: not inputs of a kernel
-            else:
-                raise ParseError(p, ln, f"expected 'MemcpyHtoD,...' or a kernel trace file name, got {s[:80]!r}")
+    for ln, line in enumerate(read_bytes(p).decode("utf-8", "replace").split("\n"), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("MemcpyHtoD"):
+            parts = s.split(",")
+            try:
+                if len(parts) != 3 or len(parts[1]) > 40 or len(parts[2]) > 40:
+                    raise ValueError
+                base, size = int(parts[1], 16), int(parts[2])
+                if size < 0 or base < 0 or base + size > ADDRESS_LIMIT:
+                    raise ValueError
+            except ValueError:
+                raise ParseError(p, ln, f"expected 'MemcpyHtoD,<hex base>,<bytes>', got {s[:80]!r}") from None
+            if size:
+                extents.append(Extent(base, size, f"{Path(p).name} line {ln}"))
+        elif s.startswith("kernel"):
+            kernels.append(s)
+        elif s.startswith("Memcpy"):
+            continue  # device-to-host copies: not inputs of a kernel
+        else:
+            raise ParseError(p, ln, f"expected 'MemcpyHtoD,...' or a kernel trace file name, got {s[:80]!r}")
     return extents, kernels
 
 
+# Accel-Sim's tracer names a launch's file kernel-N.traceg, or, since it records the
+# CUDA context, kernel-N-ctx_0x<context>.traceg; either may end in .xz.
+_KERNEL_FILE = re.compile(r"kernel-(\d+)(?:-ctx_0x[0-9a-fA-F]+)?\.trace")
+
+
 def _kernel_number(name: str) -> int | None:
-    m = re.match(r"kernel-(\d+)\.trace", Path(name).name)
+    m = _KERNEL_FILE.match(Path(name).name)
     return int(m.group(1)) if m else None
 
 
 def resolve(path, kernel: int | None) -> tuple[str, list[Extent], str | None]:
     """The traceg file to read, the host-copy extents that precede it, and the kernelslist used."""
     p = Path(path)
-    if p.is_dir():
+    if os.path.isdir(p):
         kl = p / "kernelslist.g"
-        if not kl.is_file():
+        if not os.path.isfile(kl):
             raise InputError(f"{p}: no kernelslist.g in this folder")
         extents, kernels = read_kernelslist(kl)
         if not kernels:
@@ -424,15 +451,15 @@ def resolve(path, kernel: int | None) -> tuple[str, list[Extent], str | None]:
         # Extents: the copies listed before the chosen kernel.
         before = _copies_before(kl, chosen)
         f = p / chosen
-        if not f.exists() and (p / (chosen + ".xz")).exists():
+        if not os.path.exists(f) and os.path.exists(p / (chosen + ".xz")):
             f = p / (chosen + ".xz")
         return str(f), [e for e in extents if e.origin in before], str(kl)
-    if not p.is_file():
+    if not os.path.isfile(p):
         raise InputError(f"{p}: no such file or folder")
     if kernel is not None and _kernel_number(p.name) not in (None, kernel):
         raise InputError(f"{p}: --kernel {kernel} does not match this file (kernel-{_kernel_number(p.name)})")
     kl = p.parent / "kernelslist.g"
-    if kl.is_file():
+    if os.path.isfile(kl):
         extents, kernels = read_kernelslist(kl)
         name = p.name
         listed = [k for k in kernels if k == name or k + ".xz" == name or k == name + ".xz"]
@@ -444,13 +471,12 @@ def resolve(path, kernel: int | None) -> tuple[str, list[Extent], str | None]:
 
 def _copies_before(kl: Path, kernel_line: str) -> set[str]:
     out = set()
-    with open(kl, "r", encoding="utf-8", errors="replace") as f:
-        for ln, line in enumerate(f, start=1):
-            s = line.strip()
-            if s == kernel_line:
-                break
-            if s.startswith("MemcpyHtoD"):
-                out.add(f"{kl.name} line {ln}")
+    for ln, line in enumerate(read_bytes(kl).decode("utf-8", "replace").split("\n"), start=1):
+        s = line.strip()
+        if s == kernel_line:
+            break
+        if s.startswith("MemcpyHtoD"):
+            out.add(f"{kl.name} line {ln}")
     return out
 
 
@@ -460,6 +486,9 @@ def import_accelsim(path, *, kernel: int | None = None, objects: tuple[ObjectSpe
     file, extents, kl = resolve(path, kernel)
     parsed = parse_traceg(file, skip_bad_lines=skip_bad_lines)
     cols = parsed.columns
+    problem = coverage_problem(parsed.header.grid, parsed.header.block, len(cols["cta"]))
+    if problem:
+        raise ParseError(file, None, problem)
     found = infer_objects(cols["space"], cols["pc"], cols["op"], cols["width"], cols["mask"], cols["addr"],
                           explicit=objects, extents=extents)  # fmt: skip
     cols["obj"] = found.obj

@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..inputfile import numbered_lines
+from ..launch import MAX_GRID, MAX_REGS_PER_THREAD, MAX_THREADS_PER_BLOCK, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
 from ..schema import GLOBAL, LOAD, WARP_SIZE, Instructions, KernelInfo
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
@@ -55,15 +57,15 @@ from .opcodes import CLASS_NAMES, GENERIC, LDGSTS, NONE, classify
 log = logging.getLogger(__name__)
 
 _ACCESS_NEW = re.compile(
-    r"^MEMTRACE: CTX 0x[0-9a-fA-F]+ - grid_launch_id (\d+) - CTA (\d+),(\d+),(\d+) - warp (\d+) - (\S+) - (.*)$"
+    r"^MEMTRACE: CTX 0x[0-9a-fA-F]+ - grid_launch_id (\d{1,20}) - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20}) - (\S+) - (.*)$"
 )
-_ACCESS_OLD = re.compile(r"^CTA (\d+),(\d+),(\d+) - warp (\d+) - (\S+) - (.*)$")
+_ACCESS_OLD = re.compile(r"^CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20}) - (\S+) - (.*)$")
 _LAUNCH_NEW = re.compile(
-    r"^MEMTRACE: CTX 0x[0-9a-fA-F]+ - LAUNCH - Kernel (?:pc )?0x[0-9a-fA-F]+ - Kernel name (.+?) - grid launch id (\d+) - "
-    r"grid size (\d+),(\d+),(\d+) - block size (\d+),(\d+),(\d+) - nregs (\d+) - shmem (\d+)"
+    r"^MEMTRACE: CTX 0x[0-9a-fA-F]+ - LAUNCH - Kernel (?:pc )?0x[0-9a-fA-F]+ - Kernel name (.+?) - grid launch id (\d{1,20}) - "
+    r"grid size (\d{1,20}),(\d{1,20}),(\d{1,20}) - block size (\d{1,20}),(\d{1,20}),(\d{1,20}) - nregs (\d{1,20}) - shmem (\d{1,20})"
 )
 _LAUNCH_OLD = re.compile(
-    r"^Kernel (.+?) - grid size (\d+),(\d+),(\d+) - block size (\d+),(\d+),(\d+) - nregs (\d+) - shmem (\d+)"
+    r"^Kernel (.+?) - grid size (\d{1,20}),(\d{1,20}),(\d{1,20}) - block size (\d{1,20}),(\d{1,20}),(\d{1,20}) - nregs (\d{1,20}) - shmem (\d{1,20})"
 )
 _HEX = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 
@@ -95,71 +97,98 @@ def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
     old_launch = -1
     first_launch: int | None = None
     rows: list[tuple[int, int, int, int, int, str, list[int]]] = []  # (line, launch, x, y, z, warp, opcode, addrs)
-    with open(p, "r", encoding="utf-8", errors="replace") as f:
-        for ln, line in enumerate(f, start=1):
-            acct["total"] += 1
-            s = line.rstrip("\r\n")
-            if s.startswith("MEMTRACE:"):
-                m = _ACCESS_NEW.match(s)
-                if m:
-                    lid = int(m.group(1))
-                    xyz = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
-                    warp, opcode, rest = int(m.group(5)), m.group(6), m.group(7)
-                else:
-                    lm = _LAUNCH_NEW.match(s)
-                    if lm:
-                        lid = int(lm.group(2))
-                        launches[lid] = Launch(lm.group(1), tuple(map(int, lm.group(3, 4, 5))), tuple(map(int, lm.group(6, 7, 8))),
-                                               int(lm.group(9)), int(lm.group(10)), ln)  # fmt: skip
-                        acct["launch_lines"] += 1
-                        continue
-                    if " - LAUNCH - " in s:
-                        _bad(p, ln, "a launch line that does not parse", skip_bad_lines, acct)
-                        continue
-                    _bad(p, ln, "a MEMTRACE line that does not parse", skip_bad_lines, acct)
+    accesses: Counter = Counter()  # access lines per launch, in order of appearance
+    for ln, line in numbered_lines(p):
+        acct["total"] += 1
+        s = line.rstrip("\r\n")
+        if s.startswith("MEMTRACE:"):
+            m = _ACCESS_NEW.match(s)
+            if m:
+                lid = int(m.group(1))
+                xyz = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+                warp, opcode, rest = int(m.group(5)), m.group(6), m.group(7)
+            else:
+                lm = _LAUNCH_NEW.match(s)
+                if lm:
+                    lid = int(lm.group(2))
+                    launches[lid] = _launch(p, ln, lm.group(1), lm.groups()[2:])
+                    acct["launch_lines"] += 1
                     continue
-            elif s.startswith("CTA "):
-                m = _ACCESS_OLD.match(s)
-                if not m:
-                    _bad(p, ln, "an access line that does not parse", skip_bad_lines, acct)
-                    continue
-                lid = max(old_launch, 0)
-                xyz = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-                warp, opcode, rest = int(m.group(4)), m.group(5), m.group(6)
-            elif s.startswith("Kernel "):
-                lm = _LAUNCH_OLD.match(s)
-                if not lm:
+                if " - LAUNCH - " in s:
                     _bad(p, ln, "a launch line that does not parse", skip_bad_lines, acct)
                     continue
-                old_launch += 1
-                launches[old_launch] = Launch(lm.group(1), tuple(map(int, lm.group(2, 3, 4))), tuple(map(int, lm.group(5, 6, 7))),
-                                              int(lm.group(8)), int(lm.group(9)), ln)  # fmt: skip
-                acct["launch_lines"] += 1
+                _bad(p, ln, "a MEMTRACE line that does not parse", skip_bad_lines, acct)
                 continue
-            else:
-                acct["not_trace_lines"] += 1
+        elif s.startswith("CTA "):
+            m = _ACCESS_OLD.match(s)
+            if not m:
+                _bad(p, ln, "an access line that does not parse", skip_bad_lines, acct)
                 continue
-            # an access line
-            if first_launch is None:
-                first_launch = lid
-            if launch is None and lid != first_launch:
-                if not skip_bad_lines:
-                    raise ParseError(p, ln, f"an access of grid launch {lid} after accesses of launch {first_launch}: the log "
-                                     "mixes launches; pick one with --launch N")  # fmt: skip
-                acct["other_launch_lines"] += 1
+            lid = max(old_launch, 0)
+            xyz = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            warp, opcode, rest = int(m.group(4)), m.group(5), m.group(6)
+        elif s.startswith("Kernel "):
+            lm = _LAUNCH_OLD.match(s)
+            if not lm:
+                _bad(p, ln, "a launch line that does not parse", skip_bad_lines, acct)
                 continue
-            if launch is not None and lid != launch:
-                acct["other_launch_lines"] += 1
-                continue
-            addrs = _addresses(rest)
-            if addrs is None:
-                _bad(p, ln, f"expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
-                continue
-            rows.append((ln, lid, *xyz, warp, opcode, addrs))
+            old_launch += 1
+            launches[old_launch] = _launch(p, ln, lm.group(1), lm.groups()[1:])
+            acct["launch_lines"] += 1
+            continue
+        else:
+            acct["not_trace_lines"] += 1
+            continue
+        # an access line
+        accesses[lid] += 1
+        if first_launch is None:
+            first_launch = lid
+        if launch is None and lid != first_launch:
+            acct["other_launch_lines"] += 1
+            continue
+        if any(v >= m for v, m in zip(xyz, MAX_GRID)) or warp > MAX_WARP_SLOT:
+            _bad(p, ln, f"CTA {xyz} or warp {warp} beyond CUDA's grid {MAX_GRID} or {MAX_WARP_SLOT} warp slots",
+                 skip_bad_lines, acct)  # fmt: skip
+            continue
+        if launch is not None and lid != launch:
+            acct["other_launch_lines"] += 1
+            continue
+        addrs = _addresses(rest)
+        if addrs is None:
+            _bad(p, ln, f"expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
+            continue
+        rows.append((ln, lid, *xyz, warp, opcode, addrs))
+    if launch is None and len(accesses) > 1 and not skip_bad_lines:
+        raise InputError(f"{p}: the log holds {len(accesses)} launches; pick one with --launch N: {_listing(launches, accesses)}")
     chosen = launch if launch is not None else first_launch
     if launch is not None and not rows and launch not in launches:
-        raise InputError(f"{p}: no accesses of grid launch {launch}")
+        listed = f" (it holds {_listing(launches, accesses)})" if accesses else ""
+        raise InputError(f"{p}: no accesses of grid launch {launch}{listed}")
     return rows, launches.get(chosen) if chosen is not None else None, acct, chosen
+
+
+MAX_WARP_SLOT = (1 << 31) - 1
+LISTED_LAUNCHES = 20
+
+
+def _listing(launches: dict[int, Launch], accesses: Counter) -> str:
+    """Launches with accesses: id, kernel name and access lines (rows before any is skipped), in file order."""
+    items = [f"launch {lid} ({launches[lid].name if lid in launches else 'unnamed: no launch line'}, "
+             f"{n} row{'' if n == 1 else 's'})" for lid, n in accesses.items()]  # fmt: skip
+    more = len(items) - LISTED_LAUNCHES
+    return ", ".join(items[:LISTED_LAUNCHES]) + (f" and {more} more" if more > 0 else "")
+
+
+def _launch(path: str, ln: int, name: str, numbers) -> Launch:
+    """A launch line's fields, its grid and block checked against CUDA's maxima."""
+    grid, block = tuple(map(int, numbers[0:3])), tuple(map(int, numbers[3:6]))
+    nregs, shmem = int(numbers[6]), int(numbers[7])
+    problem = launch_problem(grid, block)
+    if problem is None and not (0 <= nregs <= MAX_REGS_PER_THREAD and 0 <= shmem <= MAX_SMEM_PER_BLOCK):
+        problem = f"nregs {nregs} or shmem {shmem} beyond 0..{MAX_REGS_PER_THREAD} and 0..{MAX_SMEM_PER_BLOCK}"
+    if problem:
+        raise ParseError(path, ln, f"launch line: {problem}")
+    return Launch(name, grid, block, nregs, shmem, ln)
 
 
 def _bad(path: str, line: int, what: str, skip: bool, acct: Counter) -> None:
@@ -264,9 +293,13 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
     by_cta: dict[int, list[int]] = defaultdict(list)
     for i, c in enumerate(cta.tolist()):
         by_cta[c].append(i)
-    warp, wstats = _recover_warps(by_cta, slot, opnames, width, addr, mask, wpb)
+    # Without a launch line the block is unknown, but CUDA's has at most 32 warps: slots beyond are ranked.
+    warp, wstats = _recover_warps(by_cta, slot, opnames, width, addr, mask, wpb or MAX_THREADS_PER_BLOCK // WARP_SIZE)
     if block is None:
         block = (WARP_SIZE * (int(warp.max()) + 1 if n else 1), 1, 1)
+    problem = launch_problem(grid, block) or coverage_problem(grid, block, n)
+    if problem:
+        raise InputError(f"{p}: launch {lid}: {problem}")
     estimated.append("warp" if wstats["recovered"] < len(by_cta) else "warp (recovered from addresses)")
     # seq: position among the warp's memory instructions, in log order.
     seq = np.zeros(n, dtype=np.int64)

@@ -35,7 +35,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, shown
+from ..launch import ADDRESS_LIMIT
 from ..schema import CONSTANT, GLOBAL, LOAD, LOCAL, SHARED, SPACE_CODES, SPACE_NAMES, TEXTURE1D, TEXTURE2D, WIDTHS, ObjectInfo
 from ..tomlfile import load_toml
 from . import _object_kernels as K
@@ -119,25 +120,29 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
             raise InputError(f"{where}: name '{name}' used twice")
         names.add(name)
         for k, v in (("base", base), ("size", size)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (k == "size" and v == 0):
-                raise InputError(f"{where} ('{name}'): '{k}' must be a {'positive' if k == 'size' else 'non-negative'} integer, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (k == "size" and v == 0) or v > ADDRESS_LIMIT:
+                raise InputError(f"{where} ('{name}'): '{k}' must be a {'positive' if k == 'size' else 'non-negative'} "
+                                 f"integer below 2^64, got {shown(v)}")  # fmt: skip
+        if base + size > ADDRESS_LIMIT:
+            raise InputError(f"{where} ('{name}'): base {base:#x} + size {size} ends beyond the 64-bit address space")
         space = t.get("space")
         if space is not None:
             from ..schema import SPACE_SHORT
 
-            space = SPACE_SHORT.get(space, space)
+            space = SPACE_SHORT.get(space, space) if isinstance(space, str) else None
             if space not in SPACE_CODES:
-                raise InputError(f"{where} ('{name}'): space {t['space']!r} is not one of {', '.join(SPACE_NAMES)}")
+                raise InputError(f"{where} ('{name}'): space {shown(t['space'])} is not one of {', '.join(SPACE_NAMES)}")
         elem = t.get("elem_bytes")
-        if elem is not None and elem not in WIDTHS:
-            raise InputError(f"{where} ('{name}'): elem_bytes must be one of {WIDTHS}, got {elem!r}")
+        if elem is not None and (isinstance(elem, bool) or elem not in WIDTHS):
+            raise InputError(f"{where} ('{name}'): elem_bytes must be one of {WIDTHS}, got {shown(elem)}")
         shape = t.get("shape")
         if shape is not None:
-            if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(x, int) and x >= 1 for x in shape)):
-                raise InputError(f"{where} ('{name}'): shape must be [rows, cols], got {shape!r}")
+            if not (isinstance(shape, list) and len(shape) == 2
+                    and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in shape)):  # fmt: skip
+                raise InputError(f"{where} ('{name}'): shape must be [rows, cols], got {shown(shape)}")
             shape = (shape[0], shape[1])
             if shape[0] * shape[1] * (elem or 4) > size:
-                raise InputError(f"{where} ('{name}'): shape {shape} x {elem or 4} B exceeds size {size}")
+                raise InputError(f"{where} ('{name}'): shape {shown(shape)} x {elem or 4} B exceeds size {size}")
         specs.append(ObjectSpec(name, base, size, space, elem, shape))
     return tuple(specs)
 

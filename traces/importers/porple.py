@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..inputfile import numbered_lines
+from ..launch import ADDRESS_LIMIT, coverage_problem, launch_problem
 from ..schema import LOAD, STORE, WARP_SIZE, WIDTHS, GLOBAL, Instructions, KernelInfo
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
@@ -42,6 +44,7 @@ from .opcodes import CLASS_NAMES
 log = logging.getLogger(__name__)
 
 BASE = 1 << 32
+MAX_DIGITS = 17  # below 2^56: element index x 16-byte elements stays exact in int64
 ALIGN = 512
 _KEYS = ("dimension", "sizeof", "block_X", "block_Y", "array_size")
 
@@ -62,30 +65,30 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
             raise ParseError(p, ln, f"{msg}; --skip-bad-lines skips such lines")
         skipped += 1
 
-    with open(p, "r", encoding="utf-8", errors="replace") as f:
-        for ln, line in enumerate(f, start=1):
-            s = line.strip()
-            if not s:
-                blank += 1
+    for ln, line in numbered_lines(p):
+        s = line.strip()
+        if not s:
+            blank += 1
+            continue
+        if s[0] == "[":
+            s = s.partition(":")[2].strip()
+        if s[:1].isdigit():
+            parts = s.split()
+            if len(parts) != 6 or not all(t.isdigit() and len(t) <= MAX_DIGITS for t in parts):
+                bad(ln, f"expected six non-negative integers of at most {MAX_DIGITS} digits (array, read/write, "
+                        "expression, loop, thread, index)")  # fmt: skip
                 continue
-            if s[0] == "[":
-                s = s.partition(":")[2].strip()
-            if s[:1].isdigit():
-                parts = s.split()
-                if len(parts) != 6 or not all(t.isdigit() for t in parts):
-                    bad(ln, "expected six non-negative integers (array, read/write, expression, loop, thread, index)")
-                    continue
-                recs.append([int(t) for t in parts])
-                lines_of.append(ln)
+            recs.append([int(t) for t in parts])
+            lines_of.append(ln)
+            continue
+        key, *vals = s.split() or [""]
+        if key in _KEYS and vals and all(v.isdigit() and len(v) <= MAX_DIGITS for v in vals):
+            if recs:
+                bad(ln, f"header line '{key}' after the accesses started")
                 continue
-            key, *vals = s.split()
-            if key in _KEYS and vals and all(v.lstrip("-").isdigit() for v in vals):
-                if recs:
-                    bad(ln, f"header line '{key}' after the accesses started")
-                    continue
-                head[key] = (ln, [int(v) for v in vals])
-                continue
-            bad(ln, f"expected a header line ({', '.join(_KEYS)}) or an access line, got {s[:60]!r}")
+            head[key] = (ln, [int(v) for v in vals])
+            continue
+        bad(ln, f"expected a header line ({', '.join(_KEYS)}: non-negative integers) or an access line, got {s[:60]!r}")
     for key in ("sizeof", "array_size"):
         if key not in head:
             raise ParseError(p, None, f"header line '{key}' (one value per array) is missing")
@@ -111,16 +114,34 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
         if cond.any():
             i = int(np.flatnonzero(cond)[0])
             raise ParseError(p, int(lines_arr[i]), msg)
-    over = (index + 1) * es[arr] > asz[arr]
-    if over.any():
-        i = int(np.flatnonzero(over)[0])
-        raise ParseError(p, int(lines_arr[i]), f"element {index[i]} of array {arr[i]} lies beyond its {asz[arr[i]]} bytes")
+    # Accesses beyond an array's array_size (PORPLE's own md_stride and cfd_stride traces
+    # have them) extend it to the last element accessed, with a warning.
+    needed = np.zeros(n_arr, dtype=np.int64)
+    np.maximum.at(needed, arr, (index + 1) * es[arr])
+    sizes = [max(int(array_size[a]), int(needed[a])) for a in range(n_arr)]
+    extended: dict[str, dict[str, Any]] = {}
+    for a in range(n_arr):
+        if sizes[a] > array_size[a]:
+            beyond = (arr == a) & ((index + 1) * es[a] > array_size[a])
+            first = int(np.flatnonzero(beyond)[0])
+            extended[f"array{a}"] = {
+                "array_size": int(array_size[a]), "extended_to": sizes[a], "ratio": round(sizes[a] / array_size[a], 3),
+                "accesses_beyond": int(beyond.sum()), "first_line": int(lines_arr[first]),
+                "last_element": int(needed[a] // es[a] - 1),
+            }  # fmt: skip
+    warnings = [f"array {k[5:]}: {v['accesses_beyond']} accesses (first on line {v['first_line']}) reach element "
+                f"{v['last_element']}, beyond its array_size of {v['array_size']} bytes; extended to {v['extended_to']} "
+                f"bytes ({v['ratio']}x)" for k, v in extended.items()]  # fmt: skip
+    for w in warnings:
+        log.warning("%s: %s", p, w)
 
     # Layout: arrays one after another, aligned.
     bases, off = [], BASE
     for a in range(n_arr):
         bases.append(off)
-        off += -(-array_size[a] // ALIGN) * ALIGN
+        off += -(-sizes[a] // ALIGN) * ALIGN
+    if off > ADDRESS_LIMIT:
+        raise ParseError(p, head["array_size"][0], f"the arrays take {off - BASE} bytes, beyond a 64-bit address space")
     specs = list(objects)
     taken = {s.name for s in specs}
     dim = head.get("dimension", (0, [1] * n_arr))[1]
@@ -130,16 +151,21 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
         shape = (by[a], bx[a]) if dim[a] == 2 and bx[a] > 0 and by[a] > 0 and bx[a] * by[a] * sizeof[a] <= array_size[a] else None
         name = f"array{a}"
         if name not in taken:
-            specs.append(ObjectSpec(name, bases[a], array_size[a], "global", sizeof[a], shape))
+            specs.append(ObjectSpec(name, bases[a], sizes[a], "global", sizeof[a], shape))
 
     # Threads -> blocks and warps.
     n_threads = int(thread.max()) + 1
     tpb = n_threads if n_threads <= 1024 else 256
     tpb = -(-tpb // WARP_SIZE) * WARP_SIZE
+    grid = (-(-n_threads // tpb), 1, 1)
+    problem = launch_problem(grid, (tpb, 1, 1))
+    if problem:
+        i = int(np.argmax(thread))
+        raise ParseError(p, int(lines_arr[i]), f"thread {thread[i]}: {problem}")
     cta_t, tid = thread // tpb, thread % tpb
     warp_t, lane = tid // WARP_SIZE, tid % WARP_SIZE
     # One row per (array, rw, expression, loop, cta, warp, occurrence of the lane).
-    ref = (arr * 2 + rw) * (int(exp.max()) + 1) + exp  # static reference
+    ref = np.unique(np.stack([arr, rw, exp], axis=1), axis=0, return_inverse=True)[1].reshape(-1)  # static reference
     grp = np.stack([cta_t, warp_t, loop, rw, arr, exp], axis=1)
     order = np.lexsort((lines_arr, lane, exp, arr, rw, loop, warp_t, cta_t))
     g_sorted = grp[order]
@@ -180,6 +206,9 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
     found = infer_objects(space, cols["pc"], op, width, mask, addr, explicit=specs)
     cols["obj"] = found.obj
     n_ctas = int(cta_t.max()) + 1
+    problem = coverage_problem((n_ctas, 1, 1), (tpb, 1, 1), n)
+    if problem:
+        raise ParseError(p, None, problem)
     classes = {k: 0 for k in CLASS_NAMES}
     classes["ldst"] = n
     source: dict[str, Any] = {
@@ -188,7 +217,9 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
         "lines": {"accesses": len(recs), "header": len(head), "blank": blank, "skipped_bad_lines": skipped},
         "skipped_lines": skipped,
         "estimated": ["addresses (arrays laid out from 4 GiB, 512-byte aligned)", "space (all global)", "pc", "seq",
-                      "grid", "block", "instructions"],
+                      "grid", "block", "instructions"] + [f"size of {k} (accesses beyond array_size)" for k in extended],
+        "warnings": warnings,
+        "extended": extended,
         "arrays": {f"array{a}": {"dimension": dim[a], "sizeof": sizeof[a], "block_X": bx[a], "block_Y": by[a],
                                  "array_size": array_size[a]} for a in range(n_arr)},
         "objects": {k: (f"PORPLE header, array {k[5:]}" if k not in taken else v) for k, v in found.report["objects"].items()},
