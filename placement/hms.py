@@ -38,12 +38,12 @@ the sample placement and for the target from the same trace:
    GPUPerf prices every request with DRAM's MWP, which makes an L1-hit-bound
    stencil (a convolution on Ampere: 15 to 20 resident warps' worth of 35-cycle
    hits) look five times slower than its issue and data-path time. T_mem is at
-   least T_L2, the L2's time for the 32-byte sectors that reach it at the
-   architecture's transactions per cycle (``placement.models.l2bound``'s rate, where
-   configs/architectures.toml has one: Kepler and Maxwell; on Kepler a global load
-   that bypasses L1 is served in 32-byte transactions, CUDA programming guide, cc
-   3.x); a naive matrix multiply on Kepler, whose loads all go to the L2, runs at
-   that rate;
+   least T_L2, the L2's time for the requests that reach it (one per line a warp
+   access touches) at the architecture's transactions per cycle
+   (``placement.models.l2bound``'s rate, where configs/architectures.toml has one:
+   Kepler and Maxwell; it was measured in nvprof's line transactions, so lines are
+   counted here too, not 32-byte sectors); a naive matrix multiply on Kepler, whose
+   loads all go to the L2, runs near that rate;
 5. T_overlap from trained Eq. 11 coefficients, else GPUPerf's
    min(T_comp x F_overlap, T_mem).
 
@@ -469,7 +469,7 @@ def _terms(
     # The L2's throughput bounds the memory time (the seed models' bound, placement.models.l2bound):
     # every request that reaches the L2, at the architecture's measured transactions per cycle.
     l2_rate = l2_rate_of(gpu)
-    t_l2 = float(mem.hier.l2_sectors.sum()) / l2_rate if l2_rate else 0.0
+    t_l2 = float(mem.hier.requests[cachesim.LEVELS.index("l2")].sum()) / l2_rate if l2_rate else 0.0
     t_mem = max(t_mem, t_l2)
 
     features = np.array([mem.events["e_global"], mem.events["e_constant"], mem.events["e_texture"],

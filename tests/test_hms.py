@@ -209,12 +209,12 @@ def test_w_serial_by_hand():
 
 
 def test_l2_throughput_bounds_t_mem(vec):
-    """T_L2 = sectors reaching the L2 / (SMs x the architecture's rate per SM); Kepler has one (0.5), Ampere none."""
+    """T_L2 = line requests reaching the L2 / (SMs x the architecture's rate per SM); Kepler has one (0.5), Ampere none."""
     k40 = get_gpu("k40")
     ev = Evaluator(vec, k40)
     s = ev.sample
-    # vecadd: every warp reads two 128-byte lines and writes one, 4 sectors each, all through the L2
-    sectors = 3 * 4 * vec.info.instructions.warps
-    assert s.t_l2 == pytest.approx(sectors / (15 * 0.5))
+    # vecadd: every warp reads two 128-byte lines and writes one, all through the L2
+    lines = 3 * vec.info.instructions.warps
+    assert s.t_l2 == pytest.approx(lines / (15 * 0.5))
     assert s.t_mem >= s.t_l2
     assert Evaluator(vec, get_gpu("a100")).sample.t_l2 == 0.0
