@@ -25,7 +25,8 @@ and times at most 1e18; rates in percent in [0, 100], ``Achieved.Occupancy`` in
 (``traces.launch``; a blank dimension is 1), registers per thread at most 255 and
 shared memory per block below 2^32 bytes. Specification columns: compute
 capability in [1, 10), clock 1 to 1e5 MHz, 1 to 2^18 cores, bandwidth 1e-3 to 1e6
-GB/s (or a bus of 1 to 8192 bits and a memory clock of 1 to 1e6 MHz).
+GB/s (or a bus of 1 to 8192 bits and a memory clock of 1 to 1e6 MHz), L2 (when
+given) 1e-3 to 1e4 MB.
 """
 
 from __future__ import annotations
@@ -372,7 +373,8 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> K
 
 # (lowest, highest) of the specification columns a GPU is made of.
 SPEC_RANGES = {"compute_version": (1.0, 9.99), "max_clock_rate": (1.0, 1e5), "num_of_cores": (1.0, 2.0**18),
-               "bandwith": (1e-3, 1e6), "bus": (1.0, 8192.0), "memory_clock": (1.0, 1e6)}  # fmt: skip
+               "bandwith": (1e-3, 1e6), "bus": (1.0, 8192.0), "memory_clock": (1.0, 1e6),
+               "L2": (1e-3, 1e4)}  # fmt: skip
 
 
 def _spec(spec: dict, key: str, where: str, required: bool = True) -> float:
@@ -411,7 +413,7 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
     cores_per_sm = catalog.arch_table(arch, (major, minor))["compute"]["cores_per_sm"]
     sms = max(1, int(round(cores / cores_per_sm)))
-    l2_mb = _num(spec.get("L2"))
+    l2_mb = _spec(spec, "L2", where, required=False)  # MB
     bus_bits = int(bus) if bus >= 32 else like[0].bus_bits
     memory = like[0].memory  # the memory type of the catalog's GPUs of this compute capability
     name = str(spec.get("gpu_name") or f"cc{cc}")
