@@ -106,11 +106,22 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     wpol = cfg[WRITE]
     wb = is_write_back(cfg, is_local)
     zero = np.uint64(0)
+    # one pass finds the way holding the line and, for a miss, the victim: the first
+    # invalid way if any, else the valid way of the smallest stamp (the first on a tie)
     way = -1
+    invalid = -1
+    oldest_way = -1
+    oldest = ~np.uint64(0)
     for k in range(first, first + assoc):
-        if valid[k] != zero and tags[k] == block:
+        if valid[k] == zero:
+            if invalid < 0:
+                invalid = k
+        elif tags[k] == block:
             way = k
             break
+        elif stamp[k] < oldest:
+            oldest = stamp[k]
+            oldest_way = k
     if way >= 0:
         present = (valid[way] & smask) == smask
         if is_write:
@@ -144,15 +155,7 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     # line absent
     if is_write and (wpol == W_RO or cfg[WALLOC] == WA_NONE):
         return MISS, zero, zero
-    victim = -1
-    oldest = ~np.uint64(0)
-    for k in range(first, first + assoc):
-        if valid[k] == zero:
-            victim = k
-            break
-        if stamp[k] < oldest:
-            oldest = stamp[k]
-            victim = k
+    victim = invalid if invalid >= 0 else oldest_way
     ev_block = zero
     ev_mask = zero
     if valid[victim] != zero and dirty[victim] != zero:
@@ -175,3 +178,47 @@ def run(cfg, state, addresses, writes, out):
         a = addresses[i]
         w = has_writes and writes[i]
         out[i] = access_rows(cfg, tags, valid, dirty, stamp, 0, a, sector_mask(cfg, a), w, False, i + 1)[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def run_reads(addresses, line_log2, nsets, assoc, lru, out):
+    """:func:`run` for the common case, loads only on a normal-line, linearly indexed cache; ``out[i]`` = hit.
+
+    The same outcomes as :func:`run` (LRU or FIFO, ``lru`` True or False) with the state
+    of one instance held per set: ``assoc`` tags then ``assoc`` stamps side by side, a
+    stamp of 0 marking an invalid way (every access's stamp is its position + 1, so a
+    valid way's stamp is never 0 and stamps are distinct). The victim is the way of the
+    smallest stamp, the first one on a tie, which is the first invalid way while any is
+    left and the LRU (FIFO) way afterwards, as in :func:`access_rows`. A power-of-two
+    set count (the spec parser's rule) makes the index a mask.
+    """
+    n = addresses.shape[0]
+    ways = np.zeros(nsets * 2 * assoc, np.uint64)
+    shift = np.uint64(line_log2)
+    set_mask = np.uint64(nsets - 1)
+    zero = np.uint64(0)
+    for i in range(n):
+        line = addresses[i] >> shift
+        block = line << shift
+        base = np.int64(line & set_mask) * (2 * assoc)
+        sbase = base + assoc
+        t = np.uint64(i + 1)
+        hit = False
+        for k in range(assoc):
+            if ways[base + k] == block and ways[sbase + k] != zero:
+                if lru:
+                    ways[sbase + k] = t
+                hit = True
+                break
+        out[i] = hit
+        if not hit:
+            victim = 0
+            oldest = ways[sbase]
+            for k in range(1, assoc):
+                s = ways[sbase + k]
+                if s < oldest:
+                    oldest = s
+                    victim = k
+            ways[base + victim] = block
+            ways[sbase + victim] = t
+

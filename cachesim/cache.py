@@ -97,6 +97,11 @@ def simulate_cache(spec: str, addresses: np.ndarray, writes: np.ndarray | None =
             raise CachesimError("writes", f"expected shape {a.shape} like addresses, got {w.shape}")
         if s.write == "R" and w.any():
             log.info("writes to read-only cache '%s' invalidate the line and count as misses", spec)
+    if not w.any() and s.line == s.sector and s.index == "L" and s.replacement in _REPL:
+        # loads only, normal lines, linear index: the specialised kernel (same outcomes as K.run)
+        hits = np.empty(a.shape[0], dtype=np.bool_)
+        K.run_reads(a, s.line.bit_length() - 1, s.nsets, s.assoc, s.replacement == "L", hits)
+        return hits
     cfg = cache_config(s)
     state = new_state(s.nsets * s.assoc)
     out = np.empty(a.shape[0], dtype=np.int8)

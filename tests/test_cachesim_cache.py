@@ -234,3 +234,28 @@ def test_bad_addresses():
         cachesim.simulate_cache("N:4:32:2,L:R:m:N:L", np.array([1.5]))
     with pytest.raises(cachesim.CachesimError, match="^writes"):
         cachesim.simulate_cache("N:4:32:2,L:R:m:N:L", np.array([1, 2]), np.array([True]))
+
+
+@pytest.mark.parametrize("repl", ["L", "F"])
+@pytest.mark.parametrize("geom", [(1, 32, 1), (1, 64, 8), (4, 32, 2), (64, 128, 4), (2, 16, 16), (8, 4, 3)])
+def test_load_kernel_matches_general_kernel(repl, geom):
+    """The loads-only kernel of simulate_cache gives the general kernel's outcomes, access for access
+    (block 0 and the top of the address space included: a tag of 0 is not an empty way)."""
+    from cachesim import _cache_kernels as K
+    from cachesim.cache import cache_config, new_state
+    from cachesim.spec import parse_spec
+
+    nsets, line, assoc = geom
+    rng = np.random.default_rng(nsets * 1000 + line * 10 + assoc)
+    span = nsets * line * assoc * 3
+    a = np.concatenate([np.zeros(5, np.uint64), rng.integers(0, span, 4000).astype(np.uint64),
+                        np.uint64(2**64 - 1) - rng.integers(0, span, 500).astype(np.uint64),
+                        rng.integers(0, 2, 200).astype(np.uint64)])  # fmt: skip
+    spec = parse_spec(f"N:{nsets}:{line}:{assoc},{repl}:R:m:N:L")
+    general = np.empty(a.shape[0], np.int8)
+    K.run(cache_config(spec), new_state(nsets * assoc), a, np.zeros(0, np.bool_), general)
+    fast = np.empty(a.shape[0], np.bool_)
+    K.run_reads(a, line.bit_length() - 1, nsets, assoc, repl == "L", fast)
+    np.testing.assert_array_equal(fast, general == K.HIT)
+    assert 0 < fast.sum() < fast.shape[0]
+    np.testing.assert_array_equal(cachesim.simulate_cache(spec.text or f"N:{nsets}:{line}:{assoc},{repl}:R:m:N:L", a), fast)
