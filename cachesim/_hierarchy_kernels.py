@@ -142,19 +142,22 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
     ssz = np.int64(1) << cfg[C.SECT_LOG2]
     sectored = cfg[C.NSECT] > 1
     wb = C.is_write_back(cfg, False)
-    gsec = np.uint64(1) << np.uint64(hp[HP_SECT_LOG2])  # the transaction sector, whatever the L2's own line
+    gsec_log2 = np.uint64(hp[HP_SECT_LOG2])  # the transaction sector, whatever the L2's own line
+    gsec = np.uint64(1) << gsec_log2
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
         line, stop, smask = _line_piece(a, end, cl, csz, sl)
-        sl_id = np.int64((a >> sh) % nsl)
-        p = (((a >> sh) // nsl) << sh) | (a & low)
+        hi = a >> sh
+        q = hi // nsl  # one division for the slice and the address inside it
+        sl_id = np.int64(hi - q * nsl)
+        p = (q << sh) | (a & low)
         t = stats[CLOCK] + 1
         stats[CLOCK] = t
         res = C.access(cfg, state, sl_id, p, smask, is_write, False, t)
         outcome = res[0]
         _count(stats, L2, space, outcome)
-        stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) // gsec)
+        stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) >> gsec_log2)  # // gsec, a power of two
         if res[2] != np.uint64(0):
             evb = res[1]
             orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)

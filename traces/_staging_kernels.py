@@ -50,12 +50,27 @@ def _row_box(i, mask, addr, width, base, elem, ncols, box):
     for lane in range(32):
         if (m >> lane) & 1:
             a = addr[i, lane]
-            for end in (a, a + w - np.uint64(1)):
-                r, c = _elem_rc(end, base, elem, ncols)
-                box[R0] = min(box[R0], r)
-                box[R1] = max(box[R1], r)
-                box[C0] = min(box[C0], c)
-                box[C1] = max(box[C1], c)
+            off = np.int64(a - np.uint64(base))
+            e = off // elem  # _elem_rc's arithmetic, with the element kept for the test below
+            if ncols > 0:
+                r, c = e // ncols, e % ncols
+            else:
+                r, c = np.int64(0), e
+            box[R0] = min(box[R0], r)
+            box[R1] = max(box[R1], r)
+            box[C0] = min(box[C0], c)
+            box[C1] = max(box[C1], c)
+            last = a + w - np.uint64(1)
+            # the lane's last byte is in the same element (so the same row and column) when its
+            # offset inside the element plus the width stays below the element size: skip its divisions
+            within = off - e * elem
+            if w >= np.uint64(1) and last >= a and within + np.int64(w) - 1 < elem:
+                continue
+            r, c = _elem_rc(last, base, elem, ncols)
+            box[R0] = min(box[R0], r)
+            box[R1] = max(box[R1], r)
+            box[C0] = min(box[C0], c)
+            box[C1] = max(box[C1], c)
     return True
 
 
