@@ -15,26 +15,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import Figures, measure  # noqa: E402
 
-def run_once(suite: str, out: Path, workers: int) -> tuple[float, float]:
-    """(wall s, CPU s of the command and its worker processes)."""
+
+def run_once(suite: str, out: Path, workers: int) -> Figures:
+    """Wall, CPU (the command and its worker processes, as children of this one) and peak RSS of one run."""
     cmd = [sys.executable, "-m", "placement.cli", "batch", suite, "-o", str(out), "--workers", str(workers),
            "--no-progress", "--json"]  # fmt: skip
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    with measure("batch") as m:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return m.figures
 
 
 def rows(path: Path) -> list[dict]:
@@ -50,21 +48,22 @@ def main() -> None:
     print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; suite {args.suite}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        warm, _ = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
-        print(f"warm-up run (numba cache): {warm:.1f} s")
+        warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
+        print(f"warm-up run (numba cache): {warm.describe()}")
         reference = rows(tmp / "warm.parquet")
         best: dict[int, float] = {}
         for w in args.workers:
             times, cpus = [], []
             for r in range(args.repeat):
                 out = tmp / f"w{w}-{r}.parquet"
-                wall, cpu = run_once(args.suite, out, w)
-                times.append(wall)
-                cpus.append(cpu)
+                f = run_once(args.suite, out, w)
+                times.append(f.wall_s)
+                cpus.append(f.children_cpu_s)
                 assert rows(out) == reference, f"{out}: rows differ from the warm-up run's"
             best[w] = min(times)
             print(f"workers {w}: {best[w]:6.1f} s wall (best of {args.repeat}: {', '.join(f'{t:.1f}' for t in times)}); "
-                  f"CPU {min(cpus):.1f} s; {len(reference)} rows")  # fmt: skip
+                  f"CPU {min(cpus):.1f} s (command and workers); peak RSS of the largest process so far "
+                  f"{f.children_peak_rss_mib:,.0f} MiB; {len(reference)} rows")  # fmt: skip
         base = best.get(1)
         if base:
             for w, t in best.items():

@@ -19,6 +19,9 @@ import time
 
 from traces import generators as G
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import peak_rss_mib, run_footer  # noqa: E402
+
 SIZES: dict[str, tuple[list[int] | None, list[int] | None]] = {
     "vecadd": ([1 << 24], None),
     "triad": ([1 << 24], None),
@@ -55,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     names = args.names or [n for n in G.names() if n in SIZES]
     print(f"# {os.cpu_count()} CPUs, numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
-    print(f"{'kernel':28s} {'size':>14s} {'rows':>12s} {'seconds':>8s} {'rows/s':>12s} {'cpu s':>8s} {'cpu rows/s':>12s}")
+    print(f"{'kernel':28s} {'size':>14s} {'rows':>12s} {'seconds':>8s} {'rows/s':>12s} {'cpu s':>8s} {'cpu rows/s':>12s} "
+          f"{'peak RSS':>10s}")  # fmt: skip
+    t_start, c_start = time.perf_counter(), time.process_time()
     for name in names:
         size, block = SIZES.get(name, (None, None))
         G.generate(name)  # warm numba (compiled once, then cached on disk)
@@ -70,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             del cols
         sz = "x".join(map(str, size or []))
         cpu = max(best_cpu, 1e-9)
-        print(f"{name:28s} {sz:>14s} {rows:12,d} {best:8.3f} {rows / best / 1e6:10.1f} M {best_cpu:8.3f} {rows / cpu / 1e6:10.1f} M")
+        print(f"{name:28s} {sz:>14s} {rows:12,d} {best:8.3f} {rows / best / 1e6:10.1f} M {best_cpu:8.3f} {rows / cpu / 1e6:10.1f} M "
+              f"{peak_rss_mib():6,.0f} MiB")  # peak RSS: the process's high-water mark so far
         sys.stdout.flush()
+    print(run_footer(t_start, c_start))
     return 0
 
 

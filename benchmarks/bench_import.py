@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numba
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import measure, run_footer  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT.parent / "shared" / "data" / "traces" / "accelsim-vectoradd" / "kernel-1.traceg"
 
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the Accel-Sim sample {SAMPLE} is absent (a fresh clone has no ../shared); nothing to measure", file=sys.stderr)
         return 2
     numba.set_num_threads(1)
+    t_start, c_start = time.perf_counter(), time.process_time()
     from traces.importers.accelsim import import_accelsim, parse_traceg
 
     with tempfile.TemporaryDirectory() as d:
@@ -97,16 +101,19 @@ def main(argv: list[str] | None = None) -> int:
         size = os.path.getsize(path)
         print(f"synthesized {n:,} lines ({size / 2**20:.0f} MiB{' xz' if args.xz else ''}) in {time.perf_counter() - t0:.1f} s")
         parse_traceg(str(SAMPLE))  # warm-up: load the compiled kernels
-        t0 = time.perf_counter()
-        parsed = parse_traceg(path)
-        dt = time.perf_counter() - t0
+        with measure("parse") as m:
+            parsed = parse_traceg(path)
+        dt = m.figures.wall_s
         rows = parsed.columns["cta"].shape[0]
-        print(f"parse:  {n / dt / 1e6:.2f} million lines/s ({n:,} lines, {rows:,} rows, {dt:.2f} s, {size / dt / 2**20:.0f} MiB/s)")
+        print(f"parse:  {n / dt / 1e6:.2f} million lines/s ({n:,} lines, {rows:,} rows, {size / dt / 2**20:.0f} MiB/s); "
+              f"{m.figures.describe()}")  # fmt: skip
         del parsed
-        t0 = time.perf_counter()
-        cols, info = import_accelsim(path)
-        dt = time.perf_counter() - t0
-        print(f"import: {n / dt / 1e6:.2f} million lines/s including object inference ({len(info.objects)} objects, {dt:.2f} s)")
+        with measure("import") as m:
+            cols, info = import_accelsim(path)
+        dt = m.figures.wall_s
+        print(f"import: {n / dt / 1e6:.2f} million lines/s including object inference ({len(info.objects)} objects); "
+              f"{m.figures.describe()}")  # fmt: skip
+    print(run_footer(t_start, c_start))
     return 0
 
 

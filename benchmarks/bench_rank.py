@@ -4,15 +4,20 @@ Builds a synthetic kernel whose 12 arrays cover the cases the search must weigh:
 six large inputs read coalesced, two small lookup tables read nearly as a
 broadcast (constant or shared candidates), two 2D images read down their columns
 (2D texture candidates) and two written outputs. Ranks the top 10 placements with
-the default search (surrogate + CP-SAT) and prints the wall time (goal: under 60 s)
-and the number of exact evaluations against the 5^12 placements.
+the default search (surrogate + CP-SAT) and prints the wall time (goal: under 60 s),
+CPU time (this process and its worker processes), peak RSS and the number of exact
+evaluations against the 5^12 placements. ``--json`` writes the ranking (placements
+and predicted times, full precision) to compare two versions' results.
 
-    python benchmarks/bench_rank.py [--rows 1000000] [--gpu k80] [--top 10]
+    python benchmarks/bench_rank.py [--rows 1000000] [--gpu k80] [--top 10] [--workers 2] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 import time
 
 import numpy as np
@@ -21,6 +26,9 @@ import traces
 from placement.gpu import get_gpu
 from placement.hms import Evaluator
 from placement.search import SearchOptions, solve
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import measure, run_footer  # noqa: E402
 
 WARPS_PER_BLOCK = 8
 
@@ -81,25 +89,33 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pair-budget", type=int, default=None)
+    ap.add_argument("--json", default=None, help="write the ranking here (placement, time_ns) for comparisons")
     args = ap.parse_args()
+    t_start, c_start = time.perf_counter(), time.process_time()
     gpu = get_gpu(args.gpu)
-    t0 = time.perf_counter()
-    trace = build(args.rows)
-    print(f"built {len(trace):,} warp-instructions over {len(trace.info.objects)} objects in {time.perf_counter() - t0:.1f} s")
+    with measure("build") as m:
+        trace = build(args.rows)
+    print(f"built {len(trace):,} warp-instructions over {len(trace.info.objects)} objects: {m.figures.describe()}")
     # warm the numba kernels on a slice so compilation is not timed
     small = traces.Trace(**{k: v[:5000] for k, v in trace.columns().items()}, info=trace.info)
     solve(Evaluator(small, gpu), options=SearchOptions(top=2, pair_budget=2))
-    t0 = time.perf_counter()
-    r = solve(Evaluator(trace, gpu), options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
-    dt = time.perf_counter() - t0
-    print(f"rank top {args.top} on {gpu.name} with {args.workers} worker(s): {dt:.1f} s (goal: under 60 s), "
-          f"{r.evaluations} exact evaluations of 5^12 = {5**12:,} placements "
+    with measure("rank") as m:
+        r = solve(Evaluator(trace, gpu), options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
+    f = m.figures
+    print(f"rank top {args.top} on {gpu.name} with {args.workers} worker(s): {f.describe()} (goal: under 60 s wall); "
+          f"{r.evaluations} exact evaluations of 5^12 = {5**12:,} placements, {f.total_cpu_s / max(r.evaluations, 1):.2f} s CPU each "
           f"({r.surrogate})")  # fmt: skip
     sample_ns = r.sample.sample.time_ns
     for i, e in enumerate(r.ranking, start=1):
         moved = {k: v for k, v in e.target.placement.items() if r.sample.sample.placement[k] != v}
         print(f"  {i:2d}. {e.target.time_ns:12,.0f} ns  x{sample_ns / e.target.time_ns:5.3f}  "
               + (",".join(f"{k}={v}" for k, v in moved.items()) or "(sample)"))
+    if args.json:
+        out = {"evaluations": r.evaluations, "sample_ns": sample_ns,
+               "ranking": [{"placement": e.target.placement, "time_ns": e.target.time_ns} for e in r.ranking]}  # fmt: skip
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1, sort_keys=True)
+    print(run_footer(t_start, c_start))
 
 
 if __name__ == "__main__":

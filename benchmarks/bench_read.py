@@ -23,6 +23,9 @@ import pyarrow.parquet as pq
 import traces
 from traces.schema import ARROW_SCHEMA, METADATA_KEY
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import measure  # noqa: E402
+
 
 def make_trace(path: str, rows: int, chunk: int = 1 << 20) -> None:
     """Write a vecadd-shaped trace of ``rows`` rows chunk by chunk (bounded memory)."""
@@ -72,12 +75,13 @@ def read_all(path: str, batch: int) -> None:
     next(traces.iter_batches(path, rows=1000))  # compile or load the numba kernel first
     rss0 = peak_rss_mib()
     for validate in (True, False):
-        t0 = time.perf_counter()
         n = 0
-        for b in traces.iter_batches(path, rows=batch, validate=validate):
-            n += len(b)
-        dt = time.perf_counter() - t0
-        print(f"iter_batches(rows={batch}, validate={validate}): {n:,} rows in {dt:.2f} s = {n / dt / 1e6:.2f} M rows/s")
+        with measure("read") as m:
+            for b in traces.iter_batches(path, rows=batch, validate=validate):
+                n += len(b)
+        f = m.figures
+        print(f"iter_batches(rows={batch}, validate={validate}): {n:,} rows, {f.describe()} = "
+              f"{n / f.wall_s / 1e6:.2f} M rows/s wall, {n / f.cpu_s / 1e6:.2f} M rows per CPU second")
     print(f"peak resident memory of the reading process: {peak_rss_mib():.0f} MiB (after imports and one batch: {rss0:.0f} MiB)")
 
 
@@ -96,7 +100,9 @@ def main() -> None:
         make_trace(path, args.rows)
         print(f"wrote {args.rows:,} rows in {time.perf_counter() - t0:.1f} s, {os.path.getsize(path) / 2**20:.0f} MiB on disk")
         # Read in a fresh process so that its peak memory is the reader's alone.
-        subprocess.run([sys.executable, __file__, "--read", path, "--batch", str(args.batch)], check=True)
+        with measure("reading process") as m:
+            subprocess.run([sys.executable, __file__, "--read", path, "--batch", str(args.batch)], check=True)
+        print(m.line())
 
 
 if __name__ == "__main__":

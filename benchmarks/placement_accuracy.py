@@ -112,4 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _measure import timed_main
+
+    sys.exit(timed_main(main))  # prints wall, CPU and peak RSS of the run to stderr
