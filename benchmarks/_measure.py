@@ -13,7 +13,10 @@ largest finished child; Linux reports it in KiB).
     m.figures.cpu_s          # the numbers, for ratios
 
 A child's CPU time counts once the child has been waited for (a pool shut down, a
-``subprocess.run`` returned), so measure around the whole pool or subprocess.
+``subprocess.run`` returned), so measure around the whole pool or subprocess. A
+child's ``ru_maxrss`` on Linux can include the RSS it inherited from this process
+when it was forked, so a script that wants a child's own peak reads the child's
+``VmHWM`` (``bench_read.py`` does).
 """
 
 from __future__ import annotations
