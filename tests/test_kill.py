@@ -124,8 +124,9 @@ _BATCH_KILL = """\
 import json, os, signal, sys
 from placement import batch
 def progress(done, total):
-    if done >= 1:
-        print(json.dumps(sys.modules["__main__"].children(os.getpid())), flush=True)
+    kids = sys.modules["__main__"].children(os.getpid())
+    if len(kids) >= 2:  # the pool's workers (the first chunk runs in this process, before them)
+        print(json.dumps(kids), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 def children(pid):
     out = []
