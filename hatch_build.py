@@ -19,11 +19,14 @@ used.
 The warm-up needs the runtime dependencies in the build environment
 (``require-runtime-dependencies`` in pyproject.toml). A warm-up command that fails
 only costs the speed-up: the build goes on, with a warning.
-Set ``PLACEMENT_WHEEL_NO_CACHE=1`` to build a wheel without the cache.
+The same files seed the source tree's ``__pycache__`` where it has none (see
+:func:`_seed`), for the test suite run from there. Set ``PLACEMENT_WHEEL_NO_CACHE=1`` to
+build a wheel without the cache.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -46,6 +49,27 @@ WARM_UP = (
 )
 
 
+def _seed(root: Path, work: Path) -> int:
+    """Copy the warmed cache into the source tree's ``__pycache__`` where it has no index of
+    that function yet, so that the test suite run from the source tree (``pip install
+    '.[test]' && python -m pytest``) loads these kernels instead of compiling them. An
+    existing index (perhaps newer, with more signatures) is left alone; a data file of the
+    same name without an index belongs to none and is replaced. The index is copied last,
+    once its data files are in place."""
+    seeded = 0
+    for index in sorted(work.glob("*/**/__pycache__/*.nbi")):
+        rel = index.relative_to(work)
+        if rel.parts[0] not in PACKAGES or (root / rel).exists():
+            continue
+        (root / rel).parent.mkdir(exist_ok=True)
+        stem = index.name[: -len(".nbi")]
+        for data in index.parent.glob(glob.escape(stem) + ".*.nbc"):
+            shutil.copy2(data, root / data.relative_to(work))
+        shutil.copy2(index, root / rel)
+        seeded += 1
+    return seeded
+
+
 class CustomBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
@@ -62,6 +86,12 @@ class CustomBuildHook(BuildHookInterface):
                 build_data["force_include"][str(f)] = str(f.relative_to(work))
                 shipped += 1
         self.app.display_info(f"numba cache: {shipped} index and data files shipped")
+        try:
+            seeded = _seed(root, work)
+        except OSError as exc:  # a read-only source tree: the tests compile instead
+            self.app.display_warning(f"numba cache: source tree not seeded ({exc})")
+        else:
+            self.app.display_info(f"numba cache: {seeded} indexes seeded into the source tree's __pycache__")
 
     def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
         work = getattr(self, "_work", None)
