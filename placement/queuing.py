@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-MODES = ("kingman", "kingman-paper", "exact")
+from .choices import QUEUE_MODES as MODES
 
 
 @dataclass(frozen=True)

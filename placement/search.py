@@ -45,7 +45,7 @@ from .gpu import Gpu
 from .hms import Evaluation, Evaluator, Options
 from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
 from .staging import StagingFacts
-from .workers import die_with_parent
+from .workers import die_with_parent, evaluation_cost_s, worth_processes
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +175,19 @@ def _evaluate_in_worker(p: Placement) -> Evaluation:
 
 
 class _Runner:
-    """Exact evaluations, each placement once, in parallel processes where allowed.
+    """Exact evaluations, each placement once, in parallel processes where they pay.
 
-    Workers are forked from this process after the evaluator is built, so they
-    share its trace and the sample's terms without copying or pickling them; an
-    evaluation is a pure function, so the results do not depend on the workers.
+    A batch of evaluations goes to worker processes only when its estimated work
+    (``workers.evaluation_cost_s`` per placement) outweighs starting them
+    (``workers.worth_processes``); smaller batches run in this process, and the
+    decision is logged. The pool is forked once, at the first batch worth it, after
+    this process has evaluated one placement of every set of spaces in that batch:
+    the workers inherit the evaluator (its trace and the sample's terms, not copied
+    or pickled) and every kernel compiled or loaded from numba's cache, so none of
+    them compiles. A later batch's new sets of spaces are evaluated here first too, so
+    their kernels are in numba's on-disk cache when a worker needs them (loaded, not
+    compiled). An evaluation is a pure function, so the results do not depend on the
+    workers.
     """
 
     def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
@@ -187,11 +195,8 @@ class _Runner:
         self.exact: dict[Placement, Evaluation] = {}
         self.progress = progress
         self.pool = None
-        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            global _WORKER_EVALUATOR
-            _WORKER_EVALUATOR = ev
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                            initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
+        self.workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
+        self.rows = len(ev.trace.addr)
 
     def __enter__(self) -> "_Runner":
         return self
@@ -202,16 +207,43 @@ class _Runner:
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
-        if self.pool is not None and len(todo) > 1:
+        if self._parallel(todo):
+            # one placement per set of spaces first, here, so the workers forked below
+            # inherit every kernel the rest use
+            kinds: dict[frozenset[str], Placement] = {}
+            for p in todo:
+                kinds.setdefault(frozenset(s for _, s in p.spaces), p)
+            first = list(kinds.values())
+            self._run(first, (self.ev.evaluate(p) for p in first))
+            todo = [p for p in todo if p not in self.exact]
+            if self.pool is None:
+                global _WORKER_EVALUATOR
+                _WORKER_EVALUATOR = self.ev
+                self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                                initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
             results = self.pool.map(_evaluate_in_worker, todo)
             self.ev.evaluations += len(todo)
         else:
             results = (self.ev.evaluate(p) for p in todo)
+        self._run(todo, results)
+        return [self.exact[p] for p in placements]
+
+    def _parallel(self, todo: list[Placement]) -> bool:
+        """Whether this batch goes to worker processes (see the class docstring); logged."""
+        if self.workers <= 1 or len(todo) <= 1:
+            return False
+        work = len(todo) * evaluation_cost_s(self.rows)
+        go = self.pool is not None or worth_processes(work, self.workers)
+        log.info("%d exact evaluations of %d rows, about %.2f s of CPU: %s", len(todo), self.rows, work,
+                 f"{self.workers} worker processes" if go else
+                 f"in this process (starting {self.workers} workers would cost more than they save)")  # fmt: skip
+        return go
+
+    def _run(self, todo: list[Placement], results) -> None:
         for p, r in zip(todo, results):
             self.exact[p] = r
             if self.progress:
                 self.progress(1)
-        return [self.exact[p] for p in placements]
 
     def one(self, p: Placement) -> Evaluation:
         return self.many([p])[0]

@@ -40,18 +40,28 @@ from placement.cli import main
 sys.exit(main(argv))
 """
 
-# The search's worker pool with an evaluation that never ends: each worker prints its pid and sleeps.
+# The search's worker pool with an evaluation that never ends: each worker prints its pid and sleeps
+# (the runner evaluates the first placement of a set of spaces here, before it forks; that one returns).
 _POOL = """\
 import os, sys, time
+from collections import namedtuple
+import placement.search
 from placement.search import _Runner
+
+placement.search.worth_processes = lambda work_s, workers: True  # the pool whatever the work
+P = namedtuple("P", "spaces n")
+PARENT = os.getpid()
 
 class Slow:
     evaluations = 0
+    trace = namedtuple("T", "addr")(addr=())
     def evaluate(self, p):
+        if os.getpid() == PARENT:
+            return None
         os.write(1, f"{os.getpid()}\\n".encode())  # one write: the two workers' lines do not interleave
         time.sleep(600)
 
-_Runner(Slow(), 2, None).many(["a", "b"])
+_Runner(Slow(), 2, None).many([P((("x", "G"),), n) for n in range(3)])
 """
 
 
@@ -114,8 +124,9 @@ _BATCH_KILL = """\
 import json, os, signal, sys
 from placement import batch
 def progress(done, total):
-    if done >= 1:
-        print(json.dumps(sys.modules["__main__"].children(os.getpid())), flush=True)
+    kids = sys.modules["__main__"].children(os.getpid())
+    if len(kids) >= 2:  # the pool's workers (the first chunk runs in this process, before them)
+        print(json.dumps(kids), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 def children(pid):
     out = []

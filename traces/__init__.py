@@ -6,23 +6,46 @@ to a target placement. Lower layers (``cachesim``, ``placement``) read traces
 through the functions exported here.
 """
 
-from .errors import InputError, TraceError
-from .io import Trace, atomic_write_table, iter_batches, read, read_info, to_table, validate, write
-from .rewrite import Rewritten, rewrite, target_layout
-from .schema import (
-    COLUMNS,
-    INSTRUCTION_CLASSES,
-    OP_NAMES,
-    SHORT_OF_SPACE,
-    SPACE_CODES,
-    SPACE_NAMES,
-    SPACE_SHORT,
-    WARP_SIZE,
-    Instructions,
-    KernelInfo,
-    Measured,
-    ObjectInfo,
-)
+import importlib
+import sys
+import types
+
+# The names below load their module on first use (PEP 562), so importing a light
+# submodule (``traces.errors`` for the command line's `--help` and argument errors)
+# does not import numba or pyarrow.
+_HOME = {
+    **dict.fromkeys(("InputError", "TraceError"), "errors"),
+    **dict.fromkeys(("Trace", "atomic_write_table", "iter_batches", "read", "read_info", "to_table", "validate",
+                     "write"), "io"),
+    **dict.fromkeys(("Rewritten", "rewrite", "target_layout"), "rewrite"),
+    **dict.fromkeys(("COLUMNS", "INSTRUCTION_CLASSES", "OP_NAMES", "SHORT_OF_SPACE", "SPACE_CODES", "SPACE_NAMES",
+                     "SPACE_SHORT", "WARP_SIZE", "Instructions", "KernelInfo", "Measured", "ObjectInfo"), "schema"),
+}  # fmt: skip
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+class _Package(types.ModuleType):
+    """``traces.rewrite`` is the function, as when this package imported it eagerly: importing
+    the submodule of that name would otherwise set the package's attribute to the module."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "rewrite" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "COLUMNS",

@@ -148,7 +148,20 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
             yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
         return
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    fork = "fork" in methods
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
+    if fork:
+        # The first chunk here: the workers forked after it inherit the kernels it compiled or
+        # loaded from numba's cache (and its evaluator), so none of them compiles them again.
+        _TRACES.update(plan_.loaded)
+        c, *work = work
+        yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+        if len(work) <= 1:
+            log.info("batch: the last chunk in this process (one chunk does not need workers)")
+            for c in work:
+                yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+            return
+    log.info("batch: %d chunks over %d worker processes (%s)", len(work), workers, ctx.get_start_method())
     # With fork the initializer's arguments are inherited, not pickled.
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded, os.getpid())) as pool:
         futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey): c

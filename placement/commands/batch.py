@@ -16,9 +16,6 @@ from __future__ import annotations
 import os
 import sys
 
-from tqdm import tqdm
-
-from .. import batch
 from ._output import print_json, table
 
 NAME = "batch"
@@ -41,6 +38,10 @@ def _f(v, fmt: str) -> str:
 
 
 def run(args) -> int:
+    from tqdm import tqdm
+
+    from .. import batch
+
     workers = args.workers if args.workers is not None else len(os.sched_getaffinity(0))
     show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
     with tqdm(desc="placement batch", unit="task", disable=not show, file=sys.stderr, leave=False) as bar:

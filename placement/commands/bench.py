@@ -10,7 +10,6 @@ keep their defaults.
 
 from __future__ import annotations
 
-from traces import generators
 from traces.errors import InputError
 
 from ._output import print_json, table
@@ -48,6 +47,8 @@ def _param_doc(params) -> str:
 
 
 def run(args) -> int:
+    from traces import generators
+
     if args.bench_command == "list":
         specs = list(generators.registry().values())
         if args.json:

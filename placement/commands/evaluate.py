@@ -10,7 +10,7 @@ for. The ablations of the paper's Figs. 7-9 are options.
 
 from __future__ import annotations
 
-from ..queuing import MODES
+from ..choices import QUEUE_MODES as MODES
 from ._output import print_json
 
 NAME = "evaluate"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from .. import catalog
-from ..gpu import as_dict, get_gpu, gpu_names
 from ._output import print_json, table
 
 NAME = "gpus"
@@ -18,6 +16,9 @@ def add_arguments(p) -> None:
 def _listing() -> list[dict]:
     """One summary per GPU: every catalog row (a bundled TOML of the same name wins), then the
     bundled configurations the catalog does not have (the papers' older GPUs)."""
+    from .. import catalog
+    from ..gpu import get_gpu, gpu_names
+
     bundled = {catalog.normalize(n): n for n in gpu_names()}
     out, seen = [], set()
     for e in catalog.entries():
@@ -44,6 +45,8 @@ def _summary(g, full_name: str, origin: str, source: str) -> dict:
 
 def run(args) -> int:
     if args.name:
+        from ..gpu import as_dict, get_gpu
+
         g = get_gpu(args.name)
         if args.json:
             print_json(as_dict(g))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from traces.summary import summarize
-
 from ._output import print_json, table
 
 NAME = "info"
@@ -55,6 +53,8 @@ def to_dict(s) -> dict:
 
 
 def run(args) -> int:
+    from traces.summary import summarize
+
     s = summarize(args.trace)
     d = to_dict(s)
     if args.json:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import sys
 
-from tqdm import tqdm
-
 from ._output import print_json
 from .evaluate import add_model_arguments, model_kwargs
 
@@ -40,6 +38,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from tqdm import tqdm
+
     from ..api import rank
 
     workers = args.workers if args.workers is not None else len(os.sched_getaffinity(0))

@@ -8,11 +8,7 @@ writes the coefficients for `placement evaluate --overlap`.
 
 from __future__ import annotations
 
-from ..gpu import get_gpu
-from ..hms import Options
-from ..overlap import COEFFICIENT_NAMES, FEATURES, save
-from ..queuing import MODES
-from ..training import read_measurements, train
+from ..choices import QUEUE_MODES as MODES
 from ._output import print_json, table
 
 NAME = "train"
@@ -28,6 +24,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from ..gpu import get_gpu
+    from ..hms import Options
+    from ..overlap import COEFFICIENT_NAMES, FEATURES, save
+    from ..training import read_measurements, train
+
     gpu = get_gpu(args.gpu)
     samples = read_measurements(args.measurements, gpu, Options(queue=args.queue))
     report = train(samples, gpu, source=str(args.measurements))

@@ -1,0 +1,117 @@
+"""Wheel build hook: ship numba's on-disk cache of the kernels the commands use.
+
+Compiling the kernels is nearly all of a first `placement rank` after a fresh install
+(40.7 s CPU of 41 on the 2-core machine, benchmarks/bench_cold_start.py). This hook runs
+the commands once, at wheel build time, on the bundled examples, in a copy of the three
+packages, and puts the ``__pycache__/*.nbi`` / ``*.nbc`` files numba writes there into
+the wheel beside the sources they belong to.
+
+Why the shipped cache is used after ``pip install``: numba (>= 0.61) stamps a cache
+index with the SHA-256 of its source file's content, not its path or mtime, and keys
+each entry on the signature, the numba version, the Python version, the CPU (name and
+features) and the function's bytecode. An installed file has a new path and mtime but
+the same content, so the index is valid; on another CPU, numba version or Python, or
+with the sources changed, the entries do not match and numba compiles as it always
+did (and caches next to the installed files when that directory is writable). An
+editable install (``pip install -e .``) ships nothing: the source tree's own cache is
+used.
+
+The warm-up needs the runtime dependencies in the build environment
+(``require-runtime-dependencies`` in pyproject.toml). A warm-up command that fails
+only costs the speed-up: the build goes on, with a warning.
+The same files seed the source tree's ``__pycache__`` where it has none (see
+:func:`_seed`), for the test suite run from there. Set ``PLACEMENT_WHEEL_NO_CACHE=1`` to
+build a wheel without the cache.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+PACKAGES = ("traces", "cachesim", "placement")
+
+# The commands whose kernels the wheel carries compiled: the main job (rank, with the
+# staging kernels of conv1d and matmul), evaluate, and a trace's summary.
+WARM_UP = (
+    ("rank", "configs/examples/vecadd.parquet", "--gpu", "k80"),
+    ("rank", "configs/examples/conv1d.parquet", "--gpu", "k80"),
+    ("rank", "configs/examples/matmul.parquet", "--gpu", "v100"),
+    ("evaluate", "configs/examples/vecadd.parquet", "--gpu", "k80"),
+    ("info", "configs/examples/vecadd.parquet"),
+)
+
+
+def _seed(root: Path, work: Path) -> int:
+    """Copy the warmed cache into the source tree's ``__pycache__`` where it has no index of
+    that function yet, so that the test suite run from the source tree (``pip install
+    '.[test]' && python -m pytest``) loads these kernels instead of compiling them. An
+    existing index (perhaps newer, with more signatures) is left alone; a data file of the
+    same name without an index belongs to none and is replaced. The index is copied last,
+    once its data files are in place."""
+    seeded = 0
+    for index in sorted(work.glob("*/**/__pycache__/*.nbi")):
+        rel = index.relative_to(work)
+        if rel.parts[0] not in PACKAGES or (root / rel).exists():
+            continue
+        (root / rel).parent.mkdir(exist_ok=True)
+        stem = index.name[: -len(".nbi")]
+        for data in index.parent.glob(glob.escape(stem) + ".*.nbc"):
+            shutil.copy2(data, root / data.relative_to(work))
+        shutil.copy2(index, root / rel)
+        seeded += 1
+    return seeded
+
+
+class CustomBuildHook(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict) -> None:
+        if version == "editable" or os.environ.get("PLACEMENT_WHEEL_NO_CACHE"):
+            return
+        root = Path(self.root)
+        # removed in finalize, once the wheel holds the files
+        self._work = work = Path(tempfile.mkdtemp(prefix="placement-numba-cache-"))
+        self._warm_up(root, work)
+        shipped = 0
+        for pkg in PACKAGES:
+            for f in sorted((work / pkg).rglob("__pycache__/*.nb[ic]")):
+                build_data["force_include"][str(f)] = str(f.relative_to(work))
+                shipped += 1
+        self.app.display_info(f"numba cache: {shipped} index and data files shipped")
+        try:
+            seeded = _seed(root, work)
+        except OSError as exc:  # a read-only source tree: the tests compile instead
+            self.app.display_warning(f"numba cache: source tree not seeded ({exc})")
+        else:
+            self.app.display_info(f"numba cache: {seeded} indexes seeded into the source tree's __pycache__")
+
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        work = getattr(self, "_work", None)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _warm_up(self, root: Path, work: Path) -> None:
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        for pkg in PACKAGES:
+            shutil.copytree(root / pkg, work / pkg, ignore=ignore)
+        shutil.copytree(root / "configs", work / "configs", ignore=ignore)
+        # numba's in-tree cache (the package's own __pycache__), whatever the caller set
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+        env.update(PYTHONPATH=str(work), CI="1")
+        for argv in WARM_UP:
+            cmd = [sys.executable, "-m", "placement.cli", *argv]
+            if argv[0] == "rank":
+                cmd += ["--workers", "1", "--no-progress"]
+            r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+            if r.returncode != 0:
+                tail = (r.stderr.strip().splitlines() or [""])[-1]
+                self.app.display_warning(f"numba cache warm-up `placement {' '.join(argv)}` failed "
+                                         f"(exit {r.returncode}: {tail}); those kernels compile on first use")  # fmt: skip

@@ -1,0 +1,7 @@
+"""Names the command line offers as choices, in a module that imports nothing heavy, so that
+`placement --help` and argument errors are answered without numba, pandas or pyarrow."""
+
+from __future__ import annotations
+
+QUEUE_MODES = ("kingman", "kingman-paper", "exact")
+"""DRAM queuing modes of ``placement.queuing`` (its module docstring says what each computes)."""
