@@ -380,8 +380,8 @@ class HierarchyStream:
         self._per_wave = config.sms * self.blocks_per_sm
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
-        self._held: tuple[np.ndarray, ...] | None = None  # rows of waves >= self._closed, not walked yet
-        self._held_start = 0
+        self._held: list[tuple[np.ndarray, ...]] = []  # rows of wave self._held_wave, not walked yet
+        self._held_wave = 0
         cap = max(int(dram_buffer), 1) + 2 * H.ROW_MARGIN
         self._out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
                      np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
@@ -409,19 +409,23 @@ class HierarchyStream:
                 f"a row of wave {self._closed}; a streamed trace needs its rows in order of waves of "
                 f"{self._per_wave} blocks (use simulate_hierarchy on the whole trace)",
             )  # fmt: skip
-        if self._held is not None:
-            cols = tuple(np.concatenate((h, c)) for h, c in zip(self._held, cols))
-            wave = cols[0].astype(np.int64) // self._per_wave
         self.rows += n
-        self._walk(cols, wave, int(wave.max()))
+        top = int(wave.max())
+        if int(wave.min()) == top and (not self._held or top == self._held_wave):
+            self._held.append(cols)  # all of the open wave: nothing to walk yet
+            self._held_wave = top
+            return
+        if self._held:
+            cols = tuple(np.concatenate(c) for c in zip(*self._held, cols))
+            wave = cols[0].astype(np.int64) // self._per_wave
+        self._walk(cols, wave, top)
 
     def finish(self) -> HierarchyTotals:
         """Walk the rows held back, serve every DRAM request, and return the totals."""
         if not self._finished:
-            if self._held is not None:
-                cols = self._held
-                wave = cols[0].astype(np.int64) // self._per_wave
-                self._walk(cols, wave, int(wave.max()) + 1)
+            if self._held:
+                cols = tuple(np.concatenate(c) for c in zip(*self._held))
+                self._walk(cols, cols[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
             self._drain(np.inf)
             self._finished = True
             log.info("hierarchy stream: %d rows, %d DRAM requests", self.rows, self._dram_requests)
@@ -470,7 +474,8 @@ class HierarchyStream:
                 self._drain(slot[order[start]] * issue)
             self._drain(self._next_start * issue)
         keep = np.flatnonzero(~now)
-        self._held = tuple(c[keep] for c in cols) if keep.size else None
+        self._held = [tuple(c[keep] for c in cols)] if keep.size else []
+        self._held_wave = upto
 
     def _drain(self, before: float) -> None:
         """Serve, in arrival order, the DRAM requests that arrive before cycle ``before`` (final:
