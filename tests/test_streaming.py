@@ -103,3 +103,28 @@ def test_rows_out_of_wave_order_are_refused():
     s.feed(gs[1])
     with pytest.raises(cachesim.HierarchyConfigError, match=r"row 0: block 0 of wave 0 comes after"):
         s.feed(gs[0])
+
+
+def test_read_of_many_row_groups_equals_the_columns(tmp_path):
+    # read() decodes a file of many row groups batch by batch into its columns
+    cols, info = generators.generate("matmul_tiled")
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(path).metadata.num_row_groups > 50
+    t = traces.read(path)
+    for k, v in cols.items():
+        np.testing.assert_array_equal(getattr(t, k), v, err_msg=k)
+    assert t.addr.flags["C_CONTIGUOUS"] and t.addr.shape == (len(cols["cta"]), 32)
+
+
+def test_read_names_the_bad_row_of_a_later_row_group(tmp_path):
+    cols, info = generators.generate("vecadd")
+    cols = {k: np.array(v) for k, v in cols.items()}
+    bad = 2500  # in the third row group of 1000
+    cols["width"][bad] = 3
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    with pytest.raises(traces.TraceError, match=rf"row {bad}.*width 3"):
+        traces.read(path)
