@@ -128,3 +128,32 @@ def test_read_names_the_bad_row_of_a_later_row_group(tmp_path):
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
     with pytest.raises(traces.TraceError, match=rf"row {bad}.*width 3"):
         traces.read(path)
+
+
+@pytest.mark.parametrize("mode", ["kingman", "kingman-paper", "exact"])
+@pytest.mark.parametrize("population", [None, 40.0])
+def test_queue_stream_equals_dram_latency(mode, population):
+    from placement import queuing
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    arrival = np.sort(rng.exponential(3.0, n).cumsum())
+    arrival[100:110] = arrival[100]  # ties
+    bank = rng.integers(0, 24, n) * 1000 + 5  # bank numbers, not dense ids
+    bank[-1] = 999_999  # a bank with one request
+    service = rng.choice([2.0, 4.5, 6.25], n) * rng.choice([1.0, 2.0], n)
+    latency = rng.choice([300.0, 700.0, 900.0], n)
+    dense = np.unique(bank, return_inverse=True)[1]
+    whole = queuing.dram_latency(dense, arrival, service, mode, latency=latency, population=population)
+    qs = queuing.QueueStream()
+    for lo in range(0, n, 997):
+        qs.feed(bank[lo : lo + 997], arrival[lo : lo + 997], service[lo : lo + 997], latency[lo : lo + 997])
+    got = qs.result(mode, population)
+    assert whole.saturated_banks == got.saturated_banks
+    np.testing.assert_array_equal(got.banks.count, whole.banks.count)
+    np.testing.assert_array_equal(got.banks.tau_s, whole.banks.tau_s)  # the same sums in the same order
+    np.testing.assert_array_equal(got.banks.wq_exact, whole.banks.wq_exact)
+    for f in ("tau_a", "c_a", "c_s", "rho"):  # Welford's sums against two passes
+        np.testing.assert_allclose(getattr(got.banks, f), getattr(whole.banks, f), rtol=1e-12, atol=0, err_msg=f)
+    for f in ("dram_lat", "mean_queuing_delay", "mean_service"):
+        assert getattr(got, f) == pytest.approx(getattr(whole, f), rel=1e-12, abs=0), f
