@@ -157,3 +157,46 @@ def test_queue_stream_equals_dram_latency(mode, population):
         np.testing.assert_allclose(getattr(got.banks, f), getattr(whole.banks, f), rtol=1e-12, atol=0, err_msg=f)
     for f in ("dram_lat", "mean_queuing_delay", "mean_service"):
         assert getattr(got, f) == pytest.approx(getattr(whole, f), rel=1e-12, abs=0), f
+
+
+def _close(a, b, path=""):
+    """Equal, floats to 1e-12 relative (the queues' variances are summed in another order)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and not isinstance(b, bool):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-300), path
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize(
+    "name,gpu,places",
+    [
+        ("vecadd", "k80", ["a=T,b=T", "b=R"]),
+        ("matmul_tiled", "k80", ["M=T", "Mds=G,Nds=G", "N=2T"]),
+        ("stencil2d", "v100", ["data=T", "data=R,sh=G"]),
+        ("conv1d", "a100", ["in=T,mask=C", "mask=C"]),
+    ],
+)
+def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, StreamEvaluator
+    from placement.placements import parse_placement
+
+    cols, info = generators.generate(name)
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    g = get_gpu(gpu)
+    whole = Evaluator(traces.read(path), g)
+    streamed = StreamEvaluator(path, g, rows=1000)
+    _close(streamed.sample.as_dict(), whole.sample.as_dict(), "sample")
+    np.testing.assert_array_equal(streamed.contexts.context(whole.trace.pc), whole.context)
+    for text in places:
+        p = parse_placement(text, info)
+        _close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
