@@ -416,9 +416,11 @@ class HierarchyStream:
             self._held_wave = top
             return
         if self._held:
-            cols = tuple(np.concatenate(c) for c in zip(*self._held, cols))
-            wave = cols[0].astype(np.int64) // self._per_wave
-        self._walk(cols, wave, top)
+            # the open wave's rows held back, with this group's rows of it (a wave's worth, not the group)
+            same = np.flatnonzero(wave == self._held_wave)
+            held = tuple(np.concatenate(c) for c in zip(*self._held, (c[same] for c in cols)))
+            self._walk(held, held[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
+        self._walk(cols, wave, top)  # the group's rows of later waves, in place
 
     def finish(self) -> HierarchyTotals:
         """Walk the rows held back, serve every DRAM request, and return the totals."""
@@ -451,7 +453,7 @@ class HierarchyStream:
         w = np.empty(n, np.int64)
         H.in_wave(cols[0], cols[1], cols[2], self.info.ctas, cfg.sms, self.blocks_per_sm, self.info.warps_per_block,
                   sm, slot, w)  # fmt: skip
-        now = w < upto
+        now = (w >= self._closed) & (w < upto)  # rows of waves already walked were walked from the held rows
         idx = np.flatnonzero(now)
         if idx.size:
             # wave starts as schedule() has them: each wave starts where the one before ended
@@ -473,7 +475,7 @@ class HierarchyStream:
                 # no request of a row still to walk arrives before that row's issue cycle
                 self._drain(slot[order[start]] * issue)
             self._drain(self._next_start * issue)
-        keep = np.flatnonzero(~now)
+        keep = np.flatnonzero(w >= upto)
         self._held = [tuple(c[keep] for c in cols)] if keep.size else []
         self._held_wave = upto
 

@@ -144,6 +144,7 @@ class ContextStream:
         self.n_ids = max((o.id for o in info.objects), default=-1) + 1
         self._held: list[tuple[np.ndarray, ...]] = []
         self._held_cta = -1
+        self._done = 0  # blocks below this one have been taken
         self._pcs = np.zeros(0, np.int64)
         self._state = np.zeros(0, np.int8)
         self._first = np.zeros(0, np.int64)
@@ -164,8 +165,11 @@ class ContextStream:
             self._held_cta = top
             return
         if self._held:
-            cols = tuple(np.concatenate(c) for c in zip(*self._held, cols))
-        self._take(cols, top)
+            # the last block's rows held back, with this group's rows of it (a block's worth, not the group)
+            same = np.flatnonzero(group.cta == self._held_cta)
+            held = tuple(np.concatenate(c) for c in zip(*self._held, (c[same] for c in cols)))
+            self._take(held, self._held_cta + 1)
+        self._take(cols, top)  # the group's later blocks, in place
 
     def finish(self) -> None:
         if self._held:
@@ -174,7 +178,7 @@ class ContextStream:
 
     def _take(self, cols: tuple[np.ndarray, ...], upto: int) -> None:
         cta, warp, seq, pc, obj, mask, addr = cols
-        now = np.flatnonzero(cta < upto)
+        now = np.flatnonzero((cta >= self._done) & (cta < upto))  # blocks below _done were taken already
         if now.size:
             order = now[np.lexsort((seq[now], warp[now], cta[now]))].astype(np.int64)
             ok = np.zeros(cta.shape[0], np.bool_)
@@ -194,6 +198,7 @@ class ContextStream:
         keep = np.flatnonzero(cta >= upto)
         self._held = [tuple(c[keep] for c in cols)] if keep.size else []
         self._held_cta = upto
+        self._done = upto
 
     def context(self, pc: np.ndarray) -> np.ndarray:
         """INDEXED or OFFSET (int8) for rows of these pcs (after ``finish``)."""
