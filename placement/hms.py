@@ -566,7 +566,8 @@ class Evaluator:
         base = float(ins.issued) if ins.issued is not None and counting else self._executed
         legal = check(self.info, gpu, self.sample_placement)
         self.sample = _terms(
-            self.info, _whole(trace, gpu, options), gpu, self.sample_placement, options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+            self.info, _whole(trace, gpu, options), gpu, self.sample_placement, options, occ=legal.occupancy,
+            smem_per_block=legal.smem_per_block,
             issued_base=base, add_replays=not known, executed=self._executed, addressing_delta=0, w_serial=None,
         )  # fmt: skip
         self._sample_replays = float(sum(self.sample.replays.values()))
@@ -587,7 +588,8 @@ class Evaluator:
             # causes 1-4 swapped for its own, plus the addressing delta (Sec. III-B).
             base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
             return _terms(
-                rw.trace.info, _whole(rw.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+                rw.trace.info, _whole(rw.trace, self.gpu, self.options), self.gpu, placement, self.options,
+                occ=legal.occupancy, smem_per_block=legal.smem_per_block,
                 issued_base=base, add_replays=counting, executed=self._executed + delta, addressing_delta=delta,
                 w_serial=self.sample.w_serial,
             )  # fmt: skip
@@ -612,7 +614,8 @@ class Evaluator:
                 "added_instructions": added,
             }
             t = _terms(
-                st.trace.info, _whole(st.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=occ, smem_per_block=option.smem_per_block,
+                st.trace.info, _whole(st.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=occ,
+                smem_per_block=option.smem_per_block,
                 issued_base=base, add_replays=counting, executed=self._executed + delta + added,
                 addressing_delta=delta, w_serial=self.sample.w_serial, extra_sync=ins["barriers"], staging=detail,
             )  # fmt: skip

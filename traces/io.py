@@ -1,9 +1,9 @@
 """Parquet I/O of traces, with validation against the trace contract.
 
 ``read`` returns the whole trace as numpy columns (``addr`` (n, 32) uint64: a view of
-Arrow's buffer for a file of one row group, else decoded batch by batch into them); ``iter_batches`` streams row groups for traces larger than
-memory; ``write`` checks the columns
-against the same rules and writes atomically (temporary file, then rename).
+Arrow's buffer for a file of one row group, else decoded batch by batch into them);
+``iter_batches`` streams row groups for traces larger than memory; ``write`` checks
+the columns against the same rules and writes atomically (temporary file, then rename).
 """
 
 from __future__ import annotations
