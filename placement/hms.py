@@ -733,9 +733,14 @@ class StreamEvaluator:
         legal = check(self.info, gpu, self.sample_placement)
         self.contexts = ContextStream(self.info)
         run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
-        for g in traces.iter_batches(path, rows):
-            self.contexts.feed(g)
-            run.feed(g)
+        try:
+            for g in traces.iter_batches(path, rows):
+                self.contexts.feed(g)
+                run.feed(g)
+        except traces.TraceError:
+            raise
+        except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
+            raise traces.TraceError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
         self.contexts.finish()
         self.sample = _terms(
             self.info, run.finish(), gpu, self.sample_placement, options, occ=legal.occupancy,

@@ -200,3 +200,49 @@ def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
     for text in places:
         p = parse_placement(text, info)
         _close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
+
+
+def test_stream_evaluator_refuses_rows_out_of_block_order_and_staging(tmp_path):
+    from placement.gpu import get_gpu
+    from placement.hms import StreamEvaluator
+    from placement.placements import parse_placement
+
+    cols, info = generators.generate("matmul_tiled")
+    n = len(cols["cta"])
+    back = np.r_[n // 2 : n, 0 : n // 2]  # the second half of the blocks first
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
+                              row_group_rows=1000)  # fmt: skip
+    with pytest.raises(traces.TraceError, match=r"t\.parquet.*row \d+: block 0 after block"):
+        StreamEvaluator(path, get_gpu("k80"), rows=1000)
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    ev = StreamEvaluator(path, get_gpu("k80"), rows=1000)
+    with pytest.raises(traces.InputError, match="staged placement"):
+        ev.evaluate(parse_placement("M=S/G", info))
+
+
+@pytest.mark.parametrize("name,place", [("matmul_tiled", "M=S/G"), ("stencil2d", "data=S/T"), ("conv1d", "in=S/R")])
+def test_stream_equals_whole_on_staged_traces(name, place):
+    # the staged (S/G, S/T, S/R) targets' traces, with their inserted copies and barriers, streamed
+    from placement import staging as stg
+    from placement.hms import Evaluator
+    from placement.placements import parse_placement, unstaged
+    from traces import staging as ts
+
+    t = trace_of(name)
+    gpu = get_gpu("k80")
+    ev = Evaluator(t, gpu)
+    p = parse_placement(place, t.info)
+    legal = ev.check(p)
+    staged = [t.info.object(n).id for n, s in p.spaces if s.startswith("S/")]
+    rw = traces.rewrite(t, unstaged(p), ev.cost, staged=staged, context=ev.context)
+    option = legal.staging.options[0]
+    plan = stg.plan(ev.staging, gpu, p, option, legal.staging.own_smem)
+    st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, stg.costs(gpu).barrier, option.smem_per_block).trace
+    order = np.argsort(st.cta, kind="stable")  # block order for the stream (the whole run does not depend on it)
+    st = traces.Trace(**{k: v[order] for k, v in st.columns().items()}, info=st.info)
+    cfg = hierarchy_config(gpu)
+    whole = cachesim.simulate_hierarchy(st, cfg, 2)
+    totals, pieces = stream(st, cfg, 2)
+    assert_same(whole, totals, pieces)
+    assert whole.instructions[cachesim.SPACES.index("shared")] > 0
