@@ -11,15 +11,19 @@
 2. ``simulate_hierarchy`` over a synthetic 10-million warp-instruction trace on a
    K80-like configuration (``configs/gpus/k80.toml`` through ``placement.gpu``). Per
    warp: a global load, a 1D texture load, a constant load, a shared load and a
-   global store. Goal: under 10 s on one core. Compilation is excluded (warm-up first).
+   global store. Goal: under 10 s on one core and under 1 GiB. Compilation is excluded (warm-up
+   first). The trace is fed to ``cachesim.HierarchyStream`` in groups as it is made, so it is
+   never whole in memory; ``--whole`` runs ``simulate_hierarchy`` on the whole trace instead.
 
     python benchmarks/bench_cachesim.py [--n 10000000] [--rows 10000000] [--repeat 5] [--skip-hierarchy]
+                                        [--group 262144] [--whole]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -77,8 +81,9 @@ def bench_cache(n: int, repeat: int) -> None:
     print(ratios_line("simulate_cache / pycachesim, wall time (shared machine: noisy)", wall_ratios))
 
 
-def mixed_trace(rows: int) -> traces.Trace:
-    """Five warp-instructions per warp: global, texture1d, constant, shared loads, a global store."""
+def mixed_trace(rows: int, lo: int = 0, hi: int | None = None) -> traces.Trace:
+    """Five warp-instructions per warp: global, texture1d, constant, shared loads, a global store
+    (rows ``lo`` to ``hi`` of the ``rows``-row trace)."""
     wpb = 8
     warps = -(-rows // 5)
     ctas = -(-warps // wpb)
@@ -92,8 +97,9 @@ def mixed_trace(rows: int) -> traces.Trace:
     )
     info = traces.KernelInfo(kernel="mixed_bench", grid=(ctas, 1, 1), block=(32 * wpb, 1, 1), objects=objs,
                              instructions=traces.Instructions(executed=rows * 3, warps=ctas * wpb))  # fmt: skip
-    r = np.arange(rows, dtype=np.int64)
+    r = np.arange(lo, rows if hi is None else min(hi, rows), dtype=np.int64)
     gw, k = r // 5, r % 5
+    n = r.shape[0]
     lanes = np.arange(32, dtype=np.uint64) * 4
     base = np.array([1 << 32, 2 << 32, 0x1000, 0, 3 << 32], np.uint64)[k]
     step = np.where((k == 0) | (k == 1) | (k == 4), gw * 128, 0).astype(np.uint64)
@@ -103,8 +109,8 @@ def mixed_trace(rows: int) -> traces.Trace:
     return traces.Trace(
         cta=(gw // wpb).astype(np.int32), warp=(gw % wpb).astype(np.int32), seq=(k * 3).astype(np.int64),
         pc=(k * 16).astype(np.int32), op=(k == 4).astype(np.int8),
-        space=np.array([0, 4, 3, 2, 0], np.int8)[k], width=np.full(rows, 4, np.int8),
-        mask=np.full(rows, 0xFFFFFFFF, np.uint32), addr=addr, obj=k.astype(np.int16), info=info,
+        space=np.array([0, 4, 3, 2, 0], np.int8)[k], width=np.full(n, 4, np.int8),
+        mask=np.full(n, 0xFFFFFFFF, np.uint32), addr=addr, obj=k.astype(np.int16), info=info, start=lo,
     )  # fmt: skip
 
 
@@ -124,17 +130,44 @@ def k80_config() -> cachesim.HierarchyConfig:
     )  # fmt: skip
 
 
-def bench_hierarchy(rows: int) -> None:
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process (VmHWM)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_hierarchy(rows: int, group: int, whole: bool) -> None:
     cfg = k80_config()
     cachesim.simulate_hierarchy(mixed_trace(1000), cfg, blocks_per_sm=8)  # load the compiled kernels
-    t0 = time.perf_counter()
-    t = mixed_trace(rows)
-    print(f"built a {rows:,}-row mixed trace in {time.perf_counter() - t0:.1f} s")
-    with measure("simulate_hierarchy") as m:
-        r = cachesim.simulate_hierarchy(t, cfg, blocks_per_sm=8)
-    f = m.figures
-    print(f"simulate_hierarchy (k80, 8 blocks/SM): {rows:,} warp-instructions, {f.describe()} = "
-          f"{rows / f.cpu_s / 1e6:.2f} M per CPU second (goal < 10 s CPU, < 1 GiB)")
+    s = cachesim.HierarchyStream(cfg, mixed_trace(1000).info, blocks_per_sm=8)
+    s.feed(mixed_trace(1000))
+    s.finish()
+    if whole:
+        t0 = time.perf_counter()
+        t = mixed_trace(rows)
+        print(f"built a {rows:,}-row mixed trace in {time.perf_counter() - t0:.1f} s")
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = cachesim.simulate_hierarchy(t, cfg, blocks_per_sm=8).totals()
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+        how = "simulate_hierarchy"
+    else:
+        # the trace is made group by group as the stream takes it (never whole); only feed() is timed
+        s = cachesim.HierarchyStream(cfg, mixed_trace(rows, 0, 1).info, blocks_per_sm=8)
+        dt = cpu = 0.0
+        for lo in range(0, rows, group):
+            g = mixed_trace(rows, lo, lo + group)
+            t0, c0 = time.perf_counter(), time.process_time()
+            s.feed(g)
+            dt, cpu = dt + time.perf_counter() - t0, cpu + time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = s.finish()
+        dt, cpu = dt + time.perf_counter() - t0, cpu + time.process_time() - c0
+        how = f"HierarchyStream, groups of {group:,} rows"
+    print(f"{how} (k80, 8 blocks/SM): {rows:,} warp-instructions in {dt:.2f} s wall, {cpu:.2f} s CPU "
+          f"= {rows / dt / 1e6:.2f} M/s (goal < 10 s); peak RSS {peak_rss_mib():.0f} MiB")  # fmt: skip
     for key, v in r.summary().items():
         print(f"  {key}: {v}")
 
@@ -145,11 +178,14 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000, help="warp-instructions for the hierarchy")
     ap.add_argument("--repeat", type=int, default=5, help="simulate_cache / pycachesim runs (median ratio)")
     ap.add_argument("--skip-hierarchy", action="store_true", help="only the simulate_cache part")
+    ap.add_argument("--group", type=int, default=traces.io.ROW_GROUP_ROWS, help="rows per group fed to the stream")
+    ap.add_argument("--whole", action="store_true", help="simulate_hierarchy on the whole trace instead of the stream")
     args = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    bench_cache(args.n, args.repeat)
+    if args.n:
+        bench_cache(args.n, args.repeat)
     if not args.skip_hierarchy:
-        bench_hierarchy(args.rows)
+        bench_hierarchy(args.rows, args.group, args.whole)
     print(run_footer(t0, c0))
 
 

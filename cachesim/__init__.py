@@ -8,14 +8,26 @@ a ``placement.gpu.Gpu``.
 - :func:`simulate_cache`: one cache from a GPGPU-Sim cache string, hit per access;
 - :func:`coalesce`: per warp-instruction transactions and replays (Huang & Li Sec. III-B);
 - :func:`simulate_hierarchy`: a whole trace through L1 / texture / constant / L2 to DRAM;
+  :class:`HierarchyStream` the same fed a group of rows at a time, in bounded memory;
 - :func:`row_buffer`, :func:`decode`: DRAM banks, rows and row-buffer outcomes (Sec. III-C2).
 """
 
 from .cache import simulate_cache
 from .coalesce import CoalesceConfig, Coalesced, coalesce
-from .dram import DramConfig, DramResult, decode, parse_mapping, row_buffer
+from .dram import DramConfig, DramResult, RowBufferStream, decode, parse_mapping, row_buffer
 from .errors import CachesimError, HierarchyConfigError, MappingError, SpecError
-from .hierarchy import LEVELS, REPLAY_CAUSES, SPACES, HierarchyConfig, HierarchyResult, schedule, simulate_hierarchy
+from .hierarchy import (
+    LEVELS,
+    REPLAY_CAUSES,
+    SPACES,
+    DramPiece,
+    HierarchyConfig,
+    HierarchyResult,
+    HierarchyStream,
+    HierarchyTotals,
+    schedule,
+    simulate_hierarchy,
+)
 from .spec import CacheSpec, parse_spec
 
 __all__ = [
@@ -27,11 +39,15 @@ __all__ = [
     "CoalesceConfig",
     "Coalesced",
     "DramConfig",
+    "DramPiece",
     "DramResult",
     "HierarchyConfig",
     "HierarchyConfigError",
     "HierarchyResult",
+    "HierarchyStream",
+    "HierarchyTotals",
     "MappingError",
+    "RowBufferStream",
     "SpecError",
     "coalesce",
     "decode",

@@ -122,28 +122,29 @@ def _hash(key, mask):
 
 
 @nb.njit(cache=True, nogil=True)
-def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
-          arrival_out, bank_out, row_out, outcome_out, service_out):
-    """Decode and serve the requests in ``order`` (row_buffer's whole pass); returns bank_number.
+def serve_state():
+    """The empty state of :func:`serve_chunk`: (keys, ids, numbers, open_row, banks seen)."""
+    cap = 64
+    return np.empty(cap, np.uint64), np.full(cap, -1, np.int64), np.empty(16, np.uint64), np.empty(16, np.uint64), 0
 
-    Banks get ids in order of first request through an open-addressing hash map, the row
-    buffers work on those ids, and the ids are renumbered at the end to the rank of the
-    bank number among all banks seen (the ``np.unique(..., return_inverse=True)`` ids).
+
+@nb.njit(cache=True, nogil=True)
+def serve_chunk(addresses, order, masks, dramid, channels, bank_bits, times, keys, ids, numbers, open_row, nb_,
+                bank_out, row_out, outcome_out, service_out):
+    """Decode and serve the requests ``addresses[order]`` through the row buffers of the state
+    (keys, ids, numbers, open_row, nb_) left by the previous chunk; returns the state after them.
+
+    Banks get ids in order of first request through an open-addressing hash map (``numbers[id]``
+    is the decoded bank number); ``bank_out`` gets those first-seen ids.
     """
     n = order.shape[0]
     g_chip = bit_groups(masks[M_CHIP])
     g_bank = bit_groups(masks[M_BANK])
     g_row = bit_groups(masks[M_ROW])
-    cap = 64
-    keys = np.empty(cap, np.uint64)
-    ids = np.full(cap, -1, np.int64)
-    numbers = np.empty(16, np.uint64)
-    open_row = np.empty(16, np.uint64)
-    nb_ = 0
+    cap = keys.shape[0]
     for i in range(n):
         j = order[i]
         a = addresses[j]
-        arrival_out[i] = arrival[j]
         b, rest = bank_of(a, dramid, channels, bank_bits, g_chip, g_bank)
         r = pext_groups(rest, g_row)
         row_out[i] = r
@@ -184,6 +185,25 @@ def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
         open_row[d] = r
         bank_out[i] = d
         service_out[i] = times[outcome_out[i]]
+    return keys, ids, numbers, open_row, nb_
+
+
+@nb.njit(cache=True, nogil=True)
+def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
+          arrival_out, bank_out, row_out, outcome_out, service_out):
+    """Decode and serve the requests in ``order`` (row_buffer's whole pass); returns bank_number.
+
+    One :func:`serve_chunk` over every request; the first-seen bank ids are then renumbered
+    to the rank of the bank number among all banks seen (the
+    ``np.unique(..., return_inverse=True)`` ids).
+    """
+    n = order.shape[0]
+    for i in range(n):
+        arrival_out[i] = arrival[order[i]]
+    keys, ids, numbers, open_row, nb_ = serve_state()
+    keys, ids, numbers, open_row, nb_ = serve_chunk(addresses, order, masks, dramid, channels, bank_bits, times,
+                                                    keys, ids, numbers, open_row, nb_,
+                                                    bank_out, row_out, outcome_out, service_out)
     perm = np.argsort(numbers[:nb_])
     rank = np.empty(nb_, np.int32)
     for k in range(nb_):

@@ -44,6 +44,23 @@ ROW_MARGIN = 8192
 
 
 @nb.njit(cache=True, nogil=True)
+def in_wave(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out, wave_out):
+    """SM, issue slot after its wave's start, and wave of each row (see :func:`schedule`)."""
+    per_wave = n_sms * blocks_per_sm
+    for i in range(cta.shape[0]):
+        b = np.int64(cta[i])
+        w = b // per_wave
+        j = b - w * per_wave
+        sm = j % n_sms
+        pos = j // n_sms
+        in_wave_ = min(per_wave, n_ctas - w * per_wave)
+        resident = ((in_wave_ - sm + n_sms - 1) // n_sms) * wpb
+        sm_out[i] = sm
+        slot_out[i] = seq[i] * resident + pos * wpb + warp[i]
+        wave_out[i] = w
+
+
+@nb.njit(cache=True, nogil=True)
 def schedule(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out):
     """SM and issue slot of each row.
 
@@ -58,18 +75,10 @@ def schedule(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out
     n_waves = (n_ctas + per_wave - 1) // per_wave
     wave_len = np.zeros(max(n_waves, 1), np.int64)
     wave = np.empty(n, np.int64)
+    in_wave(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out, wave)
     for i in range(n):
-        b = np.int64(cta[i])
-        w = b // per_wave
-        j = b - w * per_wave
-        sm = j % n_sms
-        pos = j // n_sms
-        in_wave = min(per_wave, n_ctas - w * per_wave)
-        resident = ((in_wave - sm + n_sms - 1) // n_sms) * wpb
-        s = seq[i] * resident + pos * wpb + warp[i]
-        sm_out[i] = sm
-        slot_out[i] = s
-        wave[i] = w
+        s = slot_out[i]
+        w = wave[i]
         if s + 1 > wave_len[w]:
             wave_len[w] = s + 1
     start = np.zeros(max(n_waves, 1), np.int64)

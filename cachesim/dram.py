@@ -175,3 +175,45 @@ def row_buffer(addresses: np.ndarray, arrival: np.ndarray, config: DramConfig) -
     service = np.empty(n, np.float64)
     bank_number = K.serve(a, t, order, am.masks, am.dramid, am.channels, am.bank_bits, times, arr, bank, row, outcome, service)
     return DramResult(order, arr, bank, bank_number, row, outcome, service)
+
+
+class RowBufferStream:
+    """:func:`row_buffer` one piece at a time: the banks' open rows persist between pieces.
+
+    Each piece must come in arrival order and after every request of the pieces before it
+    (the caller sorts; :class:`cachesim.HierarchyStream` serves its DRAM requests once no
+    later request can arrive before them). The outcomes equal ``row_buffer``'s over the
+    whole stream.
+    """
+
+    def __init__(self, config: DramConfig):
+        self.config = config
+        am = config.address_map
+        self._am = am
+        self._times = np.array([config.row_hit_ns, config.row_miss_ns, config.row_conflict_ns])
+        self._state = K.serve_state()
+        self.counts = np.zeros(len(OUTCOMES), np.int64)
+        """Requests per outcome so far (hit, miss, conflict)."""
+
+    def serve(self, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(decoded bank number, outcome, service time in ns) of each request of the piece, in order."""
+        a = np.ascontiguousarray(addresses, dtype=np.uint64)
+        n = a.shape[0]
+        bank = np.empty(n, np.int32)
+        row = np.empty(n, np.uint64)
+        outcome = np.empty(n, np.int8)
+        service = np.empty(n, np.float64)
+        am = self._am
+        keys, ids, numbers, open_row, nb_ = self._state
+        self._state = K.serve_chunk(a, np.arange(n, dtype=np.int64), am.masks, am.dramid, am.channels, am.bank_bits,
+                                    self._times, keys, ids, numbers, open_row, nb_, bank, row, outcome, service)  # fmt: skip
+        self.counts += np.bincount(outcome, minlength=len(OUTCOMES))
+        return self._state[2][bank], outcome, service
+
+    @property
+    def n_banks(self) -> int:
+        """Distinct banks that have received a request."""
+        return int(self._state[4])
+
+    def outcome_counts(self) -> dict[str, int]:
+        return {name: int(self.counts[k]) for k, name in enumerate(OUTCOMES)}

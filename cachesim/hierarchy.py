@@ -23,7 +23,7 @@ from . import _cache_kernels as C
 from . import _hierarchy_kernels as H
 from .cache import cache_config
 from .coalesce import CoalesceConfig, object_table
-from .dram import DramConfig, DramResult, row_buffer
+from .dram import DramConfig, DramResult, RowBufferStream, row_buffer
 from .errors import HierarchyConfigError, SpecError
 from .spec import CacheSpec, parse_spec
 
@@ -171,14 +171,51 @@ class HierarchyResult:
         return int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j])
 
     def summary(self) -> dict:
+        return self.totals().summary()
+
+    def totals(self) -> "HierarchyTotals":
+        """The counts without the per-row and per-request arrays (what a :class:`HierarchyStream` gives)."""
+        return HierarchyTotals(
+            requests=self.requests, hits=self.hits, misses=self.misses, instructions=self.instructions,
+            transactions=self.transactions, replays=self.replays, lsu_cycles=self.lsu_cycles,
+            l2_sectors=self.l2_sectors, dram_requests=int(self.dram_addr.shape[0]),
+            dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
+            n_banks=self.dram.n_banks,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HierarchyTotals:
+    """The counts of a :class:`HierarchyResult` (same meanings), with the DRAM request stream
+    reduced to its length, its bytes, its row-buffer outcomes and the banks it reached."""
+
+    requests: np.ndarray
+    hits: np.ndarray
+    misses: np.ndarray
+    instructions: np.ndarray
+    transactions: np.ndarray
+    replays: np.ndarray
+    lsu_cycles: np.ndarray
+    l2_sectors: np.ndarray
+    dram_requests: int
+    dram_bytes: int
+    row_buffer: dict[str, int]
+    n_banks: int
+
+    def stat(self, level: str, space: str) -> tuple[int, int, int]:
+        """(requests, hits, misses) of one level for one space."""
+        i, j = LEVELS.index(level), SPACES.index(space)
+        return int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j])
+
+    def summary(self) -> dict:
         out = {}
         for i, level in enumerate(LEVELS):
             for j, space in enumerate(SPACES):
                 if self.requests[i, j]:
                     out[f"{level}.{space}"] = (int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j]))
         out["replays"] = {c: int(self.replays[c]) for c in REPLAY_CAUSES}
-        out["dram_requests"] = int(self.dram_addr.shape[0])
-        out["row_buffer"] = self.dram.counts()
+        out["dram_requests"] = self.dram_requests
+        out["row_buffer"] = dict(self.row_buffer)
         return out
 
 
@@ -199,33 +236,8 @@ def _grow(out: tuple, need: int) -> tuple:
     return new
 
 
-def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> HierarchyResult:
-    """Run a trace (a :class:`traces.Trace`) through the memory hierarchy.
-
-    Policy: blocks are assigned to SMs round-robin (block b on SM b mod sms) in waves of
-    ``sms * blocks_per_sm`` resident blocks, one wave after the other. Inside a wave,
-    warps are interleaved by ``seq``: each SM issues round-robin over its resident
-    warps, so the seq-th instruction of every warp of a wave comes before the
-    (seq+1)-th of any (issue slot = seq * resident warps + warp's rank on the SM); all
-    SMs issue in step and share the L2, ties broken by SM. A row's estimated cycle is
-    its slot times ``issue_cycles``; a DRAM request's adds the hit latencies of the
-    levels it passed. Caches are timing-free: a fill is complete before the next access.
-
-    Notes
-    -----
-    Replays follow Huang & Li Sec. III-B, Eq. 3 causes (1)-(4). DRAM row-buffer outcomes
-    follow Sec. III-C2 (Eq. 8), with requests served in order of estimated arrival.
-    """
-    if not isinstance(config, HierarchyConfig):
-        raise HierarchyConfigError("config", f"expected a cachesim.HierarchyConfig, got {type(config).__name__}")
-    if not isinstance(blocks_per_sm, (int, np.integer)) or blocks_per_sm < 1:
-        raise HierarchyConfigError("blocks_per_sm", f"expected an integer >= 1, got {blocks_per_sm!r}")
-    blocks_per_sm = int(blocks_per_sm)
-    info = trace.info
-    n = len(trace)
-    sm, slot = schedule(trace, config.sms, blocks_per_sm)
-    order = np.argsort(slot * config.sms + sm, kind="stable")
-
+def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
+    """The walk's state and parameters: (cfgs, tag-store state, hp, lat, stats, object table)."""
     # caches: one row of cfgs per level, tag stores laid end to end in one state array
     cfgs = np.zeros((H.N_LEVELS, C.CFG_LEN), np.int64)
     base = 0
@@ -250,7 +262,41 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
     stats = np.zeros(H.STATS_LEN, np.int64)
-    obj_info = object_table(info.objects)
+    return cfgs, state, hp, lat, stats, object_table(info.objects)
+
+
+def _check_args(config, blocks_per_sm) -> int:
+    if not isinstance(config, HierarchyConfig):
+        raise HierarchyConfigError("config", f"expected a cachesim.HierarchyConfig, got {type(config).__name__}")
+    if not isinstance(blocks_per_sm, (int, np.integer)) or blocks_per_sm < 1:
+        raise HierarchyConfigError("blocks_per_sm", f"expected an integer >= 1, got {blocks_per_sm!r}")
+    return int(blocks_per_sm)
+
+
+def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> HierarchyResult:
+    """Run a trace (a :class:`traces.Trace`) through the memory hierarchy.
+
+    Policy: blocks are assigned to SMs round-robin (block b on SM b mod sms) in waves of
+    ``sms * blocks_per_sm`` resident blocks, one wave after the other. Inside a wave,
+    warps are interleaved by ``seq``: each SM issues round-robin over its resident
+    warps, so the seq-th instruction of every warp of a wave comes before the
+    (seq+1)-th of any (issue slot = seq * resident warps + warp's rank on the SM); all
+    SMs issue in step and share the L2, ties broken by SM. A row's estimated cycle is
+    its slot times ``issue_cycles``; a DRAM request's adds the hit latencies of the
+    levels it passed. Caches are timing-free: a fill is complete before the next access.
+
+    Notes
+    -----
+    Replays follow Huang & Li Sec. III-B, Eq. 3 causes (1)-(4). DRAM row-buffer outcomes
+    follow Sec. III-C2 (Eq. 8), with requests served in order of estimated arrival.
+    """
+    blocks_per_sm = _check_args(config, blocks_per_sm)
+    info = trace.info
+    n = len(trace)
+    sm, slot = schedule(trace, config.sms, blocks_per_sm)
+    order = np.argsort(slot * config.sms + sm, kind="stable")
+
+    cfgs, state, hp, lat, stats, obj_info = _setup(config, info)
     cols = (trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
 
     cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
@@ -278,3 +324,180 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DramPiece:
+    """DRAM requests a :class:`HierarchyStream` has served, in arrival order: the columns of
+    ``HierarchyResult.dram_*`` (``cycle`` the arrival), each request's decoded ``bank`` number,
+    row-buffer ``outcome`` (0 hit, 1 miss, 2 conflict) and ``service_ns``. The pieces of a
+    stream, concatenated, are ``HierarchyResult``'s requests taken in ``dram.order``."""
+
+    addr: np.ndarray
+    cycle: np.ndarray
+    obj: np.ndarray
+    warp: np.ndarray
+    write: np.ndarray
+    nbytes: np.ndarray
+    bank: np.ndarray
+    outcome: np.ndarray
+    service_ns: np.ndarray
+
+
+STREAM_DRAM_BUFFER = 1 << 18
+"""DRAM requests a :class:`HierarchyStream` collects before it serves those that are final."""
+_STREAM_COLUMNS = ("cta", "warp", "seq", "op", "space", "width", "mask", "addr", "obj")
+
+
+class HierarchyStream:
+    """:func:`simulate_hierarchy` fed one group of rows at a time, in bounded memory.
+
+    Cache tags and LRU stamps, the counters, the schedule's wave starts and the DRAM row
+    buffers persist across groups, so the totals equal ``simulate_hierarchy(...).totals()``
+    over the concatenated groups exactly (the same integer counts; the walk and the row
+    buffers see the same requests in the same order).
+
+    The schedule runs one wave of resident blocks after the other (see
+    :func:`simulate_hierarchy`), so the stream walks a wave once a row of a later wave has
+    arrived, and needs the rows in wave order: no row of a wave after a row of a later wave
+    in another group (within a group, and within a wave, any order). Traces written by the
+    generators, in block order, are. A row that comes too late raises
+    :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave and the
+    group, and the DRAM requests that may still be overtaken (those within the levels'
+    latencies of the walk's cycle).
+
+    ``on_dram``, when given, gets each :class:`DramPiece` as it is served (e.g. to feed
+    per-bank queues); pieces come in arrival order.
+    """
+
+    def __init__(self, config: HierarchyConfig, info, blocks_per_sm: int, *, on_dram=None,
+                 dram_buffer: int = STREAM_DRAM_BUFFER):  # fmt: skip
+        self.blocks_per_sm = _check_args(config, blocks_per_sm)
+        self.config = config
+        self.info = info
+        self._on_dram = on_dram
+        self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info = _setup(config, info)
+        self._per_wave = config.sms * self.blocks_per_sm
+        self._closed = 0  # waves below this one have been walked
+        self._next_start = 0  # the issue slot where wave self._closed starts
+        self._held: list[tuple[np.ndarray, ...]] = []  # rows of wave self._held_wave, not walked yet
+        self._held_wave = 0
+        cap = max(int(dram_buffer), 1) + 2 * H.ROW_MARGIN
+        self._out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
+                     np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
+        self._pending = tuple(a[:0].copy() for a in self._out)
+        self._rb = RowBufferStream(config.dram)
+        self._dram_requests = 0
+        self._dram_bytes = 0
+        self.rows = 0
+        self._finished = False
+
+    def feed(self, group) -> None:
+        """Walk a group of rows (a :class:`traces.Trace` or a batch of one; ``start`` names its rows in errors)."""
+        if self._finished:
+            raise HierarchyConfigError("stream", "feed() after finish()")
+        n = len(group)
+        if n == 0:
+            return
+        cols = tuple(getattr(group, c) for c in _STREAM_COLUMNS)
+        wave = cols[0].astype(np.int64) // self._per_wave
+        late = np.flatnonzero(wave < self._closed)
+        if late.size:
+            i = int(late[0])
+            raise HierarchyConfigError(
+                "rows", f"row {getattr(group, 'start', 0) + i}: block {int(cols[0][i])} of wave {int(wave[i])} comes after "
+                f"a row of wave {self._closed}; a streamed trace needs its rows in order of waves of "
+                f"{self._per_wave} blocks (use simulate_hierarchy on the whole trace)",
+            )  # fmt: skip
+        self.rows += n
+        top = int(wave.max())
+        if int(wave.min()) == top and (not self._held or top == self._held_wave):
+            self._held.append(cols)  # all of the open wave: nothing to walk yet
+            self._held_wave = top
+            return
+        if self._held:
+            # the open wave's rows held back, with this group's rows of it (a wave's worth, not the group)
+            same = np.flatnonzero(wave == self._held_wave)
+            held = tuple(np.concatenate(c) for c in zip(*self._held, (c[same] for c in cols)))
+            self._walk(held, held[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
+        self._walk(cols, wave, top)  # the group's rows of later waves, in place
+
+    def finish(self) -> HierarchyTotals:
+        """Walk the rows held back, serve every DRAM request, and return the totals."""
+        if not self._finished:
+            if self._held:
+                cols = tuple(np.concatenate(c) for c in zip(*self._held))
+                self._walk(cols, cols[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
+            self._drain(np.inf)
+            self._finished = True
+            log.info("hierarchy stream: %d rows, %d DRAM requests", self.rows, self._dram_requests)
+        stats, hp = self._stats, self._hp
+        counts = stats[: H.REPLAYS].reshape(H.N_LEVELS, H.N_SPACES, 3)
+        return HierarchyTotals(
+            requests=counts[:, :, 0].copy(), hits=counts[:, :, 1].copy(), misses=counts[:, :, 2].copy(),
+            instructions=stats[H.INSTR : H.INSTR + H.N_SPACES].copy(),
+            transactions=stats[H.LINES : H.LINES + H.N_SPACES].copy(),
+            replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
+            lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
+            l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
+            dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
+            row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks,
+        )  # fmt: skip
+
+    def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:
+        """Walk the rows of waves below ``upto`` in issue order; hold the others back."""
+        cfg = self.config
+        n = cols[0].shape[0]
+        sm = np.empty(n, np.int32)
+        slot = np.empty(n, np.int64)
+        w = np.empty(n, np.int64)
+        H.in_wave(cols[0], cols[1], cols[2], self.info.ctas, cfg.sms, self.blocks_per_sm, self.info.warps_per_block,
+                  sm, slot, w)  # fmt: skip
+        now = (w >= self._closed) & (w < upto)  # rows of waves already walked were walked from the held rows
+        idx = np.flatnonzero(now)
+        if idx.size:
+            # wave starts as schedule() has them: each wave starts where the one before ended
+            lens = np.zeros(upto - self._closed, np.int64)
+            np.maximum.at(lens, w[idx] - self._closed, slot[idx] + 1)
+            starts = self._next_start + np.concatenate(([0], np.cumsum(lens)[:-1]))
+            slot[idx] += starts[w[idx] - self._closed]
+            self._next_start += int(lens.sum())
+            self._closed = upto
+            order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
+            walk_cols = (cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8])
+            issue = float(cfg.issue_cycles)
+            start = 0
+            while True:
+                start = H.walk(order, start, walk_cols, sm, slot, self._obj_info, self._hp, self._lat, self._cfgs,
+                               self._state, self._stats, self._out)  # fmt: skip
+                if start >= order.shape[0]:
+                    break
+                # no request of a row still to walk arrives before that row's issue cycle
+                self._drain(slot[order[start]] * issue)
+            self._drain(self._next_start * issue)
+        keep = np.flatnonzero(w >= upto)
+        self._held = [tuple(c[keep] for c in cols)] if keep.size else []
+        self._held_wave = upto
+
+    def _drain(self, before: float) -> None:
+        """Serve, in arrival order, the DRAM requests that arrive before cycle ``before`` (final:
+        every request still to come arrives at or after it)."""
+        nd = int(self._stats[H.NDRAM])
+        if nd:
+            self._pending = tuple(np.concatenate((p, o[:nd])) for p, o in zip(self._pending, self._out))
+            self._stats[H.NDRAM] = 0
+        cycle = self._pending[1]
+        if cycle.shape[0] == 0:
+            return
+        ready = cycle < before
+        if not ready.any():
+            return
+        sel = np.flatnonzero(ready)
+        sel = sel[np.argsort(cycle[sel], kind="stable")]
+        addr, cyc, obj, warp, write, nbytes = (p[sel] for p in self._pending)
+        self._pending = tuple(p[~ready] for p in self._pending)
+        bank, outcome, service = self._rb.serve(addr)
+        self._dram_requests += addr.shape[0]
+        self._dram_bytes += int(nbytes.sum(dtype=np.int64))
+        if self._on_dram is not None:
+            self._on_dram(DramPiece(addr, cyc, obj, warp, write, nbytes, bank, outcome, service))

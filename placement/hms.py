@@ -58,7 +58,7 @@ also given as measured x T(target) / T(sample).
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -67,7 +67,7 @@ import cachesim
 import traces
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces import staging as ts
-from traces.context import CONTEXTS, access_context
+from traces.context import CONTEXTS, ContextStream, access_context
 
 from . import addressing, queuing
 from . import staging as stg
@@ -231,7 +231,7 @@ def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
 class _Memory:
     """What the hierarchy and the DRAM queues say about one placement."""
 
-    hier: cachesim.HierarchyResult
+    hier: cachesim.HierarchyTotals
     queue: queuing.Queuing
     dram_lat: float
     requests: int
@@ -288,12 +288,6 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     """
     cfg = hierarchy_config(gpu)
     h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm)
-    k = gpu.caches
-    hit_latency = {"l1": k.l1_latency, "tex": k.tex_latency, "const": k.const_latency, "l2": k.l2_latency}
-    present = {lvl: cfg.specs[lvl] is not None for lvl in cachesim.LEVELS}
-    first_level = first_levels(gpu)
-    li = {lvl: i for i, lvl in enumerate(cachesim.LEVELS)}
-
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
     bank, arrival, busy, latency = dram_stream(h, gpu)
@@ -302,8 +296,22 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     q = queuing.dram_latency(
         bank, arrival, busy, opts.queue if opts.queuing else "exact", latency=latency, population=in_flight
     )
+    tb = float(h.dram_bytes.mean()) if h.dram_bytes.shape[0] else float(gpu.memory.line_bytes)
+    return _reduce(h.totals(), q, tb, gpu, cfg, opts)
+
+
+def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu, cfg: cachesim.HierarchyConfig,
+            opts: Options) -> _Memory:  # fmt: skip
+    """AMAT, events and the request classes of one placement from its hierarchy counts and DRAM queues
+    (``tb``: the DRAM requests' mean bytes)."""
+    k = gpu.caches
+    hit_latency = {"l1": k.l1_latency, "tex": k.tex_latency, "const": k.const_latency, "l2": k.l2_latency}
+    present = {lvl: cfg.specs[lvl] is not None for lvl in cachesim.LEVELS}
+    first_level = first_levels(gpu)
+    li = {lvl: i for i, lvl in enumerate(cachesim.LEVELS)}
+
     dram_lat = q.dram_lat if opts.queuing else q.mean_service
-    if d.arrival.shape[0] == 0:
+    if h.dram_requests == 0:
         dram_lat = gpu.memory.dram_latency
 
     latency_sum = 0.0
@@ -349,8 +357,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
         amat = miss_ratio = shmem_ratio = 0.0
     g = SPACE_CODES["global"]
     avg_trans = float(h.transactions[g] / h.instructions[g]) if h.instructions[g] else 1.0
-    tb = float(h.dram_bytes.mean()) if h.dram_bytes.shape[0] else float(gpu.memory.line_bytes)
-    rb = d.counts()
+    rb = h.row_buffer
     events["row"] = rb.get("miss", 0) + rb.get("conflict", 0)
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
     on_chip += shared
@@ -359,6 +366,11 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     off_lat = latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency - on_chip_lat
     return _Memory(h, q, dram_lat, requests, amat, miss_ratio, shmem_ratio, avg_trans, tb, norm, caches,
                    on_chip, on_chip_lat / on_chip if on_chip else 0.0, off, off_lat / off if off else 0.0)
+
+
+def _whole(trace: traces.Trace, gpu: Gpu, opts: Options):
+    """``_terms``'s memory function of a whole trace in memory."""
+    return lambda blocks_per_sm, in_flight: _memory(trace, gpu, blocks_per_sm, opts, in_flight)
 
 
 def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int,
@@ -400,7 +412,8 @@ def _o_sync(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active
 
 
 def _terms(
-    trace: traces.Trace,
+    info: traces.KernelInfo,
+    memory,
     gpu: Gpu,
     placement: Placement,
     opts: Options,
@@ -419,15 +432,16 @@ def _terms(
 
     ``w_serial`` None computes it for this placement (the sample); otherwise it is the
     sample's, plus O_sync of the ``extra_sync`` barriers the placement's staging code adds.
+    ``memory(blocks_per_sm, in_flight)`` gives the placement's :class:`_Memory` (``_memory`` over
+    its trace, or a streamed run).
     """
-    info = trace.info
     total_warps = info.instructions.warps or info.ctas * info.warps_per_block
     active_sms = min(gpu.compute.sms, info.ctas)
     # Resident blocks: the occupancy limit, or fewer when the grid cannot fill the SMs.
     blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
     mlp = float(info.extra.get("mlp", 1.0) or 1.0)
-    mem = _memory(trace, gpu, blocks_per_sm, opts, in_flight=active_sms * n * mlp)
+    mem = memory(blocks_per_sm, active_sms * n * mlp)
     c = gpu.compute
     replays = mem.hier.replays[1:5]
     issued = issued_base + (float(replays.sum()) if add_replays else 0.0)
@@ -505,12 +519,12 @@ def _terms(
         miss_ratio=mem.miss_ratio,
         shmem_ratio=mem.shmem_ratio,
         dram_lat=mem.dram_lat,
-        dram_requests=int(h.dram_addr.shape[0]),
+        dram_requests=h.dram_requests,
         mean_queuing_delay=mem.queue.mean_queuing_delay if opts.queuing else 0.0,
         mean_service=mem.queue.mean_service,
         saturated_banks=mem.queue.saturated_banks,
-        banks=int(h.dram.n_banks),
-        row_buffer=h.dram.counts(),
+        banks=h.n_banks,
+        row_buffer=dict(h.row_buffer),
         caches=mem.caches,
         mwp=mwp,
         cwp=cwp,
@@ -552,7 +566,8 @@ class Evaluator:
         base = float(ins.issued) if ins.issued is not None and counting else self._executed
         legal = check(self.info, gpu, self.sample_placement)
         self.sample = _terms(
-            trace, gpu, self.sample_placement, options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+            self.info, _whole(trace, gpu, options), gpu, self.sample_placement, options, occ=legal.occupancy,
+            smem_per_block=legal.smem_per_block,
             issued_base=base, add_replays=not known, executed=self._executed, addressing_delta=0, w_serial=None,
         )  # fmt: skip
         self._sample_replays = float(sum(self.sample.replays.values()))
@@ -573,7 +588,8 @@ class Evaluator:
             # causes 1-4 swapped for its own, plus the addressing delta (Sec. III-B).
             base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
             return _terms(
-                rw.trace, self.gpu, placement, self.options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+                rw.trace.info, _whole(rw.trace, self.gpu, self.options), self.gpu, placement, self.options,
+                occ=legal.occupancy, smem_per_block=legal.smem_per_block,
                 issued_base=base, add_replays=counting, executed=self._executed + delta, addressing_delta=delta,
                 w_serial=self.sample.w_serial,
             )  # fmt: skip
@@ -598,7 +614,8 @@ class Evaluator:
                 "added_instructions": added,
             }
             t = _terms(
-                st.trace, self.gpu, placement, self.options, occ=occ, smem_per_block=option.smem_per_block,
+                st.trace.info, _whole(st.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=occ,
+                smem_per_block=option.smem_per_block,
                 issued_base=base, add_replays=counting, executed=self._executed + delta + added,
                 addressing_delta=delta, w_serial=self.sample.w_serial, extra_sync=ins["barriers"], staging=detail,
             )  # fmt: skip
@@ -615,23 +632,148 @@ class Evaluator:
             target = self.sample
         else:
             target = self._target(placement, legal)
-        measured = self.info.measured.time_ns if self.info.measured else None
-        speedup = self.sample.cycles / target.cycles if target.cycles > 0 else float("inf")
-        return Evaluation(
-            gpu=self.gpu.name,
-            kernel=self.info.kernel,
-            sample=self.sample,
-            target=target,
-            speedup=speedup,
-            measured_sample_ns=measured,
-            predicted_ns=measured * target.cycles / self.sample.cycles if measured and self.sample.cycles else None,
-            options={
-                "queue": self.options.queue,
-                "instruction_counting": self.options.instruction_counting,
-                "queuing": self.options.queuing,
-                "even_banks": self.options.even_banks,
-            },
-        )
+        return _evaluation(self.info, self.gpu, self.options, self.sample, target)
+
+
+def _evaluation(info, gpu: Gpu, options: Options, sample: Terms, target: Terms) -> Evaluation:
+    measured = info.measured.time_ns if info.measured else None
+    speedup = sample.cycles / target.cycles if target.cycles > 0 else float("inf")
+    return Evaluation(
+        gpu=gpu.name,
+        kernel=info.kernel,
+        sample=sample,
+        target=target,
+        speedup=speedup,
+        measured_sample_ns=measured,
+        predicted_ns=measured * target.cycles / sample.cycles if measured and sample.cycles else None,
+        options={
+            "queue": options.queue,
+            "instruction_counting": options.instruction_counting,
+            "queuing": options.queuing,
+            "even_banks": options.even_banks,
+        },
+    )
+
+
+class _StreamRun:
+    """One placement's hierarchy and DRAM queues fed a group of (rewritten) rows at a time:
+    ``_memory`` in bounded memory. The DRAM stream's arrivals and busy times are
+    ``dram_stream``'s, computed piece by piece with its running sums carried (the same
+    sums in the same order)."""
+
+    def __init__(self, info, gpu: Gpu, opts: Options, blocks_per_sm: int):
+        self.gpu, self.opts = gpu, opts
+        self.cfg = hierarchy_config(gpu)
+        self.queue = queuing.QueueStream()
+        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram)
+        self._g = 0.0  # departure delays so far
+        self._m = -np.inf  # running maximum of arrival - delay
+
+    def feed(self, group: traces.Trace) -> None:
+        self.hier.feed(group)
+
+    def _dram(self, piece: cachesim.DramPiece) -> None:
+        gpu = self.gpu
+        mhz = gpu.compute.clock_mhz
+        bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz
+        gap = piece.nbytes.astype(np.float64) / bytes_per_cycle
+        cs = np.cumsum(np.concatenate(([self._g], gap)))
+        g, self._g = cs[:-1], float(cs[-1])
+        acc = np.maximum.accumulate(np.concatenate(([self._m], piece.cycle - g)))[1:]
+        self._m = float(acc[-1])
+        latency = piece.service_ns * mhz / 1e3
+        busy = gap * gpu.dram.channels * (piece.service_ns / gpu.dram.row_hit_ns)
+        self.queue.feed(piece.bank, acc + g, busy, latency)
+
+    def finish(self):
+        """``_terms``'s memory function of the run."""
+        h = self.hier.finish()
+        tb = h.dram_bytes / h.dram_requests if h.dram_requests else float(self.gpu.memory.line_bytes)
+        opts = self.opts
+        mode = opts.queue if opts.queuing else "exact"
+
+        def memory(blocks_per_sm: int, in_flight: float) -> _Memory:
+            assert blocks_per_sm == self.hier.blocks_per_sm
+            return _reduce(h, self.queue.result(mode, population=in_flight), tb, self.gpu, self.cfg, opts)
+
+        return memory
+
+
+def _resident_blocks(info, gpu: Gpu, occ: Occupancy) -> int:
+    """Blocks per SM as ``_terms`` has them: the occupancy limit, or fewer when the grid cannot fill the SMs."""
+    return min(occ.blocks_per_sm, -(-info.ctas // min(gpu.compute.sms, info.ctas)))
+
+
+class StreamEvaluator:
+    """The :class:`Evaluator` of a trace file read in row groups, in bounded memory.
+
+    Making it reads the file once (validated): the access contexts
+    (``traces.context.ContextStream``) and the sample's hierarchy and queues; each
+    ``evaluate`` reads it once more, rewriting each group for the target and feeding a
+    hierarchy whose state persists across groups. The results equal ``Evaluator``'s on
+    the whole trace (every count exactly; the queues' variances are summed in another
+    order, so times to 1e-12 relative). The trace must be in block order (the
+    generators' order); staged placements (S/G, S/T, S/R) and ``even_banks`` need the
+    whole trace (``Evaluator``) and are refused.
+    """
+
+    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int = traces.io.DEFAULT_BATCH_ROWS):
+        if options.even_banks:
+            raise traces.InputError("even_banks spreads the DRAM requests over the banks of the whole stream: "
+                                    "use placement.hms.Evaluator on the whole trace")  # fmt: skip
+        self.path, self.gpu, self.options, self.rows = path, gpu, options, rows
+        self.info = traces.read_info(path)
+        self.sample_placement = sample_placement(self.info)
+        self.cost = addr_cost_table(self.info, gpu)
+        ins = self.info.instructions
+        self._executed = float(ins.executed)
+        counting = options.instruction_counting
+        known = ins.issued is not None or not counting
+        base = float(ins.issued) if ins.issued is not None and counting else self._executed
+        legal = check(self.info, gpu, self.sample_placement)
+        self.contexts = ContextStream(self.info)
+        run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
+        try:
+            for g in traces.iter_batches(path, rows):
+                self.contexts.feed(g)
+                run.feed(g)
+        except traces.TraceError:
+            raise
+        except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
+            raise traces.TraceError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
+        self.contexts.finish()
+        self.sample = _terms(
+            self.info, run.finish(), gpu, self.sample_placement, options, occ=legal.occupancy,
+            smem_per_block=legal.smem_per_block, issued_base=base, add_replays=not known, executed=self._executed,
+            addressing_delta=0, w_serial=None,
+        )  # fmt: skip
+        self._sample_replays = float(sum(self.sample.replays.values()))
+        self.evaluations = 0
+
+    def evaluate(self, placement: Placement) -> Evaluation:
+        if any(is_staged(s) for _, s in placement.spaces):
+            raise traces.InputError("a staged placement (S/G, S/T, S/R) needs the whole trace's footprints: "
+                                    "use placement.hms.Evaluator")  # fmt: skip
+        legal = check(self.info, self.gpu, placement)
+        self.evaluations += 1
+        if placement == self.sample_placement:
+            return _evaluation(self.info, self.gpu, self.options, self.sample, self.sample)
+        layout = traces.target_layout(self.info, unstaged(placement))
+        new_info = replace(self.info, objects=layout.objects, smem_per_block=layout.smem_per_block)
+        run = _StreamRun(new_info, self.gpu, self.options, _resident_blocks(new_info, self.gpu, legal.occupancy))
+        delta = 0
+        for g in traces.iter_batches(self.path, self.rows, validate=False):
+            rw = traces.rewrite(g, unstaged(placement), self.cost, context=self.contexts.context(g.pc))
+            delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
+            run.feed(rw.trace)
+        counting = self.options.instruction_counting
+        base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
+        target = _terms(
+            new_info, run.finish(), self.gpu, placement, self.options, occ=legal.occupancy,
+            smem_per_block=legal.smem_per_block, issued_base=base, add_replays=counting,
+            executed=self._executed + delta, addressing_delta=delta, w_serial=self.sample.w_serial,
+        )  # fmt: skip
+        return _evaluation(self.info, self.gpu, self.options, self.sample, target)
 
 
 def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Options = Options()) -> Evaluation:
@@ -639,4 +781,4 @@ def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Optio
     return Evaluator(trace, gpu, options).evaluate(placement)
 
 
-__all__ = ["Evaluation", "Evaluator", "Options", "Terms", "addr_cost_table", "evaluate"]
+__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "Terms", "addr_cost_table", "evaluate"]

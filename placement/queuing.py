@@ -193,6 +193,11 @@ def dram_latency(
     if mode not in MODES:
         raise ValueError(f"queue mode {mode!r}; expected one of {', '.join(MODES)}")
     st = bank_stats(bank, arrival, service)
+    return _queuing(st, mode, float(np.mean(latency)) if latency is not None else None, population)
+
+
+def _queuing(st: BankStats, mode: str, mean_latency: float | None, population: float | None) -> Queuing:
+    """Eq. 6-10 from the banks' statistics (see ``dram_latency``)."""
     if st.bank.shape[0] == 0:
         return Queuing(mode, 0.0, 0.0, 0.0, 0, st, np.zeros(0))
     single = st.count < 2
@@ -210,7 +215,7 @@ def dram_latency(
     weight = st.count / st.count.sum()
     if population is not None:
         wq = np.minimum(wq, np.maximum(population * weight - 1.0, 0.0) * st.tau_s)
-    mean_service = float(np.mean(latency)) if latency is not None else float(np.sum(weight * st.tau_s))
+    mean_service = mean_latency if mean_latency is not None else float(np.sum(weight * st.tau_s))
     mean_wq = float(np.sum(weight * wq))
     return Queuing(
         mode=mode,
@@ -221,3 +226,102 @@ def dram_latency(
         banks=st,
         wq=wq,
     )
+
+
+# per-bank state columns of QueueStream
+_N, _SUM_S, _MEAN_S, _M2_S, _FIRST_A, _LAST_A, _MEAN_D, _M2_D, _W, _TOTAL_W, _PREV_S = range(11)
+_STATE = 11
+
+
+@nb.njit(cache=True, nogil=True)
+def _feed(ids, arrival, service, state):
+    """Add requests (in arrival order) to their banks' running moments and Lindley waits."""
+    for i in range(ids.shape[0]):
+        b = ids[i]
+        a = arrival[i]
+        s = service[i]
+        st = state[b]
+        n = st[_N] + 1.0
+        st[_N] = n
+        st[_SUM_S] += s
+        d = s - st[_MEAN_S]
+        st[_MEAN_S] += d / n
+        st[_M2_S] += d * (s - st[_MEAN_S])
+        if n == 1.0:
+            st[_FIRST_A] = a
+        else:
+            gap = a - st[_LAST_A]
+            k = n - 1.0
+            dd = gap - st[_MEAN_D]
+            st[_MEAN_D] += dd / k
+            st[_M2_D] += dd * (gap - st[_MEAN_D])
+            w = st[_W] + st[_PREV_S] - gap
+            if w < 0.0:
+                w = 0.0
+            st[_W] = w
+            st[_TOTAL_W] += w
+        st[_LAST_A] = a
+        st[_PREV_S] = s
+
+
+class QueueStream:
+    """:func:`dram_latency` fed the DRAM request stream a piece at a time, in bounded memory.
+
+    Pieces come in arrival order (each after the pieces before it); per bank the stream
+    keeps its request count, running moments of service and inter-arrival times
+    (Welford's updates) and the Lindley recursion's wait. ``result`` equals
+    ``dram_latency`` over the concatenated pieces: the mean service and the Lindley waits
+    are the same sums in the same order, the variances are the same quantities summed
+    differently (to within 1e-12 relative). Banks are keys of any integer kind (the
+    decoded bank numbers of ``cachesim.DramPiece``); like ``dram_latency``'s dense ids,
+    they are reported in increasing order.
+    """
+
+    def __init__(self):
+        self._keys = np.zeros(0, np.uint64)
+        self._state = np.zeros((0, _STATE))
+        self._latency_sum = 0.0
+        self._requests = 0
+
+    def feed(self, bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, latency: np.ndarray | None = None) -> None:
+        bank = np.asarray(bank).astype(np.uint64)
+        if bank.shape[0] == 0:
+            return
+        new = np.setdiff1d(np.unique(bank), self._keys, assume_unique=True)
+        if new.size:
+            keys = np.union1d(self._keys, new)
+            state = np.zeros((keys.shape[0], _STATE))
+            state[np.searchsorted(keys, self._keys)] = self._state
+            self._keys, self._state = keys, state
+        ids = np.searchsorted(self._keys, bank)
+        _feed(ids, np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(service, np.float64), self._state)
+        if latency is not None:
+            self._latency_sum += float(np.sum(latency))
+        self._requests += bank.shape[0]
+
+    def bank_stats(self) -> BankStats:
+        st = self._state
+        k = st.shape[0]
+        n = st[:, _N]
+        tau_s = st[:, _SUM_S] / np.maximum(n, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vs = (st[:, _M2_S] + n * (st[:, _MEAN_S] - tau_s) ** 2) / n
+            c_s = np.where(tau_s > 0, np.sqrt(vs) / tau_s, 0.0)
+            many = n >= 2
+            m = np.maximum(n - 1.0, 1.0)
+            ma = (st[:, _LAST_A] - st[:, _FIRST_A]) / m
+            va = (st[:, _M2_D] + m * (st[:, _MEAN_D] - ma) ** 2) / m
+            tau_a = np.where(many, ma, np.inf)
+            c_a = np.where(many & (ma > 0), np.sqrt(va) / ma, 0.0)
+            rho = np.where(np.isfinite(tau_a) & (tau_a > 0), tau_s / tau_a, np.where(np.isfinite(tau_a), np.inf, 0.0))
+        wq = st[:, _TOTAL_W] / np.maximum(n, 1.0)
+        return BankStats(np.arange(k, dtype=np.int64), n.astype(np.int64), tau_a, c_a, tau_s, c_s, rho, wq)
+
+    def result(self, mode: str = "kingman", population: float | None = None, latency: bool = True) -> Queuing:
+        """The :class:`Queuing` of the stream so far; ``latency`` False: the mean service is the busy time's."""
+        if mode not in MODES:
+            raise ValueError(f"queue mode {mode!r}; expected one of {', '.join(MODES)}")
+        mean = self._latency_sum / self._requests if latency and self._requests else None
+        if latency and not self._requests:
+            mean = float("nan")
+        return _queuing(self.bank_stats(), mode, mean, population)

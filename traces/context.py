@@ -109,4 +109,102 @@ def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-__all__ = ["CONTEXTS", "INDEXED", "OFFSET", "access_context"]
+
+
+
+@nb.njit(cache=True, nogil=True)
+def _update_pcs(inv, rows, ok, shift, state, first):
+    """``_by_instruction``'s first loop over ``rows``, onto per-pc state kept between calls."""
+    for t in range(rows.shape[0]):
+        i = rows[t]
+        k = inv[t]
+        if state[k] == 2:
+            continue
+        if not ok[i]:
+            state[k] = 2
+        elif state[k] == 0:
+            state[k] = 1
+            first[k] = shift[i]
+        elif shift[i] != first[k]:
+            state[k] = 2
+
+
+class ContextStream:
+    """:func:`access_context` over a trace fed in groups of rows, in bounded memory.
+
+    A row's context needs the previous row of its warp and object; a pc's, every row of
+    the pc. The stream works block by block (rows in block order, as the generators
+    write them; within a block any order), holding back the rows of the last block of a
+    group until a later block starts, and keeps one state per pc. After ``finish``,
+    ``context(pc)`` gives each row's context from its pc: the same as ``access_context``
+    over the whole trace.
+    """
+
+    def __init__(self, info):
+        self.n_ids = max((o.id for o in info.objects), default=-1) + 1
+        self._held: list[tuple[np.ndarray, ...]] = []
+        self._held_cta = -1
+        self._done = 0  # blocks below this one have been taken
+        self._pcs = np.zeros(0, np.int64)
+        self._state = np.zeros(0, np.int8)
+        self._first = np.zeros(0, np.int64)
+
+    def feed(self, group: Trace) -> None:
+        n = len(group)
+        if n == 0:
+            return
+        cols = (group.cta, group.warp, group.seq, group.pc, group.obj, group.mask, group.addr)
+        lo = int(group.cta.min())
+        if lo < self._held_cta:
+            i = int(np.flatnonzero(group.cta < self._held_cta)[0])
+            raise ValueError(f"row {group.start + i}: block {int(group.cta[i])} after block {self._held_cta}; "
+                             "streamed contexts need the rows in block order")  # fmt: skip
+        top = int(group.cta.max())
+        if lo == top and (not self._held or top == self._held_cta):
+            self._held.append(cols)
+            self._held_cta = top
+            return
+        if self._held:
+            # the last block's rows held back, with this group's rows of it (a block's worth, not the group)
+            same = np.flatnonzero(group.cta == self._held_cta)
+            held = tuple(np.concatenate(c) for c in zip(*self._held, (c[same] for c in cols)))
+            self._take(held, self._held_cta + 1)
+        self._take(cols, top)  # the group's later blocks, in place
+
+    def finish(self) -> None:
+        if self._held:
+            cols = tuple(np.concatenate(c) for c in zip(*self._held))
+            self._take(cols, self._held_cta + 1)
+
+    def _take(self, cols: tuple[np.ndarray, ...], upto: int) -> None:
+        cta, warp, seq, pc, obj, mask, addr = cols
+        now = np.flatnonzero((cta >= self._done) & (cta < upto))  # blocks below _done were taken already
+        if now.size:
+            order = now[np.lexsort((seq[now], warp[now], cta[now]))].astype(np.int64)
+            ok = np.zeros(cta.shape[0], np.bool_)
+            shift = np.zeros(cta.shape[0], np.int64)
+            _shifts(order, cta, warp, pc, obj, mask, np.ascontiguousarray(addr), self.n_ids, ok, shift)
+            pcs = np.unique(pc[now]).astype(np.int64)
+            new = np.setdiff1d(pcs, self._pcs, assume_unique=True)
+            if new.size:
+                keys = np.union1d(self._pcs, new)
+                pos = np.searchsorted(keys, self._pcs)
+                state = np.zeros(keys.shape[0], np.int8)
+                first = np.zeros(keys.shape[0], np.int64)
+                state[pos], first[pos] = self._state, self._first
+                self._pcs, self._state, self._first = keys, state, first
+            inv = np.searchsorted(self._pcs, pc[now].astype(np.int64))
+            _update_pcs(inv, now.astype(np.int64), ok, shift, self._state, self._first)
+        keep = np.flatnonzero(cta >= upto)
+        self._held = [tuple(c[keep] for c in cols)] if keep.size else []
+        self._held_cta = upto
+        self._done = upto
+
+    def context(self, pc: np.ndarray) -> np.ndarray:
+        """INDEXED or OFFSET (int8) for rows of these pcs (after ``finish``)."""
+        k = np.searchsorted(self._pcs, pc.astype(np.int64))
+        k = np.minimum(k, max(self._pcs.shape[0] - 1, 0))
+        known = (self._pcs[k] == pc) if self._pcs.shape[0] else np.zeros(pc.shape[0], np.bool_)
+        return np.where(known & (self._state[k] == 1) if self._pcs.shape[0] else known, OFFSET, INDEXED).astype(np.int8)
+
+__all__ = ["CONTEXTS", "INDEXED", "OFFSET", "ContextStream", "access_context"]

@@ -1,0 +1,248 @@
+"""Streamed hierarchy == whole-trace hierarchy: groups of 1000 rows (many groups, many waves)
+through cachesim.HierarchyStream give exactly simulate_hierarchy's counts and DRAM stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cachesim
+import traces
+from placement.gpu import get_gpu
+from placement.memory import hierarchy_config
+from traces import generators
+
+GROUP = 1000
+
+
+def trace_of(name: str) -> traces.Trace:
+    cols, info = generators.generate(name)
+    return traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
+
+
+def groups(t: traces.Trace, rows: int = GROUP):
+    for lo in range(0, len(t), rows):
+        yield traces.Trace(**{k: v[lo : lo + rows] for k, v in t.columns().items()}, info=t.info, start=lo)
+
+
+def stream(t: traces.Trace, cfg, bps: int, rows: int = GROUP, **kw):
+    pieces = []
+    s = cachesim.HierarchyStream(cfg, t.info, bps, on_dram=pieces.append, **kw)
+    for g in groups(t, rows):
+        s.feed(g)
+    return s.finish(), pieces
+
+
+def assert_same(whole: cachesim.HierarchyResult, totals: cachesim.HierarchyTotals, pieces) -> None:
+    w = whole.totals()
+    for f in ("requests", "hits", "misses", "instructions", "transactions", "replays", "lsu_cycles", "l2_sectors"):
+        np.testing.assert_array_equal(getattr(totals, f), getattr(w, f), err_msg=f)
+    assert (totals.dram_requests, totals.dram_bytes, totals.row_buffer, totals.n_banks) == (
+        w.dram_requests, w.dram_bytes, w.row_buffer, w.n_banks)  # fmt: skip
+    # the served pieces are the whole run's DRAM requests in its arrival order, with its outcomes
+    d = whole.dram
+    cat = {f: np.concatenate([getattr(p, f) for p in pieces]) if pieces else np.zeros(0) for f in
+           ("addr", "cycle", "obj", "warp", "write", "nbytes", "bank", "outcome", "service_ns")}  # fmt: skip
+    np.testing.assert_array_equal(cat["addr"], whole.dram_addr[d.order])
+    np.testing.assert_array_equal(cat["cycle"], d.arrival)
+    np.testing.assert_array_equal(cat["obj"], whole.dram_obj[d.order])
+    np.testing.assert_array_equal(cat["warp"], whole.dram_warp[d.order])
+    np.testing.assert_array_equal(cat["write"], whole.dram_write[d.order])
+    np.testing.assert_array_equal(cat["nbytes"], whole.dram_bytes[d.order])
+    np.testing.assert_array_equal(cat["bank"], d.bank_number[d.bank] if d.n_banks else np.zeros(0))
+    np.testing.assert_array_equal(cat["outcome"], d.outcome)
+    np.testing.assert_array_equal(cat["service_ns"], d.service_ns)
+
+
+CASES = [
+    ("vecadd", "k80", 2),
+    ("matmul_tiled", "k80", 4),
+    ("conv2d_kt", "a100", 2),
+    ("stencil2d", "v100", 1),
+    ("spmv", "gtx680", 3),
+    ("md", "c2050", 2),
+    ("histogram", "k40", 8),
+    ("mb7_uc", "h100", 2),
+]
+
+
+@pytest.mark.parametrize("name,gpu,bps", CASES)
+def test_stream_equals_whole(name, gpu, bps):
+    t = trace_of(name)
+    cfg = hierarchy_config(get_gpu(gpu))
+    whole = cachesim.simulate_hierarchy(t, cfg, bps)
+    assert whole.dram_addr.shape[0] > 0
+    totals, pieces = stream(t, cfg, bps)
+    assert_same(whole, totals, pieces)
+    if t.info.ctas > 2 * cfg.sms * bps:  # several waves: served as the walk went, not at the end only
+        assert len(pieces) > 1
+
+
+def test_small_dram_buffer_drains_mid_group():
+    t = trace_of("matmul_naive")
+    cfg = hierarchy_config(get_gpu("k80"))
+    whole = cachesim.simulate_hierarchy(t, cfg, 2)
+    totals, pieces = stream(t, cfg, 2, rows=50_000, dram_buffer=64)
+    assert_same(whole, totals, pieces)
+
+
+def test_one_group_and_one_row_groups():
+    t = trace_of("reduction")
+    cfg = hierarchy_config(get_gpu("gtx280"))
+    whole = cachesim.simulate_hierarchy(t, cfg, 3)
+    for rows in (len(t), 1):
+        totals, pieces = stream(t, cfg, 3, rows=rows)
+        assert_same(whole, totals, pieces)
+
+
+def test_rows_out_of_wave_order_are_refused():
+    t = trace_of("vecadd")
+    cfg = hierarchy_config(get_gpu("k80"))
+    s = cachesim.HierarchyStream(cfg, t.info, 1)
+    gs = list(groups(t, len(t) // 2))
+    s.feed(gs[1])
+    with pytest.raises(cachesim.HierarchyConfigError, match=r"row 0: block 0 of wave 0 comes after"):
+        s.feed(gs[0])
+
+
+def test_read_of_many_row_groups_equals_the_columns(tmp_path):
+    # read() decodes a file of many row groups batch by batch into its columns
+    cols, info = generators.generate("matmul_tiled")
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(path).metadata.num_row_groups > 50
+    t = traces.read(path)
+    for k, v in cols.items():
+        np.testing.assert_array_equal(getattr(t, k), v, err_msg=k)
+    assert t.addr.flags["C_CONTIGUOUS"] and t.addr.shape == (len(cols["cta"]), 32)
+
+
+def test_read_names_the_bad_row_of_a_later_row_group(tmp_path):
+    cols, info = generators.generate("vecadd")
+    cols = {k: np.array(v) for k, v in cols.items()}
+    bad = 2500  # in the third row group of 1000
+    cols["width"][bad] = 3
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    with pytest.raises(traces.TraceError, match=rf"row {bad}.*width 3"):
+        traces.read(path)
+
+
+@pytest.mark.parametrize("mode", ["kingman", "kingman-paper", "exact"])
+@pytest.mark.parametrize("population", [None, 40.0])
+def test_queue_stream_equals_dram_latency(mode, population):
+    from placement import queuing
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    arrival = np.sort(rng.exponential(3.0, n).cumsum())
+    arrival[100:110] = arrival[100]  # ties
+    bank = rng.integers(0, 24, n) * 1000 + 5  # bank numbers, not dense ids
+    bank[-1] = 999_999  # a bank with one request
+    service = rng.choice([2.0, 4.5, 6.25], n) * rng.choice([1.0, 2.0], n)
+    latency = rng.choice([300.0, 700.0, 900.0], n)
+    dense = np.unique(bank, return_inverse=True)[1]
+    whole = queuing.dram_latency(dense, arrival, service, mode, latency=latency, population=population)
+    qs = queuing.QueueStream()
+    for lo in range(0, n, 997):
+        qs.feed(bank[lo : lo + 997], arrival[lo : lo + 997], service[lo : lo + 997], latency[lo : lo + 997])
+    got = qs.result(mode, population)
+    assert whole.saturated_banks == got.saturated_banks
+    np.testing.assert_array_equal(got.banks.count, whole.banks.count)
+    np.testing.assert_array_equal(got.banks.tau_s, whole.banks.tau_s)  # the same sums in the same order
+    np.testing.assert_array_equal(got.banks.wq_exact, whole.banks.wq_exact)
+    for f in ("tau_a", "c_a", "c_s", "rho"):  # Welford's sums against two passes
+        np.testing.assert_allclose(getattr(got.banks, f), getattr(whole.banks, f), rtol=1e-12, atol=0, err_msg=f)
+    for f in ("dram_lat", "mean_queuing_delay", "mean_service"):
+        assert getattr(got, f) == pytest.approx(getattr(whole, f), rel=1e-12, abs=0), f
+
+
+def _close(a, b, path=""):
+    """Equal, floats to 1e-12 relative (the queues' variances are summed in another order)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and not isinstance(b, bool):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-300), path
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize(
+    "name,gpu,places",
+    [
+        ("vecadd", "k80", ["a=T,b=T", "b=R"]),
+        ("matmul_tiled", "k80", ["M=T", "Mds=G,Nds=G", "N=2T"]),
+        ("stencil2d", "v100", ["data=T", "data=R,sh=G"]),
+        ("conv1d", "a100", ["in=T,mask=C", "mask=C"]),
+    ],
+)
+def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, StreamEvaluator
+    from placement.placements import parse_placement
+
+    cols, info = generators.generate(name)
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    g = get_gpu(gpu)
+    whole = Evaluator(traces.read(path), g)
+    streamed = StreamEvaluator(path, g, rows=1000)
+    _close(streamed.sample.as_dict(), whole.sample.as_dict(), "sample")
+    np.testing.assert_array_equal(streamed.contexts.context(whole.trace.pc), whole.context)
+    for text in places:
+        p = parse_placement(text, info)
+        _close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
+
+
+def test_stream_evaluator_refuses_rows_out_of_block_order_and_staging(tmp_path):
+    from placement.gpu import get_gpu
+    from placement.hms import StreamEvaluator
+    from placement.placements import parse_placement
+
+    cols, info = generators.generate("matmul_tiled")
+    n = len(cols["cta"])
+    back = np.r_[n // 2 : n, 0 : n // 2]  # the second half of the blocks first
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
+                              row_group_rows=1000)  # fmt: skip
+    with pytest.raises(traces.TraceError, match=r"t\.parquet.*row \d+: block 0 after block"):
+        StreamEvaluator(path, get_gpu("k80"), rows=1000)
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    ev = StreamEvaluator(path, get_gpu("k80"), rows=1000)
+    with pytest.raises(traces.InputError, match="staged placement"):
+        ev.evaluate(parse_placement("M=S/G", info))
+
+
+@pytest.mark.parametrize("name,place", [("matmul_tiled", "M=S/G"), ("stencil2d", "data=S/T"), ("conv1d", "in=S/R")])
+def test_stream_equals_whole_on_staged_traces(name, place):
+    # the staged (S/G, S/T, S/R) targets' traces, with their inserted copies and barriers, streamed
+    from placement import staging as stg
+    from placement.hms import Evaluator
+    from placement.placements import parse_placement, unstaged
+    from traces import staging as ts
+
+    t = trace_of(name)
+    gpu = get_gpu("k80")
+    ev = Evaluator(t, gpu)
+    p = parse_placement(place, t.info)
+    legal = ev.check(p)
+    staged = [t.info.object(n).id for n, s in p.spaces if s.startswith("S/")]
+    rw = traces.rewrite(t, unstaged(p), ev.cost, staged=staged, context=ev.context)
+    option = legal.staging.options[0]
+    plan = stg.plan(ev.staging, gpu, p, option, legal.staging.own_smem)
+    st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, stg.costs(gpu).barrier, option.smem_per_block).trace
+    order = np.argsort(st.cta, kind="stable")  # block order for the stream (the whole run does not depend on it)
+    st = traces.Trace(**{k: v[order] for k, v in st.columns().items()}, info=st.info)
+    cfg = hierarchy_config(gpu)
+    whole = cachesim.simulate_hierarchy(st, cfg, 2)
+    totals, pieces = stream(st, cfg, 2)
+    assert_same(whole, totals, pieces)
+    assert whole.instructions[cachesim.SPACES.index("shared")] > 0
