@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 
@@ -31,10 +30,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _pycachesim_env as env  # noqa: E402
-from _measure import measure, ratios_line, run_footer  # noqa: E402
+from _measure import measure, peak_rss_mib, ratios_line, run_footer  # noqa: E402
 
 import cachesim  # noqa: E402
 import traces  # noqa: E402
+import traces.io  # noqa: E402
 
 SPEC = "N:64:128:4,L:R:m:N:L"
 
@@ -128,15 +128,6 @@ def k80_config() -> cachesim.HierarchyConfig:
         sector_bytes=m.sector_bytes, line_bytes=m.line_bytes, smem_banks=m.smem_banks,
         smem_bank_bytes=m.smem_bank_bytes, issue_cycles=g.compute.issue_cycles,
     )  # fmt: skip
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process (VmHWM)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_hierarchy(rows: int, group: int, whole: bool) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -24,22 +23,14 @@ import time
 import numba
 
 import traces
+import traces.io
 from placement.gpu import get_gpu
 from placement.hms import Evaluator, StreamEvaluator
 from placement.placements import parse_placement
 from traces.generators import write
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _measure import run_footer  # noqa: E402
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process (VmHWM)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from _measure import peak_rss_mib, run_footer  # noqa: E402
 
 
 def timed(f):

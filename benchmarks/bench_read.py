@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 import traces
+import traces.io
 from traces.schema import ARROW_SCHEMA, METADATA_KEY
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

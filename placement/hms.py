@@ -65,6 +65,7 @@ import numpy as np
 
 import cachesim
 import traces
+import traces.io
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces import staging as ts
 from traces.context import CONTEXTS, ContextStream, access_context

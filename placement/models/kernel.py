@@ -251,6 +251,7 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
     import numpy as np
 
     import traces
+    import traces.schema
 
     tr = traces.read(path)
     info = tr.info
