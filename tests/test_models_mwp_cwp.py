@@ -93,6 +93,19 @@ def test_compute_only_kernel():
     assert r.case == "compute-only" and r.exec_cycles == 4 * 100 * 20
 
 
+def test_fewer_memory_instructions_than_one_per_warp_stay_finite():
+    """Eq. 23's Comp_p = Comp_cycles / #Mem_insts holds at most the warp's whole computation: 1e-320 memory
+    instructions per warp (fuzz input kernel 32638) predicted an infinite time."""
+    tiny = mwp_cwp.predict(_k(comp_insts=27, uncoal_mem_insts=1e-320), hong_kim_example())
+    assert tiny.case == "eq23"
+    # by hand: N = 20 warps, MWP 2.28125 (Table 2's), Mem_cycles ~ 0, Comp_cycles = 4 x 27 = 108:
+    # Comp_p = 108 (not 108 / 1e-320), app = 108 x (MWP - 1)
+    assert close(tiny.exec_cycles_app, 108 * (tiny.mwp - 1), 1e-12)
+    # at one memory instruction per warp the same Comp_p, and the time only grows with memory
+    one = mwp_cwp.predict(_k(comp_insts=27, uncoal_mem_insts=1), hong_kim_example())
+    assert one.exec_cycles_app > tiny.exec_cycles_app
+
+
 def test_kernel_file_unknown_key(tmp_path, capsys):
     p = tmp_path / "k.toml"
     p.write_text("[kernel]\nthreads_per_block = 128\nblocks = 8\ncomp_insts = 3\nbogus = 1\n")

@@ -215,6 +215,10 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
     mem_insts = k.mem_insts
     tl2 = t_l2(k, m)  # the L2 throughput extension; 0 when off
+    # Comp_p (Eq. 22-23): the computation between two memory periods, Comp_cycles / #Mem_insts. With fewer
+    # than one memory instruction per warp (an average over warps) a period holds at most the warp's whole
+    # computation, not more: 1e-320 memory instructions per warp made it infinite (fuzz input kernel 32638).
+    comp_period = comp_cycles / max(mem_insts, 1.0)
     if mem_insts <= 0:
         case = "compute-only"
         app = comp_cycles * n * ln.rep
@@ -222,10 +226,10 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         case = "eq22"
         # Too few warps: each warp's own waiting, on its loads only (stores are not waited on).
         waited = mem_cycles * (1.0 - min(max(k.store_insts, 0.0), mem_insts) / mem_insts)
-        app = max(waited * ln.rep, tl2) + (comp_cycles + comp_cycles / mem_insts * (mw - 1)) * ln.rep
+        app = max(waited * ln.rep, tl2) + (comp_cycles + comp_period * (mw - 1)) * ln.rep
     elif cw >= mw or comp_cycles > mem_cycles:
         case = "eq23"
-        app = max(mem_cycles * n / mw * ln.rep, tl2) + comp_cycles / mem_insts * (mw - 1) * ln.rep
+        app = max(mem_cycles * n / mw * ln.rep, tl2) + comp_period * (mw - 1) * ln.rep
     else:
         case = "eq24"
         # Compute bound: memory hides under computation except the last warp's Mem_L,
