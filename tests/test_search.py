@@ -26,7 +26,7 @@ SMALL = {n: [16, 16] for n in names() if n.startswith("mb")} | {"matmul_naive": 
 
 
 # Kernels whose exhaustive search is long (thousands of legal placements, or many rows): run by .ci/run only.
-SLOW = {"spmv", "cfd", "mb6_c", "mb6_uc", "matrixmul", "s3d", "conv2d_kt"}
+SLOW = {"spmv", "cfd", "mb6_c", "mb6_uc", "matrixmul", "s3d", "conv2d_kt", "matvec", "matmul_tiled"}
 
 
 def _kernels():
