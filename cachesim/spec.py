@@ -28,6 +28,10 @@ from .errors import SpecError
 
 SECTOR_BYTES = 32
 SECTORS_PER_LINE = 4  # GPGPU-Sim's SECTOR_CHUNCK_SIZE
+MAX_LINE_BYTES = 1 << 12
+"""The longest line accepted: 4 KiB, 32x any GPU cache's (GPGPU-Sim's configurations and the
+vendors' documents give 32 to 128 B). The simulation's work and memory per access grow with
+the line; a 4 GiB line (fuzz input gpu 43052) was accepted and aborted the process."""
 
 REPLACEMENT = {"L": "lru", "F": "fifo"}
 WRITE = {"R": "read-only", "B": "write-back", "T": "write-through", "E": "write-evict", "L": "local-wb-global-wt"}
@@ -114,8 +118,8 @@ def parse_spec(s: str) -> CacheSpec:
     nsets, line, assoc = int(g["nsets"]), int(g["line"]), int(g["assoc"])
     if not _pow2(nsets):
         raise SpecError("nsets", f"{nsets} in cache string '{s}' must be a power of two >= 1")
-    if not _pow2(line) or line < 4:
-        raise SpecError("line", f"{line} in cache string '{s}' must be a power of two >= 4 bytes")
+    if not _pow2(line) or not 4 <= line <= MAX_LINE_BYTES:
+        raise SpecError("line", f"{line} in cache string '{s}' must be a power of two from 4 to {MAX_LINE_BYTES} bytes")
     if not 1 <= assoc <= 1 << 16:
         raise SpecError("assoc", f"{assoc} in cache string '{s}' must be in 1..65536")
     sectored = g["t"] == "S"

@@ -350,3 +350,15 @@ def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, word
         load_gpu(path)
     assert exc.value.key == qualified
     assert qualified in str(exc.value) and words in str(exc.value)
+
+
+def test_a_cache_line_beyond_the_maximum_is_named(tmp_path):
+    """A 4 GiB L1 line (fuzz input gpu 43052) was accepted, and the first evaluation aborted the process
+    under the fuzz workers' 4 GiB address-space limit; lines are 4 B to 4 KiB."""
+    from cachesim.spec import MAX_LINE_BYTES, parse_spec
+
+    path = _copy(tmp_path, "c2050", lambda t: t.replace('l1 = "N:32:128:4,', 'l1 = "N:32:4294967296:4,', 1))
+    with pytest.raises(ConfigError) as exc:
+        load_gpu(path)
+    assert exc.value.key == "caches.l1" and "from 4 to 4096 bytes" in str(exc.value)
+    assert parse_spec(f"N:32:{MAX_LINE_BYTES}:4,L:L:m:N:L").line == MAX_LINE_BYTES  # the maximum itself is fine
