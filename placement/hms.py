@@ -269,15 +269,23 @@ def dram_stream(h: cachesim.HierarchyResult, gpu: Gpu) -> tuple[np.ndarray, ...]
       would otherwise send every warp's requests at once.
     """
     d = h.dram
-    mhz = gpu.compute.clock_mhz
-    bytes_ = h.dram_bytes[d.order].astype(np.float64)
-    bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz  # GB/s over MHz: bytes per cycle
-    gap = bytes_ / bytes_per_cycle
-    g = np.concatenate(([0.0], np.cumsum(gap)[:-1])) if gap.shape[0] else gap
-    arrival = np.maximum.accumulate(d.arrival - g) + g if gap.shape[0] else d.arrival
-    latency = d.service_ns * mhz / 1e3
-    busy = gap * gpu.dram.channels * (d.service_ns / gpu.dram.row_hit_ns)
+    arrival, busy, latency, _, _ = _dram_piece(gpu, h.dram_bytes[d.order], d.arrival, d.service_ns, 0.0, -np.inf)
     return d.bank.astype(np.int64), arrival, busy, latency
+
+
+def _dram_piece(gpu: Gpu, nbytes: np.ndarray, cycle: np.ndarray, service_ns: np.ndarray, g0: float, m0: float):
+    """``dram_stream``'s arrival, busy and latency for consecutive requests, carrying the departure delays
+    so far (``g0``) and the running maximum of arrival - delay (``m0``) from the requests before them;
+    returns both updated. The whole stream is one piece from (0, -inf)."""
+    mhz = gpu.compute.clock_mhz
+    bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz  # GB/s over MHz: bytes per cycle
+    gap = nbytes.astype(np.float64) / bytes_per_cycle
+    cs = np.cumsum(np.concatenate(([g0], gap)))
+    g = cs[:-1]
+    acc = np.maximum.accumulate(np.concatenate(([m0], cycle - g)))[1:]
+    latency = service_ns * mhz / 1e3
+    busy = gap * gpu.dram.channels * (service_ns / gpu.dram.row_hit_ns)
+    return acc + g, busy, latency, float(cs[-1]), float(acc[-1]) if acc.shape[0] else m0
 
 
 def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in_flight: float) -> _Memory:
@@ -560,11 +568,7 @@ class Evaluator:
         self.context = access_context(trace, self.staging.order)
         ins = self.info.instructions
         self._executed = float(ins.executed)
-        counting = options.instruction_counting
-        # The sample's issued count: the trace's when it has one, else executed plus
-        # the replays of causes 1-4 the hierarchy finds (causes 5-10 are unknown).
-        known = ins.issued is not None or not counting
-        base = float(ins.issued) if ins.issued is not None and counting else self._executed
+        base, known = _sample_issued(ins, options)
         legal = check(self.info, gpu, self.sample_placement)
         self.sample = _terms(
             self.info, _whole(trace, gpu, options), gpu, self.sample_placement, options, occ=legal.occupancy,
@@ -585,9 +589,7 @@ class Evaluator:
         rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged, context=self.context)
         if not staged:
             delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
-            # Eq. 3: the target keeps the sample's issued count with its replays of
-            # causes 1-4 swapped for its own, plus the addressing delta (Sec. III-B).
-            base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
+            base = _issued_base(self, delta)  # Eq. 3
             return _terms(
                 rw.trace.info, _whole(rw.trace, self.gpu, self.options), self.gpu, placement, self.options,
                 occ=legal.occupancy, smem_per_block=legal.smem_per_block,
@@ -605,7 +607,7 @@ class Evaluator:
             added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
                      + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
             delta = int(st.addr_inst_delta.sum(dtype=np.int64))
-            base = (self.sample.issued_instructions - self._sample_replays + delta + added) if counting else self._executed
+            base = _issued_base(self, delta, added)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
             detail = {
                 "windows": option.windows,
@@ -674,17 +676,9 @@ class _StreamRun:
         self.hier.feed(group)
 
     def _dram(self, piece: cachesim.DramPiece) -> None:
-        gpu = self.gpu
-        mhz = gpu.compute.clock_mhz
-        bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz
-        gap = piece.nbytes.astype(np.float64) / bytes_per_cycle
-        cs = np.cumsum(np.concatenate(([self._g], gap)))
-        g, self._g = cs[:-1], float(cs[-1])
-        acc = np.maximum.accumulate(np.concatenate(([self._m], piece.cycle - g)))[1:]
-        self._m = float(acc[-1])
-        latency = piece.service_ns * mhz / 1e3
-        busy = gap * gpu.dram.channels * (piece.service_ns / gpu.dram.row_hit_ns)
-        self.queue.feed(piece.bank, acc + g, busy, latency)
+        arrival, busy, latency, self._g, self._m = _dram_piece(
+            self.gpu, piece.nbytes, piece.cycle, piece.service_ns, self._g, self._m)
+        self.queue.feed(piece.bank, arrival, busy, latency)
 
     def finish(self):
         """``_terms``'s memory function of the run."""
@@ -698,6 +692,23 @@ class _StreamRun:
             return _reduce(h, self.queue.result(mode, population=in_flight), tb, self.gpu, self.cfg, opts)
 
         return memory
+
+
+def _sample_issued(ins: traces.Instructions, options: Options) -> tuple[float, bool]:
+    """The sample's issued count and whether it is known: the trace's when it has one, else executed
+    plus the replays of causes 1-4 the hierarchy finds (causes 5-10 are unknown)."""
+    counting = options.instruction_counting
+    known = ins.issued is not None or not counting
+    return (float(ins.issued) if ins.issued is not None and counting else float(ins.executed)), known
+
+
+def _issued_base(ev: "Evaluator | StreamEvaluator", delta: int, added: int = 0) -> float:
+    """Eq. 3: a target keeps the sample's issued count with its replays of causes 1-4 swapped for its
+    own (added later), plus the addressing delta (Sec. III-B) and the instructions ``added`` by staging
+    code; without instruction counting, the executed count."""
+    if not ev.options.instruction_counting:
+        return ev._executed
+    return ev.sample.issued_instructions - ev._sample_replays + delta + added
 
 
 def _resident_blocks(info, gpu: Gpu, occ: Occupancy) -> int:
@@ -728,9 +739,7 @@ class StreamEvaluator:
         self.cost = addr_cost_table(self.info, gpu)
         ins = self.info.instructions
         self._executed = float(ins.executed)
-        counting = options.instruction_counting
-        known = ins.issued is not None or not counting
-        base = float(ins.issued) if ins.issued is not None and counting else self._executed
+        base, known = _sample_issued(ins, options)
         legal = check(self.info, gpu, self.sample_placement)
         self.contexts = ContextStream(self.info)
         run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
@@ -768,7 +777,7 @@ class StreamEvaluator:
             delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
             run.feed(rw.trace)
         counting = self.options.instruction_counting
-        base = self.sample.issued_instructions - self._sample_replays + delta if counting else self._executed
+        base = _issued_base(self, delta)
         target = _terms(
             new_info, run.finish(), self.gpu, placement, self.options, occ=legal.occupancy,
             smem_per_block=legal.smem_per_block, issued_base=base, add_replays=counting,

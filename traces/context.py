@@ -74,17 +74,7 @@ def _by_instruction(inv, ok, shift, n_pcs, out):
     """A pc is OFFSET when every row of it is ``ok`` with one shift."""
     state = np.zeros(n_pcs, np.int8)  # 0 unseen, 1 offset so far, 2 indexed
     first = np.zeros(n_pcs, np.int64)
-    for i in range(inv.shape[0]):
-        k = inv[i]
-        if state[k] == 2:
-            continue
-        if not ok[i]:
-            state[k] = 2
-        elif state[k] == 0:
-            state[k] = 1
-            first[k] = shift[i]
-        elif shift[i] != first[k]:
-            state[k] = 2
+    _update_pcs(inv, np.arange(inv.shape[0]), ok, shift, state, first)
     for i in range(inv.shape[0]):
         out[i] = OFFSET if state[inv[i]] == 1 else INDEXED
 
@@ -109,12 +99,10 @@ def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-
-
-
 @nb.njit(cache=True, nogil=True)
 def _update_pcs(inv, rows, ok, shift, state, first):
-    """``_by_instruction``'s first loop over ``rows``, onto per-pc state kept between calls."""
+    """Per-pc state (0 unseen, 1 offset so far, 2 indexed; ``first``: the shift seen) updated with ``rows``
+    (``inv[t]`` is row ``rows[t]``'s pc); the whole trace at once or group by group."""
     for t in range(rows.shape[0]):
         i = rows[t]
         k = inv[t]
