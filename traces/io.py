@@ -260,12 +260,8 @@ def read(path, *, validate: bool = True) -> Trace:
         return trace
     n = pf.metadata.num_rows
     cols = {name: np.empty((n, WARP_SIZE) if name == "addr" else n, NUMPY_DTYPES[name]) for name in COLUMNS}
-    checker = _Checker(p, info) if validate else None
     start = 0
-    for batch in _batches(p, pf, DEFAULT_BATCH_ROWS):
-        t = _numpy_columns(p, batch, start, info)
-        if checker is not None:
-            checker.check(t)
+    for t in _checked_batches(p, pf, info, DEFAULT_BATCH_ROWS, validate):
         m = len(t)
         if start + m > n:
             raise TraceError(p, f"more rows than the footer's {n} (corrupt)")
@@ -286,6 +282,11 @@ def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True)
     if rows < 1:
         raise ValueError("rows must be >= 1")
     p, pf, info = _open(path, streaming=True)
+    yield from _checked_batches(p, pf, info, rows, validate)
+
+
+def _checked_batches(p: str, pf, info, rows: int, validate: bool) -> Iterator[Trace]:
+    """The file's batches of at most ``rows`` rows as numpy columns, validated with one checker across them."""
     checker = _Checker(p, info) if validate else None
     start = 0
     for batch in _batches(p, pf, rows):
