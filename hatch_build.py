@@ -17,8 +17,17 @@ editable install (``pip install -e .``) ships nothing: the source tree's own cac
 used.
 
 The warm-up needs the runtime dependencies in the build environment
-(``require-runtime-dependencies`` in pyproject.toml). A warm-up command that fails
-only costs the speed-up: the build goes on, with a warning.
+(``require-runtime-dependencies`` in pyproject.toml), and it runs its commands in child
+processes that must see them: pip's isolated build environment reaches the interpreter
+through ``PYTHONPATH`` (a ``sitecustomize`` that adds its prefixes), so the children get
+the packages' copy *in front of* the frontend's ``PYTHONPATH``, never instead of it
+(:func:`_child_env`). Until 23 Nov 2026 this hook replaced ``PYTHONPATH``: every warm-up
+failed with "No module named numpy" whenever the installing environment did not have
+the dependencies itself (every fresh virtual environment, CI's included) and the wheel
+shipped no cache, while builds from a populated environment shipped it, which looked
+intermittent. A warm-up command that fails only costs the speed-up: the build goes on,
+with a warning naming a log file that holds the command's whole error output
+(``tests/test_cli_light.py`` checks that an installed wheel carries the cache).
 The same files seed the source tree's ``__pycache__`` where it has none (see
 :func:`_seed`), for the test suite run from there. Set ``PLACEMENT_WHEEL_NO_CACHE=1`` to
 build a wheel without the cache.
@@ -32,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
@@ -47,6 +57,16 @@ WARM_UP = (
     ("evaluate", "configs/examples/vecadd.parquet", "--gpu", "k80"),
     ("info", "configs/examples/vecadd.parquet"),
 )
+
+
+def _child_env(work: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The warm-up commands' environment: the packages' copy first on ``PYTHONPATH``, then
+    whatever the build frontend put there (pip's isolated build environment lives on it);
+    numba's settings dropped so that it caches in the copy's own ``__pycache__``."""
+    env = {k: v for k, v in environ.items() if not k.startswith("NUMBA_")}
+    path = [str(work), *filter(None, environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(PYTHONPATH=os.pathsep.join(path), CI="1")
+    return env
 
 
 def _seed(root: Path, work: Path) -> int:
@@ -103,15 +123,18 @@ class CustomBuildHook(BuildHookInterface):
         for pkg in PACKAGES:
             shutil.copytree(root / pkg, work / pkg, ignore=ignore)
         shutil.copytree(root / "configs", work / "configs", ignore=ignore)
-        # numba's in-tree cache (the package's own __pycache__), whatever the caller set
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-        env.update(PYTHONPATH=str(work), CI="1")
+        env = _child_env(work, os.environ)
         for argv in WARM_UP:
             cmd = [sys.executable, "-m", "placement.cli", *argv]
             if argv[0] == "rank":
                 cmd += ["--workers", "1", "--no-progress"]
             r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
             if r.returncode != 0:
+                # kept after the build (pip shows hatch's warnings only with -v or on failure)
+                fd, log = tempfile.mkstemp(prefix="gpu-placement-warm-up-", suffix=".log")
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(f"$ {' '.join(cmd)}\n(exit {r.returncode})\n{r.stdout}\n{r.stderr}")
                 tail = (r.stderr.strip().splitlines() or [""])[-1]
                 self.app.display_warning(f"numba cache warm-up `placement {' '.join(argv)}` failed "
-                                         f"(exit {r.returncode}: {tail}); those kernels compile on first use")  # fmt: skip
+                                         f"(exit {r.returncode}: {tail}; whole output in {log}); "
+                                         "those kernels compile on first use")  # fmt: skip
