@@ -96,3 +96,21 @@ def test_a_small_rank_imports_no_solver_and_no_pandas():
     assert set(result["heavy"]) & {"ortools", "pandas", "tqdm", "matplotlib"} == set(), result
     assert {"numba", "numpy", "pyarrow"} <= set(result["heavy"])  # the check sees what the command does load
     assert json.loads(r.stdout)["ranking"]
+
+
+@pytest.mark.parametrize("argv, code", [(["--version"], 0), (["nosuch"], 2)])
+def test_console_exits_with_mains_code_and_objects_frozen(argv, code):
+    # the console script freezes the collector's objects before the interpreter's shutdown
+    # (placement.cli.console); main alone leaves the caller's collector alone
+    r = _fresh(
+        "import atexit, gc, sys\n"
+        "from placement.cli import console, main\n"
+        "main(['--version'])\n"
+        "assert gc.get_freeze_count() == 0\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "sys.argv = ['placement', *sys.argv[1:]]\n"
+        "console()",
+        *argv,
+    )
+    assert r.returncode == code, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "frozen True"
