@@ -215,7 +215,8 @@ def _numpy_columns(path: str, batch: pa.RecordBatch | pa.Table, start: int, info
             i = int(np.flatnonzero(~np.asarray(col.is_valid()))[0])
             raise TraceError(path, "null value", row=start + i, field=name)
         if name == "addr":
-            values = col.flatten()
+            # the lanes of these rows (flatten() would import pyarrow.compute: 0.03 s of CPU)
+            values = col.values.slice(col.offset * col.type.list_size, len(col) * col.type.list_size)
             if values.null_count:
                 i = int(np.flatnonzero(~np.asarray(values.is_valid()))[0]) // WARP_SIZE
                 raise TraceError(path, "null lane address", row=start + i, field="addr")
