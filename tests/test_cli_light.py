@@ -100,17 +100,20 @@ def test_a_small_rank_imports_no_solver_and_no_pandas():
 
 @pytest.mark.parametrize("argv, code", [(["--version"], 0), (["nosuch"], 2)])
 def test_console_exits_with_mains_code_and_objects_frozen(argv, code):
-    # the console script freezes the collector's objects before the interpreter's shutdown
-    # (placement.cli.console); main alone leaves the caller's collector alone
+    # the console script collects less often and freezes the collector's objects before the
+    # interpreter's shutdown (placement.cli.console); main alone leaves the caller's collector alone
     r = _fresh(
         "import atexit, gc, sys\n"
         "from placement.cli import console, main\n"
+        "before = gc.get_threshold()\n"
         "main(['--version'])\n"
-        "assert gc.get_freeze_count() == 0\n"
-        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "assert gc.get_freeze_count() == 0 and gc.get_threshold() == before\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, gc.get_threshold()[0]))\n"
         "sys.argv = ['placement', *sys.argv[1:]]\n"
         "console()",
         *argv,
     )
     assert r.returncode == code, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "frozen True"
+    from placement.cli import GC_YOUNG_THRESHOLD
+
+    assert r.stdout.strip().splitlines()[-1] == f"frozen True {GC_YOUNG_THRESHOLD}"
