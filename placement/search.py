@@ -15,7 +15,9 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block, a staged object counted at its smallest tile) and
    return the best K distinct placements, one solve after another with each found
-   solution cut off;
+   solution cut off; a space of at most ``COUNT_LIMIT`` placements is enumerated
+   under the same model instead wherever that determines the same K (``_best_k``),
+   so a small rank does not load OR-Tools;
 4. evaluates those exactly, re-checks each for legality in plain Python, and ranks
    every placement it evaluated exactly (sample, single moves, pairs, candidates).
 
