@@ -12,6 +12,9 @@ Rows:
   with an empty numba cache (``NUMBA_CACHE_DIR`` set to a new directory): every kernel
   compiles; the imported trace's rows are repeated cold too;
 - ``rank (second run)``: the same command with numba's cache in place;
+- ``rank (second run, bytecode cached)``, where ``PYTHONDONTWRITEBYTECODE`` is set (the row
+  above then compiles the source tree's modules on every run): the same with Python's
+  bytecode cached too (``PYTHONPYCACHEPREFIX`` a temporary folder), as an installed package has it;
 - ``rank IMPORTED (default workers)`` / ``(--workers 1)``: rank of a ~264-row PORPLE trace
   (``--porple FILE``, default the particle-filter-sized mm_stride from /work/shared/data)
   imported with `placement import porple`; their ratio should not exceed 1;
@@ -102,6 +105,13 @@ def bench_source(args, tmp: Path) -> None:
         report("rank vecadd (cold: empty numba cache)", cold)
     run_child(rank_argv(py, VECADD), env)  # fills the source tree's cache if needed
     report("rank vecadd (second run)", [run_child(rank_argv(py, VECADD), env) for _ in range(args.runs)])
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # the row above compiled every module of the source tree from source; an installed
+        # package (pip byte-compiles it) or a user's checkout reads cached bytecode
+        pyc = source_env(PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+        pyc.pop("PYTHONDONTWRITEBYTECODE")
+        run_child(rank_argv(py, VECADD), pyc)
+        report("rank vecadd (second run, bytecode cached)", [run_child(rank_argv(py, VECADD), pyc) for _ in range(args.runs)])
     trace = imported_trace(args.porple, tmp)
     if trace is not None:
         run_child(rank_argv(py, trace, "--workers", "1"), env)  # its kernels in the cache
