@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -195,7 +193,9 @@ class _Runner:
         self.exact: dict[Placement, Evaluation] = {}
         self.progress = progress
         self.pool = None
-        self.workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
+        # forked workers need os.fork; multiprocessing and the pool are imported only for a
+        # pool (17 ms of CPU a small rank does not need)
+        self.workers = workers if hasattr(os, "fork") else 1
         self.rows = len(ev.trace.addr)
 
     def __enter__(self) -> "_Runner":
@@ -219,6 +219,9 @@ class _Runner:
             if self.pool is None:
                 global _WORKER_EVALUATOR
                 _WORKER_EVALUATOR = self.ev
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
             results = self.pool.map(_evaluate_in_worker, todo)
