@@ -12,6 +12,9 @@ Rows:
   with an empty numba cache (``NUMBA_CACHE_DIR`` set to a new directory): every kernel
   compiles; the imported trace's rows are repeated cold too;
 - ``rank (second run)``: the same command with numba's cache in place;
+- ``rank (second run, bytecode cached)``, where ``PYTHONDONTWRITEBYTECODE`` is set (the row
+  above then compiles the source tree's modules on every run): the same with Python's
+  bytecode cached too (``PYTHONPYCACHEPREFIX`` a temporary folder), as an installed package has it;
 - ``rank IMPORTED (default workers)`` / ``(--workers 1)``: rank of a ~264-row PORPLE trace
   (``--porple FILE``, default the particle-filter-sized mm_stride from /work/shared/data)
   imported with `placement import porple`; their ratio should not exceed 1;
@@ -46,11 +49,11 @@ VECADD = ROOT / "configs" / "examples" / "vecadd.parquet"
 PORPLE = Path("/work/shared/data/traces/porple/mm_stride.txt")
 
 
-def run_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+def run_child(argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MiB) of one child run; output discarded; a failure raises."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -104,6 +107,13 @@ def bench_source(args, tmp: Path) -> None:
         report("rank vecadd (cold: empty numba cache)", cold)
     run_child(rank_argv(py, VECADD), env)  # fills the source tree's cache if needed
     report("rank vecadd (second run)", [run_child(rank_argv(py, VECADD), env) for _ in range(args.runs)])
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # the row above compiled every module of the source tree from source; an installed
+        # package (pip byte-compiles it) or a user's checkout reads cached bytecode
+        pyc = source_env(PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+        pyc.pop("PYTHONDONTWRITEBYTECODE")
+        run_child(rank_argv(py, VECADD), pyc)
+        report("rank vecadd (second run, bytecode cached)", [run_child(rank_argv(py, VECADD), pyc) for _ in range(args.runs)])
     trace = imported_trace(args.porple, tmp)
     if trace is not None:
         run_child(rank_argv(py, trace, "--workers", "1"), env)  # its kernels in the cache
@@ -146,16 +156,23 @@ def bench_fresh_install(args, tmp: Path) -> None:
     print(f"{'pip install WHEEL into the new venv':<44} {time.perf_counter() - t0:8.2f} "
           f"{c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime:8.2f}")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "PYTHONPATH"}
+    # not from ROOT: `python -m` puts the working folder first on sys.path, which would import
+    # the source tree (its modules and its numba cache) instead of the installed package
+    away = tmp / "cwd"
+    away.mkdir()
+    check = subprocess.run([py, "-c", "import placement; print(placement.__file__)"], env=env, cwd=away,
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert Path(check).is_relative_to(venv), check
     first, second = [], []
     for i in range(args.runs):
         if i:
             subprocess.run([py, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(wheel)], check=True)
-        first.append(run_child(rank_argv(py, VECADD), env))
-        second.append(run_child(rank_argv(py, VECADD), env))
+        first.append(run_child(rank_argv(py, VECADD), env, away))
+        second.append(run_child(rank_argv(py, VECADD), env, away))
     report("fresh install: first rank vecadd", first)
     report("fresh install: second rank vecadd", second)
     report("fresh install: placement --help",
-           [run_child([str(venv / "bin" / "placement"), "--help"], env) for _ in range(args.runs)])  # fmt: skip
+           [run_child([str(venv / "bin" / "placement"), "--help"], env, away) for _ in range(args.runs)])  # fmt: skip
 
 
 POOL = r"""

@@ -224,8 +224,25 @@ def schedule(trace, sms: int, blocks_per_sm: int) -> tuple[np.ndarray, np.ndarra
     n = len(trace)
     sm = np.empty(n, np.int32)
     slot = np.empty(n, np.int64)
-    H.schedule(trace.cta, trace.warp, trace.seq, trace.info.ctas, sms, blocks_per_sm, trace.info.warps_per_block, sm, slot)
+    cta, warp, seq = _readonly(trace.cta, trace.warp, trace.seq)
+    H.schedule(cta, warp, seq, trace.info.ctas, sms, blocks_per_sm, trace.info.warps_per_block, sm, slot)
     return sm, slot
+
+
+def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Read-only views of a trace's columns for the kernels, which only read them.
+
+    numba compiles (and loads from its cache) one specialisation per argument type, and a
+    writable array is another type than a read-only one: a trace read from Parquet has
+    read-only columns, a rewritten or staged one writable ones (or a mixture), which made
+    three ``walk`` and two ``schedule`` specialisations where one does the same work.
+    """
+    out = []
+    for a in arrays:
+        v = a.view()
+        v.flags.writeable = False
+        out.append(v)
+    return tuple(out)
 
 
 def _grow(out: tuple, need: int) -> tuple:
@@ -297,7 +314,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     order = np.argsort(slot * config.sms + sm, kind="stable")
 
     cfgs, state, hp, lat, stats, obj_info = _setup(config, info)
-    cols = (trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
+    cols = _readonly(trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
 
     cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
     out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
@@ -464,7 +481,7 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            walk_cols = (cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8])
+            walk_cols = _readonly(cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8])
             issue = float(cfg.issue_cycles)
             start = 0
             while True:

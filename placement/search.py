@@ -15,7 +15,9 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block, a staged object counted at its smallest tile) and
    return the best K distinct placements, one solve after another with each found
-   solution cut off;
+   solution cut off; a space of at most ``COUNT_LIMIT`` placements is enumerated
+   under the same model instead wherever that determines the same K (``_best_k``),
+   so a small rank does not load OR-Tools;
 4. evaluates those exactly, re-checks each for legality in plain Python, and ranks
    every placement it evaluated exactly (sample, single moves, pairs, candidates).
 
@@ -28,13 +30,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
-
-from ortools.sat.python import cp_model
 
 import traces
 import traces.staging
@@ -195,7 +193,9 @@ class _Runner:
         self.exact: dict[Placement, Evaluation] = {}
         self.progress = progress
         self.pool = None
-        self.workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
+        # forked workers need os.fork; multiprocessing and the pool are imported only for a
+        # pool (17 ms of CPU a small rank does not need)
+        self.workers = workers if hasattr(os, "fork") else 1
         self.rows = len(ev.trace.addr)
 
     def __enter__(self) -> "_Runner":
@@ -219,6 +219,9 @@ class _Runner:
             if self.pool is None:
                 global _WORKER_EVALUATOR
                 _WORKER_EVALUATOR = self.ev
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
             results = self.pool.map(_evaluate_in_worker, todo)
@@ -313,7 +316,8 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
             for (a, b), e in zip(chosen, done):
                 pair[(a[0], a[1], b[0], b[1])] = e.target.time_ns - base - single[a] - single[b]
         # 3. CP-SAT for the best K under the surrogate
-        candidates = _best_k(info, gpu, dom, single, pair, options, ev.staging)
+        candidates = _best_k(info, gpu, dom, single, pair, options, ev.staging,
+                             settled=lambda p: p in runner.exact and _legal(info, gpu, p, ev.staging))  # fmt: skip
         legal = []
         for p in candidates:
             if _legal(info, gpu, p, ev.staging):  # re-check the solver's answer before trusting it
@@ -329,17 +333,27 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
     return Ranking(exact[sample], ranked[: options.top], ev.evaluations, n_legal, "cpsat", surrogate, total, why)
 
 
-def _best_k(info, gpu, dom, single, pair, options: SearchOptions, staging: StagingFacts | None) -> list[Placement]:
-    """The K best distinct placements under the surrogate, by repeated CP-SAT solves."""
+@dataclass(frozen=True)
+class _SurrogateModel:
+    """The integer program `_best_k` solves: one space per object, two capacity rows, a sum of terms.
+
+    ``single`` and ``pair`` are the objective's integer coefficients (picoseconds): a
+    single term counts when its object takes that space, a pair term when both do;
+    ``rows`` are the capacity rules, each a (coefficients of (object, space), limit).
+    """
+
+    dom: dict[str, list[str]]
+    single: dict[tuple[str, str], int]
+    pair: dict[tuple[str, str, str, str], int]
+    rows: tuple[tuple[dict[tuple[str, str], int], int], ...]
+
+
+def _surrogate_model(info, gpu, dom, single, pair, staging: StagingFacts | None) -> _SurrogateModel:
     sample = sample_placement(info)
     objs = {o.name: o for o in info.objects}
-    m = cp_model.CpModel()
-    x = {(n, s): m.NewBoolVar(f"x[{n},{s}]") for n, spaces in dom.items() for s in spaces}
-    for n, spaces in dom.items():
-        m.AddExactlyOne(x[(n, s)] for s in spaces)
+    keys = [(n, s) for n, spaces in dom.items() for s in spaces]
     # constant bank (all C objects together)
-    cap = gpu.memory.const_bank_bytes
-    m.Add(sum(objs[n].size * x[(n, "C")] for n in dom if (n, "C") in x) <= cap)
+    const = {(n, "C"): objs[n].size for n in dom if "C" in dom[n]}
     # shared memory per block: the kernel's own usage besides its S arrays, plus each
     # S array kept and each staged object's smallest tile (its finest windows) with
     # SHARED_ALIGN - 1 bytes of alignment counted in full (exact legality, windows
@@ -347,32 +361,115 @@ def _best_k(info, gpu, dom, single, pair, options: SearchOptions, staging: Stagi
     in_sample_s = [n for n, s in sample.spaces if s == "S"]
     own = max(info.smem_per_block - sum(objs[n].size for n in in_sample_s), 0)
     need = {}
-    for (n, s) in x:
+    for n, s in keys:
         if s == "S":
             need[(n, s)] = objs[n].size
         elif is_staged(s) and staging is not None:
             k = staging.access(n).ordinals
             wins = traces.staging.window_counts(k)
             need[(n, s)] = staging.footprint(n, wins).bytes[-1] + SHARED_ALIGN - 1
-    m.Add(sum(v * x[k] for k, v in need.items()) <= gpu.memory.smem_per_block - own)
-    terms = [int(round(d * SCALE)) * x[k] for k, d in single.items() if d != 0.0]
-    for (a, sa, b, sb), d in pair.items():
+    rows = ((const, gpu.memory.const_bank_bytes), (need, gpu.memory.smem_per_block - own))
+    return _SurrogateModel(
+        dom,
+        {k: int(round(d * SCALE)) for k, d in single.items() if d != 0.0},
+        {k: int(round(d * SCALE)) for k, d in pair.items()},
+        rows,
+    )
+
+
+def _best_k(info, gpu, dom, single, pair, options: SearchOptions, staging: StagingFacts | None,
+            settled: Callable[[Placement], bool] = lambda p: False) -> list[Placement]:  # fmt: skip
+    """The K best distinct placements under the surrogate.
+
+    A space of at most ``COUNT_LIMIT`` placements is enumerated, and its K best are the
+    answer when the set is determined: no tie across the K-th place (then every exact
+    solver returns that set), or a tie among placements that are all ``settled``
+    (legal and already evaluated exactly: which of them a solver picks changes no
+    evaluation, no ranking and no count). Otherwise, and for larger spaces, repeated
+    CP-SAT solves.
+    """
+    model = _surrogate_model(info, gpu, dom, single, pair, staging)
+    k = max(options.top, options.candidates)
+    sample = sample_placement(info)
+
+    def placement(chosen: dict[str, str]) -> Placement:
+        return Placement(tuple((n, chosen[n]) for n, _ in sample.spaces))
+
+    if _product(dom) <= COUNT_LIMIT:
+        best = _best_k_enumerated(model, k, lambda chosen: settled(placement(chosen)))
+        if best is not None:
+            return [placement(chosen) for chosen in best]
+    return [placement(chosen) for chosen in _best_k_cpsat(model, k, options)]
+
+
+def _best_k_enumerated(model: _SurrogateModel, k: int, settled: Callable[[dict[str, str]], bool]) -> list[dict[str, str]] | None:
+    """Every placement's surrogate and capacity use at once (numpy over the product of the
+    domains); the K best feasible ones, or None where CP-SAT must decide (a tie across the
+    K-th place with a placement not ``settled``, a limit below zero, coefficients that
+    could overflow int64)."""
+    import numpy as np
+
+    names = list(model.dom)
+    coeffs = [*model.single.values(), *model.pair.values(), *(v for row, _ in model.rows for v in row.values())]
+    if not names or any(limit < 0 for _, limit in model.rows) or sum(abs(v) for v in coeffs) >= 2**62:
+        return None
+    shape = tuple(len(model.dom[n]) for n in names)
+    choice = dict(zip(names, np.indices(shape).reshape(len(names), -1)))  # object -> its space index, per placement
+    index = {(n, s): i for n in names for i, s in enumerate(model.dom[n])}
+
+    def linear(terms: dict[tuple[str, str], int]) -> np.ndarray:
+        total = np.zeros(int(np.prod(shape)), dtype=np.int64)
+        for (n, s), v in terms.items():
+            total += np.where(choice[n] == index[(n, s)], np.int64(v), np.int64(0))
+        return total
+
+    cost = linear(model.single)
+    for (a, sa, b, sb), v in model.pair.items():
+        cost += np.where((choice[a] == index[(a, sa)]) & (choice[b] == index[(b, sb)]), np.int64(v), np.int64(0))
+    feasible = np.ones(cost.shape, dtype=bool)
+    for row, limit in model.rows:
+        feasible &= linear(row) <= limit
+    (ids,) = np.nonzero(feasible)
+    ids = ids[np.argsort(cost[ids], kind="stable")]
+
+    def chosen(i) -> dict[str, str]:
+        return {n: model.dom[n][int(choice[n][i])] for n in names}
+
+    if len(ids) > k and cost[ids[k - 1]] == cost[ids[k]]:
+        if not all(settled(chosen(i)) for i in ids[cost[ids] == cost[ids[k - 1]]]):
+            return None
+    return [chosen(i) for i in ids[:k]]
+
+
+def _best_k_cpsat(model: _SurrogateModel, k: int, options: SearchOptions) -> list[dict[str, str]]:
+    """Repeated CP-SAT solves, each found solution cut off. OR-Tools (and the pandas it
+    imports) loads here, not with this module: most of a small rank's start-up time."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    x = {(n, s): m.NewBoolVar(f"x[{n},{s}]") for n, spaces in model.dom.items() for s in spaces}
+    for n, spaces in model.dom.items():
+        m.AddExactlyOne(x[(n, s)] for s in spaces)
+    for row, limit in model.rows:
+        m.Add(sum(v * x[key] for key, v in row.items()) <= limit)
+    terms = [c * x[key] for key, c in model.single.items()]
+    for (a, sa, b, sb), c in model.pair.items():
         y = m.NewBoolVar(f"y[{a},{sa},{b},{sb}]")
         m.AddBoolAnd([x[(a, sa)], x[(b, sb)]]).OnlyEnforceIf(y)
         m.AddBoolOr([x[(a, sa)].Not(), x[(b, sb)].Not(), y])
-        terms.append(int(round(d * SCALE)) * y)
+        terms.append(c * y)
     m.Minimize(sum(terms) if terms else 0)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = options.time_limit_s
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0  # deterministic
-    out: list[Placement] = []
-    for _ in range(max(options.top, options.candidates)):
+    out: list[dict[str, str]] = []
+    for _ in range(k):
         status = solver.Solve(m)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
         chosen = {n: s for (n, s), v in x.items() if solver.BooleanValue(v)}
-        out.append(Placement(tuple((n, chosen[n]) for n, _ in sample.spaces)))
+        out.append(chosen)
         m.AddBoolOr([x[(n, s)].Not() for n, s in chosen.items()])  # cut this one off
     return out
 

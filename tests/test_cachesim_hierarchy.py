@@ -181,3 +181,26 @@ def test_load_store_path_cycles_by_hand():
     r = cachesim.simulate_hierarchy(t, config(l1=l1, global_in_l1=False, readonly="l1"), blocks_per_sm=1)
     assert r.lsu_cycles[0] == 1 + 2 + 1
     assert r.l2_sectors[0] == 4 + 5 + 1 and r.l2_sectors[6] == 5
+
+
+def test_writable_and_read_only_columns_share_one_kernel():
+    # a trace read from Parquet has read-only columns, a rewritten or staged one writable ones:
+    # the kernels see read-only views either way (one numba specialisation, one cache load),
+    # and the caller's arrays keep their flags
+    from cachesim import _hierarchy_kernels as H
+
+    rows = [(b, 0, s, 0, 0, 4, 0x1000 + lanes * 4 * (s + 1), -1) for b in range(3) for s in range(2)]
+    writable = make_trace(rows, 3, 1)
+    frozen = make_trace(rows, 3, 1)
+    for name in ("cta", "warp", "seq", "op", "space", "width", "mask", "addr", "obj"):
+        getattr(frozen, name).flags.writeable = False
+    frozen.space.flags.writeable = True  # a mixture, as a rewritten space column over read-only ones
+    cfg = config(l1="N:32:128:4,L:L:m:N:L")
+    a = cachesim.simulate_hierarchy(writable, cfg, blocks_per_sm=2)
+    b = cachesim.simulate_hierarchy(frozen, cfg, blocks_per_sm=2)
+    for name in ("requests", "hits", "misses", "instructions", "transactions", "replays", "lsu_cycles", "l2_sectors",
+                 "dram_addr", "dram_cycle", "dram_obj", "dram_warp", "dram_write", "dram_bytes", "sm", "cycle"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.stat("l1", "global")[0] > 0
+    assert len(H.walk.signatures) == 1 and len(H.schedule.signatures) == 1
+    assert writable.cta.flags.writeable and not frozen.cta.flags.writeable

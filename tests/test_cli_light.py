@@ -81,3 +81,39 @@ def test_wheel_warm_up_commands_parse_and_their_files_exist():
     for argv in warm:
         args = build_parser().parse_args(list(argv))
         assert (root / args.trace).is_file()
+
+
+def test_a_small_rank_imports_no_solver_and_no_pandas():
+    # vecadd's 72 placements are enumerated under the surrogate (search._best_k_enumerated), so
+    # OR-Tools (and the pandas it imports) stays unloaded; the trace's columns come through DLPack,
+    # not Arrow's pandas conversion; no terminal, so no progress bar (tqdm).
+    trace = Path(ROOT) / "configs" / "examples" / "vecadd.parquet"
+    if not trace.is_file():
+        pytest.skip("placement imported from an installed wheel, not the source tree")
+    r = _fresh(CHECK, json.dumps(["rank", str(trace), "--gpu", "k80", "--json"]), json.dumps(HEAVY))
+    result = json.loads(r.stderr.strip().splitlines()[-1])
+    assert result["code"] == 0, r.stderr
+    assert set(result["heavy"]) & {"ortools", "pandas", "tqdm", "matplotlib"} == set(), result
+    assert {"numba", "numpy", "pyarrow"} <= set(result["heavy"])  # the check sees what the command does load
+    assert json.loads(r.stdout)["ranking"]
+
+
+@pytest.mark.parametrize("argv, code", [(["--version"], 0), (["nosuch"], 2)])
+def test_console_exits_with_mains_code_and_objects_frozen(argv, code):
+    # the console script collects less often and freezes the collector's objects before the
+    # interpreter's shutdown (placement.cli.console); main alone leaves the caller's collector alone
+    r = _fresh(
+        "import atexit, gc, sys\n"
+        "from placement.cli import console, main\n"
+        "before = gc.get_threshold()\n"
+        "main(['--version'])\n"
+        "assert gc.get_freeze_count() == 0 and gc.get_threshold() == before\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, gc.get_threshold()[0]))\n"
+        "sys.argv = ['placement', *sys.argv[1:]]\n"
+        "console()",
+        *argv,
+    )
+    assert r.returncode == code, r.stderr
+    from placement.cli import GC_YOUNG_THRESHOLD
+
+    assert r.stdout.strip().splitlines()[-1] == f"frozen True {GC_YOUNG_THRESHOLD}"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 import traces
 from placement.gpu import get_gpu
+from placement import search
 from placement.hms import Evaluator
 from placement.placements import Placement, check, sample_placement
 from placement.search import SearchOptions, count_legal, domains, solve
@@ -164,3 +167,73 @@ def test_an_object_no_instruction_accesses_stays_put():
     dom = domains(trace.info, K80, StagingFacts(trace), why)
     assert dom["filter"] == ["C"] and why["filter"] == {"*": "no memory instruction of the trace accesses it; it stays where it is"}
     assert len(dom["o0"]) > 1
+
+
+def _surrogate_cost(model, chosen) -> int | None:
+    """A placement's surrogate in the model's integers, None when it breaks a capacity row (by hand)."""
+    for row, limit in model.rows:
+        if sum(v for (n, s), v in row.items() if chosen[n] == s) > limit:
+            return None
+    single = sum(v for (n, s), v in model.single.items() if chosen[n] == s)
+    return single + sum(v for (a, sa, b, sb), v in model.pair.items() if chosen[a] == sa and chosen[b] == sb)
+
+
+@st.composite
+def surrogate_models(draw):
+    spaces = ["G", "T", "C", "R", "S/G"]
+    dom = {f"o{i}": ["G"] + draw(st.lists(st.sampled_from(spaces[1:]), unique=True, max_size=4))
+           for i in range(draw(st.integers(1, 4)))}  # fmt: skip
+    keys = [(n, s) for n, ss in dom.items() for s in ss]
+    costs = st.integers(-3, 3) if draw(st.booleans()) else st.integers(-10**9, 10**9)  # many ties, or few
+    single = {k: draw(costs) for k in keys if k[1] != "G"}
+    moves = [k for k in keys if k[1] != "G"]
+    pair = {}
+    for a, b in draw(st.lists(st.tuples(st.sampled_from(moves), st.sampled_from(moves)), max_size=4)) if moves else []:
+        if a[0] != b[0]:
+            pair[(*a, *b)] = draw(costs)
+    rows = tuple(({k: draw(st.integers(0, 5)) for k in keys if k[1] == s}, draw(st.integers(0, 8))) for s in ("C", "S/G"))
+    return search._SurrogateModel(dom, single, pair, rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=surrogate_models(), k=st.integers(1, 12))
+def test_enumerated_best_k_is_cp_sats(model, k):
+    """The enumeration that spares a small rank OR-Tools returns CP-SAT's K best: the same set where
+    it answers, the same surrogate values always (which tied placement fills the last place is the
+    solver's choice; the enumeration answers a tie only for ``settled`` placements)."""
+    cp = search._best_k_cpsat(model, k, SearchOptions())
+    costs = sorted(_surrogate_cost(model, c) for c in cp)
+    assert None not in costs
+    names = list(model.dom)
+    every = [dict(zip(names, c)) for c in itertools.product(*(model.dom[n] for n in names))]
+    feasible = sorted(c for c in (_surrogate_cost(model, p) for p in every) if c is not None)
+    assert costs == feasible[:k]  # CP-SAT's answer, checked against the by-hand enumeration
+    strict = search._best_k_enumerated(model, k, lambda chosen: False)
+    tied = len(feasible) > k and feasible[k - 1] == feasible[k]
+    assert (strict is None) == tied
+    if strict is not None:
+        assert sorted(map(sorted, (c.items() for c in strict))) == sorted(map(sorted, (c.items() for c in cp)))
+    loose = search._best_k_enumerated(model, k, lambda chosen: True)
+    assert loose is not None and sorted(_surrogate_cost(model, c) for c in loose) == costs
+    assert len({tuple(c.items()) for c in loose}) == len(loose)
+
+
+@pytest.mark.parametrize("name", ["vecadd", "conv1d", "matmul"])
+def test_rank_without_cp_sat_is_rank_with_it(name, monkeypatch):
+    """The examples' ranks (vecadd's 16th place is a tie of five single moves) are the same when
+    every best-K goes to CP-SAT: every field of the JSON document."""
+    from placement.api import rank
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "examples" / f"{name}.parquet"
+    calls = []
+    enumerated = search._best_k_enumerated
+
+    def spy(model, k, settled):
+        calls.append(enumerated(model, k, settled))
+        return calls[-1]
+
+    monkeypatch.setattr(search, "_best_k_enumerated", spy)
+    fast = rank(path, "k80", workers=1).to_dict()
+    assert len(calls) == 1 and calls[0] is not None  # answered without CP-SAT
+    monkeypatch.setattr(search, "_best_k_enumerated", lambda model, k, settled: None)
+    assert rank(path, "k80", workers=1).to_dict() == fast

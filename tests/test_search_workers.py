@@ -3,6 +3,7 @@ logged), and the same results whether they run or not."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 
 import pytest
@@ -44,7 +45,8 @@ def small_trace():
 
 def test_small_search_stays_in_process(small_trace, caplog, monkeypatch):
     forked = []
-    monkeypatch.setattr(placement.search, "ProcessPoolExecutor", lambda *a, **k: forked.append(a) or pytest.fail())
+    # placement.search imports the pool class where it starts one
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: forked.append(a) or pytest.fail())
     with caplog.at_level(logging.INFO, logger="placement.search"):
         got = _ranking(small_trace, 2)
     assert forked == []

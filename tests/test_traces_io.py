@@ -50,6 +50,22 @@ def test_iter_batches_concatenate_to_read(trace_file):
     np.testing.assert_array_equal(np.concatenate([b.seq for b in batches]), cols["seq"])
 
 
+def test_columns_of_a_sliced_table_are_its_rows(trace_file):
+    # the columns are views through DLPack and the lanes the list's values from the slice's
+    # offset (traces.io._numpy_columns, which avoids Arrow's pandas and compute modules):
+    # Arrow's own conversions give the same, read-only, values
+    from traces.io import _numpy_columns
+
+    path, cols, info = trace_file
+    table = pq.read_table(path).slice(7, 6)
+    t = _numpy_columns(str(path), table.combine_chunks(), 7, info)
+    for name, a in cols.items():
+        got = getattr(t, name)
+        assert got.dtype == a.dtype and not got.flags.writeable, name
+        np.testing.assert_array_equal(got, a[7:13], err_msg=name)
+    np.testing.assert_array_equal(t.addr.ravel(), table.column("addr").combine_chunks().flatten().to_numpy())
+
+
 def test_empty_trace_round_trips(tmp_path):
     cols, info = vecadd(ctas=1, warps_per_block=1)
     empty = {k: v[:0] for k, v in cols.items()}
