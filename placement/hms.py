@@ -601,8 +601,8 @@ class Evaluator:
         best, tried = None, []
         for option in choice.options:
             plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
-            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier,
-                                      option.smem_per_block)  # fmt: skip
+            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
+                          order=self.staging.order)  # fmt: skip
             ins = st.inserted
             added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
                      + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
