@@ -248,8 +248,15 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     two_d = ncols > 0
     n_it = ((rows + by - 1) // by) * ((bw + bx - 1) // bx) if two_d else (q_total + threads - 1) // threads
     nj = (bw + bx - 1) // bx
+    # when bx is a multiple of 32 a warp's lanes share one tile row i and take consecutive
+    # columns j from j_lane0: the warp is idle in an iteration whose i or first j is out of
+    # the tile (no row, no instruction), and such iterations are skipped without their lanes
+    whole_rows = two_d and bx % 32 == 0
+    t0 = 32 * w
     seq = seq0
     for it in range(n_it):
+        if whole_rows and (t0 // bx + (it // nj) * by >= rows or t0 % bx + (it % nj) * bx >= bw):
+            continue
         m = np.int64(0)
         for lane in range(32):
             gaddr[lane] = np.uint64(0)
