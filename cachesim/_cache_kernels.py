@@ -107,21 +107,23 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     wb = is_write_back(cfg, is_local)
     zero = np.uint64(0)
     # one pass finds the way holding the line and, for a miss, the victim: the first
-    # invalid way if any, else the valid way of the smallest stamp (the first on a tie)
+    # invalid way if any, else the valid way of the smallest stamp (the first on a tie).
+    # The victim is the first way of the smallest key, 0 for an invalid way and stamp + 1
+    # for a valid one (stamps count accesses from 1, far below 2^64 - 2), kept by selects
+    # rather than branches: which way is oldest is a coin toss the branch predictor loses.
     way = -1
-    invalid = -1
     oldest_way = -1
     oldest = ~np.uint64(0)
+    one = np.uint64(1)
     for k in range(first, first + assoc):
-        if valid[k] == zero:
-            if invalid < 0:
-                invalid = k
-        elif tags[k] == block:
+        v = valid[k]
+        if v != zero and tags[k] == block:
             way = k
             break
-        elif stamp[k] < oldest:
-            oldest = stamp[k]
-            oldest_way = k
+        key = stamp[k] + one if v != zero else zero
+        older = key < oldest
+        oldest = key if older else oldest
+        oldest_way = k if older else oldest_way
     if way >= 0:
         present = (valid[way] & smask) == smask
         if is_write:
@@ -155,7 +157,7 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     # line absent
     if is_write and (wpol == W_RO or cfg[WALLOC] == WA_NONE):
         return MISS, zero, zero
-    victim = invalid if invalid >= 0 else oldest_way
+    victim = oldest_way
     ev_block = zero
     ev_mask = zero
     if valid[victim] != zero and dirty[victim] != zero:

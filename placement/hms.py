@@ -70,7 +70,7 @@ from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces import staging as ts
 from traces.context import CONTEXTS, ContextStream, access_context
 
-from . import addressing, queuing
+from . import _dram_kernels, addressing, queuing
 from . import staging as stg
 from .gpu import Gpu
 from .memory import hierarchy_config
@@ -269,23 +269,32 @@ def dram_stream(h: cachesim.HierarchyResult, gpu: Gpu) -> tuple[np.ndarray, ...]
       would otherwise send every warp's requests at once.
     """
     d = h.dram
-    arrival, busy, latency, _, _ = _dram_piece(gpu, h.dram_bytes[d.order], d.arrival, d.service_ns, 0.0, -np.inf)
+    arrival, busy, latency, _, _ = _dram_piece(gpu, h.dram_bytes, d.arrival, d.service_ns, 0.0, -np.inf, order=d.order)
     return d.bank.astype(np.int64), arrival, busy, latency
 
 
-def _dram_piece(gpu: Gpu, nbytes: np.ndarray, cycle: np.ndarray, service_ns: np.ndarray, g0: float, m0: float):
+def _dram_piece(gpu: Gpu, nbytes: np.ndarray, cycle: np.ndarray, service_ns: np.ndarray, g0: float, m0: float,
+                order: np.ndarray | None = None):  # fmt: skip
     """``dram_stream``'s arrival, busy and latency for consecutive requests, carrying the departure delays
     so far (``g0``) and the running maximum of arrival - delay (``m0``) from the requests before them;
-    returns both updated. The whole stream is one piece from (0, -inf)."""
+    returns both updated. The whole stream is one piece from (0, -inf). Request k has ``nbytes[order[k]]``
+    bytes (``nbytes[k]`` without ``order``).
+
+    With gap_k = bytes_k / (bytes per cycle) and G_k = g0 + gap_0 + ... + gap_(k-1) (summed in that order):
+    arrival_k = max(m0, cycle_0 - G_0, ..., cycle_k - G_k) + G_k, busy_k = gap_k x channels x
+    (service_k / row-hit time), latency_k = service_k x MHz / 1e3 (``_dram_kernels.dram_piece``, one pass)."""
     mhz = gpu.compute.clock_mhz
     bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz  # GB/s over MHz: bytes per cycle
-    gap = nbytes.astype(np.float64) / bytes_per_cycle
-    cs = np.cumsum(np.concatenate(([g0], gap)))
-    g = cs[:-1]
-    acc = np.maximum.accumulate(np.concatenate(([m0], cycle - g)))[1:]
-    latency = service_ns * mhz / 1e3
-    busy = gap * gpu.dram.channels * (service_ns / gpu.dram.row_hit_ns)
-    return acc + g, busy, latency, float(cs[-1]), float(acc[-1]) if acc.shape[0] else m0
+    n = cycle.shape[0]
+    if order is None:
+        order = np.arange(n, dtype=np.int64)
+    arrival, busy, latency = np.empty(n), np.empty(n), np.empty(n)
+    g, m = _dram_kernels.dram_piece(
+        nbytes, order, np.ascontiguousarray(cycle, np.float64), np.ascontiguousarray(service_ns, np.float64),
+        float(bytes_per_cycle), float(gpu.dram.channels), float(gpu.dram.row_hit_ns), float(mhz), float(g0), float(m0),
+        arrival, busy, latency,
+    )  # fmt: skip
+    return arrival, busy, latency, float(g), float(m)
 
 
 def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in_flight: float) -> _Memory:
@@ -601,8 +610,8 @@ class Evaluator:
         best, tried = None, []
         for option in choice.options:
             plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
-            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier,
-                                      option.smem_per_block)  # fmt: skip
+            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
+                          order=self.staging.order)  # fmt: skip
             ins = st.inserted
             added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
                      + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip

@@ -43,11 +43,13 @@ from .gpu import Gpu
 from .hms import Evaluation, Evaluator, Options
 from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
 from .staging import StagingFacts
-from .workers import die_with_parent, evaluation_cost_s, worth_processes
+from .workers import die_with_parent, evaluation_cost_s, retain_freed_memory, worth_processes
 
 log = logging.getLogger(__name__)
 
 SCALE = 1000.0  # surrogate costs go to CP-SAT as integers of picoseconds
+WARM_ROWS = 4096
+"""Rows of the trace's head on which a new set of spaces is evaluated before a batch goes to the workers."""
 COUNT_LIMIT = 20_000
 """Legal placements are counted one by one when the candidate space is at most this large."""
 
@@ -179,13 +181,16 @@ class _Runner:
     (``workers.evaluation_cost_s`` per placement) outweighs starting them
     (``workers.worth_processes``); smaller batches run in this process, and the
     decision is logged. The pool is forked once, at the first batch worth it, after
-    this process has evaluated one placement of every set of spaces in that batch:
-    the workers inherit the evaluator (its trace and the sample's terms, not copied
-    or pickled) and every kernel compiled or loaded from numba's cache, so none of
-    them compiles. A later batch's new sets of spaces are evaluated here first too, so
-    their kernels are in numba's on-disk cache when a worker needs them (loaded, not
+    this process has evaluated one placement of every set of spaces in that batch on
+    the trace's first ``WARM_ROWS`` rows (an evaluator of its own; the whole trace when
+    it is that short, and then the results are kept): the workers inherit the evaluator
+    (its trace and the sample's terms, not copied or pickled) and every kernel compiled
+    or loaded from numba's cache, so none of them compiles, and every placement of the
+    batch is left to them. A later batch's new sets of spaces are warmed here first too,
+    so their kernels are in numba's on-disk cache when a worker needs them (loaded, not
     compiled). An evaluation is a pure function, so the results do not depend on the
-    workers.
+    workers. Freed memory is kept for reuse while the runner is open
+    (``workers.retain_freed_memory``).
     """
 
     def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
@@ -197,23 +202,33 @@ class _Runner:
         # pool (17 ms of CPU a small rank does not need)
         self.workers = workers if hasattr(os, "fork") else 1
         self.rows = len(ev.trace.addr)
+        self._warm: set[frozenset[str]] = set()
+        self._head: Evaluator | None = None
 
     def __enter__(self) -> "_Runner":
+        self._memory = retain_freed_memory()
+        self._memory.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+        try:
+            if self.pool is not None:
+                self.pool.shutdown(cancel_futures=True)
+        finally:
+            self._memory.__exit__(None, None, None)
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
         if self._parallel(todo):
-            # one placement per set of spaces first, here, so the workers forked below
+            # one placement per new set of spaces first, here, so the workers forked below
             # inherit every kernel the rest use
             kinds: dict[frozenset[str], Placement] = {}
             for p in todo:
-                kinds.setdefault(frozenset(s for _, s in p.spaces), p)
-            first = list(kinds.values())
+                kind = frozenset(s for _, s in p.spaces)
+                if kind not in self._warm:
+                    kinds.setdefault(kind, p)
+            self._warm.update(kinds)
+            first = [p for p in kinds.values() if not self._warm_on_head(p)]
             self._run(first, (self.ev.evaluate(p) for p in first))
             todo = [p for p in todo if p not in self.exact]
             if self.pool is None:
@@ -230,6 +245,22 @@ class _Runner:
             results = (self.ev.evaluate(p) for p in todo)
         self._run(todo, results)
         return [self.exact[p] for p in placements]
+
+    def _warm_on_head(self, p: Placement) -> bool:
+        """Evaluate ``p`` on the trace's first ``WARM_ROWS`` rows (loading its kernels); False when the trace is
+        no longer than that or ``p`` is not legal there (the caller evaluates it on the whole trace)."""
+        if self.rows <= WARM_ROWS:
+            return False
+        if self._head is None:
+            t = self.ev.trace
+            head = traces.Trace(**{k: v[:WARM_ROWS] for k, v in t.columns().items()}, info=t.info)
+            self._head = Evaluator(head, self.ev.gpu, self.ev.options)
+        try:
+            self._head.evaluate(p)
+        except InputError as exc:  # e.g. a staged tile that the head's footprints make illegal
+            log.debug("%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc)
+            return False
+        return True
 
     def _parallel(self, todo: list[Placement]) -> bool:
         """Whether this batch goes to worker processes (see the class docstring); logged."""

@@ -61,3 +61,32 @@ def test_workers_give_the_results_of_one_process(small_trace, caplog, monkeypatc
         got = _ranking(small_trace, 2)
     assert any("2 worker processes" in m for m in caplog.messages)
     assert got == _ranking(small_trace, 1)  # exactly: each evaluation is the same pure function
+
+
+def test_workers_warmed_on_the_head_give_the_results_of_one_process(small_trace, monkeypatch):
+    # a trace longer than WARM_ROWS: each new set of spaces is evaluated on its head here, every placement by the
+    # workers; the ranking is the one process's, exactly
+    assert len(small_trace) > 256
+    monkeypatch.setattr(placement.search, "worth_processes", lambda work_s, workers: True)
+    monkeypatch.setattr(placement.search, "WARM_ROWS", 256)
+    heads = []
+    real = placement.search._Runner._warm_on_head
+    monkeypatch.setattr(placement.search._Runner, "_warm_on_head", lambda self, p: heads.append(p) or real(self, p))
+    got = _ranking(small_trace, 2)
+    assert heads  # the head path was taken
+    assert got == _ranking(small_trace, 1)
+
+
+def test_retained_memory_is_reused_and_released():
+    import sys
+
+    import numpy as np
+
+    from placement.workers import retain_freed_memory
+
+    with retain_freed_memory() as on:
+        assert on == sys.platform.startswith("linux")
+        for _ in range(3):  # large arrays freed and made again: the results are the arrays' own
+            a = np.arange(1 << 23, dtype=np.int64)
+            assert int(a[-1]) == (1 << 23) - 1
+            del a

@@ -222,6 +222,29 @@ def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
     assert ins["int"] == 2 * ins["stores"]
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces())
+def test_one_pass_staging_equals_for_any_buffer_length(case):
+    # stage() writes in one pass into buffers of a guessed length and stages again when they are too short:
+    # buffers far too short, exactly long enough and too long, and the program order given or not, all give the
+    # same rows, deltas and inserted counts
+    t, windows = case
+    order = S.program_order(t)
+    rows = S.object_rows(t, order, 0)
+    a = S.access(t, rows, 0)
+    fp = S.footprint(t, rows, a, (windows,))
+    so = S.StagedObject(0, "global", -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", 2.5, 0)
+    delta = (np.arange(len(t)) % 3).astype(np.int16)
+    ref = S.stage(t, delta, [so], windows, barrier=1, smem_per_block=fp.bytes[0])
+    n = len(ref.trace)
+    for hint, given_order in ((1, None), (n - 1, order), (n, order), (3 * n, None)):
+        st_ = S.stage(t, delta, [so], windows, barrier=1, smem_per_block=fp.bytes[0], order=given_order, rows_hint=hint)
+        assert st_.inserted == ref.inserted and st_.windows == ref.windows
+        assert np.array_equal(st_.addr_inst_delta, ref.addr_inst_delta)
+        for c, v in ref.trace.columns().items():
+            assert np.array_equal(getattr(st_.trace, c), v), c
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the addressing context of each access (traces.context)
 

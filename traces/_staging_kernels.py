@@ -214,7 +214,7 @@ def write_conflict(idx, cta, op, mask, addr, width, base, elem, lo, owner, plain
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _put(write, out, r, cta, warp, seq, pc, op, space, width, mask, obj, delta_out):
-    if write:
+    if write and r < out[0].shape[0]:
         put_row(out, r, cta, warp, seq, pc, op, space, width, mask, obj)
         delta_out[r] = 0
 
@@ -248,8 +248,15 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     two_d = ncols > 0
     n_it = ((rows + by - 1) // by) * ((bw + bx - 1) // bx) if two_d else (q_total + threads - 1) // threads
     nj = (bw + bx - 1) // bx
+    # when bx is a multiple of 32 a warp's lanes share one tile row i and take consecutive
+    # columns j from j_lane0: the warp is idle in an iteration whose i or first j is out of
+    # the tile (no row, no instruction), and such iterations are skipped without their lanes
+    whole_rows = two_d and bx % 32 == 0
+    t0 = 32 * w
     seq = seq0
     for it in range(n_it):
+        if whole_rows and (t0 // bx + (it // nj) * by >= rows or t0 % bx + (it % nj) * bx >= bw):
+            continue
         m = np.int64(0)
         for lane in range(32):
             gaddr[lane] = np.uint64(0)
@@ -279,13 +286,13 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
                     _put(write, out, r, b, w, seq, pc0, OP_LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
-                    if write:
+                    if write and r < out[0].shape[0]:
                         out[8][r, :] = gaddr
                     r += 1
                     seq += 1
                     totals[T_LOADS] += 1
                 _put(write, out, r, b, w, seq, pc0 + 16, OP_STORE, SHARED_CODE, elem, m, obj, delta_out)
-                if write:
+                if write and r < out[0].shape[0]:
                     out[8][r, :] = saddr
                 r += 1
                 seq += 1
@@ -294,14 +301,14 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
                 totals[T_INT] += plan[s, P_INT]
             else:
                 _put(write, out, r, b, w, seq, pc0 + 32, OP_LOAD, SHARED_CODE, elem, m, obj, delta_out)
-                if write:
+                if write and r < out[0].shape[0]:
                     out[8][r, :] = saddr
                 r += 1
                 seq += 1
                 totals[T_WB_LOADS] += 1
                 op = OP_STORE if plan[s, P_WB] == WB_STORE else OP_REDUCTION
                 _put(write, out, r, b, w, seq, pc0 + 48, op, 0, elem, m, obj, delta_out)
-                if write:
+                if write and r < out[0].shape[0]:
                     out[8][r, :] = gaddr
                 r += 1
                 seq += 1
@@ -357,9 +364,13 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     ``barrier`` instructions per barrier, ``plan[s, P_INT]`` / ``P_WBINT`` thousandths of a
     non-memory instruction per staged or written-back element row (rounded for the seq).
     ``totals`` accumulates the inserted warp-instructions (T_*; T_INT in thousandths). With
-    ``write`` False only the rows are counted.
+    ``write`` False only the rows are counted; with ``write`` True the rows that fit the
+    ``out`` arrays are written and every row is counted, so a return value above their
+    length says the buffers were too short (written again into longer ones, the result is
+    the same).
     """
     cta, warp, seq, pc, op, space, width, mask, addr, obj = cols
+    cap = out[0].shape[0]
     ns = plan.shape[0]
     n = order.shape[0]
     rbox = np.empty((max(ns, 1), max(n_windows, 1), 4), np.int64)
@@ -454,7 +465,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                                                  totals, tbox, gaddr, saddr)
                     break
                 # the original row, shifted; a staged access goes to its tile in shared memory
-                if write:
+                if write and r < cap:
                     out[0][r] = cta[i]
                     out[1][r] = warp[i]
                     out[2][r] = seq[i] + shift

@@ -45,6 +45,7 @@ are returned for the instruction totals of the model.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -54,10 +55,16 @@ from . import _staging_kernels as K
 from .io import Trace
 from .schema import SPACE_CODES
 
+log = logging.getLogger(__name__)
+
 WRITEBACK = ("none", "store", "atomic")
 SOURCES = ("global", "texture1d", "readonly")
 # Largest written element range whose owners are tracked exactly (an int32 per element).
 MAX_OWNER_ELEMENTS = 1 << 28
+STAGED_ROWS_GUESS = 2.0
+"""Rows of a staged trace guessed per row of the trace, for ``stage``'s one pass (the staging code of a
+tiled kernel adds a fraction of its rows; a longer staged trace is staged again into buffers that fit)."""
+STAGED_ROWS_MIN = 4096
 
 
 def program_order(trace: Trace) -> np.ndarray:
@@ -190,14 +197,20 @@ class Staged:
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
-          smem_per_block: int) -> Staged:  # fmt: skip
+          smem_per_block: int, order: np.ndarray | None = None, rows_hint: int | None = None) -> Staged:  # fmt: skip
     """``trace`` with ``objects`` staged in ``windows`` windows (see the module docstring).
 
     ``delta`` is the per-row addressing-instruction change (int16) the caller computed with
     the staged objects' accesses already in shared memory; inserted rows get 0 (their
     instructions are in ``inserted``). ``barrier`` is the instructions of one
     ``__syncthreads()``; ``smem_per_block`` the kernel's shared bytes per block with the
-    tiles, recorded in the result's metadata.
+    tiles, recorded in the result's metadata. ``order`` is the trace's
+    :func:`program_order` when the caller has it (a rewritten trace keeps its rows' order).
+
+    The rows are written in one pass into buffers of ``rows_hint`` rows (default
+    ``STAGED_ROWS_GUESS`` times the trace's); when the staged trace needs more, the pass
+    counts them and runs again into buffers of that length (the result is the same).
+    The result's columns are views of those buffers.
     """
     info = trace.info
     n_ids = max((o.id for o in info.objects), default=-1) + 1
@@ -215,24 +228,27 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
         plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
                    base, int(so.load), WRITEBACK.index(so.writeback), round(so.int_per_element * milli),
                    round(so.writeback_int_per_element * milli), pc_top + 64 * s)  # fmt: skip
-    order = program_order(trace)
+    if order is None:
+        order = program_order(trace)
     cols = trace.columns()
     ctuple = tuple(cols[c] for c in ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj"))
     delta = np.ascontiguousarray(delta, dtype=np.int16)
     wpb, threads = info.warps_per_block, info.threads_per_block
     totals = np.zeros(6, np.int64)
-    empty = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int32),
-             np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.int8), np.empty(0, np.uint32),
-             np.empty((0, 32), np.uint64), np.empty(0, np.int16))  # fmt: skip
     bx = info.block[0]
-    n = K.stage_rows(False, empty, np.empty(0, np.int16), order, ctuple, delta, slot_of, plan, windows, wpb, threads,
-                     bx, barrier, totals)  # fmt: skip
-    out = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int32),
-           np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.uint32),
-           np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
-    delta_out = np.empty(n, np.int16)
-    totals[:] = 0
-    K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, bx, barrier, totals)
+    cap = int(rows_hint) if rows_hint is not None else int(len(trace) * STAGED_ROWS_GUESS) + STAGED_ROWS_MIN
+    while True:
+        out = _row_buffers(cap)
+        delta_out = np.empty(cap, np.int16)
+        totals[:] = 0
+        n = K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, bx, barrier,
+                         totals)  # fmt: skip
+        if n <= cap:
+            break
+        log.debug("staged trace of %d rows is longer than the %d guessed; staged again", n, cap)
+        cap = n
+    out = tuple(a[:n] for a in out)
+    delta_out = delta_out[:n]
     names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
     new_info = replace(info, smem_per_block=int(smem_per_block))
     staged = Trace(**dict(zip(names, out)), info=new_info)
@@ -240,6 +256,13 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     inserted = {k: int(v) for k, v in zip(keys, totals)}
     inserted["int"] = float(totals[K.T_INT]) / milli
     return Staged(staged, delta_out, inserted, int(windows))
+
+
+def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
+    """Uninitialised columns (cta, warp, seq, pc, op, space, width, mask, addr, obj) for ``n`` rows."""
+    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int32),
+            np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.uint32),
+            np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
 
 
 __all__ = ["Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "object_rows", "program_order",
