@@ -716,6 +716,17 @@ def _resident_blocks(info, gpu: Gpu, occ: Occupancy) -> int:
     return min(occ.blocks_per_sm, -(-info.ctas // min(gpu.compute.sms, info.ctas)))
 
 
+class StreamOrderError(traces.TraceError):
+    """The trace's rows are not in block order: ``StreamEvaluator`` cannot read it (``Evaluator`` can)."""
+
+
+STREAM_PLACEMENTS_PER_READ = 8
+"""Placements ``StreamEvaluator.evaluate_many`` evaluates in one read of the trace: each holds its own
+hierarchy and queue state and one rewritten (and staged) group at a time, so memory grows with
+them; eight share the decoding of a read (about a third of one evaluation's CPU time) and stay
+within issue 18's memory bound (see benchmarks/README.md)."""
+
+
 class StreamEvaluator:
     """The :class:`Evaluator` of a trace file read in row groups, in bounded memory.
 
@@ -737,13 +748,14 @@ class StreamEvaluator:
     object (``addressing``), the same as ``placement.attribution``'s on the whole trace.
     """
 
-    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int = traces.io.DEFAULT_BATCH_ROWS):
+    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int | None = None):
         from .streamstaging import StreamStagingFacts
 
         if options.even_banks:
             raise traces.InputError("even_banks spreads the DRAM requests over the banks of the whole stream: "
                                     "use placement.hms.Evaluator on the whole trace")  # fmt: skip
-        self.path, self.gpu, self.options, self.rows = path, gpu, options, rows
+        self.path, self.gpu, self.options = path, gpu, options
+        self.rows = rows if rows is not None else traces.io.DEFAULT_BATCH_ROWS
         self.info = traces.read_info(path)
         self.n_rows = traces.io.pq.ParquetFile(str(path)).metadata.num_rows
         self.sample_placement = sample_placement(self.info)
@@ -763,7 +775,7 @@ class StreamEvaluator:
         except traces.TraceError:
             raise
         except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
-            raise traces.TraceError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
+            raise StreamOrderError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
         self.contexts.finish()
         self.sample = _terms(
             self.info, run.finish(), gpu, self.sample_placement, options, occ=legal.occupancy,
@@ -810,7 +822,10 @@ class StreamEvaluator:
         legal = [self.check(p) for p in placements]
         self.evaluations += len(placements)
         todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement}
-        targets = self._targets(todo) if todo else {}
+        targets: dict[Placement, Terms] = {}
+        items = list(todo.items())
+        for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
+            targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
         out = []
         for p in placements:
             target = self.sample if p == self.sample_placement else targets[p]
@@ -949,4 +964,4 @@ def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Optio
     return Evaluator(trace, gpu, options).evaluate(placement)
 
 
-__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "Terms", "addr_cost_table", "evaluate"]
+__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "StreamOrderError", "Terms", "addr_cost_table", "evaluate"]

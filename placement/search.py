@@ -196,7 +196,7 @@ class _Runner:
         self.progress = progress
         self.pool = None
         self.workers = workers if "fork" in multiprocessing.get_all_start_methods() else 1
-        self.rows = len(ev.trace.addr)
+        self.rows = ev.n_rows if hasattr(ev, "n_rows") else len(ev.trace.addr)
 
     def __enter__(self) -> "_Runner":
         return self
@@ -207,6 +207,9 @@ class _Runner:
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
+        if hasattr(self.ev, "evaluate_many"):  # a streamed trace: several placements per read, in this process
+            self._run(todo, self.ev.evaluate_many(todo) if todo else [])
+            return [self.exact[p] for p in placements]
         if self._parallel(todo):
             # one placement per set of spaces first, here, so the workers forked below
             # inherit every kernel the rest use

@@ -110,6 +110,22 @@ class StreamStagingFacts:
             self._pass_b(overlap=list(dict.fromkeys(stored + [key])))
         return self._overlap[key]
 
+    def origin(self, name: str, windows: int):
+        """``placement.tiles.origin`` of the streamed trace (one more read: every block's tile corners)."""
+        from .tiles import Origin, corners, fit_origin
+
+        i = self._id(name)
+        if self._ops[:, i].sum() == 0:
+            return Origin(None, None, 0, 0)
+        self.reads += 1
+        parts = []
+        for g in self._groups():
+            rows = ts.object_rows(g, ts.program_order(g), i)
+            if rows.shape[0]:
+                parts.append(corners(g, rows, name, int(self._k[i]), windows))
+        uniq, row0, col0 = (np.concatenate(c) for c in zip(*parts))
+        return fit_origin(self.info, name, windows, uniq, row0, col0)
+
     # ---- pass B ----------------------------------------------------------------------------------------
     def _owner(self, i: int, plain: bool) -> tuple[np.ndarray | None, int, str | None]:
         lo, hi = int(self._wlo[int(plain), i]), int(self._whi[int(plain), i])

@@ -309,3 +309,64 @@ def test_stream_equals_whole_on_staged_traces(name, place):
     totals, pieces = stream(st, cfg, 2)
     assert_same(whole, totals, pieces)
     assert whole.instructions[cachesim.SPACES.index("shared")] > 0
+
+
+@pytest.mark.parametrize("command,name,gpu,extra", [
+    ("evaluate", "matmul_tiled", "k80", ["--place", "M=S/G,N=S/T", "--hints"]),
+    ("evaluate", "conv1d", "a100", ["--place", "in=T,mask=C"]),
+    ("rank", "conv1d", "k80", ["--hints", "--top", "5"]),
+    ("rank", "histogram", "k40", []),
+])  # fmt: skip
+def test_cli_json_streamed_equals_whole(tmp_path, run_cli, monkeypatch, command, name, gpu, extra):
+    """`placement evaluate` and `rank` with --stream yes (row groups of 1000 rows) print the JSON document of
+    --stream no: the same keys, counts and texts, times to 1e-12 relative (the queues' variances are summed in
+    another order); the ranking, explanations and hints (tile origins) alike."""
+    import json
+
+    cols, info = generators.generate(name)
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    monkeypatch.setattr(traces.io, "DEFAULT_BATCH_ROWS", 1000)
+    docs = []
+    for mode in ("no", "yes"):
+        code, out, err = run_cli(command, path, "--gpu", gpu, *extra, "--json", "--stream", mode,
+                                 *(["--no-progress", "--workers", "1"] if command == "rank" else []))  # fmt: skip
+        assert code == 0, err
+        docs.append(json.loads(out))
+    _close(docs[1], docs[0], command)
+    if command == "rank":
+        assert [r["placement"] for r in docs[1]["ranking"]] == [r["placement"] for r in docs[0]["ranking"]]
+
+
+def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
+    """auto streams a trace file whose whole evaluation would pass WHOLE_TRACE_BUDGET (logged); even_banks
+    and rows out of block order go whole in auto, and are refused when streaming is forced."""
+    import logging
+
+    from placement import api
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, Options, StreamEvaluator, StreamOrderError
+
+    cols, info = generators.generate("vecadd")
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    g = get_gpu("k80")
+    with caplog.at_level(logging.INFO, logger="placement.api"):
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+        monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", len(cols["cta"]) * api.WHOLE_BYTES_PER_ROW - 1)
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), StreamEvaluator)
+        assert isinstance(api._evaluator(path, g, Options(even_banks=True), "auto"), Evaluator)
+    assert "streamed evaluation of vecadd (6144 rows" in caplog.text
+    assert "--even-banks needs the whole DRAM stream" in caplog.text
+    with pytest.raises(traces.InputError, match="even_banks"):
+        api._evaluator(path, g, Options(even_banks=True), "yes")
+    n = len(cols["cta"])
+    back = np.r_[n // 2 : n, 0 : n // 2]
+    traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
+                              row_group_rows=1000)  # fmt: skip
+    monkeypatch.setattr(traces.io, "DEFAULT_BATCH_ROWS", 1000)  # the blocks out of order in different groups
+    with caplog.at_level(logging.WARNING, logger="placement.api"):
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+    assert "block 0 after block" in caplog.text and "evaluating the whole trace instead" in caplog.text
+    with pytest.raises(StreamOrderError, match="block order"):
+        api._evaluator(path, g, Options(), "yes")
