@@ -45,6 +45,10 @@ class StreamStagingFacts:
         self._wlo = np.full((2, n), SK.BIG, np.int64)  # [plain_only]
         self._whi = np.full((2, n), -SK.BIG, np.int64)
         self.pc_max = -1
+        self._bases = np.zeros(n, np.uint64)
+        self._elems = np.ones(n, np.int64)
+        for o in info.objects:
+            self._bases[o.id], self._elems[o.id] = o.base, o.elem_bytes
         self._fp: dict[int, ts.Footprint] | None = None
         self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
         self.reads = 0
@@ -62,20 +66,14 @@ class StreamStagingFacts:
             return
         n = self._k.shape[0]
         o = obj[keep]
-        np.add.at(self._ops, (g.op[keep].astype(np.int64), o), 1)
+        self._ops += np.bincount(g.op[keep].astype(np.int64) * n + o, minlength=4 * n).reshape(4, n)
         wpb = self.info.warps_per_block
         cta = g.cta[keep].astype(np.int64)
         warp_key = (cta - int(cta.min())) * wpb + g.warp[keep]
         per = np.bincount(warp_key * n + o, minlength=n)
         per = np.pad(per, (0, -per.shape[0] % n)).reshape(-1, n)
         np.maximum(self._k, per.max(axis=0), out=self._k)
-        for i in np.unique(o):
-            rows = np.flatnonzero(g.obj == i).astype(np.int64)
-            base, elem, _ = ts._shape(g, int(i))
-            for plain in (0, 1):
-                lo, hi = SK.write_range(rows, g.op, g.mask, g.addr, g.width, base, elem, bool(plain))
-                self._wlo[plain, i] = min(self._wlo[plain, i], lo)
-                self._whi[plain, i] = max(self._whi[plain, i], hi)
+        SK.write_ranges(g.obj, g.op, g.mask, g.addr, g.width, self._bases, self._elems, self._wlo, self._whi)
 
     # ---- the StagingFacts interface -------------------------------------------------------------------
     def _id(self, name: str) -> int:

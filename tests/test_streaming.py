@@ -370,3 +370,31 @@ def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
     assert "block 0 after block" in caplog.text and "evaluating the whole trace instead" in caplog.text
     with pytest.raises(StreamOrderError, match="block order"):
         api._evaluator(path, g, Options(), "yes")
+
+
+def test_write_ranges_equal_write_range():
+    """The streamed facts' one-pass kernel gives write_range's lowest and highest element of every object, both
+    ways (all writes, plain stores), on random rows: widths 1 to 16 over 1- to 8-byte elements (lanes that
+    straddle elements), partial masks, loads, stores, atomics and rows on no object."""
+    from traces import _staging_kernels as SK
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    bases = np.array([0x1000, 0x90000, 0x200000], np.uint64)
+    elems = np.array([4, 1, 8], np.int64)
+    obj = rng.integers(-1, 3, n).astype(np.int16)
+    op = rng.integers(0, 4, n).astype(np.int8)
+    width = rng.choice([1, 2, 4, 8, 16], n).astype(np.int8)
+    mask = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    mask[:50] = 0
+    addr = bases[np.maximum(obj, 0)][:, None] + rng.integers(0, 50_000, (n, 32)).astype(np.uint64)
+    lo = np.full((2, 3), SK.BIG, np.int64)
+    hi = np.full((2, 3), -SK.BIG, np.int64)
+    for a in range(0, n, 700):  # in groups, as the stream feeds them
+        s = slice(a, a + 700)
+        SK.write_ranges(obj[s], op[s], mask[s], addr[s], width[s], bases, elems, lo, hi)
+    for o in range(3):
+        rows = np.flatnonzero(obj == o).astype(np.int64)
+        for plain in (False, True):
+            want = SK.write_range(rows, op, mask, addr, width, int(bases[o]), int(elems[o]), plain)
+            assert (lo[int(plain), o], hi[int(plain), o]) == want, (o, plain)

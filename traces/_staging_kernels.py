@@ -490,3 +490,34 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             t = t2
         pos = end
     return r
+
+
+@nb.njit(cache=True, nogil=True)
+def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
+    """``write_range`` of every object at once, both ways, over rows in any order: ``lo``/``hi`` (2, objects)
+    int64, updated in place; row 0 all writes, row 1 plain stores only. ``bases``/``elems`` are indexed by
+    object id (a streamed trace's reduction, group by group). A row's lowest and highest element come from
+    its lowest and highest lane offsets (element indices grow with the offset), two divisions a row."""
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        if o < 0 or op[i] == OP_LOAD:
+            continue
+        m = np.int64(mask[i])
+        if m == 0:
+            continue
+        base = bases[o]
+        first = BIG
+        last = -BIG
+        for lane in range(32):
+            if (m >> lane) & 1:
+                off = np.int64(addr[i, lane] - base)
+                first = min(first, off)
+                last = max(last, off)
+        elem = elems[o]
+        e0 = first // elem
+        e1 = (last + np.int64(width[i]) - 1) // elem
+        lo[0, o] = min(lo[0, o], e0)
+        hi[0, o] = max(hi[0, o], e1)
+        if op[i] == OP_STORE:
+            lo[1, o] = min(lo[1, o], e0)
+            hi[1, o] = max(hi[1, o], e1)
