@@ -11,8 +11,12 @@ Every staging fact is a reduction over blocks, so it can be gathered group by gr
   largest tile rows and widest tile row of any block, for every window count up to the
   trace's largest K (``traces.staging.footprint``'s table, whose maxima over blocks are
   taken over groups: a footprint asked for fewer window counts is a prefix of it), and
-  for written objects the first element two blocks both write (the owner array of
-  ``traces.staging.write_overlap`` kept across groups, visited in the same order).
+  for written objects the first element two blocks both write, visited in
+  ``traces.staging.write_overlap``'s order. Its int32 owner per element becomes one byte
+  (``_staging_kernels.write_conflict_ordered``: unwritten, written by an earlier block, by
+  the current one; blocks come in order), a quarter of the memory (427 MiB for the output
+  of a 10 M-row vecadd); the earlier block of a conflict costs one more read
+  (``first_writer``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from traces import _staging_kernels as SK
 from traces import staging as ts
 
 log = logging.getLogger(__name__)
+
+TOUCHED = 1 << 16
+"""First size of the list of elements the current block has written (doubled when a block writes more)."""
 
 
 class StreamStagingFacts:
@@ -51,6 +58,7 @@ class StreamStagingFacts:
             self._bases[o.id], self._elems[o.id] = o.base, o.elem_bytes
         self._fp: dict[int, ts.Footprint] | None = None
         self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
+        self._later: dict[tuple[int, bool], tuple[int, int]] = {}  # conflicts whose earlier block is not known yet
         self.reads = 0
         """Reads of the trace pass B made."""
 
@@ -106,6 +114,9 @@ class StreamStagingFacts:
             # with the overlaps staging checks (every stored-back object's), in one read
             stored = [(o.id, False) for o in self.info.objects if self.writeback(o.name) == "store"]
             self._pass_b(overlap=list(dict.fromkeys(stored + [key])))
+        if key in self._later:
+            b, e = self._later.pop(key)
+            self._overlap[key] = (self._first_writer(key, e), b, e)
         return self._overlap[key]
 
     def origin(self, name: str, windows: int):
@@ -125,13 +136,40 @@ class StreamStagingFacts:
         return fit_origin(self.info, name, windows, uniq, row0, col0)
 
     # ---- pass B ----------------------------------------------------------------------------------------
+    def _conflicts(self, g, rows, base, elem, owners, key) -> tuple[int, int] | None:
+        """Feed one group's rows of an object to its overlap state; (later block, element) of a conflict."""
+        state, lo, touched, carry = owners[key]
+        while True:
+            code, b, e = SK.write_conflict_ordered(rows, g.cta, g.op, g.mask, g.addr, g.width, base, elem, lo, state,
+                                                   touched, carry, key[1])  # fmt: skip
+            if code == 2:  # the block's written elements outgrew the list
+                touched = np.empty(2 * touched.shape[0], np.int64)
+                touched[: carry[1]] = owners[key][2][: carry[1]]
+                owners[key] = (state, lo, touched, carry)
+                continue
+            return (int(b), int(e)) if code == 1 else None
+
+    def _first_writer(self, key: tuple[int, bool], element: int) -> int:
+        """The first block (in program order) that writes ``element`` of object ``key[0]``: one more read."""
+        i, plain = key
+        self.reads += 1
+        for g in self._groups():
+            rows = ts.object_rows(g, ts.program_order(g), i)
+            base, elem, _ = ts._shape(g, i)
+            a = SK.first_writer(rows, g.cta, g.op, g.mask, g.addr, g.width, base, elem, element, plain)
+            if a >= 0:
+                return int(a)
+        raise AssertionError("an element written twice has a first writer")  # pragma: no cover
+
     def _owner(self, i: int, plain: bool) -> tuple[np.ndarray | None, int, str | None]:
+        """One byte per element of the written range (``write_conflict_ordered``'s state), its lowest element,
+        or why the range is not checked (``write_overlap``'s limit and message)."""
         lo, hi = int(self._wlo[int(plain), i]), int(self._whi[int(plain), i])
         if hi < lo:
             return None, lo, None
         if hi - lo + 1 > ts.MAX_OWNER_ELEMENTS:
             return None, lo, f"written range of {hi - lo + 1:,} elements is too large to check for overlap"
-        return np.full(hi - lo + 1, -1, np.int32), lo, None
+        return np.zeros(hi - lo + 1, np.uint8), lo, None
 
     def _pass_b(self, overlap: list[tuple[int, bool]] | None = None) -> None:
         """Footprints of every object (when not yet known) and the overlaps asked (default: every written object's
@@ -143,18 +181,18 @@ class StreamStagingFacts:
         overlap = [key for key in overlap if key not in self._overlap]
         owners = {}
         for key in overlap:
-            owner, lo, why = self._owner(*key)
-            if why is not None or owner is None:
+            state, lo, why = self._owner(*key)
+            if why is not None or state is None:
                 self._overlap[key] = why
             else:
-                owners[key] = (owner, lo)
+                owners[key] = (state, lo, np.empty(TOUCHED, np.int64), np.array([-1, 0, 0], np.int64))
         if not want_fp and not owners:
             return
         k_all = int(self._k.max()) if self._k.shape[0] else 0
         wins = ts.window_counts(k_all)
         rows_max = {i: np.zeros(len(wins), np.int64) for i in objs}
         pitch_max = {i: np.zeros(len(wins), np.int64) for i in objs}
-        found: dict[tuple[int, bool], tuple[int, int, int]] = {}
+        found: dict[tuple[int, bool], tuple[int, int]] = {}  # (the later block, the element)
         log.info("staging facts: one more read of the trace (footprints %s, overlaps of %d objects)", want_fp,
                  len(owners))  # fmt: skip
         self.reads += 1
@@ -177,13 +215,12 @@ class StreamStagingFacts:
                 for plain in (False, True):
                     key = (i, plain)
                     if key in owners and key not in found:
-                        owner, lo = owners[key]
-                        a, b, e = SK.write_conflict(rows, g.cta, g.op, g.mask, g.addr, g.width, base, elem, lo, owner,
-                                                    plain)  # fmt: skip
-                        if a >= 0:
-                            found[key] = (int(a), int(b), int(e))
+                        found_key = self._conflicts(g, rows, base, elem, owners, key)
+                        if found_key is not None:
+                            found[key] = found_key
         for key in owners:
-            self._overlap[key] = found.get(key)
+            self._overlap[key] = None
+        self._later.update(found)  # the earlier block is looked up when the overlap is asked
         if want_fp:
             self._fp = {}
             for i in objs:

@@ -398,3 +398,32 @@ def test_write_ranges_equal_write_range():
         for plain in (False, True):
             want = SK.write_range(rows, op, mask, addr, width, int(bases[o]), int(elems[o]), plain)
             assert (lo[int(plain), o], hi[int(plain), o]) == want, (o, plain)
+
+
+@pytest.mark.parametrize("rows", [1, 1000])
+def test_streamed_write_overlap_equals_owner_array(tmp_path, monkeypatch, rows):
+    """The streamed overlap check (one byte per element, blocks in order, the earlier writer found by one more
+    read) gives write_overlap's answer: none; a block writing its own element twice (none); two neighbouring
+    blocks in one group; a late block writing an early one's element; with the list of a block's elements
+    grown from one entry."""
+    from placement import streamstaging
+    from placement.gpu import get_gpu
+    from placement.hms import StreamEvaluator
+
+    monkeypatch.setattr(streamstaging, "TOUCHED", 1)
+    cols, info = generators.generate("vecadd")
+    store = np.flatnonzero(np.asarray(cols["op"]) == 1)
+    cases = {"none": lambda c: None}
+    cases["own"] = lambda c: c["addr"].__setitem__(store[1], c["addr"][store[0]])  # block 0, warps 0 and 1
+    cases["neighbour"] = lambda c: c["addr"].__setitem__(store[8], c["addr"][store[7]])  # block 1 writes block 0's
+    cases["late"] = lambda c: c["addr"].__setitem__(store[-1], c["addr"][store[3]])
+    for name, edit in cases.items():
+        c = {k: np.array(v) for k, v in cols.items()}
+        edit(c)
+        path = tmp_path / f"{name}.parquet"
+        traces.atomic_write_table(traces.to_table(c, info), str(path), row_group_rows=1000)
+        whole = traces.staging.write_overlap(traces.read(path), np.flatnonzero(c["obj"] == 2).astype(np.int64), 2)
+        ev = StreamEvaluator(path, get_gpu("k80"), rows=rows)
+        got = ev.staging.overlap("v", False)
+        assert got == whole, name
+        assert (got is None) == (name in ("none", "own")), (name, got)
