@@ -168,17 +168,20 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     where the sample has them. ``hints=True`` adds the CUDA changes. ``options`` are
     ``model_options``' (``queue``, ``overlap``, ``instruction_counting``, ``queuing``, ``even_banks``).
     ``stream`` 'auto' streams a trace file too big to evaluate whole (``WHOLE_TRACE_BUDGET``), 'yes' and
-    'no' force either way; the results are the same. Raises ``traces.InputError`` (``IllegalPlacement`` for a placement that breaks a rule).
+    'no' force either way; the results are the same. Raises ``traces.InputError`` (``IllegalPlacement``
+    for a placement that breaks a rule).
     """
-    from .placements import parse_placement
-    from .results import EvaluationResult
-
     import traces
+
+    from .placements import check, is_staged, parse_placement
+    from .results import EvaluationResult
 
     g = _gpu(gpu)
     opts = model_options(**options)
     info = trace.info if isinstance(trace, traces.Trace) else traces.read_info(_path(trace))
     p = parse_placement(placement, info)  # before reading the trace
+    if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
+        check(info, g, p)
     ev = _evaluator(trace, g, opts, stream)
     ctx = _Context(ev)
     e = ev.evaluate(p)
@@ -191,7 +194,8 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
 
 def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
          exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
-         progress: Callable[[int], None] | None = None, stream: str = "auto", **options: Any) -> "RankResult":  # fmt: skip
+         progress: Callable[[int], None] | None = None, stream: str = "auto",
+         **options: Any) -> "RankResult":  # fmt: skip
     """Rank the legal placements of the trace's arrays by predicted time.
 
     The default search evaluates the sample and every single-object move exactly, lets

@@ -785,7 +785,8 @@ class StreamEvaluator:
         self._sample_replays = float(sum(self.sample.replays.values()))
         self.evaluations = 0
         self._reads = 1
-        self.addressing: dict[Placement, dict[str, int]] = {self.sample_placement: {o.name: 0 for o in self.info.objects}}
+        self.addressing: dict[Placement, dict[str, int]] = {
+            self.sample_placement: {o.name: 0 for o in self.info.objects}}  # fmt: skip
 
     @property
     def passes(self) -> int:
@@ -865,7 +866,8 @@ class _StreamJob:
         if not self.staged:
             layout = traces.target_layout(info, unstaged(placement))
             self.info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
-            self.runs = [_StreamRun(self.info, ev.gpu, ev.options, _resident_blocks(self.info, ev.gpu, legal.occupancy))]
+            bps = _resident_blocks(self.info, ev.gpu, legal.occupancy)
+            self.runs = [_StreamRun(self.info, ev.gpu, ev.options, bps)]
             return
         choice = legal.staging
         self.costs = stg.costs(ev.gpu)
@@ -883,8 +885,8 @@ class _StreamJob:
         ev = self.ev
         rw = traces.rewrite(g, unstaged(self.placement), ev.cost, staged=self.staged_ids, context=context)
         keep = g.obj >= 0
-        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=rw.addr_inst_delta[keep].astype(np.float64),
-                                       minlength=self.per_object.shape[0])  # fmt: skip
+        weights = rw.addr_inst_delta[keep].astype(np.float64)
+        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
         if not self.staged:
             self.delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
             self.runs[0].feed(rw.trace)
@@ -964,4 +966,5 @@ def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Optio
     return Evaluator(trace, gpu, options).evaluate(placement)
 
 
-__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "StreamOrderError", "Terms", "addr_cost_table", "evaluate"]
+__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "StreamOrderError", "Terms", "addr_cost_table",
+           "evaluate"]

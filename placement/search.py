@@ -208,6 +208,9 @@ class _Runner:
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
         if hasattr(self.ev, "evaluate_many"):  # a streamed trace: several placements per read, in this process
+            if todo:
+                log.info("%d exact evaluations of a streamed trace of %d rows: in this process, several per read of "
+                         "the file (no worker processes)", len(todo), self.rows)  # fmt: skip
             self._run(todo, self.ev.evaluate_many(todo) if todo else [])
             return [self.exact[p] for p in placements]
         if self._parallel(todo):
