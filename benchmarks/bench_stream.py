@@ -51,7 +51,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
         path = args.trace
-        if path is None:
+        if path is not None:  # its rows, from a child (this process imports no pyarrow: see the docstring)
+            count = f"import pyarrow.parquet as pq; print(pq.ParquetFile({path!r}).metadata.num_rows)"
+            args.rows = int(subprocess.run([sys.executable, "-c", count], capture_output=True, text=True,
+                                           check=True).stdout)  # fmt: skip
+        else:
             path = os.path.join(d, "vecadd.parquet")
             make = (f"import sys; sys.path.insert(0, {HERE!r}); from bench_read import make_trace; "
                     f"make_trace({path!r}, {args.rows})")  # fmt: skip

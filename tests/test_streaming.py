@@ -323,10 +323,12 @@ def test_cli_json_streamed_equals_whole(tmp_path, run_cli, monkeypatch, command,
     another order); the ranking, explanations and hints (tile origins) alike."""
     import json
 
+    from placement import hms
+
     cols, info = generators.generate(name)
     path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
-    monkeypatch.setattr(traces.io, "DEFAULT_BATCH_ROWS", 1000)
+    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
     docs = []
     for mode in ("no", "yes"):
         code, out, err = run_cli(command, path, "--gpu", gpu, *extra, "--json", "--stream", mode,
@@ -343,7 +345,7 @@ def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
     and rows out of block order go whole in auto, and are refused when streaming is forced."""
     import logging
 
-    from placement import api
+    from placement import api, hms
     from placement.gpu import get_gpu
     from placement.hms import Evaluator, Options, StreamEvaluator, StreamOrderError
 
@@ -364,7 +366,7 @@ def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
     back = np.r_[n // 2 : n, 0 : n // 2]
     traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
                               row_group_rows=1000)  # fmt: skip
-    monkeypatch.setattr(traces.io, "DEFAULT_BATCH_ROWS", 1000)  # the blocks out of order in different groups
+    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)  # the blocks out of order in different groups
     with caplog.at_level(logging.WARNING, logger="placement.api"):
         assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
     assert "block 0 after block" in caplog.text and "evaluating the whole trace instead" in caplog.text
