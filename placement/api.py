@@ -16,11 +16,21 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 if TYPE_CHECKING:  # pragma: no cover
     import traces
     from .gpu import Gpu
-    from .hms import Evaluation, Evaluator, Options
+    from .hms import Evaluation, Evaluator, Options, StreamEvaluator
     from .overlap import OverlapModel
     from .results import EvaluationResult, Placed, RankResult
 
 log = logging.getLogger(__name__)
+
+WHOLE_BYTES_PER_ROW = 512
+"""Peak memory of the whole-trace path per trace row: 5.0 GiB for bench_evaluate's 10 M rows (a decoded
+row is 285 bytes; the rewritten trace and the hierarchy's buffers add about as much again)."""
+WHOLE_TRACE_BUDGET = 1 << 30
+"""A trace file whose whole-trace evaluation would take more memory than this is streamed
+(``placement.hms.StreamEvaluator``): issue 18's bound for a 10 M-row trace. At 512 bytes a row,
+traces above 2 Mi rows stream; below, the whole path holds the trace once and rank's worker
+processes share it."""
+STREAM_MODES = ("auto", "yes", "no")
 
 
 def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:
@@ -55,14 +65,63 @@ def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapM
                    overlap=overlap)  # fmt: skip
 
 
-class _Context:
-    """What explaining and hinting need of one (trace, evaluator): per-object accesses, writes, tile origins."""
+def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str) -> "Evaluator | StreamEvaluator":
+    """The whole-trace ``Evaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
+    size, 'yes' or 'no' to force); the choice and its reason are logged (-v)."""
+    import traces
+    import traces.io
 
-    def __init__(self, ev: "Evaluator"):
+    from .hms import Evaluator, StreamEvaluator, StreamOrderError
+
+    if stream not in STREAM_MODES:
+        raise traces.InputError(f"stream {stream!r}: expected one of {', '.join(STREAM_MODES)}")
+    if isinstance(trace_or_path, traces.Trace) or stream == "no":
+        if stream == "yes":
+            raise traces.InputError("streaming reads a trace file; a traces.Trace in memory is evaluated whole")
+        t, _ = _trace(trace_or_path)
+        log.info("whole-trace evaluation (%s)", "asked" if stream == "no" else "a trace in memory")
+        return Evaluator(t, gpu, opts)
+    path = _path(trace_or_path)
+    info = traces.read_info(path)
+    rows = traces.io.pq.ParquetFile(path).metadata.num_rows
+    need = rows * WHOLE_BYTES_PER_ROW
+    if stream == "auto":
+        if need <= WHOLE_TRACE_BUDGET:
+            log.info("whole-trace evaluation: %d rows need about %.0f MiB whole (streaming above %.0f MiB)", rows,
+                     need / 2**20, WHOLE_TRACE_BUDGET / 2**20)  # fmt: skip
+            return Evaluator(traces.read(path), gpu, opts)
+        if opts.even_banks:
+            log.info("whole-trace evaluation of %d rows: --even-banks needs the whole DRAM stream", rows)
+            return Evaluator(traces.read(path), gpu, opts)
+    log.info("streamed evaluation of %s (%d rows, about %.0f MiB whole; %s)", info.kernel, rows, need / 2**20,
+             "asked" if stream == "yes" else f"above {WHOLE_TRACE_BUDGET / 2**20:.0f} MiB")  # fmt: skip
+    try:
+        return StreamEvaluator(path, gpu, opts)
+    except StreamOrderError as exc:
+        if stream == "yes":
+            raise
+        log.warning("%s: evaluating the whole trace instead", exc)
+        return Evaluator(traces.read(path), gpu, opts)
+
+
+def _path(trace_or_path) -> str:
+    if isinstance(trace_or_path, (str, os.PathLike)):
+        return os.fspath(trace_or_path)
+    raise TypeError(f"trace: expected a path or a traces.Trace, got {type(trace_or_path).__name__}")
+
+
+class _Context:
+    """What explaining and hinting need of one (trace, evaluator): per-object accesses, writes, tile origins.
+
+    A streamed evaluator keeps them from its reads (``StreamEvaluator.accesses``, ``.addressing``, the
+    staging facts' ``origin``); the whole-trace one has them from its trace (``placement.attribution``)."""
+
+    def __init__(self, ev: "Evaluator | StreamEvaluator"):
         from . import attribution
 
         self.ev = ev
-        self.accesses = attribution.accesses(ev.trace)
+        self.streamed = not hasattr(ev, "trace")
+        self.accesses = ev.accesses if self.streamed else attribution.accesses(ev.trace)
 
     def writeback(self) -> dict[str, str]:
         return {o.name: self.ev.staging.writeback(o.name) for o in self.ev.info.objects
@@ -75,7 +134,10 @@ class _Context:
         from .results import Placed
 
         p = Placement(tuple(e.target.placement.items()))
-        addressing = attribution.addressing(self.ev.trace, p, self.ev.cost, self.ev.context)
+        if self.streamed:
+            addressing = self.ev.addressing[p]
+        else:
+            addressing = attribution.addressing(self.ev.trace, p, self.ev.cost, self.ev.context)
         why = explain(self.ev.info, e.sample, e.target, self.accesses, addressing, self.writeback())
         return Placed(rank, p.label(self.ev.sample_placement), e, why)
 
@@ -86,8 +148,11 @@ class _Context:
 
         t = e.target
         windows = int(t.staging.get("windows", 1)) if t.staging else 1
-        origins = {n: origin(self.ev.staging, n, windows) for n, s in t.placement.items()
-                   if is_staged(s) and self.accesses[n].total}  # fmt: skip
+        staged = [n for n, s in t.placement.items() if is_staged(s) and self.accesses[n].total]
+        if self.streamed:
+            origins = {n: self.ev.staging.origin(n, windows) for n in staged}
+        else:
+            origins = {n: origin(self.ev.staging, n, windows) for n in staged}
         loads = {n: a.loads > 0 for n, a in self.accesses.items()}
         divergent = t.replays.get("constant address divergence", 0)
         return hints(self.ev.info, self.ev.gpu, e.sample.placement, t.placement, t.staging, origins, self.writeback(),
@@ -95,59 +160,68 @@ class _Context:
 
 
 def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu",
-             placement: str | Mapping[str, str] = "", *, hints: bool = False, **options: Any) -> "EvaluationResult":  # fmt: skip
+             placement: str | Mapping[str, str] = "", *, hints: bool = False, stream: str = "auto",
+             **options: Any) -> "EvaluationResult":  # fmt: skip
     """Predict the kernel's time under one placement.
 
     ``placement`` is ``"M=C,N=R"`` or ``{"M": "C", "N": "R"}``; objects it does not name stay
     where the sample has them. ``hints=True`` adds the CUDA changes. ``options`` are
     ``model_options``' (``queue``, ``overlap``, ``instruction_counting``, ``queuing``, ``even_banks``).
-    Raises ``traces.InputError`` (``IllegalPlacement`` for a placement that breaks a rule).
+    ``stream`` 'auto' streams a trace file too big to evaluate whole (``WHOLE_TRACE_BUDGET``), 'yes' and
+    'no' force either way; the results are the same. Raises ``traces.InputError`` (``IllegalPlacement``
+    for a placement that breaks a rule).
     """
-    from .hms import Evaluator
-    from .placements import parse_placement
+    import traces
+
+    from .placements import check, is_staged, parse_placement
     from .results import EvaluationResult
 
-    t, _ = _trace(trace)
     g = _gpu(gpu)
     opts = model_options(**options)
-    p = parse_placement(placement, t.info)
-    ev = Evaluator(t, g, opts)
+    info = trace.info if isinstance(trace, traces.Trace) else traces.read_info(_path(trace))
+    p = parse_placement(placement, info)  # before reading the trace
+    if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
+        check(info, g, p)
+    ev = _evaluator(trace, g, opts, stream)
     ctx = _Context(ev)
     e = ev.evaluate(p)
     sample = ev.evaluate(ev.sample_placement)
     return EvaluationResult(
-        kernel=t.info.kernel, gpu=g.name, target=ctx.placed(e, None), sample=ctx.placed(sample, None),
+        kernel=ev.info.kernel, gpu=g.name, target=ctx.placed(e, None), sample=ctx.placed(sample, None),
         overlap_trained=opts.overlap is not None, hints=ctx.hints(e) if hints else None, gpu_config=g,
     )  # fmt: skip
 
 
 def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
          exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
-         progress: Callable[[int], None] | None = None, **options: Any) -> "RankResult":  # fmt: skip
+         progress: Callable[[int], None] | None = None, stream: str = "auto",
+         **options: Any) -> "RankResult":  # fmt: skip
     """Rank the legal placements of the trace's arrays by predicted time.
 
     The default search evaluates the sample and every single-object move exactly, lets
     CP-SAT pick candidates under the surrogate they give and evaluates those exactly;
     ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
     ``hints=True`` adds the CUDA changes of the best; ``workers`` processes evaluate in
-    parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` as
-    for ``evaluate``.
+    parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` and ``stream`` as
+    for ``evaluate``; a streamed trace evaluates up to ``hms.STREAM_PLACEMENTS_PER_READ`` placements per
+    read of the file, in this process.
     """
-    from .hms import Evaluator
+    import traces
+
     from .results import RankResult
     from .search import SearchOptions, solve
 
-    t, path = _trace(trace)
+    path = None if isinstance(trace, traces.Trace) else _path(trace)
     g = _gpu(gpu)
     opts = model_options(**options)
     search = SearchOptions(top=top, strategy="exhaustive" if exhaustive else "cpsat", workers=workers,
                            pair_budget=pair_budget)  # fmt: skip
-    ev = Evaluator(t, g, opts)
+    ev = _evaluator(trace, g, opts, stream)
     r = solve(ev, options=search, progress=progress)
     ctx = _Context(ev)
     ranked = tuple(ctx.placed(e, i) for i, e in enumerate(r.ranking, start=1))
     return RankResult(
-        kernel=t.info.kernel, gpu=g.name, trace=path, strategy=r.strategy, sample=ctx.placed(r.sample, None),
+        kernel=ev.info.kernel, gpu=g.name, trace=path, strategy=r.strategy, sample=ctx.placed(r.sample, None),
         ranking=ranked, evaluations=r.evaluations, legal_placements=r.legal_placements, candidates=r.candidates,
         excluded=r.excluded, surrogate=dict(r.surrogate), overlap_trained=opts.overlap is not None,
         overlap_source=r.sample.sample.overlap_source,
@@ -156,4 +230,4 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     )  # fmt: skip
 
 
-__all__ = ["evaluate", "model_options", "rank"]
+__all__ = ["STREAM_MODES", "WHOLE_BYTES_PER_ROW", "WHOLE_TRACE_BUDGET", "evaluate", "model_options", "rank"]

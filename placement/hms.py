@@ -725,25 +725,54 @@ def _resident_blocks(info, gpu: Gpu, occ: Occupancy) -> int:
     return min(occ.blocks_per_sm, -(-info.ctas // min(gpu.compute.sms, info.ctas)))
 
 
+class StreamOrderError(traces.TraceError):
+    """The trace's rows are not in block order: ``StreamEvaluator`` cannot read it (``Evaluator`` can)."""
+
+
+STREAM_ROWS = 1 << 16
+"""Rows a ``StreamEvaluator`` reads at a time. Each placement of a read rewrites (and stages) a group
+at a time, so the group sets the transient memory: eight placements in one read of a 10 M-row
+vecadd peak at 508 MiB with 65,536-row groups against 829 MiB with 262,144, for no more CPU
+(73.1 against 79.3 s)."""
+
+STREAM_PLACEMENTS_PER_READ = 8
+"""Placements ``StreamEvaluator.evaluate_many`` evaluates in one read of the trace: each holds its own
+hierarchy and queue state and one rewritten (and staged) group at a time, so memory grows with
+them; eight share the decoding of a read (about a third of one evaluation's CPU time) and stay
+within issue 18's memory bound (see benchmarks/README.md)."""
+
+
 class StreamEvaluator:
     """The :class:`Evaluator` of a trace file read in row groups, in bounded memory.
 
     Making it reads the file once (validated): the access contexts
-    (``traces.context.ContextStream``) and the sample's hierarchy and queues; each
-    ``evaluate`` reads it once more, rewriting each group for the target and feeding a
-    hierarchy whose state persists across groups. The results equal ``Evaluator``'s on
-    the whole trace (every count exactly; the queues' variances are summed in another
-    order, so times to 1e-12 relative). The trace must be in block order (the
-    generators' order); staged placements (S/G, S/T, S/R) and ``even_banks`` need the
-    whole trace (``Evaluator``) and are refused.
+    (``traces.context.ContextStream``), the staging facts of pass A
+    (``placement.streamstaging``) and the sample's hierarchy and queues. Each pass of
+    ``evaluate_many`` reads it once more and evaluates several placements together: each
+    group is rewritten for every target (and staged, in groups of whole blocks, for the
+    staged ones: ``traces.blockgroups``) and fed to one hierarchy per target (per staging
+    option) whose state persists across groups. The first staged placement costs one
+    more read (the footprints and write overlaps, pass B). The results equal
+    ``Evaluator``'s on the whole trace (every count exactly; the queues' variances are
+    summed in another order, so times to 1e-12 relative). The trace must be in block
+    order (the generators' order); ``even_banks`` needs the whole DRAM stream and is
+    refused.
+
+    Beside the evaluations it keeps what explaining them needs: each object's accesses
+    (``accesses``) and, per evaluated placement, the addressing instructions it adds per
+    object (``addressing``), the same as ``placement.attribution``'s on the whole trace.
     """
 
-    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int = traces.io.DEFAULT_BATCH_ROWS):
+    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int | None = None):
+        from .streamstaging import StreamStagingFacts
+
         if options.even_banks:
             raise traces.InputError("even_banks spreads the DRAM requests over the banks of the whole stream: "
                                     "use placement.hms.Evaluator on the whole trace")  # fmt: skip
-        self.path, self.gpu, self.options, self.rows = path, gpu, options, rows
+        self.path, self.gpu, self.options = path, gpu, options
+        self.rows = rows if rows is not None else STREAM_ROWS
         self.info = traces.read_info(path)
+        self.n_rows = traces.io.pq.ParquetFile(str(path)).metadata.num_rows
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
         ins = self.info.instructions
@@ -751,15 +780,17 @@ class StreamEvaluator:
         base, known = _sample_issued(ins, options)
         legal = check(self.info, gpu, self.sample_placement)
         self.contexts = ContextStream(self.info)
+        self.staging = StreamStagingFacts(self.info, self._groups)
         run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
         try:
-            for g in traces.iter_batches(path, rows):
+            for g in self._groups(validate=True):
                 self.contexts.feed(g)
+                self.staging.feed(g)
                 run.feed(g)
         except traces.TraceError:
             raise
         except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
-            raise traces.TraceError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
+            raise StreamOrderError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
         self.contexts.finish()
         self.sample = _terms(
             self.info, run.finish(), gpu, self.sample_placement, options, occ=legal.occupancy,
@@ -768,31 +799,181 @@ class StreamEvaluator:
         )  # fmt: skip
         self._sample_replays = float(sum(self.sample.replays.values()))
         self.evaluations = 0
+        self._reads = 1
+        self.addressing: dict[Placement, dict[str, int]] = {
+            self.sample_placement: {o.name: 0 for o in self.info.objects}}  # fmt: skip
+
+    @property
+    def passes(self) -> int:
+        """Reads of the file so far (the first, the evaluations', the staging facts' pass B)."""
+        return self._reads + self.staging.reads
+
+    def _groups(self, validate: bool = False):
+        """The trace in groups of whole blocks (``traces.blockgroups``)."""
+        from traces.blockgroups import block_groups
+
+        return block_groups(traces.iter_batches(self.path, self.rows, validate=validate))
+
+    @property
+    def accesses(self):
+        """Each object's loads, stores and atomics (``placement.attribution.accesses`` of the whole trace)."""
+        from .attribution import ObjectAccesses
+
+        out = {}
+        for o in self.info.objects:
+            a = self.staging.access(o.name)
+            out[o.name] = ObjectAccesses(a.loads, a.stores, a.atomics)
+        return out
+
+    def check(self, placement: Placement):
+        """The placement's legality (``placements.check`` with this trace's footprints)."""
+        return check(self.info, self.gpu, placement, self.staging)
 
     def evaluate(self, placement: Placement) -> Evaluation:
-        if any(is_staged(s) for _, s in placement.spaces):
-            raise traces.InputError("a staged placement (S/G, S/T, S/R) needs the whole trace's footprints: "
-                                    "use placement.hms.Evaluator")  # fmt: skip
-        legal = check(self.info, self.gpu, placement)
-        self.evaluations += 1
-        if placement == self.sample_placement:
-            return _evaluation(self.info, self.gpu, self.options, self.sample, self.sample)
-        layout = traces.target_layout(self.info, unstaged(placement))
-        new_info = replace(self.info, objects=layout.objects, smem_per_block=layout.smem_per_block)
-        run = _StreamRun(new_info, self.gpu, self.options, _resident_blocks(new_info, self.gpu, legal.occupancy))
-        delta = 0
-        for g in traces.iter_batches(self.path, self.rows, validate=False):
-            rw = traces.rewrite(g, unstaged(placement), self.cost, context=self.contexts.context(g.pc))
-            delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
-            run.feed(rw.trace)
-        counting = self.options.instruction_counting
-        base = _issued_base(self, delta)
-        target = _terms(
-            new_info, run.finish(), self.gpu, placement, self.options, occ=legal.occupancy,
-            smem_per_block=legal.smem_per_block, issued_base=base, add_replays=counting,
-            executed=self._executed + delta, addressing_delta=delta, w_serial=self.sample.w_serial,
-        )  # fmt: skip
-        return _evaluation(self.info, self.gpu, self.options, self.sample, target)
+        return self.evaluate_many([placement])[0]
+
+    def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
+        """Evaluations of ``placements`` (each checked first: IllegalPlacement for the first illegal one), the
+        targets' in one read of the trace."""
+        legal = [self.check(p) for p in placements]
+        self.evaluations += len(placements)
+        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement}
+        targets: dict[Placement, Terms] = {}
+        items = list(todo.items())
+        for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
+            targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
+        out = []
+        for p in placements:
+            target = self.sample if p == self.sample_placement else targets[p]
+            out.append(_evaluation(self.info, self.gpu, self.options, self.sample, target))
+        return out
+
+    def _targets(self, todo: dict) -> dict[Placement, Terms]:
+        jobs = [_StreamJob(self, p, lg) for p, lg in todo.items()]
+        staged = any(j.staged for j in jobs)
+        groups = self._groups() if staged else traces.iter_batches(self.path, self.rows, validate=False)
+        log.info("streamed evaluation of %d placements in one read of %s (%s)", len(jobs), self.path,
+                 "groups of whole blocks" if staged else "row groups")  # fmt: skip
+        for g in groups:
+            context = self.contexts.context(g.pc)
+            for j in jobs:
+                j.feed(g, context)
+        self._reads += 1
+        out = {}
+        for j in jobs:
+            out[j.placement] = j.finish()
+            self.addressing[j.placement] = j.addressing()
+        return out
+
+
+class _StreamJob:
+    """One target placement of a :class:`StreamEvaluator` pass: ``Evaluator._target`` group by group."""
+
+    def __init__(self, ev: StreamEvaluator, placement: Placement, legal):
+        self.ev, self.placement, self.legal = ev, placement, legal
+        info = ev.info
+        self.staged_ids = [info.object(n).id for n, s in placement.spaces if is_staged(s)]
+        self.staged = bool(self.staged_ids)
+        n_ids = max((o.id for o in info.objects), default=-1) + 1
+        self.per_object = np.zeros(max(n_ids, 1), np.float64)
+        self.delta = 0
+        self.runs: list[_StreamRun | None] = []
+        if not self.staged:
+            layout = traces.target_layout(info, unstaged(placement))
+            self.info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
+            bps = _resident_blocks(self.info, ev.gpu, legal.occupancy)
+            self.runs = [_StreamRun(self.info, ev.gpu, ev.options, bps)]
+            return
+        choice = legal.staging
+        self.costs = stg.costs(ev.gpu)
+        self.options = choice.options
+        self.plans = [stg.plan(ev.staging, ev.gpu, placement, o, choice.own_smem) for o in choice.options]
+        self.occ = [occupancy(ev.gpu, info.threads_per_block, info.regs_per_thread, o.smem_per_block)
+                    for o in choice.options]  # fmt: skip
+        self.runs = [None] * len(choice.options)  # made at the first group, with the staged trace's metadata
+        self.infos = [None] * len(choice.options)
+        self.inserted = [np.zeros(6, np.int64) for _ in choice.options]
+        self.deltas = [0] * len(choice.options)
+        self.pc_top = (ev.staging.pc_max + 16) if ev.n_rows else 16
+
+    def feed(self, g: traces.Trace, context: np.ndarray) -> None:
+        ev = self.ev
+        rw = traces.rewrite(g, unstaged(self.placement), ev.cost, staged=self.staged_ids, context=context)
+        keep = g.obj >= 0
+        weights = rw.addr_inst_delta[keep].astype(np.float64)
+        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
+        if not self.staged:
+            self.delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
+            self.runs[0].feed(rw.trace)
+            return
+        for k, option in enumerate(self.options):
+            st = ts.stage(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
+                          option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
+            ins = st.inserted
+            self.inserted[k] += (ins["loads"], ins["stores"], round(ins["int"] * ts.K.MILLI), ins["barriers"],
+                                 ins["writeback_loads"], ins["writeback_stores"])  # fmt: skip
+            self.deltas[k] += int(st.addr_inst_delta.sum(dtype=np.int64))
+            if self.runs[k] is None:
+                self.infos[k] = st.trace.info
+                self.runs[k] = _StreamRun(st.trace.info, ev.gpu, ev.options,
+                                          _resident_blocks(st.trace.info, ev.gpu, self.occ[k]))  # fmt: skip
+            self.runs[k].feed(st.trace)
+
+    def addressing(self) -> dict[str, int]:
+        return {o.name: int(round(self.per_object[o.id])) for o in self.ev.info.objects}
+
+    def finish(self) -> Terms:
+        ev, placement, legal = self.ev, self.placement, self.legal
+        counting = ev.options.instruction_counting
+        if not self.staged:
+            delta = self.delta
+            return _terms(
+                self.info, self.runs[0].finish(), ev.gpu, placement, ev.options, occ=legal.occupancy,
+                smem_per_block=legal.smem_per_block, issued_base=_issued_base(ev, delta), add_replays=counting,
+                executed=ev._executed + delta, addressing_delta=delta, w_serial=ev.sample.w_serial,
+            )  # fmt: skip
+        best, tried = None, []
+        for k, option in enumerate(self.options):
+            if self.runs[k] is None:  # no rows: the empty trace's metadata
+                self.infos[k] = ts.stage(traces.rewrite(_empty(ev.info), unstaged(placement), ev.cost,
+                                                        staged=self.staged_ids).trace, np.zeros(0, np.int16),
+                                         self.plans[k], option.windows, self.costs.barrier, option.smem_per_block,
+                                         pc_top=self.pc_top).trace.info  # fmt: skip
+                self.runs[k] = _StreamRun(self.infos[k], ev.gpu, ev.options,
+                                          _resident_blocks(self.infos[k], ev.gpu, self.occ[k]))  # fmt: skip
+            t = self.inserted[k]
+            keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
+            ins = {kk: int(v) for kk, v in zip(keys, t)}
+            ins["int"] = float(t[2]) / ts.K.MILLI
+            added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * self.costs.barrier
+                     + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
+            delta = self.deltas[k]
+            base = _issued_base(ev, delta, added)
+            detail = {
+                "windows": option.windows,
+                "why": option.why,
+                "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
+                "inserted": dict(ins),
+                "added_instructions": added,
+            }
+            t = _terms(
+                self.infos[k], self.runs[k].finish(), ev.gpu, placement, ev.options, occ=self.occ[k],
+                smem_per_block=option.smem_per_block, issued_base=base, add_replays=counting,
+                executed=ev._executed + delta + added, addressing_delta=delta, w_serial=ev.sample.w_serial,
+                extra_sync=ins["barriers"], staging=detail,
+            )  # fmt: skip
+            tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
+            if best is None or t.cycles < best.cycles:
+                best = t
+        best.staging["tried"] = tried
+        return best
+
+
+def _empty(info) -> traces.Trace:
+    from traces.schema import NUMPY_DTYPES
+
+    cols = {c: np.zeros((0, 32) if c == "addr" else 0, NUMPY_DTYPES[c]) for c in NUMPY_DTYPES}
+    return traces.Trace(**cols, info=info)
 
 
 def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Options = Options()) -> Evaluation:
@@ -800,4 +981,5 @@ def evaluate(trace: traces.Trace, gpu: Gpu, placement: Placement, options: Optio
     return Evaluator(trace, gpu, options).evaluate(placement)
 
 
-__all__ = ["Evaluation", "Evaluator", "Options", "StreamEvaluator", "Terms", "addr_cost_table", "evaluate"]
+__all__ = ["STREAM_PLACEMENTS_PER_READ", "STREAM_ROWS", "Evaluation", "Evaluator", "Options", "StreamEvaluator",
+           "StreamOrderError", "Terms", "addr_cost_table", "evaluate"]

@@ -201,7 +201,7 @@ class _Runner:
         # forked workers need os.fork; multiprocessing and the pool are imported only for a
         # pool (17 ms of CPU a small rank does not need)
         self.workers = workers if hasattr(os, "fork") else 1
-        self.rows = len(ev.trace.addr)
+        self.rows = ev.n_rows if hasattr(ev, "n_rows") else len(ev.trace.addr)
         self._warm: set[frozenset[str]] = set()
         self._head: Evaluator | None = None
 
@@ -219,6 +219,12 @@ class _Runner:
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
+        if hasattr(self.ev, "evaluate_many"):  # a streamed trace: several placements per read, in this process
+            if todo:
+                log.info("%d exact evaluations of a streamed trace of %d rows: in this process, several per read of "
+                         "the file (no worker processes)", len(todo), self.rows)  # fmt: skip
+            self._run(todo, self.ev.evaluate_many(todo) if todo else [])
+            return [self.exact[p] for p in placements]
         if self._parallel(todo):
             # one placement per new set of spaces first, here, so the workers forked below
             # inherit every kernel the rest use

@@ -57,12 +57,18 @@ def _fit(x: np.ndarray, y: np.ndarray) -> tuple[str | None, int]:
 def origin(facts: StagingFacts, name: str, windows: int) -> Origin:
     """The tile origin of ``name`` per block and window when staged in ``windows`` windows."""
     trace, info = facts.trace, facts.info
-    o = info.object(name)
     rows = facts.rows(name)
     if rows.shape[0] == 0:
         return Origin(None, None, 0, 0)
-    a = facts.access(name)
-    length = -(-max(a.ordinals, 1) // max(windows, 1))
+    return fit_origin(info, name, windows, *corners(trace, rows, name, facts.access(name).ordinals, windows))
+
+
+def corners(trace, rows: np.ndarray, name: str, ordinals: int, windows: int) -> tuple[np.ndarray, ...]:
+    """(block x (windows + 1) + window, first row, first column) of each block and window the object's ``rows``
+    (in program order; whole blocks) touch, sorted by the first; ``ordinals`` the whole trace's K."""
+    info = trace.info
+    o = info.object(name)
+    length = -(-max(ordinals, 1) // max(windows, 1))
     cta = trace.cta[rows].astype(np.int64)
     warp = trace.warp[rows].astype(np.int64)
     key = cta * info.warps_per_block + warp
@@ -85,6 +91,13 @@ def origin(facts: StagingFacts, name: str, windows: int) -> Origin:
     col0 = np.full(len(uniq), big)
     np.minimum.at(row0, inv, rmin[active])
     np.minimum.at(col0, inv, cmin[active])
+    return uniq, row0, col0
+
+
+def fit_origin(info, name: str, windows: int, uniq: np.ndarray, row0: np.ndarray, col0: np.ndarray) -> Origin:
+    """The formulas of ``corners``' points (of every block: a streamed trace's groups concatenated)."""
+    o = info.object(name)
+    cols = o.shape[1] if o.shape else 0
     g_cta, g_win = uniq // (windows + 1), uniq % (windows + 1)
     gx, gy, _ = info.grid
     x = np.stack([g_cta % gx, (g_cta // gx) % gy, g_cta // (gx * gy), g_win, np.ones_like(g_cta)], axis=1)
@@ -93,4 +106,4 @@ def origin(facts: StagingFacts, name: str, windows: int) -> Origin:
     return Origin(row_e, col_e, max(row_miss, col_miss), len(uniq))
 
 
-__all__ = ["EDGE_SHARE", "Origin", "origin"]
+__all__ = ["EDGE_SHARE", "Origin", "corners", "fit_origin", "origin"]

@@ -202,10 +202,9 @@ def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
         _close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
 
 
-def test_stream_evaluator_refuses_rows_out_of_block_order_and_staging(tmp_path):
+def test_stream_evaluator_refuses_rows_out_of_block_order(tmp_path):
     from placement.gpu import get_gpu
     from placement.hms import StreamEvaluator
-    from placement.placements import parse_placement
 
     cols, info = generators.generate("matmul_tiled")
     n = len(cols["cta"])
@@ -215,10 +214,74 @@ def test_stream_evaluator_refuses_rows_out_of_block_order_and_staging(tmp_path):
                               row_group_rows=1000)  # fmt: skip
     with pytest.raises(traces.TraceError, match=r"t\.parquet.*row \d+: block 0 after block"):
         StreamEvaluator(path, get_gpu("k80"), rows=1000)
+
+
+STAGED = [
+    ("matmul_tiled", "k80", 1000, ["M=S/G", "M=S/G,N=S/T", "N=S/R,P=S/G"]),
+    ("conv1d", "a100", 1000, ["in=S/R", "in=S/G,mask=C", "out=S/G"]),
+    ("stencil2d", "v100", 1000, ["data=S/T", "data=S/G,sh=G"]),
+    ("histogram", "k40", 1000, ["bins=S/G", "data=S/G,bins=S/G"]),
+    ("vecadd", "gtx680", 1, ["v=S/G", "a=S/T,b=S/G"]),
+    ("transpose", "k80", 1, ["idata=S/G"]),
+]
+
+
+@pytest.mark.parametrize("name,gpu,rows,places", STAGED)
+def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, gpu, rows, places):
+    """Staged placements streamed in groups of whole blocks (row groups of 1000 rows, or of one row): every term,
+    the staging detail (windows tried, tiles, inserted instructions) and the per-object addressing equal the
+    whole trace's; counts exactly, times to 1e-12 relative (the queues' variances are summed in another order)."""
+    from placement import attribution
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, StreamEvaluator
+    from placement.placements import parse_placement
+
+    cols, info = generators.generate(name)
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=max(rows, 1000))
+    g = get_gpu(gpu)
+    whole = Evaluator(traces.read(path), g)
+    streamed = StreamEvaluator(path, g, rows=rows)
+    ps = [parse_placement(text, info) for text in places]
+    for p in ps:  # the legality and the staging options from the streamed facts
+        a, b = streamed.check(p), whole.check(p)
+        assert a == b, p
+    got = streamed.evaluate_many(ps)
+    assert streamed.passes == 3  # the first read, the footprints, one read for every placement
+    for p, e in zip(ps, got):
+        w = whole.evaluate(p)
+        assert w.target.staging and e.target.staging["inserted"] == w.target.staging["inserted"]
+        _close(e.as_dict(), w.as_dict(), str(p))
+        assert streamed.addressing[p] == attribution.addressing(whole.trace, p, whole.cost, whole.context)
+    assert streamed.accesses == attribution.accesses(whole.trace)
+    for o in info.objects:
+        assert streamed.staging.access(o.name) == whole.staging.access(o.name)
+        assert streamed.staging.writeback(o.name) == whole.staging.writeback(o.name)
+        wins = traces.staging.window_counts(whole.staging.access(o.name).ordinals)
+        assert streamed.staging.footprint(o.name, wins) == whole.staging.footprint(o.name, wins)
+        for plain in (False, True):
+            assert streamed.staging.overlap(o.name, plain) == whole.staging.overlap(o.name, plain), (o.name, plain)
+
+
+def test_stream_evaluator_names_the_overlapping_blocks(tmp_path):
+    """A written object two blocks both write cannot be staged: the same message as the whole trace's."""
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, StreamEvaluator
+    from placement.placements import IllegalPlacement, parse_placement
+
+    cols, info = generators.generate("vecadd")
+    cols = {k: np.array(v) for k, v in cols.items()}
+    store = np.flatnonzero(cols["op"] == 1)
+    cols["addr"][store[-1]] = cols["addr"][store[0]]  # the last block's last store hits block 0's elements
+    path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
-    ev = StreamEvaluator(path, get_gpu("k80"), rows=1000)
-    with pytest.raises(traces.InputError, match="staged placement"):
-        ev.evaluate(parse_placement("M=S/G", info))
+    p = parse_placement("v=S/G", info)
+    msgs = []
+    for ev in (Evaluator(traces.read(path), get_gpu("k80")), StreamEvaluator(path, get_gpu("k80"), rows=1000)):
+        with pytest.raises(IllegalPlacement, match="is written by blocks 0 and 255") as exc:
+            ev.evaluate(p)
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1]
 
 
 @pytest.mark.parametrize("name,place", [("matmul_tiled", "M=S/G"), ("stencil2d", "data=S/T"), ("conv1d", "in=S/R")])
@@ -246,3 +309,123 @@ def test_stream_equals_whole_on_staged_traces(name, place):
     totals, pieces = stream(st, cfg, 2)
     assert_same(whole, totals, pieces)
     assert whole.instructions[cachesim.SPACES.index("shared")] > 0
+
+
+@pytest.mark.parametrize("command,name,gpu,extra", [
+    ("evaluate", "matmul_tiled", "k80", ["--place", "M=S/G,N=S/T", "--hints"]),
+    ("evaluate", "conv1d", "a100", ["--place", "in=T,mask=C"]),
+    ("rank", "conv1d", "k80", ["--hints", "--top", "5"]),
+    ("rank", "histogram", "k40", []),
+])  # fmt: skip
+def test_cli_json_streamed_equals_whole(tmp_path, run_cli, monkeypatch, command, name, gpu, extra):
+    """`placement evaluate` and `rank` with --stream yes (row groups of 1000 rows) print the JSON document of
+    --stream no: the same keys, counts and texts, times to 1e-12 relative (the queues' variances are summed in
+    another order); the ranking, explanations and hints (tile origins) alike."""
+    import json
+
+    from placement import hms
+
+    cols, info = generators.generate(name)
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
+    docs = []
+    for mode in ("no", "yes"):
+        code, out, err = run_cli(command, path, "--gpu", gpu, *extra, "--json", "--stream", mode,
+                                 *(["--no-progress", "--workers", "1"] if command == "rank" else []))  # fmt: skip
+        assert code == 0, err
+        docs.append(json.loads(out))
+    _close(docs[1], docs[0], command)
+    if command == "rank":
+        assert [r["placement"] for r in docs[1]["ranking"]] == [r["placement"] for r in docs[0]["ranking"]]
+
+
+def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
+    """auto streams a trace file whose whole evaluation would pass WHOLE_TRACE_BUDGET (logged); even_banks
+    and rows out of block order go whole in auto, and are refused when streaming is forced."""
+    import logging
+
+    from placement import api, hms
+    from placement.gpu import get_gpu
+    from placement.hms import Evaluator, Options, StreamEvaluator, StreamOrderError
+
+    cols, info = generators.generate("vecadd")
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    g = get_gpu("k80")
+    with caplog.at_level(logging.INFO, logger="placement.api"):
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+        monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", len(cols["cta"]) * api.WHOLE_BYTES_PER_ROW - 1)
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), StreamEvaluator)
+        assert isinstance(api._evaluator(path, g, Options(even_banks=True), "auto"), Evaluator)
+    assert "streamed evaluation of vecadd (6144 rows" in caplog.text
+    assert "--even-banks needs the whole DRAM stream" in caplog.text
+    with pytest.raises(traces.InputError, match="even_banks"):
+        api._evaluator(path, g, Options(even_banks=True), "yes")
+    n = len(cols["cta"])
+    back = np.r_[n // 2 : n, 0 : n // 2]
+    traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
+                              row_group_rows=1000)  # fmt: skip
+    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)  # the blocks out of order in different groups
+    with caplog.at_level(logging.WARNING, logger="placement.api"):
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+    assert "block 0 after block" in caplog.text and "evaluating the whole trace instead" in caplog.text
+    with pytest.raises(StreamOrderError, match="block order"):
+        api._evaluator(path, g, Options(), "yes")
+
+
+def test_write_ranges_equal_write_range():
+    """The streamed facts' one-pass kernel gives write_range's lowest and highest element of every object, both
+    ways (all writes, plain stores), on random rows: widths 1 to 16 over 1- to 8-byte elements (lanes that
+    straddle elements), partial masks, loads, stores, atomics and rows on no object."""
+    from traces import _staging_kernels as SK
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    bases = np.array([0x1000, 0x90000, 0x200000], np.uint64)
+    elems = np.array([4, 1, 8], np.int64)
+    obj = rng.integers(-1, 3, n).astype(np.int16)
+    op = rng.integers(0, 4, n).astype(np.int8)
+    width = rng.choice([1, 2, 4, 8, 16], n).astype(np.int8)
+    mask = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    mask[:50] = 0
+    addr = bases[np.maximum(obj, 0)][:, None] + rng.integers(0, 50_000, (n, 32)).astype(np.uint64)
+    lo = np.full((2, 3), SK.BIG, np.int64)
+    hi = np.full((2, 3), -SK.BIG, np.int64)
+    for a in range(0, n, 700):  # in groups, as the stream feeds them
+        s = slice(a, a + 700)
+        SK.write_ranges(obj[s], op[s], mask[s], addr[s], width[s], bases, elems, lo, hi)
+    for o in range(3):
+        rows = np.flatnonzero(obj == o).astype(np.int64)
+        for plain in (False, True):
+            want = SK.write_range(rows, op, mask, addr, width, int(bases[o]), int(elems[o]), plain)
+            assert (lo[int(plain), o], hi[int(plain), o]) == want, (o, plain)
+
+
+@pytest.mark.parametrize("rows", [1, 1000])
+def test_streamed_write_overlap_equals_owner_array(tmp_path, monkeypatch, rows):
+    """The streamed overlap check (one byte per element, blocks in order, the earlier writer found by one more
+    read) gives write_overlap's answer: none; a block writing its own element twice (none); two neighbouring
+    blocks in one group; a late block writing an early one's element; with the list of a block's elements
+    grown from one entry."""
+    from placement import streamstaging
+    from placement.gpu import get_gpu
+    from placement.hms import StreamEvaluator
+
+    monkeypatch.setattr(streamstaging, "TOUCHED", 1)
+    cols, info = generators.generate("vecadd")
+    store = np.flatnonzero(np.asarray(cols["op"]) == 1)
+    cases = {"none": lambda c: None}
+    cases["own"] = lambda c: c["addr"].__setitem__(store[1], c["addr"][store[0]])  # block 0, warps 0 and 1
+    cases["neighbour"] = lambda c: c["addr"].__setitem__(store[8], c["addr"][store[7]])  # block 1 writes block 0's
+    cases["late"] = lambda c: c["addr"].__setitem__(store[-1], c["addr"][store[3]])
+    for name, edit in cases.items():
+        c = {k: np.array(v) for k, v in cols.items()}
+        edit(c)
+        path = tmp_path / f"{name}.parquet"
+        traces.atomic_write_table(traces.to_table(c, info), str(path), row_group_rows=1000)
+        whole = traces.staging.write_overlap(traces.read(path), np.flatnonzero(c["obj"] == 2).astype(np.int64), 2)
+        ev = StreamEvaluator(path, get_gpu("k80"), rows=rows)
+        got = ev.staging.overlap("v", False)
+        assert got == whole, name
+        assert (got is None) == (name in ("none", "own")), (name, got)

@@ -63,6 +63,55 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
     return OK, -1, 0
 
 
+# Multiplier of the warp table's Fibonacci hashing (2^64 / golden ratio, odd).
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+@nb.njit(cache=True, nogil=True)
+def warp_slots(table, cta, warp, n_ctas, warps_per_block, shift, slots):
+    """Each row's slot in an open-addressing table of the warps seen (key cta * warps_per_block + warp,
+    -1 empty; linear probing from the key's Fibonacci hash, ``shift`` = 64 - log2(len(table))), inserting
+    the warps not seen before; writes ``slots`` and returns how many keys were inserted. The caller keeps
+    the table at most half full with room for every row (``rehash``). A row outside the grid gets slot 0
+    (``check_rows`` reports it before using the slot)."""
+    mask = table.shape[0] - 1
+    added = 0
+    for i in range(cta.shape[0]):
+        c = cta[i]
+        w = warp[i]
+        if c < 0 or c >= n_ctas or w < 0 or w >= warps_per_block:
+            slots[i] = 0
+            continue
+        key = np.int64(c) * warps_per_block + w
+        h = np.int64((np.uint64(key) * _HASH_MUL) >> np.uint64(shift))
+        while True:
+            k = table[h]
+            if k == key:
+                break
+            if k == -1:
+                table[h] = key
+                added += 1
+                break
+            h = (h + 1) & mask
+        slots[i] = h
+    return added
+
+
+@nb.njit(cache=True, nogil=True)
+def rehash(table, values, new_table, new_values, shift):
+    """Move every key of ``table`` (and its value) into the empty ``new_table`` (``shift`` its hash shift)."""
+    mask = new_table.shape[0] - 1
+    for j in range(table.shape[0]):
+        key = table[j]
+        if key == -1:
+            continue
+        h = np.int64((np.uint64(key) * _HASH_MUL) >> np.uint64(shift))
+        while new_table[h] != -1:
+            h = (h + 1) & mask
+        new_table[h] = key
+        new_values[h] = values[j]
+
+
 @nb.njit(cache=True, nogil=True)
 def row_spans(obj, mask, addr, width, out_obj, out_lo, out_hi):
     """The bytes each row's active lanes touch, as merged ranges [lo, hi) of its object.

@@ -501,3 +501,97 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             t = t2
         pos = end
     return r
+
+
+@nb.njit(cache=True, nogil=True)
+def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
+    """``write_range`` of every object at once, both ways, over rows in any order: ``lo``/``hi`` (2, objects)
+    int64, updated in place; row 0 all writes, row 1 plain stores only. ``bases``/``elems`` are indexed by
+    object id (a streamed trace's reduction, group by group). A row's lowest and highest element come from
+    its lowest and highest lane offsets (element indices grow with the offset), two divisions a row."""
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        if o < 0 or op[i] == OP_LOAD:
+            continue
+        m = np.int64(mask[i])
+        if m == 0:
+            continue
+        base = bases[o]
+        first = BIG
+        last = -BIG
+        for lane in range(32):
+            if (m >> lane) & 1:
+                off = np.int64(addr[i, lane] - base)
+                first = min(first, off)
+                last = max(last, off)
+        elem = elems[o]
+        e0 = first // elem
+        e1 = (last + np.int64(width[i]) - 1) // elem
+        lo[0, o] = min(lo[0, o], e0)
+        hi[0, o] = max(hi[0, o], e1)
+        if op[i] == OP_STORE:
+            lo[1, o] = min(lo[1, o], e0)
+            hi[1, o] = max(hi[1, o], e1)
+
+
+@nb.njit(cache=True, nogil=True)
+def write_conflict_ordered(idx, cta, op, mask, addr, width, base, elem, lo, state, touched, carry, plain_only):
+    """``write_conflict`` for rows ``idx`` in (cta, warp, seq) order fed in groups of whole blocks, with one byte
+    per element instead of an int32 owner: ``state`` 0 unwritten, 1 written by an earlier block, 2 by the
+    current block, whose elements are listed in ``touched``. ``carry`` (int64[3]: the current block, how many
+    of ``touched`` are used, the row of ``idx`` to resume from) persists across calls.
+
+    Returns (code, block, element): code 0 done (no conflict in these rows), 1 a conflict (the element, first
+    written by an earlier block, which the caller finds with ``first_writer``; ``block`` the later writer),
+    2 ``touched`` is full (grow it and call again: ``carry[2]`` says where to resume)."""
+    for t in range(carry[2], idx.shape[0]):
+        i = idx[t]
+        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+            continue
+        b = np.int64(cta[i])
+        if b != carry[0]:  # a new block: the last one's elements become an earlier block's
+            for k in range(carry[1]):
+                state[touched[k]] = 1
+            carry[0] = b
+            carry[1] = 0
+        m = np.int64(mask[i])
+        w = np.uint64(width[i])
+        need = 0
+        for lane in range(32):
+            if (m >> lane) & 1:
+                e0, e1 = _lane_elements(addr[i, lane], w, base, elem)
+                need += e1 - e0 + 1
+        if carry[1] + need > touched.shape[0]:
+            carry[2] = t
+            return np.int64(2), np.int64(-1), np.int64(-1)
+        for lane in range(32):
+            if (m >> lane) & 1:
+                e0, e1 = _lane_elements(addr[i, lane], w, base, elem)
+                for e in range(e0, e1 + 1):
+                    s = e - lo
+                    if state[s] == 0:
+                        state[s] = 2
+                        touched[carry[1]] = s
+                        carry[1] += 1
+                    elif state[s] == 1:
+                        carry[2] = 0
+                        return np.int64(1), b, e
+    carry[2] = 0
+    return np.int64(0), np.int64(-1), np.int64(-1)
+
+
+@nb.njit(cache=True, nogil=True)
+def first_writer(idx, cta, op, mask, addr, width, base, elem, target, plain_only):
+    """The block of the first row of ``idx`` (in program order) that writes element ``target``, or -1."""
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+            continue
+        m = np.int64(mask[i])
+        w = np.uint64(width[i])
+        for lane in range(32):
+            if (m >> lane) & 1:
+                e0, e1 = _lane_elements(addr[i, lane], w, base, elem)
+                if e0 <= target <= e1:
+                    return np.int64(cta[i])
+    return np.int64(-1)

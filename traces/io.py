@@ -66,13 +66,18 @@ class _Checker:
     """Carries validation state (last seq per warp) across batches.
 
     The state is one int64 per warp of the grid while the grid has at most
-    DENSE_WARPS warps; above that, one per warp present in the rows (a sorted key
-    array grown per batch), so memory follows the data, not the metadata's claim.
+    max(DENSE_WARPS, rows) warps (at most 8 bytes per row of the input: its
+    addresses alone are 256); above that (a grid up to ``traces.launch``'s 64 warps
+    per row), an open-addressing hash table of the warps present in the rows
+    (``_kernels.warp_slots``), at most half full, so memory follows the data, not the
+    metadata's claim, and each row costs the same however many warps came before.
+    (The sorted key array this replaced was re-merged on every batch: quadratic.)
     """
 
     DENSE_WARPS = 1 << 24
+    MIN_TABLE = 1 << 10
 
-    def __init__(self, path: str, info: KernelInfo):
+    def __init__(self, path: str, info: KernelInfo, rows: int = 0):
         self.path = path
         self.info = info
         n_ids = max((o.id for o in info.objects), default=-1) + 1
@@ -82,21 +87,33 @@ class _Checker:
             self.obj_lo[o.id] = o.base
             self.obj_hi[o.id] = o.end
         self.wpb = info.warps_per_block
-        self.dense = info.ctas * self.wpb <= self.DENSE_WARPS
+        self.dense = info.ctas * self.wpb <= max(self.DENSE_WARPS, rows)
         self.last_seq = np.full(info.ctas * self.wpb if self.dense else 0, -1, dtype=np.int64)
-        self.keys = np.zeros(0, dtype=np.int64)  # sparse: the warps seen, sorted
+        self.table = np.full(0, -1, dtype=np.int64)  # sparse: the warps seen, hashed; -1 empty
+        self.used = 0
+        self._no_slots = np.zeros(0, dtype=np.int64)
+
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` more warps with the table at most half full (doubling: linear in all)."""
+        need = 2 * (self.used + rows)
+        if self.table.size >= need:
+            return
+        size = max(self.MIN_TABLE, self.table.size)
+        while size < need:
+            size *= 2
+        table = np.full(size, -1, dtype=np.int64)
+        last = np.full(size, -1, dtype=np.int64)
+        K.rehash(self.table, self.last_seq, table, last, 64 - size.bit_length() + 1)
+        self.table, self.last_seq = table, last
 
     def _slots(self, t: Trace) -> np.ndarray:
         if self.dense:
-            return self.keys  # empty: the kernel indexes by warp
-        # Rows outside the grid get some slot; the kernel reports them before using it.
-        keys = t.cta.astype(np.int64) * self.wpb + t.warp.astype(np.int64)
-        merged = np.union1d(self.keys, keys)
-        if merged.size != self.keys.size:
-            last = np.full(merged.size, -1, dtype=np.int64)
-            last[np.searchsorted(merged, self.keys)] = self.last_seq
-            self.keys, self.last_seq = merged, last
-        return np.searchsorted(self.keys, keys)
+            return self._no_slots  # empty: the kernel indexes by warp
+        self._grow(len(t))
+        slots = np.empty(len(t), dtype=np.int64)
+        shift = 64 - self.table.size.bit_length() + 1
+        self.used += K.warp_slots(self.table, t.cta, t.warp, self.info.ctas, self.wpb, shift, slots)
+        return slots
 
     def check(self, t: Trace) -> None:
         slots = self._slots(t)  # first: it may grow last_seq
@@ -148,7 +165,7 @@ class _Checker:
 def validate(trace: Trace, path: str = "<memory>") -> None:
     """Check in-memory columns against the trace contract (as ``read`` checks a file)."""
     _check_coverage(str(path), trace.info, len(trace))
-    _Checker(str(path), trace.info).check(trace)
+    _Checker(str(path), trace.info, len(trace)).check(trace)
 
 
 def _check_coverage(path: str, info: KernelInfo, rows: int) -> None:
@@ -263,7 +280,7 @@ def read(path, *, validate: bool = True) -> Trace:
             raise TraceError(p, f"cannot decode the Parquet data (truncated or corrupt): {exc}") from None
         trace = _numpy_columns(p, table, 0, info)
         if validate:
-            _Checker(p, info).check(trace)
+            _Checker(p, info, len(trace)).check(trace)
         return trace
     n = pf.metadata.num_rows
     cols = {name: np.empty((n, WARP_SIZE) if name == "addr" else n, NUMPY_DTYPES[name]) for name in COLUMNS}
@@ -294,7 +311,7 @@ def iter_batches(path, rows: int = DEFAULT_BATCH_ROWS, *, validate: bool = True)
 
 def _checked_batches(p: str, pf, info, rows: int, validate: bool) -> Iterator[Trace]:
     """The file's batches of at most ``rows`` rows as numpy columns, validated with one checker across them."""
-    checker = _Checker(p, info) if validate else None
+    checker = _Checker(p, info, pf.metadata.num_rows) if validate else None
     start = 0
     for batch in _batches(p, pf, rows):
         t = _numpy_columns(p, batch, start, info)
@@ -365,7 +382,7 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
     _check_coverage(p, info, len(cols["cta"]))
     if validate:
         t = Trace(**cols, info=info)
-        _Checker(p, info).check(t)
+        _Checker(p, info, len(t)).check(t)
     table = to_table(cols, info)
     atomic_write_table(table, p)
 

@@ -197,14 +197,16 @@ class Staged:
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
-          smem_per_block: int, order: np.ndarray | None = None, rows_hint: int | None = None) -> Staged:  # fmt: skip
+          smem_per_block: int, order: np.ndarray | None = None, rows_hint: int | None = None,
+          pc_top: int | None = None) -> Staged:  # fmt: skip
     """``trace`` with ``objects`` staged in ``windows`` windows (see the module docstring).
 
     ``delta`` is the per-row addressing-instruction change (int16) the caller computed with
     the staged objects' accesses already in shared memory; inserted rows get 0 (their
     instructions are in ``inserted``). ``barrier`` is the instructions of one
     ``__syncthreads()``; ``smem_per_block`` the kernel's shared bytes per block with the
-    tiles, recorded in the result's metadata. ``order`` is the trace's
+    tiles, recorded in the result's metadata. The staging code's pcs start at ``pc_top``
+    (default: 16 above the trace's highest pc; a part of a trace passes the whole's). ``order`` is the trace's
     :func:`program_order` when the caller has it (a rewritten trace keeps its rows' order).
 
     The rows are written in one pass into buffers of ``rows_hint`` rows (default
@@ -217,7 +219,8 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     slot_of = np.full(max(n_ids, 1), -1, np.int64)
     plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
     milli = K.MILLI
-    pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
+    if pc_top is None:
+        pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
     for s, so in enumerate(objects):
         if so.source not in SOURCES:
             raise ValueError(f"staging source {so.source!r} is not one of {', '.join(SOURCES)}")

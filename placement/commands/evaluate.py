@@ -36,12 +36,15 @@ def add_model_arguments(p) -> None:
                    help="ablation: the sample's executed instructions for every placement (Fig. 7)")  # fmt: skip
     p.add_argument("--no-queuing", action="store_true", help="ablation: no queuing delay in DRAM_lat (Figs. 8-9)")
     p.add_argument("--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)")
+    p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
+                   help="read the trace in row groups (bounded memory) instead of whole: auto (default) when the "
+                        "whole trace would take over 1 GiB, yes, or no; the results are the same")  # fmt: skip
 
 
 def model_kwargs(args) -> dict:
     """The model options of the command line as ``placement.evaluate`` / ``placement.rank`` keywords."""
     return {"queue": args.queue, "overlap": args.overlap, "instruction_counting": not args.no_instruction_counting,
-            "queuing": not args.no_queuing, "even_banks": args.even_banks}  # fmt: skip
+            "queuing": not args.no_queuing, "even_banks": args.even_banks, "stream": args.stream}  # fmt: skip
 
 
 def run(args) -> int:
