@@ -613,18 +613,10 @@ class Evaluator:
             st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
                           order=self.staging.order)  # fmt: skip
             ins = st.inserted
-            added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
-                     + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
+            added, detail = _staging_detail(option, ins, costs)
             delta = int(st.addr_inst_delta.sum(dtype=np.int64))
             base = _issued_base(self, delta, added)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
-            detail = {
-                "windows": option.windows,
-                "why": option.why,
-                "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
-                "inserted": dict(ins),
-                "added_instructions": added,
-            }
             t = _terms(
                 st.trace.info, _whole(st.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=occ,
                 smem_per_block=option.smem_per_block,
@@ -701,6 +693,21 @@ class _StreamRun:
             return _reduce(h, self.queue.result(mode, population=in_flight), tb, self.gpu, self.cfg, opts)
 
         return memory
+
+
+def _staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
+    """The instructions one staging option adds (its copy loop, barriers and write-back) and
+    the ``staging`` detail an evaluation reports, for the whole-trace and streamed evaluators."""
+    added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * costs.barrier
+             + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
+    detail = {
+        "windows": option.windows,
+        "why": option.why,
+        "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
+        "inserted": dict(ins),
+        "added_instructions": added,
+    }
+    return added, detail
 
 
 def _sample_issued(ins: traces.Instructions, options: Options) -> tuple[float, bool]:
@@ -945,17 +952,9 @@ class _StreamJob:
             keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
             ins = {kk: int(v) for kk, v in zip(keys, t)}
             ins["int"] = float(t[2]) / ts.K.MILLI
-            added = (ins["loads"] + ins["stores"] + ins["int"] + ins["barriers"] * self.costs.barrier
-                     + ins["writeback_loads"] + ins["writeback_stores"])  # fmt: skip
+            added, detail = _staging_detail(option, ins, self.costs)
             delta = self.deltas[k]
             base = _issued_base(ev, delta, added)
-            detail = {
-                "windows": option.windows,
-                "why": option.why,
-                "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
-                "inserted": dict(ins),
-                "added_instructions": added,
-            }
             t = _terms(
                 self.infos[k], self.runs[k].finish(), ev.gpu, placement, ev.options, occ=self.occ[k],
                 smem_per_block=option.smem_per_block, issued_base=base, add_replays=counting,

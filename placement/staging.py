@@ -99,12 +99,7 @@ class StagingFacts:
 
     def writeback(self, name: str) -> str:
         """'none', 'store' or 'atomic' (privatized: written only by atomics and reductions, never read)."""
-        a = self.access(name)
-        if not a.written:
-            return "none"
-        if a.stores == 0 and a.loads == 0:
-            return "atomic"
-        return "store"
+        return self.access(name).writeback
 
 
 @dataclass(frozen=True)

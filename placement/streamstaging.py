@@ -94,12 +94,7 @@ class StreamStagingFacts:
 
     def writeback(self, name: str) -> str:
         """'none', 'store' or 'atomic' (``StagingFacts.writeback``)."""
-        a = self.access(name)
-        if not a.written:
-            return "none"
-        if a.stores == 0 and a.loads == 0:
-            return "atomic"
-        return "store"
+        return self.access(name).writeback
 
     def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:
         if self._fp is None:

@@ -95,6 +95,16 @@ class Access:
     def rows(self) -> int:
         return self.loads + self.stores + self.atomics
 
+    @property
+    def writeback(self) -> str:
+        """'none' (never written), 'atomic' (privatized: written only by atomics and
+        reductions, never read) or 'store'."""
+        if not self.written:
+            return "none"
+        if self.stores == 0 and self.loads == 0:
+            return "atomic"
+        return "store"
+
 
 def access(trace: Trace, rows: np.ndarray, obj: int) -> Access:
     k, loads, stores, atomics = K.access_counts(rows, trace.cta, trace.warp, trace.op, trace.info.warps_per_block)
