@@ -20,7 +20,7 @@ from placement.hms import Evaluator
 from placement.placements import Placement, check, sample_placement
 from placement.search import SearchOptions, count_legal, domains, solve
 from placement.staging import StagingFacts
-from traces.generators import generate, get, names
+from traces.generators import generate, names
 
 K80 = get_gpu("k80")
 # Small sizes for the micro-benchmarks, whose uncoalesced variants make 32 requests a load, and for spmv,

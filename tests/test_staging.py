@@ -4,7 +4,6 @@ and properties every staged trace must have (hypothesis)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import traces
-from traces.schema import ARROW_SCHEMA, METADATA_KEY
+from traces.schema import METADATA_KEY
 from tracemaker import vecadd
 
 
