@@ -167,6 +167,13 @@ def _lane_elements(a, w, base, elem):
     return e0, e1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _not_a_write(o, plain_only):
+    """Whether a row of op ``o`` writes nothing the write checks count: a load, or with
+    ``plain_only`` anything but a plain store (atomics and reductions of a privatized object)."""
+    return o == OP_LOAD or (plain_only and o != OP_STORE)
+
+
 @nb.njit(cache=True, nogil=True)
 def write_range(idx, op, mask, addr, width, base, elem, plain_only):
     """(lowest, highest) element index written by one object's rows (plain stores only when ``plain_only``)."""
@@ -174,7 +181,7 @@ def write_range(idx, op, mask, addr, width, base, elem, plain_only):
     hi = -BIG
     for t in range(idx.shape[0]):
         i = idx[t]
-        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+        if _not_a_write(op[i], plain_only):
             continue
         m = np.int64(mask[i])
         w = np.uint64(width[i])
@@ -195,7 +202,7 @@ def write_conflict(idx, cta, op, mask, addr, width, base, elem, lo, owner, plain
     """
     for t in range(idx.shape[0]):
         i = idx[t]
-        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+        if _not_a_write(op[i], plain_only):
             continue
         b = np.int32(cta[i])
         m = np.int64(mask[i])
@@ -546,7 +553,7 @@ def write_conflict_ordered(idx, cta, op, mask, addr, width, base, elem, lo, stat
     2 ``touched`` is full (grow it and call again: ``carry[2]`` says where to resume)."""
     for t in range(carry[2], idx.shape[0]):
         i = idx[t]
-        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+        if _not_a_write(op[i], plain_only):
             continue
         b = np.int64(cta[i])
         if b != carry[0]:  # a new block: the last one's elements become an earlier block's
@@ -585,7 +592,7 @@ def first_writer(idx, cta, op, mask, addr, width, base, elem, target, plain_only
     """The block of the first row of ``idx`` (in program order) that writes element ``target``, or -1."""
     for t in range(idx.shape[0]):
         i = idx[t]
-        if op[i] == OP_LOAD or (plain_only and op[i] != OP_STORE):
+        if _not_a_write(op[i], plain_only):
             continue
         m = np.int64(mask[i])
         w = np.uint64(width[i])
