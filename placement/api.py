@@ -13,6 +13,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from .choices import STREAM_MODES
+
 if TYPE_CHECKING:  # pragma: no cover
     import traces
     from .gpu import Gpu
@@ -30,7 +32,6 @@ WHOLE_TRACE_BUDGET = 1 << 30
 (``placement.hms.StreamEvaluator``): issue 18's bound for a 10 M-row trace. At 512 bytes a row,
 traces above 2 Mi rows stream; below, the whole path holds the trace once and rank's worker
 processes share it."""
-STREAM_MODES = ("auto", "yes", "no")
 
 
 def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:

@@ -5,3 +5,7 @@ from __future__ import annotations
 
 QUEUE_MODES = ("kingman", "kingman-paper", "exact")
 """DRAM queuing modes of ``placement.queuing`` (its module docstring says what each computes)."""
+
+STREAM_MODES = ("auto", "yes", "no")
+"""How ``evaluate`` and ``rank`` read a trace file: streamed when too big to hold whole ('auto',
+``placement.api.WHOLE_TRACE_BUDGET``), or forced either way."""

@@ -11,6 +11,7 @@ for. The ablations of the paper's Figs. 7-9 are options.
 from __future__ import annotations
 
 from ..choices import QUEUE_MODES as MODES
+from ..choices import STREAM_MODES
 from ._output import print_json
 
 NAME = "evaluate"
@@ -36,7 +37,7 @@ def add_model_arguments(p) -> None:
                    help="ablation: the sample's executed instructions for every placement (Fig. 7)")  # fmt: skip
     p.add_argument("--no-queuing", action="store_true", help="ablation: no queuing delay in DRAM_lat (Figs. 8-9)")
     p.add_argument("--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)")
-    p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
+    p.add_argument("--stream", choices=STREAM_MODES, default="auto",
                    help="read the trace in row groups (bounded memory) instead of whole: auto (default) when the "
                         "whole trace would take over 1 GiB, yes, or no; the results are the same")  # fmt: skip
 
