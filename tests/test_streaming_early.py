@@ -90,6 +90,29 @@ def test_early_takes_only_what_the_first_read_can(tmp_path, monkeypatch):
     assert ev.passes == 4
 
 
+def test_api_evaluate_streamed_reads_once(tmp_path, monkeypatch):
+    """placement.evaluate of a streamed trace file reads it once for an unstaged placement (three times for a
+    staged one: the sample's, the footprints', its own) and gives the whole trace's result."""
+    from placement import api
+
+    path, info = _file(tmp_path, "conv2d_channels")
+    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
+    reads = []
+    real = traces.iter_batches
+
+    def counting(*args, **kw):
+        reads.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(traces, "iter_batches", counting)
+    for place, n in [("in=T,mask=C", 1), ("in=S/G", 3)]:
+        reads.clear()
+        streamed = api.evaluate(path, "k80", place, stream="yes")
+        assert len(reads) == n, place
+        whole = api.evaluate(path, "k80", place, stream="no")
+        _close(streamed.to_dict(), whole.to_dict(), place)
+
+
 class _Contexts:
     """A finished ContextStream's ``context`` for a given set of OFFSET pcs."""
 
