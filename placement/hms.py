@@ -856,7 +856,7 @@ class StreamEvaluator:
         run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
         jobs = [_StreamJob(self, p, lg) for p, lg in self._early(early).items()]
         if jobs:
-            log.info("streamed evaluation of %d unstaged placements in the first read of %s", len(jobs), path)
+            log.info("streamed evaluation of %d unstaged placement(s) in the first read of %s", len(jobs), path)
         try:
             for g in self._groups(validate=True):
                 self.contexts.feed(g)
@@ -879,10 +879,10 @@ class StreamEvaluator:
         self._reads = 1
         self.addressing: dict[Placement, dict[str, int]] = {
             self.sample_placement: {o.name: 0 for o in self.info.objects}}  # fmt: skip
-        self._done: dict[Placement, Terms] = {}
+        self._first_read: dict[Placement, Terms] = {}
         for j in jobs:
             j.settle(self.contexts)
-            self._done[j.placement] = j.finish()
+            self._first_read[j.placement] = j.finish()
             self.addressing[j.placement] = j.addressing()
 
     def _early(self, early) -> dict:
@@ -936,8 +936,8 @@ class StreamEvaluator:
         targets' in one read of the trace (none for those evaluated in the first read: ``early``)."""
         legal = [self.check(p) for p in placements]
         self.evaluations += len(placements)
-        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement and p not in self._done}
-        targets: dict[Placement, Terms] = dict(self._done)
+        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement and p not in self._first_read}
+        targets: dict[Placement, Terms] = dict(self._first_read)
         items = list(todo.items())
         for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
             targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
