@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gpu import Gpu
     from .hms import Evaluation, Evaluator, Options, StreamEvaluator
     from .overlap import OverlapModel
+    from .placements import Placement
     from .results import EvaluationResult, Placed, RankResult
 
 log = logging.getLogger(__name__)
@@ -66,9 +67,11 @@ def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapM
                    overlap=overlap)  # fmt: skip
 
 
-def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str) -> "Evaluator | StreamEvaluator":
+def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
+               early: "tuple[Placement, ...]" = ()) -> "Evaluator | StreamEvaluator":  # fmt: skip
     """The whole-trace ``Evaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
-    size, 'yes' or 'no' to force); the choice and its reason are logged (-v)."""
+    size, 'yes' or 'no' to force); the choice and its reason are logged (-v). A streamed one evaluates the
+    unstaged placements of ``early`` in its first read of the file (``StreamEvaluator``'s ``early``)."""
     import traces
     import traces.io
 
@@ -97,7 +100,7 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str) -> "Eval
     log.info("streamed evaluation of %s (%d rows, about %.0f MiB whole; %s)", info.kernel, rows, need / 2**20,
              "asked" if stream == "yes" else f"above {WHOLE_TRACE_BUDGET / 2**20:.0f} MiB")  # fmt: skip
     try:
-        return StreamEvaluator(path, gpu, opts)
+        return StreamEvaluator(path, gpu, opts, early=early)
     except StreamOrderError as exc:
         if stream == "yes":
             raise
@@ -169,7 +172,9 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     where the sample has them. ``hints=True`` adds the CUDA changes. ``options`` are
     ``model_options``' (``queue``, ``overlap``, ``instruction_counting``, ``queuing``, ``even_banks``).
     ``stream`` 'auto' streams a trace file too big to evaluate whole (``WHOLE_TRACE_BUDGET``), 'yes' and
-    'no' force either way; the results are the same. Raises ``traces.InputError`` (``IllegalPlacement``
+    'no' force either way; the results are the same. Streamed, an unstaged placement is evaluated in the
+    read of the file that gives the sample (one read in all); a staged one (S/G, S/T, S/R) takes two more,
+    the footprints' and its own. Raises ``traces.InputError`` (``IllegalPlacement``
     for a placement that breaks a rule).
     """
     import traces
@@ -183,7 +188,7 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     p = parse_placement(placement, info)  # before reading the trace
     if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
         check(info, g, p)
-    ev = _evaluator(trace, g, opts, stream)
+    ev = _evaluator(trace, g, opts, stream, early=(p,))
     ctx = _Context(ev)
     e = ev.evaluate(p)
     sample = ev.evaluate(ev.sample_placement)

@@ -58,6 +58,7 @@ also given as measured x T(target) / T(sample).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -68,7 +69,7 @@ import traces
 import traces.io
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces import staging as ts
-from traces.context import CONTEXTS, ContextStream, access_context
+from traces.context import CONTEXTS, INDEXED, OFFSET, ContextStream, access_context
 
 from . import _dram_kernels, addressing, queuing
 from . import staging as stg
@@ -78,7 +79,7 @@ from .models import gpuperf
 from .models.params import l2_rate_of
 from .occupancy import Occupancy, occupancy
 from .overlap import FEATURES, OverlapModel
-from .placements import Placement, check, is_staged, sample_placement, unstaged
+from .placements import IllegalPlacement, Placement, check, is_staged, sample_placement, unstaged
 
 log = logging.getLogger(__name__)
 
@@ -749,28 +750,92 @@ them; eight share the decoding of a read (about a third of one evaluation's CPU 
 within issue 18's memory bound (see benchmarks/README.md)."""
 
 
+DENSE_PC_CELLS = 1 << 20
+"""Cells (pcs times objects) up to which ``_PcDeltas`` sums a group's rows by pc with one ``np.bincount``
+over a dense table; a trace with higher (or negative) pcs goes through ``np.unique`` instead. The
+generators' kernels stay under 24,000 pcs (conv2d_kt's 23,888): 72,000 cells for its 3 objects."""
+
+
+class _PcDeltas:
+    """An unstaged target's addressing-instruction deltas while the access contexts are not known yet.
+
+    A row's delta is ``cost[context, obj, target] - cost[context, obj, space]`` and its context a
+    function of its pc (``traces.context``), known after the whole trace. Fed each group's deltas under
+    both contexts, this keeps each object's sum under INDEXED and, per (pc, object), the sum of OFFSET
+    minus INDEXED; ``per_object`` then adds the latter for the pcs that turn out OFFSET. Sums of int16
+    deltas, exact in int64 (a group's float64 bincount is exact below 2**53)."""
+
+    def __init__(self, n_ids: int):
+        self.n_ids = max(n_ids, 1)
+        self.indexed = np.zeros(self.n_ids, np.int64)
+        self._dense = np.zeros(0, np.int64)  # by pc * n_ids + object, for keys under DENSE_PC_CELLS
+        self._keys = np.zeros(0, np.int64)  # the other keys, sorted, and their sums
+        self._sums = np.zeros(0, np.int64)
+
+    def feed(self, pc: np.ndarray, obj: np.ndarray, indexed: np.ndarray, offset: np.ndarray) -> None:
+        keep = obj >= 0
+        o = obj[keep].astype(np.int64)
+        self.indexed += np.rint(np.bincount(o, weights=indexed[keep], minlength=self.n_ids)).astype(np.int64)
+        diff = offset.astype(np.int64) - indexed
+        rows = np.flatnonzero(diff)  # rows off any object have no delta in either context
+        if not rows.size:
+            return
+        key = pc[rows].astype(np.int64) * self.n_ids + obj[rows]
+        w = diff[rows].astype(np.float64)
+        if int(key.min()) >= 0 and int(key.max()) < DENSE_PC_CELLS:
+            sums = np.rint(np.bincount(key, weights=w)).astype(np.int64)
+            if sums.shape[0] > self._dense.shape[0]:
+                self._dense = np.concatenate([self._dense, np.zeros(sums.shape[0] - self._dense.shape[0], np.int64)])
+            self._dense[: sums.shape[0]] += sums
+            return
+        keys, inv = np.unique(key, return_inverse=True)
+        sums = np.rint(np.bincount(inv.ravel(), weights=w)).astype(np.int64)
+        both = np.union1d(self._keys, keys)
+        total = np.zeros(both.shape[0], np.int64)
+        total[np.searchsorted(both, self._keys)] += self._sums
+        total[np.searchsorted(both, keys)] += sums
+        self._keys, self._sums = both, total
+
+    def per_object(self, contexts: ContextStream) -> np.ndarray:
+        """Each object's delta (int64 by object id) with the rows' contexts (``contexts`` finished)."""
+        dense = np.flatnonzero(self._dense)
+        keys = np.concatenate([dense.astype(np.int64), self._keys])
+        sums = np.concatenate([self._dense[dense], self._sums])
+        pc, obj = np.divmod(keys, self.n_ids)
+        off = contexts.context(pc) == OFFSET
+        out = self.indexed.copy()
+        np.add.at(out, obj[off], sums[off])
+        return out
+
+
 class StreamEvaluator:
     """The :class:`Evaluator` of a trace file read in row groups, in bounded memory.
 
     Making it reads the file once (validated): the access contexts
     (``traces.context.ContextStream``), the staging facts of pass A
-    (``placement.streamstaging``) and the sample's hierarchy and queues. Each pass of
-    ``evaluate_many`` reads it once more and evaluates several placements together: each
+    (``placement.streamstaging``) and the sample's hierarchy and queues. The legal
+    unstaged placements of ``early`` (up to ``STREAM_PLACEMENTS_PER_READ``) are evaluated
+    in that same read: an unstaged target's rewritten rows do not depend on the access
+    contexts, only its addressing instructions do, and those are kept per instruction
+    (``_PcDeltas``) until the contexts are known at the end of the read; ``evaluate`` then
+    returns them without reading the file again. Each pass of ``evaluate_many`` over other
+    placements reads it once more and evaluates several placements together: each
     group is rewritten for every target (and staged, in groups of whole blocks, for the
     staged ones: ``traces.blockgroups``) and fed to one hierarchy per target (per staging
     option) whose state persists across groups. The first staged placement costs one
     more read (the footprints and write overlaps, pass B). The results equal
     ``Evaluator``'s on the whole trace (every count exactly; the queues' variances are
-    summed in another order, so times to 1e-12 relative). The trace must be in block
-    order (the generators' order); ``even_banks`` needs the whole DRAM stream and is
-    refused.
+    summed in another order, so times to 1e-12 relative), early or not. The trace must be
+    in block order (the generators' order); ``even_banks`` needs the whole DRAM stream and
+    is refused.
 
     Beside the evaluations it keeps what explaining them needs: each object's accesses
     (``accesses``) and, per evaluated placement, the addressing instructions it adds per
     object (``addressing``), the same as ``placement.attribution``'s on the whole trace.
     """
 
-    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int | None = None):
+    def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int | None = None,
+                 early: Iterable[Placement] = ()):  # fmt: skip
         from .streamstaging import StreamStagingFacts
 
         if options.even_banks:
@@ -789,11 +854,16 @@ class StreamEvaluator:
         self.contexts = ContextStream(self.info)
         self.staging = StreamStagingFacts(self.info, self._groups)
         run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
+        jobs = [_StreamJob(self, p, lg) for p, lg in self._early(early).items()]
+        if jobs:
+            log.info("streamed evaluation of %d unstaged placement(s) in the first read of %s", len(jobs), path)
         try:
             for g in self._groups(validate=True):
                 self.contexts.feed(g)
                 self.staging.feed(g)
                 run.feed(g)
+                for j in jobs:
+                    j.feed(g, None)
         except traces.TraceError:
             raise
         except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
@@ -809,6 +879,28 @@ class StreamEvaluator:
         self._reads = 1
         self.addressing: dict[Placement, dict[str, int]] = {
             self.sample_placement: {o.name: 0 for o in self.info.objects}}  # fmt: skip
+        self._first_read: dict[Placement, Terms] = {}
+        for j in jobs:
+            j.settle(self.contexts)
+            self._first_read[j.placement] = j.finish()
+            self.addressing[j.placement] = j.addressing()
+
+    def _early(self, early) -> dict:
+        """The placements of ``early`` the first read can evaluate (legal, unstaged, not the sample; the first
+        ``STREAM_PLACEMENTS_PER_READ``) and their legality; the others go the way of ``evaluate_many``."""
+        out = {}
+        for p in early:
+            if p in out or p == self.sample_placement or any(is_staged(s) for _, s in p.spaces):
+                continue
+            if len(out) == STREAM_PLACEMENTS_PER_READ:
+                log.info("more than %d placements to evaluate early: %s and the rest in later reads",
+                         STREAM_PLACEMENTS_PER_READ, p)  # fmt: skip
+                break
+            try:
+                out[p] = check(self.info, self.gpu, p)  # the rules of an unstaged placement need no footprints
+            except IllegalPlacement:
+                continue  # evaluate says why
+        return out
 
     @property
     def passes(self) -> int:
@@ -841,11 +933,11 @@ class StreamEvaluator:
 
     def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
         """Evaluations of ``placements`` (each checked first: IllegalPlacement for the first illegal one), the
-        targets' in one read of the trace."""
+        targets' in one read of the trace (none for those evaluated in the first read: ``early``)."""
         legal = [self.check(p) for p in placements]
         self.evaluations += len(placements)
-        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement}
-        targets: dict[Placement, Terms] = {}
+        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement and p not in self._first_read}
+        targets: dict[Placement, Terms] = dict(self._first_read)
         items = list(todo.items())
         for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
             targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
@@ -874,7 +966,10 @@ class StreamEvaluator:
 
 
 class _StreamJob:
-    """One target placement of a :class:`StreamEvaluator` pass: ``Evaluator._target`` group by group."""
+    """One target placement of a :class:`StreamEvaluator` pass: ``Evaluator._target`` group by group.
+
+    An unstaged target can be fed before the access contexts are known (``context`` None: the
+    first read); its deltas then wait per pc (``_PcDeltas``) until ``settle``."""
 
     def __init__(self, ev: StreamEvaluator, placement: Placement, legal):
         self.ev, self.placement, self.legal = ev, placement, legal
@@ -885,6 +980,7 @@ class _StreamJob:
         self.per_object = np.zeros(max(n_ids, 1), np.float64)
         self.delta = 0
         self.runs: list[_StreamRun | None] = []
+        self.by_pc: _PcDeltas | None = None
         if not self.staged:
             layout = traces.target_layout(info, unstaged(placement))
             self.info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
@@ -903,8 +999,18 @@ class _StreamJob:
         self.deltas = [0] * len(choice.options)
         self.pc_top = (ev.staging.pc_max + 16) if ev.n_rows else 16
 
-    def feed(self, g: traces.Trace, context: np.ndarray) -> None:
+    def feed(self, g: traces.Trace, context: np.ndarray | None) -> None:
         ev = self.ev
+        if context is None:  # contexts not known yet: the rows under INDEXED, the deltas per pc for later
+            assert not self.staged, "a staged target needs the contexts (and the footprints) first"
+            target = unstaged(self.placement)
+            rw = traces.rewrite(g, target, ev.cost, context=np.full(len(g), INDEXED, np.int8))
+            offset = traces.addr_inst_delta(g, target, ev.cost, context=np.full(len(g), OFFSET, np.int8))
+            if self.by_pc is None:
+                self.by_pc = _PcDeltas(self.per_object.shape[0])
+            self.by_pc.feed(g.pc, g.obj, rw.addr_inst_delta, offset)
+            self.runs[0].feed(rw.trace)
+            return
         rw = traces.rewrite(g, unstaged(self.placement), ev.cost, staged=self.staged_ids, context=context)
         keep = g.obj >= 0
         weights = rw.addr_inst_delta[keep].astype(np.float64)
@@ -925,6 +1031,14 @@ class _StreamJob:
                 self.runs[k] = _StreamRun(st.trace.info, ev.gpu, ev.options,
                                           _resident_blocks(st.trace.info, ev.gpu, self.occ[k]))  # fmt: skip
             self.runs[k].feed(st.trace)
+
+    def settle(self, contexts: ContextStream) -> None:
+        """The deltas of rows fed without their contexts, with ``contexts`` (finished)."""
+        if self.by_pc is not None:
+            per = self.by_pc.per_object(contexts)
+            self.per_object += per.astype(np.float64)
+            self.delta += int(per.sum())
+            self.by_pc = None
 
     def addressing(self) -> dict[str, int]:
         return {o.name: int(round(self.per_object[o.id])) for o in self.ev.info.objects}

@@ -135,3 +135,30 @@ def test_batches_rewrite_like_the_whole(tmp_path):
 def test_bad_targets(target, message):
     with pytest.raises(traces.InputError, match=message):
         traces.rewrite(whole(), target)
+
+
+@pytest.mark.parametrize("name,target,staged", [
+    ("matmul_tiled", {"Mds": "G", "Nds": "G"}, ()),
+    ("matmul_tiled", {"M": "T"}, ("N",)),
+    ("conv2d_channels", {"in": "R", "mask": "G"}, ()),
+    ("stencil2d", {"data": "T", "sh": "G"}, ()),
+])  # fmt: skip
+def test_addr_inst_delta_is_rewrites(name, target, staged):
+    """addr_inst_delta gives rewrite's per-row deltas (the same row pass, no rewritten trace) in every context:
+    all rows indexed, all offset, and a random mix, with the generators' per-context cost tables."""
+    from placement.gpu import get_gpu
+    from placement.hms import addr_cost_table
+    from traces import generators
+
+    cols, info = generators.generate(name)
+    t = traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
+    cost = addr_cost_table(info, get_gpu("k80"))
+    n = len(t)
+    rng = np.random.default_rng(3)
+    for context in (np.zeros(n, np.int8), np.ones(n, np.int8), rng.integers(0, 2, n).astype(np.int8)):
+        want = traces.rewrite(t, target, cost, staged=staged, context=context).addr_inst_delta
+        got = traces.addr_inst_delta(t, target, cost, staged=staged, context=context)
+        assert got.dtype == np.int16
+        np.testing.assert_array_equal(got, want)
+    assert (traces.addr_inst_delta(t, target, cost, context=np.ones(n, np.int8))
+            != traces.addr_inst_delta(t, target, cost)).any()  # fmt: skip  # the contexts' tables differ here

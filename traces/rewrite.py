@@ -163,17 +163,24 @@ def _rewrite_rows(obj, space, cta, mask, addr, new_space, cost_space, mode, shif
             out_addr[i, lane] = a
 
 
-def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
-            staged: Collection[int | str] = (), context: np.ndarray | None = None) -> Rewritten:  # fmt: skip
-    """The accesses of ``trace`` under the target placement.
+@dataclass(frozen=True)
+class _Tables:
+    """What the row pass needs of a target placement: per object id, its new space (-1: stays), the space
+    whose addressing cost it pays (-1: its row's), its address mode, shift and per-block slice, and the
+    (contexts, objects, spaces) cost table."""
 
-    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an
-    (objects, spaces) table of addressing instructions per element access by object id and
-    space code, or a (contexts, objects, spaces) stack of them with ``context`` giving each
-    row's (int8); zeros when None. ``staged`` objects (ids or names) keep their rows, with
-    the deltas of shared memory. Works on a whole trace or on one batch of ``iter_batches``.
-    """
-    info = trace.info
+    layout: Layout
+    new_space: np.ndarray
+    cost_space: np.ndarray
+    mode: np.ndarray
+    shift: np.ndarray
+    slice_bytes: np.ndarray
+    cost: np.ndarray
+    moved: tuple[int, ...]
+
+
+def _tables(info: KernelInfo, target: Mapping[int | str, str], addr_cost: np.ndarray | None,
+            staged: Collection[int | str]) -> _Tables:  # fmt: skip
     layout = target_layout(info, target)
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     new_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
@@ -208,31 +215,70 @@ def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray
             cost = cost[None]
         if cost.shape[1:] != shape:
             raise ValueError(f"addr_cost must have shape {shape} or (contexts, *{shape}), got {cost.shape}")
-    n = len(trace)
+    return _Tables(layout, new_space, cost_space, mode, shift, slice_bytes, cost, tuple(moved))
+
+
+def _contexts(n: int, context: np.ndarray | None, cost: np.ndarray) -> np.ndarray:
     if context is None:
-        context = np.zeros(n, np.int8)
-    elif context.shape != (n,) or (n and int(context.max()) >= cost.shape[0]):
+        return np.zeros(n, np.int8)
+    if context.shape != (n,) or (n and int(context.max()) >= cost.shape[0]):
         raise ValueError(f"context must be {n} row indices into the {cost.shape[0]} cost tables")
+    return np.ascontiguousarray(context, np.int8)
+
+
+def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
+            staged: Collection[int | str] = (), context: np.ndarray | None = None) -> Rewritten:  # fmt: skip
+    """The accesses of ``trace`` under the target placement.
+
+    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an
+    (objects, spaces) table of addressing instructions per element access by object id and
+    space code, or a (contexts, objects, spaces) stack of them with ``context`` giving each
+    row's (int8); zeros when None. ``staged`` objects (ids or names) keep their rows, with
+    the deltas of shared memory. Works on a whole trace or on one batch of ``iter_batches``.
+    """
+    info = trace.info
+    tb = _tables(info, target, addr_cost, staged)
+    n = len(trace)
+    context = _contexts(n, context, tb.cost)
     out_space = np.empty(n, dtype=np.int8)
     delta = np.empty(n, dtype=np.int16)
-    moves_addresses = bool((mode != _SAME).any())
+    moves_addresses = bool((tb.mode != _SAME).any())
     # Without a move to or from shared memory the addresses are the sample's: share
     # them (they may be Arrow's read-only buffer) and give the kernel a dummy to write.
     out_addr = np.empty_like(trace.addr) if moves_addresses else np.empty((0, 32), np.uint64)
     _rewrite_rows(
         trace.obj, trace.space, trace.cta, trace.mask, trace.addr,
-        new_space, cost_space, mode, shift, slice_bytes, cost, np.ascontiguousarray(context, np.int8), out_space,
+        tb.new_space, tb.cost_space, tb.mode, tb.shift, tb.slice_bytes, tb.cost, context, out_space,
         out_addr, delta, moves_addresses,
     )  # fmt: skip
     if not moves_addresses:
         out_addr = trace.addr
+    layout = tb.layout
     new_info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
     cols = trace.columns()
     cols["space"] = out_space
     cols["addr"] = out_addr
     return Rewritten(
-        trace=Trace(**cols, info=new_info, start=trace.start), addr_inst_delta=delta, moved=tuple(moved)
+        trace=Trace(**cols, info=new_info, start=trace.start), addr_inst_delta=delta, moved=tb.moved
     )
 
 
-__all__ = ["Layout", "Rewritten", "rewrite", "target_layout", "SHARED", "SHARED_ALIGN", "OFFCHIP_ALIGN"]
+def addr_inst_delta(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
+                    staged: Collection[int | str] = (), context: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """``rewrite(...).addr_inst_delta`` alone (the same row pass, without the rewritten trace): int16 per row.
+
+    A streamed evaluator takes each row's delta in every context before the contexts are known."""
+    tb = _tables(trace.info, target, addr_cost, staged)
+    n = len(trace)
+    context = _contexts(n, context, tb.cost)
+    out_space = np.empty(n, dtype=np.int8)
+    delta = np.empty(n, dtype=np.int16)
+    _rewrite_rows(
+        trace.obj, trace.space, trace.cta, trace.mask, trace.addr,
+        tb.new_space, tb.cost_space, tb.mode, tb.shift, tb.slice_bytes, tb.cost, context, out_space,
+        np.empty((0, 32), np.uint64), delta, False,
+    )  # fmt: skip
+    return delta
+
+
+__all__ = ["Layout", "Rewritten", "addr_inst_delta", "rewrite", "target_layout", "SHARED", "SHARED_ALIGN", "OFFCHIP_ALIGN"]
