@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from traces._numba import LEAF
 
 # obj_info columns (one row per object id)
 O_BASE, O_ELEM, O_ROWS, O_COLS = range(4)
@@ -24,7 +25,7 @@ def active_lanes(mask):
     return c
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     """Distinct lines (2^line_log2 B) touched by the active lanes and the sectors wanted in each.
 
@@ -59,7 +60,7 @@ def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     return n
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def distinct_addresses(mask, row, out):
     """Distinct addresses of the active lanes (constant serialization, Huang & Li replay cause 3)."""
     n = 0
@@ -76,7 +77,7 @@ def distinct_addresses(mask, row, out):
     return n
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     """Largest number of distinct words any shared-memory bank must serve for this instruction.
 
@@ -138,7 +139,7 @@ def tile_shape(tile_bytes, elem):
     return th, tw
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def tiled_address(a, o, obj_info, tile_bytes):
     """Address of ``a`` in the 2D texture layout of object ``o`` (unchanged without a 2D shape).
 
