@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from traces._numba import LEAF
 
 # cfg layout
 NSETS, ASSOC, LINE_LOG2, SECT_LOG2, NSECT, REPL, WRITE, WALLOC, INDEX, NSETS_LOG2, BASE, PRESENT, IPOLY_BITS = range(13)
@@ -74,7 +75,7 @@ def is_write_back(cfg, is_local):
     return w == W_WB or (w == W_LOCAL_WB and is_local)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def access(cfg, state, inst, addr, smask, is_write, is_local, t):
     """:func:`access_rows` on the rows of ``state``."""
     return access_rows(cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], inst, addr, smask, is_write, is_local, t)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from traces._numba import LEAF
 
 # obj_info columns (one row per object id)
 O_BASE, O_ELEM, O_ROWS, O_COLS = range(4)
@@ -24,19 +25,59 @@ def active_lanes(mask):
     return c
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
+def _unit_stride(mask, row, width):
+    """Whether all 32 lanes are active and lane k reads ``width`` bytes at row[0] + k x width (a coalesced
+    access, the common case), without wrapping past 2^64."""
+    if np.uint32(mask) != np.uint32(0xFFFFFFFF) or width < 1:
+        return False
+    a = row[0]
+    w = np.uint64(width)
+    if a + np.uint64(32) * w - np.uint64(1) < a:
+        return False
+    for lane in range(1, 32):
+        if row[lane] != a + np.uint64(lane) * w:
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _span_lines(first, last, ls, ss, per, lines, smasks):
+    """:func:`lines_touched` of the bytes [first, last] (every sector between them wanted): the lines in
+    ascending order, which is the lanes' order of first touch when the lanes read one after another."""
+    n = 0
+    s = first >> ss
+    s_end = last >> ss
+    top = (np.uint64(1) << per) - np.uint64(1)  # the last sector of a line
+    while s <= s_end:
+        line_s0 = (s >> per) << per
+        stop = min(s_end, line_s0 + top)
+        count = stop - s + np.uint64(1)
+        bits = ((np.uint64(1) << count) - np.uint64(1)) if count < np.uint64(64) else ~np.uint64(0)
+        lines[n] = (s >> per) << ls
+        smasks[n] = bits << (s - line_s0)
+        n += 1
+        s = stop + np.uint64(1)
+    return n
+
+
+@nb.njit(**LEAF)
 def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     """Distinct lines (2^line_log2 B) touched by the active lanes and the sectors wanted in each.
 
     Writes line addresses to ``lines`` and sector masks (bit s = sector s of the line)
     to ``smasks``; returns their number (at most 64: 32 lanes x 2 lines for a lane
-    crossing a line). Lines are in order of first touch by lane.
+    crossing a line). Lines are in order of first touch by lane. A coalesced row (every lane, one
+    after another) takes a short way through the span it covers (:func:`_span_lines`), with the
+    same result.
     """
-    n = 0
     ls = np.uint64(line_log2)
     ss = np.uint64(sect_log2)
     per = np.uint64(line_log2 - sect_log2)
     smask = (np.uint64(1) << per) - np.uint64(1)
+    if _unit_stride(mask, row, width):
+        return _span_lines(row[0], row[0] + np.uint64(32 * width - 1), ls, ss, per, lines, smasks)
+    n = 0
     for lane in range(32):
         if not (mask >> lane) & 1:
             continue
@@ -59,7 +100,7 @@ def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     return n
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def distinct_addresses(mask, row, out):
     """Distinct addresses of the active lanes (constant serialization, Huang & Li replay cause 3)."""
     n = 0
@@ -76,7 +117,7 @@ def distinct_addresses(mask, row, out):
     return n
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     """Largest number of distinct words any shared-memory bank must serve for this instruction.
 
@@ -138,7 +179,7 @@ def tile_shape(tile_bytes, elem):
     return th, tw
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def tiled_address(a, o, obj_info, tile_bytes):
     """Address of ``a`` in the 2D texture layout of object ``o`` (unchanged without a 2D shape).
 

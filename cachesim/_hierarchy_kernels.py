@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
+from traces._numba import LEAF
 
 # cache levels (rows of cfgs) and the spaces of the trace
 L1, TEX, CONST, L2 = range(4)
@@ -98,7 +99,7 @@ def _count(stats, level, space, outcome):
         stats[k + 2] += 1
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def _emit(stats, out, addr, nbytes, write, obj, gwarp, cycle):
     n = stats[NDRAM]
     out[0][n] = addr
@@ -130,7 +131,7 @@ def _line_piece(a, end, cl, csz, sl):
     return line, stop, smask
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle):
     """A read or write of [addr, addr + nbytes) at the L2; misses and write-backs become DRAM requests.
 
@@ -188,7 +189,7 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
         a = stop
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle):
     """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``.
 

@@ -587,6 +587,10 @@ class Evaluator:
         )  # fmt: skip
         self._sample_replays = float(sum(self.sample.replays.values()))
         self.evaluations = 0
+        self._staged_rows: dict[tuple, int] = {}
+        """Rows of the last staged trace per (staged objects, windows): the next one's buffer length. The
+        count does not depend on the source space (S/G, S/T, S/R stage the same tiles), and a short guess
+        only costs ``traces.staging.stage`` a second pass."""
 
     def check(self, placement: Placement):
         """The placement's legality (``placements.check`` with this trace's footprints)."""
@@ -611,8 +615,10 @@ class Evaluator:
         best, tried = None, []
         for option in choice.options:
             plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
+            key = (tuple(staged), option.windows)
             st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
-                          order=self.staging.order)  # fmt: skip
+                          order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
+            self._staged_rows[key] = len(st.trace)
             ins = st.inserted
             added, detail = _staging_detail(option, ins, costs)
             delta = int(st.addr_inst_delta.sum(dtype=np.int64))

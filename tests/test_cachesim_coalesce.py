@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cachesim
 import traces
@@ -139,3 +141,38 @@ def test_bad_config():
         cachesim.CoalesceConfig(line_bytes=96)
     with pytest.raises(cachesim.HierarchyConfigError, match="^smem_banks"):
         cachesim.CoalesceConfig(smem_banks=0)
+
+
+def lines_reference(mask, row, width, line_log2, sect_log2):
+    """lines_touched in plain Python: each active lane's sectors, lines in order of first touch."""
+    out: dict[int, int] = {}
+    per = line_log2 - sect_log2
+    for lane in range(32):
+        if (mask >> lane) & 1:
+            a = int(row[lane])
+            for s in range(a >> sect_log2, ((a + width - 1) >> sect_log2) + 1):
+                line = (s >> per) << line_log2
+                out[line] = out.get(line, 0) | (1 << (s & ((1 << per) - 1)))
+    return list(out), list(out.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.integers(0, (1 << 40)),
+    width=st.sampled_from([1, 2, 4, 8, 16]),
+    geometry=st.sampled_from([(7, 5), (7, 7), (5, 5), (6, 5), (7, 2)]),
+    nudge=st.one_of(st.none(), st.tuples(st.integers(1, 31), st.integers(-64, 64))),
+    mask=st.sampled_from([FULL, FULL ^ 1, 0x0000FFFF, 1 << 31]),
+)
+def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, nudge, mask):
+    """A row of lanes one after another (the kernel's short way) and the same row with one lane moved or
+    lanes idle (the lane loop) give the lines and sector masks of the plain-Python reference."""
+    row = (np.uint64(base) + np.arange(32, dtype=np.uint64) * np.uint64(width)).astype(np.uint64)
+    if nudge is not None:
+        row[nudge[0]] = np.uint64(max(0, int(row[nudge[0]]) + nudge[1]))
+    line_log2, sect_log2 = geometry
+    lines, smasks = np.zeros(64, np.uint64), np.zeros(64, np.uint64)
+    k = Q.lines_touched(np.int64(mask), row, np.int64(width), line_log2, sect_log2, lines, smasks)
+    ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
+    assert [int(x) for x in lines[:k]] == ref_lines
+    assert [int(x) for x in smasks[:k]] == ref_masks

@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 
 from ._kernels import put_row
+from ._numba import LEAF
 
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
@@ -36,7 +37,7 @@ def _elem_rc(a, base, elem, ncols):
     return np.int64(0), e
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def _row_box(i, mask, addr, width, base, elem, ncols, box):
     """Bounding box of the elements row ``i``'s active lanes touch, into ``box``; False if no lane is active."""
     m = np.int64(mask[i])
@@ -226,7 +227,16 @@ def _put(write, out, r, cta, warp, seq, pc, op, space, width, mask, obj, delta_o
         delta_out[r] = 0
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
+def _put_addr(write, out, r, lanes):
+    """Row ``r``'s 32 addresses, when written and within the buffers (a loop: a slice assignment needs
+    numba's runtime, which the ``LEAF`` helpers that call this lack)."""
+    if write and r < out[0].shape[0]:
+        for lane in range(32):
+            out[8][r, lane] = lanes[lane]
+
+
+@nb.njit(**LEAF)
 def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, kind, totals, gaddr, saddr):
     """Rows of warp ``w``'s share of a cooperative pass over the tile ``box`` of slot ``s``.
 
@@ -293,14 +303,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
                     _put(write, out, r, b, w, seq, pc0, OP_LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
-                    if write and r < out[0].shape[0]:
-                        out[8][r, :] = gaddr
+                    _put_addr(write, out, r, gaddr)
                     r += 1
                     seq += 1
                     totals[T_LOADS] += 1
                 _put(write, out, r, b, w, seq, pc0 + 16, OP_STORE, SHARED_CODE, elem, m, obj, delta_out)
-                if write and r < out[0].shape[0]:
-                    out[8][r, :] = saddr
+                _put_addr(write, out, r, saddr)
                 r += 1
                 seq += 1
                 totals[T_STORES] += 1
@@ -308,15 +316,13 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
                 totals[T_INT] += plan[s, P_INT]
             else:
                 _put(write, out, r, b, w, seq, pc0 + 32, OP_LOAD, SHARED_CODE, elem, m, obj, delta_out)
-                if write and r < out[0].shape[0]:
-                    out[8][r, :] = saddr
+                _put_addr(write, out, r, saddr)
                 r += 1
                 seq += 1
                 totals[T_WB_LOADS] += 1
                 op = OP_STORE if plan[s, P_WB] == WB_STORE else OP_REDUCTION
                 _put(write, out, r, b, w, seq, pc0 + 48, op, 0, elem, m, obj, delta_out)
-                if write and r < out[0].shape[0]:
-                    out[8][r, :] = gaddr
+                _put_addr(write, out, r, gaddr)
                 r += 1
                 seq += 1
                 totals[T_WB_STORES] += 1
@@ -325,7 +331,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     return r, seq - seq0, seq
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, j, seq, totals, box, gaddr, saddr):
     """Stage window ``j`` of every slot (those with accesses in it) for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
@@ -339,7 +345,7 @@ def _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, j, se
     return r, seq
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**LEAF)
 def _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
     """Write window ``j``'s written tiles back for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
