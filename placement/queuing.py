@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from traces import keytable
+
 from .choices import QUEUE_MODES as MODES
 
 
@@ -284,16 +286,10 @@ class QueueStream:
         self._requests = 0
 
     def feed(self, bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, latency: np.ndarray | None = None) -> None:
-        bank = np.asarray(bank).astype(np.uint64)
+        bank = np.asarray(bank, dtype=np.uint64)
         if bank.shape[0] == 0:
             return
-        new = np.setdiff1d(np.unique(bank), self._keys, assume_unique=True)
-        if new.size:
-            keys = np.union1d(self._keys, new)
-            state = np.zeros((keys.shape[0], _STATE))
-            state[np.searchsorted(keys, self._keys)] = self._state
-            self._keys, self._state = keys, state
-        ids = np.searchsorted(self._keys, bank)
+        self._keys, (self._state,), ids = keytable.positions(self._keys, bank, (self._state,))
         _feed(ids, np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(service, np.float64), self._state)
         if latency is not None:
             self._latency_sum += float(np.sum(latency))

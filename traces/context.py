@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from . import keytable
 from .io import Trace
 
 INDEXED, OFFSET = 0, 1
@@ -172,16 +173,8 @@ class ContextStream:
             ok = np.zeros(cta.shape[0], np.bool_)
             shift = np.zeros(cta.shape[0], np.int64)
             _shifts(order, cta, warp, pc, obj, mask, np.ascontiguousarray(addr), self.n_ids, ok, shift)
-            pcs = np.unique(pc[now]).astype(np.int64)
-            new = np.setdiff1d(pcs, self._pcs, assume_unique=True)
-            if new.size:
-                keys = np.union1d(self._pcs, new)
-                pos = np.searchsorted(keys, self._pcs)
-                state = np.zeros(keys.shape[0], np.int8)
-                first = np.zeros(keys.shape[0], np.int64)
-                state[pos], first[pos] = self._state, self._first
-                self._pcs, self._state, self._first = keys, state, first
-            inv = np.searchsorted(self._pcs, pc[now].astype(np.int64))
+            self._pcs, (self._state, self._first), inv = keytable.positions(
+                self._pcs, pc[now].astype(np.int64), (self._state, self._first))  # fmt: skip
             _update_pcs(inv, now.astype(np.int64), ok, shift, self._state, self._first)
         keep = np.flatnonzero(cta >= upto)
         self._held = [tuple(c[keep] for c in cols)] if keep.size else []
