@@ -117,6 +117,17 @@ def distinct_addresses(mask, row, out):
     return n
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _exact_log2(x):
+    """k when x == 2^k (x >= 1), else -1."""
+    if x < 1 or (x & (x - 1)) != 0:
+        return -1
+    k = 0
+    while (1 << k) < x:
+        k += 1
+    return k
+
+
 @nb.njit(**LEAF)
 def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     """Largest number of distinct words any shared-memory bank must serve for this instruction.
@@ -124,16 +135,30 @@ def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     Word = address // bank_bytes, bank = word % nbanks; a lane of ``width`` bytes wider
     than a bank touches several words. Identical words are broadcast (counted once).
     ``words`` needs 32 * 16 entries and ``counts`` nbanks. 1 means conflict-free; the
-    replays (Huang & Li cause 4) are degree - 1. 0 for no active lane.
+    replays (Huang & Li cause 4) are degree - 1. 0 for no active lane. A coalesced row (every
+    lane, one after another) covers consecutive words, spread over the banks in turn: its
+    degree is their count over the banks, rounded up, without the sort.
     """
-    n = 0
     bb = np.uint64(bank_bytes)
+    if _unit_stride(mask, row, width):
+        span = (row[0] + np.uint64(32 * width - 1)) // bb - row[0] // bb + np.uint64(1)
+        return np.int64((span + np.uint64(nbanks) - np.uint64(1)) // np.uint64(nbanks))
+    # bank widths and bank counts are powers of two on every GPU: a shift and a mask then, not divisions
+    sh = _exact_log2(bank_bytes)
+    bmask = np.uint64(nbanks - 1)
+    pow2_banks = nbanks > 0 and (nbanks & (nbanks - 1)) == 0
+    n = 0
     for lane in range(32):
         if not (mask >> lane) & 1:
             continue
         a = row[lane]
-        w0 = a // bb
-        w1 = (a + np.uint64(width - 1)) // bb
+        last = a + np.uint64(width - 1)
+        if sh >= 0:
+            w0 = a >> np.uint64(sh)
+            w1 = last >> np.uint64(sh)
+        else:
+            w0 = a // bb
+            w1 = last // bb
         for d in range(np.int64(w1 - w0) + 1):
             words[n] = w0 + np.uint64(d)
             n += 1
@@ -151,7 +176,7 @@ def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     for i in range(n):
         if i > 0 and words[i] == words[i - 1]:
             continue
-        b = np.int64(words[i] % np.uint64(nbanks))
+        b = np.int64(words[i] & bmask) if pow2_banks else np.int64(words[i] % np.uint64(nbanks))
         counts[b] += 1
         if counts[b] > degree:
             degree = counts[b]

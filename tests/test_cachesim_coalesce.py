@@ -176,3 +176,33 @@ def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, n
     ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
     assert [int(x) for x in lines[:k]] == ref_lines
     assert [int(x) for x in smasks[:k]] == ref_masks
+
+
+def bank_degree_reference(mask, row, width, nbanks, bank_bytes):
+    """The bank-conflict degree in plain Python: distinct words per bank, the largest count."""
+    words = {w for lane in range(32) if (mask >> lane) & 1
+             for w in range(int(row[lane]) // bank_bytes, (int(row[lane]) + width - 1) // bank_bytes + 1)}
+    per_bank: dict[int, int] = {}
+    for w in words:
+        per_bank[w % nbanks] = per_bank.get(w % nbanks, 0) + 1
+    return max(per_bank.values(), default=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.integers(0, 1 << 20),
+    width=st.sampled_from([1, 2, 4, 8, 16]),
+    banks=st.sampled_from([(32, 4), (32, 8), (16, 4), (4, 4), (24, 4), (32, 6)]),  # the last two: divisions
+    nudge=st.one_of(st.none(), st.tuples(st.integers(1, 31), st.integers(-64, 64))),
+    mask=st.sampled_from([FULL, FULL ^ (1 << 7), 0xFFFF]),
+)
+def test_bank_conflict_degree_coalesced_rows_against_reference(base, width, banks, nudge, mask):
+    """A row of lanes one after another (the kernel's short way) and the same row with a lane moved or
+    lanes idle (the sort) give the plain-Python reference's degree."""
+    row = (np.uint64(base) + np.arange(32, dtype=np.uint64) * np.uint64(width)).astype(np.uint64)
+    if nudge is not None:
+        row[nudge[0]] = np.uint64(max(0, int(row[nudge[0]]) + nudge[1]))
+    nbanks, bank_bytes = banks
+    words, counts = np.zeros(32 * 16, np.uint64), np.zeros(nbanks, np.int64)
+    d = Q.bank_conflict_degree(np.int64(mask), row, np.int64(width), nbanks, bank_bytes, words, counts)
+    assert d == bank_degree_reference(mask, row, width, nbanks, bank_bytes)
