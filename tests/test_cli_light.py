@@ -26,9 +26,15 @@ print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 """
 
 
-def _fresh(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120)
+def _fresh(code: str, *args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter; ``env`` entries override the environment (None: removed)."""
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    for k, v in (env or {}).items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=full, timeout=120)
 
 
 def _names() -> list[str]:
@@ -117,3 +123,19 @@ def test_console_exits_with_mains_code_and_objects_frozen(argv, code):
     from placement.cli import GC_YOUNG_THRESHOLD
 
     assert r.stdout.strip().splitlines()[-1] == f"frozen True {GC_YOUNG_THRESHOLD}"
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "1"), ("3", "3")])
+def test_console_gives_openblas_one_thread_unless_the_user_chose(preset, expected):
+    # placement.cli.BLAS_THREADS: set before numpy loads (not loaded by --version), a user's choice kept
+    code = (
+        "import os, sys\n"
+        "from placement.cli import console\n"
+        "import atexit\n"
+        "atexit.register(lambda: print('blas', os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules))\n"
+        "sys.argv = ['placement', '--version']\n"
+        "console()"
+    )
+    r = _fresh(code, env={"OPENBLAS_NUM_THREADS": preset})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == f"blas {expected} False"
