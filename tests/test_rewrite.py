@@ -9,7 +9,7 @@ import pytest
 
 import traces
 from traces.schema import GLOBAL, SHARED, TEXTURE1D, TEXTURE2D
-from tracemaker import BASES, vecadd
+from tracemaker import vecadd
 
 # Kepler, 4-byte element (Huang & Li Sec. III-B): G 2, T 0, C 1, S 1; 2T taken as 0 here.
 KEPLER_FLOAT = {"global": 2, "texture1d": 0, "texture2d": 0, "constant": 1, "shared": 1, "local": 0, "readonly": 2}
