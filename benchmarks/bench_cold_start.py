@@ -17,7 +17,7 @@ Rows:
   bytecode cached too (``PYTHONPYCACHEPREFIX`` a temporary folder), as an installed package has it;
 - ``rank IMPORTED (default workers)`` / ``(--workers 1)``: rank of a ~264-row PORPLE trace
   (``--porple FILE``, default the particle-filter-sized mm_stride from /work/shared/data)
-  imported with `placement import porple`; their ratio should not exceed 1;
+  imported with `placement import porple`, the two alternated, each first in turn; their ratio should not exceed 1;
 - with ``--fresh-install``: in a new, empty venv under /tmp builds a wheel (``pip wheel``,
   which runs hatch_build.py in pip's isolated build environment), prints how many
   numba cache indexes it carries, installs it there and runs the first and the second rank there;
@@ -117,10 +117,12 @@ def bench_source(args, tmp: Path) -> None:
     trace = imported_trace(args.porple, tmp)
     if trace is not None:
         run_child(rank_argv(py, trace, "--workers", "1"), env)  # its kernels in the cache
-        both = {}
-        for label, more in (("default workers", ()), ("--workers 1", ("--workers", "1"))):
-            both[label] = report(f"rank {trace.stem} ({label})",
-                                 [run_child(rank_argv(py, trace, *more), env) for _ in range(args.runs)])  # fmt: skip
+        modes = (("default workers", ()), ("--workers 1", ("--workers", "1")))
+        runs = {label: [] for label, _ in modes}
+        for i in range(args.runs):  # alternated, each first in turn, so that the machine's drift falls on both
+            for label, more in modes if i % 2 == 0 else modes[::-1]:
+                runs[label].append(run_child(rank_argv(py, trace, *more), env))
+        both = {label: report(f"rank {trace.stem} ({label})", runs[label]) for label, _ in modes}
         d, one = both["default workers"], both["--workers 1"]
         print(f"{'  default / --workers 1':<44} {d[0] / one[0]:8.2f} {d[1] / one[1]:8.2f}")
         if not args.cold:
