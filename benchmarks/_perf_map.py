@@ -10,7 +10,7 @@ with an empty cache (``NUMBA_CACHE_DIR`` set to a new folder). This is how the r
 counting around the hierarchy walk's calls was found (benchmarks/README.md, 24 Nov).
 
     NUMBA_CACHE_DIR=$(mktemp -d) perf record -o /tmp/perf.data python my_script.py   # my_script ends with:
-        #   from perf_map import write_perf_map; write_perf_map([cachesim._hierarchy_kernels, ...])
+        #   from _perf_map import write_perf_map; write_perf_map([cachesim._hierarchy_kernels, ...])
     perf report -i /tmp/perf.data --no-children --sort sym
 """
 
