@@ -68,6 +68,7 @@ import cachesim
 import traces
 import traces.io
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
+from traces import keytable
 from traces import staging as ts
 from traces.context import CONTEXTS, INDEXED, OFFSET, ContextStream, access_context
 
@@ -598,43 +599,26 @@ class Evaluator:
 
     def _target(self, placement: Placement, legal) -> Terms:
         """The target's terms: rewritten (and staged) trace, Eq. 3's issued count, the model."""
-        counting = self.options.instruction_counting
         staged = [self.info.object(n).id for n, s in placement.spaces if is_staged(s)]
         rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged, context=self.context)
         if not staged:
             delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
-            base = _issued_base(self, delta)  # Eq. 3
-            return _terms(
-                rw.trace.info, _whole(rw.trace, self.gpu, self.options), self.gpu, placement, self.options,
-                occ=legal.occupancy, smem_per_block=legal.smem_per_block,
-                issued_base=base, add_replays=counting, executed=self._executed + delta, addressing_delta=delta,
-                w_serial=self.sample.w_serial,
-            )  # fmt: skip
+            return _unstaged_terms(self, rw.trace.info, _whole(rw.trace, self.gpu, self.options), placement, legal,
+                                   delta)  # fmt: skip
         choice = legal.staging  # the window counts worth trying; keep the fastest
         costs = stg.costs(self.gpu)
-        best, tried = None, []
-        for option in choice.options:
+
+        def option_terms(option) -> Terms:
             plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
             key = (tuple(staged), option.windows)
             st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
                           order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
             self._staged_rows[key] = len(st.trace)
-            ins = st.inserted
-            added, detail = _staging_detail(option, ins, costs)
-            delta = int(st.addr_inst_delta.sum(dtype=np.int64))
-            base = _issued_base(self, delta, added)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
-            t = _terms(
-                st.trace.info, _whole(st.trace, self.gpu, self.options), self.gpu, placement, self.options, occ=occ,
-                smem_per_block=option.smem_per_block,
-                issued_base=base, add_replays=counting, executed=self._executed + delta + added,
-                addressing_delta=delta, w_serial=self.sample.w_serial, extra_sync=ins["barriers"], staging=detail,
-            )  # fmt: skip
-            tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
-            if best is None or t.cycles < best.cycles:
-                best = t
-        best.staging["tried"] = tried
-        return best
+            return _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), placement, option,
+                                 occ, st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
+
+        return _fastest((option, option_terms(option)) for option in choice.options)
 
     def evaluate(self, placement: Placement) -> Evaluation:
         legal = self.check(placement)
@@ -717,6 +701,41 @@ def _staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
     return added, detail
 
 
+def _unstaged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Placement, legal,
+                    delta: int) -> Terms:  # fmt: skip
+    """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
+    return _terms(
+        info, memory, ev.gpu, placement, ev.options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
+        issued_base=_issued_base(ev, delta), add_replays=ev.options.instruction_counting,
+        executed=ev._executed + delta, addressing_delta=delta, w_serial=ev.sample.w_serial,
+    )  # fmt: skip
+
+
+def _staged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Placement, option, occ: Occupancy,
+                  ins: dict, costs, delta: int) -> Terms:  # fmt: skip
+    """One staging option's terms, either evaluator's: the instructions and barriers it adds on top of the
+    addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
+    added, detail = _staging_detail(option, ins, costs)
+    return _terms(
+        info, memory, ev.gpu, placement, ev.options, occ=occ, smem_per_block=option.smem_per_block,
+        issued_base=_issued_base(ev, delta, added), add_replays=ev.options.instruction_counting,
+        executed=ev._executed + delta + added, addressing_delta=delta, w_serial=ev.sample.w_serial,
+        extra_sync=ins["barriers"], staging=detail,
+    )  # fmt: skip
+
+
+def _fastest(tried_options) -> Terms:
+    """The terms of the fastest of the (option, terms) pairs (the first on a tie), with every option
+    tried recorded in its ``staging["tried"]``; the pairs may come one at a time (a generator)."""
+    best, tried = None, []
+    for option, t in tried_options:
+        tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
+        if best is None or t.cycles < best.cycles:
+            best = t
+    best.staging["tried"] = tried
+    return best
+
+
 def _sample_issued(ins: traces.Instructions, options: Options) -> tuple[float, bool]:
     """The sample's issued count and whether it is known: the trace's when it has one, else executed
     plus the replays of causes 1-4 the hierarchy finds (causes 5-10 are unknown)."""
@@ -796,11 +815,8 @@ class _PcDeltas:
             return
         keys, inv = np.unique(key, return_inverse=True)
         sums = np.rint(np.bincount(inv.ravel(), weights=w)).astype(np.int64)
-        both = np.union1d(self._keys, keys)
-        total = np.zeros(both.shape[0], np.int64)
-        total[np.searchsorted(both, self._keys)] += self._sums
-        total[np.searchsorted(both, keys)] += sums
-        self._keys, self._sums = both, total
+        self._keys, (self._sums,), pos = keytable.positions(self._keys, keys, (self._sums,))
+        self._sums[pos] += sums  # keys distinct: one add each
 
     def per_object(self, contexts: ContextStream) -> np.ndarray:
         """Each object's delta (int64 by object id) with the rows' contexts (``contexts`` finished)."""
@@ -1050,17 +1066,11 @@ class _StreamJob:
         return {o.name: int(round(self.per_object[o.id])) for o in self.ev.info.objects}
 
     def finish(self) -> Terms:
-        ev, placement, legal = self.ev, self.placement, self.legal
-        counting = ev.options.instruction_counting
+        ev, placement = self.ev, self.placement
         if not self.staged:
-            delta = self.delta
-            return _terms(
-                self.info, self.runs[0].finish(), ev.gpu, placement, ev.options, occ=legal.occupancy,
-                smem_per_block=legal.smem_per_block, issued_base=_issued_base(ev, delta), add_replays=counting,
-                executed=ev._executed + delta, addressing_delta=delta, w_serial=ev.sample.w_serial,
-            )  # fmt: skip
-        best, tried = None, []
-        for k, option in enumerate(self.options):
+            return _unstaged_terms(ev, self.info, self.runs[0].finish(), placement, self.legal, self.delta)
+
+        def option_terms(k: int, option) -> Terms:
             if self.runs[k] is None:  # no rows: the empty trace's metadata
                 self.infos[k] = ts.stage(traces.rewrite(_empty(ev.info), unstaged(placement), ev.cost,
                                                         staged=self.staged_ids).trace, np.zeros(0, np.int16),
@@ -1068,24 +1078,10 @@ class _StreamJob:
                                          pc_top=self.pc_top).trace.info  # fmt: skip
                 self.runs[k] = _StreamRun(self.infos[k], ev.gpu, ev.options,
                                           _resident_blocks(self.infos[k], ev.gpu, self.occ[k]))  # fmt: skip
-            t = self.inserted[k]
-            keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
-            ins = {kk: int(v) for kk, v in zip(keys, t)}
-            ins["int"] = float(t[2]) / ts.K.MILLI
-            added, detail = _staging_detail(option, ins, self.costs)
-            delta = self.deltas[k]
-            base = _issued_base(ev, delta, added)
-            t = _terms(
-                self.infos[k], self.runs[k].finish(), ev.gpu, placement, ev.options, occ=self.occ[k],
-                smem_per_block=option.smem_per_block, issued_base=base, add_replays=counting,
-                executed=ev._executed + delta + added, addressing_delta=delta, w_serial=ev.sample.w_serial,
-                extra_sync=ins["barriers"], staging=detail,
-            )  # fmt: skip
-            tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
-            if best is None or t.cycles < best.cycles:
-                best = t
-        best.staging["tried"] = tried
-        return best
+            return _staged_terms(ev, self.infos[k], self.runs[k].finish(), placement, option, self.occ[k],
+                                 ts.inserted_counts(self.inserted[k]), self.costs, self.deltas[k])  # fmt: skip
+
+        return _fastest((option, option_terms(k, option)) for k, option in enumerate(self.options))
 
 
 def _empty(info) -> traces.Trace:

@@ -265,10 +265,19 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
     new_info = replace(info, smem_per_block=int(smem_per_block))
     staged = Trace(**dict(zip(names, out)), info=new_info)
-    keys = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
-    inserted = {k: int(v) for k, v in zip(keys, totals)}
-    inserted["int"] = float(totals[K.T_INT]) / milli
-    return Staged(staged, delta_out, inserted, int(windows))
+    return Staged(staged, delta_out, inserted_counts(totals), int(windows))
+
+
+INSERTED = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
+"""The keys of ``Staged.inserted``, in the order of the staging kernel's totals (``T_LOADS`` ...)."""
+
+
+def inserted_counts(totals: np.ndarray) -> dict[str, float]:
+    """``Staged.inserted`` from the staging kernel's totals (of one trace, or summed over its groups): counts
+    of warp-instructions, the non-memory ones (``int``) kept there in thousandths."""
+    inserted: dict[str, float] = {k: int(v) for k, v in zip(INSERTED, totals)}
+    inserted["int"] = float(totals[K.T_INT]) / K.MILLI
+    return inserted
 
 
 def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
@@ -278,5 +287,5 @@ def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
             np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
 
 
-__all__ = ["Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "object_rows", "program_order",
-           "stage", "window_counts", "write_overlap"]
+__all__ = ["INSERTED", "Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "inserted_counts",
+           "object_rows", "program_order", "stage", "window_counts", "write_overlap"]
