@@ -90,6 +90,7 @@ class _Checker:
         self.dense = info.ctas * self.wpb <= max(self.DENSE_WARPS, rows)
         self.last_seq = np.full(info.ctas * self.wpb if self.dense else 0, -1, dtype=np.int64)
         self.table = np.full(0, -1, dtype=np.int64)  # sparse: the warps seen, hashed; -1 empty
+        self.shift = 64  # the table's hash shift, 64 - log2(its size)
         self.used = 0
         self._no_slots = np.zeros(0, dtype=np.int64)
 
@@ -103,16 +104,16 @@ class _Checker:
             size *= 2
         table = np.full(size, -1, dtype=np.int64)
         last = np.full(size, -1, dtype=np.int64)
-        K.rehash(self.table, self.last_seq, table, last, 64 - size.bit_length() + 1)
-        self.table, self.last_seq = table, last
+        shift = 64 - size.bit_length() + 1
+        K.rehash(self.table, self.last_seq, table, last, shift)
+        self.table, self.last_seq, self.shift = table, last, shift
 
     def _slots(self, t: Trace) -> np.ndarray:
         if self.dense:
             return self._no_slots  # empty: the kernel indexes by warp
         self._grow(len(t))
         slots = np.empty(len(t), dtype=np.int64)
-        shift = 64 - self.table.size.bit_length() + 1
-        self.used += K.warp_slots(self.table, t.cta, t.warp, self.info.ctas, self.wpb, shift, slots)
+        self.used += K.warp_slots(self.table, t.cta, t.warp, self.info.ctas, self.wpb, self.shift, slots)
         return slots
 
     def check(self, t: Trace) -> None:
