@@ -27,7 +27,7 @@ the dependencies itself (every fresh virtual environment, CI's included) and the
 shipped no cache, while builds from a populated environment shipped it, which looked
 intermittent. A warm-up command that fails only costs the speed-up: the build goes on,
 with a warning naming a log file that holds the command's whole error output
-(``tests/test_cli_light.py`` checks that an installed wheel carries the cache).
+(``tests/test_wheel_cache.py`` checks that an installed wheel carries the cache).
 The same files seed the source tree's ``__pycache__`` where it has none (see
 :func:`_seed`), for the test suite run from there. Set ``PLACEMENT_WHEEL_NO_CACHE=1`` to
 build a wheel without the cache.
