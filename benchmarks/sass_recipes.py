@@ -259,8 +259,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import os
-
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _measure import timed_main
 

@@ -22,7 +22,7 @@ import io
 import re
 
 from . import units
-from .explain import LEVEL_WORDS, SPACE_WORDS, space_of
+from .explain import SPACE_WORDS, space_of
 from .placements import STAGING_SOURCE, is_staged
 from .results import Placed, RankResult
 from .textout import excluded_lines, overlap_line, search_line

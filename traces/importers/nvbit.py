@@ -155,7 +155,7 @@ def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
             continue
         addrs = _addresses(rest)
         if addrs is None:
-            _bad(p, ln, f"expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
+            _bad(p, ln, "expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
             continue
         rows.append((ln, lid, *xyz, warp, opcode, addrs))
     if launch is None and len(accesses) > 1 and not skip_bad_lines:

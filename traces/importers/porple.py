@@ -106,7 +106,6 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
     lines_arr = np.array(lines_of, dtype=np.int64)
     arr, rw, exp, loop, thread, index = r.T
     es = np.array(sizeof, dtype=np.int64)
-    asz = np.array(array_size, dtype=np.int64)
     for cond, msg in (
         (arr >= n_arr, f"array index must be below {n_arr}"),
         (rw > 1, "read/write must be 0 (read) or 1 (write)"),
