@@ -4,6 +4,7 @@ and properties every staged trace must have (hypothesis)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -242,6 +243,70 @@ def test_one_pass_staging_equals_for_any_buffer_length(case):
         assert np.array_equal(st_.addr_inst_delta, ref.addr_inst_delta)
         for c, v in ref.trace.columns().items():
             assert np.array_equal(getattr(st_.trace, c), v), c
+
+
+SOURCE_COSTS = st.tuples(st.sampled_from(S.SOURCES), st.sampled_from([0, 0.6667, 1, 2, 2.5, 3.4999]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces(), SOURCE_COSTS, SOURCE_COSTS, SOURCE_COSTS, SOURCE_COSTS, st.booleans())
+def test_restage_equals_staging_with_the_other_sources(case, xa, xb, ya, yb, with_y):
+    # restage(stage(plan a), plan b) == stage(plan b), row for row, for staging sources and per-element costs that
+    # differ between a and b (the rounded seq step too: 0.6667 -> 1, 2.5 -> 3, 3.4999 -> 3); with a second, written
+    # object staged beside X (its tile written back), whose own source changes too
+    t, windows = case
+    order = S.program_order(t)
+    a = S.access(t, S.object_rows(t, order, 0), 0)
+    fp = S.footprint(t, S.object_rows(t, order, 0), a, (windows,))
+    plan_a = [S.StagedObject(0, xa[0], -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", xa[1], 0)]
+    plan_b = [S.StagedObject(0, xb[0], -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", xb[1], 0)]
+    if with_y:  # Y: each warp writes its own 32 elements after its reads of X, and reads them again
+        t = _with_written_y(t)
+        base = -(-fp.bytes[0] // 16) * 16
+        plan_a.append(S.StagedObject(1, ya[0], -(-2 // windows), base, 32, True, "store", ya[1], 1.5))
+        plan_b.append(S.StagedObject(1, yb[0], -(-2 // windows), base, 32, True, "store", yb[1], 1.5))
+    delta = (np.arange(len(t)) % 3).astype(np.int16)
+    smem = fp.bytes[0] + 1024
+    ref = S.stage(t, delta, plan_b, windows, barrier=1, smem_per_block=smem)
+    got = S.restage(S.stage(t, delta, plan_a, windows, barrier=1, smem_per_block=smem), plan_b)
+    assert got.inserted == ref.inserted and got.int_milli == ref.int_milli and got.objects == ref.objects
+    assert np.array_equal(got.addr_inst_delta, ref.addr_inst_delta)
+    for c, v in ref.trace.columns().items():
+        assert np.array_equal(getattr(got.trace, c), v), c
+    assert got.trace.info == ref.trace.info
+
+
+def _with_written_y(t):
+    """``t`` plus object Y (64 floats per warp slot): each warp stores its 32 elements after its last row, then loads them."""
+    n_slots = t.info.ctas * t.info.warps_per_block
+    Y = traces.ObjectInfo(1, "Y", "global", BASE + 0x100000, 32 * 4 * n_slots, 4, None, True)
+    rows = []
+    for b, w in sorted({(int(c), int(w)) for c, w in zip(t.cta, t.warp)}):
+        last = int(t.seq[(t.cta == b) & (t.warp == w)].max())
+        g = b * t.info.warps_per_block + w
+        for k, op in enumerate((1, 0)):
+            rows.append((b, w, last + 1 + k, op, 1, 32 * g + np.arange(32), 0xFFFFFFFF))
+    extra = trace_of(rows, [t.info.objects[0], Y], t.info.ctas, t.info.threads_per_block)
+    cols = {c: np.concatenate([v, getattr(extra, c)]) for c, v in t.columns().items()}
+    cols["pc"] = np.arange(len(cols["seq"]), dtype=np.int32) * 16
+    info = traces.KernelInfo(
+        "k", t.info.grid, t.info.block, (t.info.objects[0], Y), t.info.instructions, regs_per_thread=16,
+    )  # fmt: skip
+    out = traces.Trace(**cols, info=info)
+    traces.validate(out)
+    return out
+
+
+def test_restage_refuses_another_staging():
+    t = stencil()
+    so = S.StagedObject(0, "global", 3, 0, 32, True, "none", 3, 0)
+    st_ = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=384)
+    with pytest.raises(ValueError, match="staged differently"):
+        S.restage(st_, [S.StagedObject(0, "texture1d", 3, 0, 64, True, "none", 3, 0)])
+    with pytest.raises(ValueError, match="source 'shared'"):
+        S.restage(st_, [S.StagedObject(0, "shared", 3, 0, 32, True, "none", 3, 0)])
+    with pytest.raises(ValueError, match="2 staged objects for a staging of 1"):
+        S.restage(st_, [so, so])
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -517,6 +517,42 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
 
 
 @nb.njit(cache=True, nogil=True)
+def resource_rows(cta, warp, seq, pc, space, pc_top, src, dseq, seq_out, space_out, stores):
+    """A staged trace's ``seq`` and ``space`` with other staging sources (``restage``).
+
+    Rows are ``stage_rows``' output: each warp's rows together, in program order; an
+    inserted row's pc is ``pc_top + 64 * slot`` plus 0 (the staging load, in the source
+    space), 16 (the shared store), 32 or 48 (the write-back's load and store). The
+    staging load of slot s takes the space ``src[s]``; after each staging store of slot
+    s, every later row of the warp moves by ``dseq[s]`` (the change in the rounded
+    non-memory instructions per element). ``stores[s]`` counts slot s's staging stores.
+    """
+    n = seq.shape[0]
+    extra = np.int64(0)
+    c0 = np.int64(-1)
+    w0 = np.int64(-1)
+    for r in range(n):
+        c = np.int64(cta[r])
+        w = np.int64(warp[r])
+        if c != c0 or w != w0:
+            extra = 0
+            c0 = c
+            w0 = w
+        seq_out[r] = seq[r] + extra
+        sp = space[r]
+        p = np.int64(pc[r]) - pc_top
+        if p >= 0:
+            s = p // 64
+            k = p - 64 * s
+            if k == 0:
+                sp = src[s]
+            elif k == 16:
+                extra += dseq[s]
+                stores[s] += 1
+        space_out[r] = sp
+
+
+@nb.njit(cache=True, nogil=True)
 def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
     """``write_range`` of every object at once, both ways, over rows in any order: ``lo``/``hi`` (2, objects)
     int64, updated in place; row 0 all writes, row 1 plain stores only. ``bases``/``elems`` are indexed by

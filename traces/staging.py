@@ -204,6 +204,12 @@ class Staged:
     """Warp-instructions inserted: loads, stores, int (non-memory, possibly fractional), barriers,
     writeback_loads, writeback_stores."""
     windows: int
+    objects: tuple[StagedObject, ...] = ()
+    """The plan it was staged with (``restage`` changes its sources)."""
+    pc_top: int = 0
+    """The first pc of the staging code (slot s's rows at ``pc_top + 64 * s`` + 0, 16, 32, 48)."""
+    int_milli: int = 0
+    """``inserted["int"]`` in thousandths, as the staging kernel counted it."""
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
@@ -265,7 +271,50 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
     new_info = replace(info, smem_per_block=int(smem_per_block))
     staged = Trace(**dict(zip(names, out)), info=new_info)
-    return Staged(staged, delta_out, inserted_counts(totals), int(windows))
+    return Staged(staged, delta_out, inserted_counts(totals), int(windows), tuple(objects), int(pc_top),
+                  int(totals[K.T_INT]))
+
+
+def _milli(x: float) -> int:
+    """An instruction count in the staging kernel's thousandths (as ``stage`` puts it in the plan)."""
+    return round(x * K.MILLI)
+
+
+def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
+    """``staged`` with other staging sources: what ``stage`` gives for ``objects``, without staging again.
+
+    ``objects`` must be ``staged.objects`` but for each one's ``source`` and
+    ``int_per_element`` (S/G, S/T and S/R stage the same tiles: only the staging loads'
+    space and the copy loop's non-memory instructions differ, and with them the ``seq``
+    of every later row of the warp). The result shares every column but ``seq`` and
+    ``space`` with ``staged`` (no one writes them) and equals ``stage``'s
+    for ``objects`` row for row (tests/test_staging.py).
+    """
+    before = staged.objects
+    if len(objects) != len(before):
+        raise ValueError(f"restage: {len(objects)} staged objects for a staging of {len(before)}")
+    for a, b in zip(before, objects):
+        if replace(b, source=a.source, int_per_element=a.int_per_element) != a:
+            raise ValueError(f"restage: object {b.obj} is staged differently (not only its source): {a} -> {b}")
+        if b.source not in SOURCES:
+            raise ValueError(f"staging source {b.source!r} is not one of {', '.join(SOURCES)}")
+    half = K.MILLI // 2
+    src = np.array([SPACE_CODES[b.source] for b in objects], np.int8)
+    dseq = np.array([(_milli(b.int_per_element) + half) // K.MILLI - (_milli(a.int_per_element) + half) // K.MILLI
+                     for a, b in zip(before, objects)], np.int64)  # fmt: skip
+    t = staged.trace
+    seq = np.empty(len(t), np.int64)
+    space = np.empty(len(t), np.int8)
+    stores = np.zeros(max(len(objects), 1), np.int64)
+    K.resource_rows(t.cta, t.warp, t.seq, t.pc, t.space, np.int64(staged.pc_top), src, dseq, seq, space, stores)
+    int_milli = staged.int_milli + sum(int(stores[i]) * (_milli(b.int_per_element) - _milli(a.int_per_element))
+                                       for i, (a, b) in enumerate(zip(before, objects)))  # fmt: skip
+    cols = t.columns()
+    cols["seq"], cols["space"] = seq, space
+    inserted = dict(staged.inserted)
+    inserted["int"] = float(int_milli) / K.MILLI
+    return replace(staged, trace=Trace(**cols, info=t.info), inserted=inserted, objects=tuple(objects),
+                   int_milli=int_milli)
 
 
 INSERTED = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
@@ -288,4 +337,4 @@ def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
 
 
 __all__ = ["INSERTED", "Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "inserted_counts",
-           "object_rows", "program_order", "stage", "window_counts", "write_overlap"]
+           "object_rows", "program_order", "restage", "stage", "window_counts", "write_overlap"]
