@@ -597,37 +597,66 @@ class Evaluator:
         """The placement's legality (``placements.check`` with this trace's footprints)."""
         return check(self.info, self.gpu, placement, self.staging)
 
-    def _target(self, placement: Placement, legal) -> Terms:
-        """The target's terms: rewritten (and staged) trace, Eq. 3's issued count, the model."""
-        staged = [self.info.object(n).id for n, s in placement.spaces if is_staged(s)]
-        rw = traces.rewrite(self.trace, unstaged(placement), self.cost, staged=staged, context=self.context)
+    def group_key(self, placement: Placement) -> tuple[tuple[str, str], ...]:
+        """Placements with one key share their rewritten trace and their staged tiles: every object in the same
+        space but for the source of a staged one (S/G, S/T, S/R). :meth:`evaluate_group` evaluates them together."""
+        return tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces)
+
+    def _targets(self, placements: list[Placement], legals: list) -> list[Terms]:
+        """The targets' terms (one ``group_key``): rewritten (and staged) trace, Eq. 3's issued count, the model.
+
+        The trace is rewritten once; per window count, staged once for the first placement and
+        re-sourced (``traces.staging.restage``: the same rows, other staging loads) for the others,
+        which ``stage`` would give row for row. One staged trace is alive at a time."""
+        first = placements[0]
+        staged = [self.info.object(n).id for n, s in first.spaces if is_staged(s)]
+        rw = traces.rewrite(self.trace, unstaged(first), self.cost, staged=staged, context=self.context)
+        delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
         if not staged:
-            delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
-            return _unstaged_terms(self, rw.trace.info, _whole(rw.trace, self.gpu, self.options), placement, legal,
-                                   delta)  # fmt: skip
-        choice = legal.staging  # the window counts worth trying; keep the fastest
+            return [_unstaged_terms(self, rw.trace.info, _whole(rw.trace, self.gpu, self.options), p, legal, delta)
+                    for p, legal in zip(placements, legals)]  # fmt: skip
+        choice = legals[0].staging  # the window counts worth trying; keep the fastest
+        if any(legal.staging != choice for legal in legals[1:]):  # not expected: the key fixes what chooses them
+            return [t for p, legal in zip(placements, legals) for t in self._targets([p], [legal])]
         costs = stg.costs(self.gpu)
-
-        def option_terms(option) -> Terms:
-            plan = stg.plan(self.staging, self.gpu, placement, option, choice.own_smem)
+        tried: list[list] = [[] for _ in placements]
+        for option in choice.options:
             key = (tuple(staged), option.windows)
-            st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier, option.smem_per_block,
-                          order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
-            self._staged_rows[key] = len(st.trace)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
-            return _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), placement, option,
-                                 occ, st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
-
-        return _fastest((option, option_terms(option)) for option in choice.options)
+            st0 = None
+            for k, p in enumerate(placements):
+                plan = stg.plan(self.staging, self.gpu, p, option, choice.own_smem)
+                if st0 is None:
+                    st0 = st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier,
+                                        option.smem_per_block, order=self.staging.order,
+                                        rows_hint=self._staged_rows.get(key))  # fmt: skip
+                    self._staged_rows[key] = len(st.trace)
+                else:
+                    st = ts.restage(st0, plan)
+                terms = _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), p, option, occ,
+                                      st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
+                tried[k].append((option, terms))
+            del st0, st
+        return [_fastest(t) for t in tried]
 
     def evaluate(self, placement: Placement) -> Evaluation:
-        legal = self.check(placement)
-        self.evaluations += 1
-        if placement == self.sample_placement:
-            target = self.sample
-        else:
-            target = self._target(placement, legal)
-        return _evaluation(self.info, self.gpu, self.options, self.sample, target)
+        return self.evaluate_group([placement])[0]
+
+    def evaluate_group(self, placements: list[Placement]) -> list[Evaluation]:
+        """``evaluate`` of each placement; placements of one ``group_key`` share their rewriting and staging."""
+        legal = {p: self.check(p) for p in placements}
+        self.evaluations += len(placements)
+        targets = {self.sample_placement: self.sample}
+        for g in self.groups([p for p in legal if p != self.sample_placement]):
+            targets.update(zip(g, self._targets(g, [legal[p] for p in g])))
+        return [_evaluation(self.info, self.gpu, self.options, self.sample, targets[p]) for p in placements]
+
+    def groups(self, placements: list[Placement]) -> list[list[Placement]]:
+        """``placements`` in groups of one ``group_key``, in order of first appearance."""
+        out: dict[tuple, list[Placement]] = {}
+        for p in placements:
+            out.setdefault(self.group_key(p), []).append(p)
+        return list(out.values())
 
 
 def _evaluation(info, gpu: Gpu, options: Options, sample: Terms, target: Terms) -> Evaluation:

@@ -169,9 +169,9 @@ def _product(dom: dict[str, list[str]]) -> int:
 _WORKER_EVALUATOR: Evaluator | None = None
 
 
-def _evaluate_in_worker(p: Placement) -> Evaluation:
+def _evaluate_in_worker(group: list[Placement]) -> list[Evaluation]:
     assert _WORKER_EVALUATOR is not None
-    return _WORKER_EVALUATOR.evaluate(p)
+    return _WORKER_EVALUATOR.evaluate_group(group)
 
 
 class _Runner:
@@ -190,7 +190,9 @@ class _Runner:
     so their kernels are in numba's on-disk cache when a worker needs them (loaded, not
     compiled). An evaluation is a pure function, so the results do not depend on the
     workers. Freed memory is kept for reuse while the runner is open
-    (``workers.retain_freed_memory``).
+    (``workers.retain_freed_memory``). Placements that differ only in a staged object's
+    source (S/G, S/T, S/R) go to one process together, which stages their tiles once
+    (``Evaluator.evaluate_group``).
     """
 
     def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
@@ -225,7 +227,8 @@ class _Runner:
                          "the file (no worker processes)", len(todo), self.rows)  # fmt: skip
             self._run(todo, self.ev.evaluate_many(todo) if todo else [])
             return [self.exact[p] for p in placements]
-        if self._parallel(todo):
+        parallel = self._parallel(todo)
+        if parallel:
             # one placement per new set of spaces first, here, so the workers forked below
             # inherit every kernel the rest use
             kinds: dict[frozenset[str], Placement] = {}
@@ -234,7 +237,7 @@ class _Runner:
                 if kind not in self._warm:
                     kinds.setdefault(kind, p)
             self._warm.update(kinds)
-            first = [p for p in kinds.values() if not self._warm_on_head(p)]
+            first = [p for p in kinds.values() if not self._warm_on_head(p, todo)]
             self._run(first, (self.ev.evaluate(p) for p in first))
             todo = [p for p in todo if p not in self.exact]
             if self.pool is None:
@@ -245,24 +248,28 @@ class _Runner:
 
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
-            results = self.pool.map(_evaluate_in_worker, todo)
+        groups = self.ev.groups(todo)
+        if parallel:
+            results = (e for es in self.pool.map(_evaluate_in_worker, groups) for e in es)
             self.ev.evaluations += len(todo)
         else:
-            results = (self.ev.evaluate(p) for p in todo)
-        self._run(todo, results)
+            results = (e for g in groups for e in self.ev.evaluate_group(g))
+        self._run([p for g in groups for p in g], results)
         return [self.exact[p] for p in placements]
 
-    def _warm_on_head(self, p: Placement) -> bool:
-        """Evaluate ``p`` on the trace's first ``WARM_ROWS`` rows (loading its kernels); False when the trace is
-        no longer than that or ``p`` is not legal there (the caller evaluates it on the whole trace)."""
+    def _warm_on_head(self, p: Placement, todo: list[Placement]) -> bool:
+        """Evaluate ``p`` with its group in ``todo`` (``Evaluator.groups``: the re-sourcing of staged tiles too) on
+        the trace's first ``WARM_ROWS`` rows, loading their kernels; False when the trace is no longer than that
+        or one of them is not legal there (the caller evaluates ``p`` on the whole trace)."""
         if self.rows <= WARM_ROWS:
             return False
         if self._head is None:
             t = self.ev.trace
             head = traces.Trace(**{k: v[:WARM_ROWS] for k, v in t.columns().items()}, info=t.info)
             self._head = Evaluator(head, self.ev.gpu, self.ev.options)
+        key = self.ev.group_key(p)
         try:
-            self._head.evaluate(p)
+            self._head.evaluate_group([q for q in todo if self.ev.group_key(q) == key])
         except InputError as exc:  # e.g. a staged tile that the head's footprints make illegal
             log.debug("%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc)
             return False

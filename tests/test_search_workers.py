@@ -71,7 +71,8 @@ def test_workers_warmed_on_the_head_give_the_results_of_one_process(small_trace,
     monkeypatch.setattr(placement.search, "WARM_ROWS", 256)
     heads = []
     real = placement.search._Runner._warm_on_head
-    monkeypatch.setattr(placement.search._Runner, "_warm_on_head", lambda self, p: heads.append(p) or real(self, p))
+    monkeypatch.setattr(placement.search._Runner, "_warm_on_head",
+                        lambda self, p, todo: heads.append(p) or real(self, p, todo))  # fmt: skip
     got = _ranking(small_trace, 2)
     assert heads  # the head path was taken
     assert got == _ranking(small_trace, 1)

@@ -54,6 +54,23 @@ def test_the_faster_window_count_is_kept_and_both_are_reported(matmul):
     assert t.smem_per_block == 8192 // w
 
 
+def test_a_group_of_staging_sources_equals_each_evaluated_alone(matmul):
+    # Evaluator.evaluate_group stages M and N once per window count and re-sources the tiles for the other
+    # placements of the group (traces.staging.restage); every term of every placement equals its evaluation alone
+    srcs = ("S/G", "S/T", "S/R")
+    group = [parse_placement(f"M={a},N={b}", matmul.info) for a in srcs for b in srcs]
+    ev = Evaluator(matmul, K40)
+    assert len({ev.group_key(p) for p in group}) == 1
+    together = ev.evaluate_group(group + [ev.sample_placement, parse_placement("M=T", matmul.info)])
+    assert ev.evaluations == 11
+    for p, e in zip(group + [ev.sample_placement, parse_placement("M=T", matmul.info)], together):
+        alone = Evaluator(matmul, K40).evaluate(p)
+        assert e.target == alone.target, p
+        assert e == alone
+    # the sources do change the staged traces' terms (else the test would not tell restage from stage)
+    assert len({e.target.time_ns for e in together[:9]}) > 1
+
+
 def test_written_objects_stage_only_where_blocks_write_apart():
     Y = traces.ObjectInfo(0, "Y", "global", BASE, 64 * 4, 4, None, True)
     lanes = np.arange(32)
