@@ -42,6 +42,23 @@ def _unit_stride(mask, row, width):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _ascending(mask, row, width):
+    """Whether the active lanes' addresses never decrease from lane to lane (a strided access: a column
+    of an image, a structure's field), without wrapping past 2^64. Then each lane's first line is at or
+    above every line touched before it, so the lines come in ascending order and a line already touched
+    is among the last few (:func:`lines_touched` looks back from the last instead of scanning all)."""
+    prev = np.uint64(0)
+    w1 = np.uint64(max(width, 1) - 1)
+    for lane in range(32):
+        if (mask >> lane) & 1:
+            a = row[lane]
+            if a < prev or a + w1 < a:
+                return False
+            prev = a
+    return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _span_lines(first, last, ls, ss, per, lines, smasks):
     """:func:`lines_touched` of the bytes [first, last] (every sector between them wanted): the lines in
     ascending order, which is the lanes' order of first touch when the lanes read one after another."""
@@ -77,6 +94,7 @@ def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     smask = (np.uint64(1) << per) - np.uint64(1)
     if _unit_stride(mask, row, width):
         return _span_lines(row[0], row[0] + np.uint64(32 * width - 1), ls, ss, per, lines, smasks)
+    ascending = _ascending(mask, row, width)
     n = 0
     for lane in range(32):
         if not (mask >> lane) & 1:
@@ -88,9 +106,16 @@ def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
             s = s0 + np.uint64(d)
             line = (s >> per) << ls
             bit = np.uint64(1) << (s & smask)
-            k = 0
-            while k < n and lines[k] != line:
-                k += 1
+            if ascending:  # lines[:n] ascending: look back from the last while they are above ``line``
+                k = n - 1
+                while k >= 0 and lines[k] > line:
+                    k -= 1
+                if k < 0 or lines[k] != line:
+                    k = n
+            else:
+                k = 0
+                while k < n and lines[k] != line:
+                    k += 1
             if k == n:
                 lines[n] = line
                 smasks[n] = bit

@@ -178,6 +178,30 @@ def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, n
     assert [int(x) for x in smasks[:k]] == ref_masks
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.integers(0, (1 << 40)),
+    width=st.sampled_from([1, 2, 4, 8, 16]),
+    geometry=st.sampled_from([(7, 5), (7, 7), (5, 5), (6, 5), (7, 2)]),
+    steps=st.one_of(st.integers(0, 300).map(lambda k: [k] * 31), st.lists(st.integers(0, 200), min_size=31,
+                                                                            max_size=31)),
+    shuffle=st.booleans(),
+    mask=st.sampled_from([FULL, FULL ^ 1, 0x0F0F0F0F, 1 << 31]),
+)
+def test_lines_touched_strided_and_scattered_rows_against_reference(base, width, geometry, steps, shuffle, mask):
+    """Rows whose lanes go up by any steps (a column of an image, lanes overlapping or crossing lines: the
+    ascending short way) and the same rows with lanes swapped (the full scan) give the reference's lines."""
+    row = (np.uint64(base) + np.concatenate([[0], np.cumsum(steps)]).astype(np.uint64)).astype(np.uint64)
+    if shuffle:
+        row = row[np.random.default_rng(int(base) % 1000).permutation(32)]
+    line_log2, sect_log2 = geometry
+    lines, smasks = np.zeros(64, np.uint64), np.zeros(64, np.uint64)
+    k = Q.lines_touched(np.int64(mask), row, np.int64(width), line_log2, sect_log2, lines, smasks)
+    ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
+    assert [int(x) for x in lines[:k]] == ref_lines
+    assert [int(x) for x in smasks[:k]] == ref_masks
+
+
 def bank_degree_reference(mask, row, width, nbanks, bank_bytes):
     """The bank-conflict degree in plain Python: distinct words per bank, the largest count."""
     words = {w for lane in range(32) if (mask >> lane) & 1
