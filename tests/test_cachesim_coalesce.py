@@ -156,6 +156,16 @@ def lines_reference(mask, row, width, line_log2, sect_log2):
     return list(out), list(out.values())
 
 
+def _check_lines(mask, row, width, geometry):
+    """The kernel's lines and sector masks of a row equal the plain-Python reference's."""
+    line_log2, sect_log2 = geometry
+    lines, smasks = np.zeros(64, np.uint64), np.zeros(64, np.uint64)
+    k = Q.lines_touched(np.int64(mask), row, np.int64(width), line_log2, sect_log2, lines, smasks)
+    ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
+    assert [int(x) for x in lines[:k]] == ref_lines
+    assert [int(x) for x in smasks[:k]] == ref_masks
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     base=st.integers(0, (1 << 40)),
@@ -170,12 +180,7 @@ def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, n
     row = (np.uint64(base) + np.arange(32, dtype=np.uint64) * np.uint64(width)).astype(np.uint64)
     if nudge is not None:
         row[nudge[0]] = np.uint64(max(0, int(row[nudge[0]]) + nudge[1]))
-    line_log2, sect_log2 = geometry
-    lines, smasks = np.zeros(64, np.uint64), np.zeros(64, np.uint64)
-    k = Q.lines_touched(np.int64(mask), row, np.int64(width), line_log2, sect_log2, lines, smasks)
-    ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
-    assert [int(x) for x in lines[:k]] == ref_lines
-    assert [int(x) for x in smasks[:k]] == ref_masks
+    _check_lines(mask, row, width, geometry)
 
 
 @settings(max_examples=300, deadline=None)
@@ -194,12 +199,7 @@ def test_lines_touched_strided_and_scattered_rows_against_reference(base, width,
     row = (np.uint64(base) + np.concatenate([[0], np.cumsum(steps)]).astype(np.uint64)).astype(np.uint64)
     if shuffle:
         row = row[np.random.default_rng(int(base) % 1000).permutation(32)]
-    line_log2, sect_log2 = geometry
-    lines, smasks = np.zeros(64, np.uint64), np.zeros(64, np.uint64)
-    k = Q.lines_touched(np.int64(mask), row, np.int64(width), line_log2, sect_log2, lines, smasks)
-    ref_lines, ref_masks = lines_reference(mask, row, width, line_log2, sect_log2)
-    assert [int(x) for x in lines[:k]] == ref_lines
-    assert [int(x) for x in smasks[:k]] == ref_masks
+    _check_lines(mask, row, width, geometry)
 
 
 def bank_degree_reference(mask, row, width, nbanks, bank_bytes):
