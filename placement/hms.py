@@ -560,6 +560,20 @@ def _terms(
     return terms
 
 
+def group_key(placement: Placement) -> tuple[tuple[str, str], ...]:
+    """Placements with one key share their rewritten trace and their staged tiles: every object in the same
+    space but for the source of a staged one (S/G, S/T, S/R); the evaluators evaluate them together."""
+    return tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces)
+
+
+def groups(placements: list[Placement]) -> list[list[Placement]]:
+    """``placements`` in groups of one :func:`group_key`, in order of first appearance."""
+    out: dict[tuple, list[Placement]] = {}
+    for p in placements:
+        out.setdefault(group_key(p), []).append(p)
+    return list(out.values())
+
+
 class Evaluator:
     """Evaluates placements of one trace on one GPU, computing the sample once.
 
@@ -596,11 +610,6 @@ class Evaluator:
     def check(self, placement: Placement):
         """The placement's legality (``placements.check`` with this trace's footprints)."""
         return check(self.info, self.gpu, placement, self.staging)
-
-    def group_key(self, placement: Placement) -> tuple[tuple[str, str], ...]:
-        """Placements with one key share their rewritten trace and their staged tiles: every object in the same
-        space but for the source of a staged one (S/G, S/T, S/R). :meth:`evaluate_group` evaluates them together."""
-        return tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces)
 
     def _targets(self, placements: list[Placement], legals: list) -> list[Terms]:
         """The targets' terms (one ``group_key``): rewritten (and staged) trace, Eq. 3's issued count, the model.
@@ -647,16 +656,9 @@ class Evaluator:
         legal = {p: self.check(p) for p in placements}
         self.evaluations += len(placements)
         targets = {self.sample_placement: self.sample}
-        for g in self.groups([p for p in legal if p != self.sample_placement]):
+        for g in groups([p for p in legal if p != self.sample_placement]):
             targets.update(zip(g, self._targets(g, [legal[p] for p in g])))
         return [_evaluation(self.info, self.gpu, self.options, self.sample, targets[p]) for p in placements]
-
-    def groups(self, placements: list[Placement]) -> list[list[Placement]]:
-        """``placements`` in groups of one ``group_key``, in order of first appearance."""
-        out: dict[tuple, list[Placement]] = {}
-        for p in placements:
-            out.setdefault(self.group_key(p), []).append(p)
-        return list(out.values())
 
 
 def _evaluation(info, gpu: Gpu, options: Options, sample: Terms, target: Terms) -> Evaluation:
@@ -989,7 +991,7 @@ class StreamEvaluator:
         self.evaluations += len(placements)
         todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement and p not in self._first_read}
         targets: dict[Placement, Terms] = dict(self._first_read)
-        items = list(todo.items())
+        items = [(p, todo[p]) for ps in groups(list(todo)) for p in ps]  # a group's placements in one read
         for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
             targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
         out = []
@@ -1001,13 +1003,15 @@ class StreamEvaluator:
     def _targets(self, todo: dict) -> dict[Placement, Terms]:
         jobs = [_StreamJob(self, p, lg) for p, lg in todo.items()]
         staged = any(j.staged for j in jobs)
-        groups = self._groups() if staged else traces.iter_batches(self.path, self.rows, validate=False)
+        pieces = self._groups() if staged else traces.iter_batches(self.path, self.rows, validate=False)
         log.info("streamed evaluation of %d placements in one read of %s (%s)", len(jobs), self.path,
                  "groups of whole blocks" if staged else "row groups")  # fmt: skip
-        for g in groups:
+        together = groups([j.placement for j in jobs])
+        by_placement = {j.placement: j for j in jobs}
+        for g in pieces:
             context = self.contexts.context(g.pc)
-            for j in jobs:
-                j.feed(g, context)
+            for ps in together:
+                _feed([by_placement[p] for p in ps], g, context)
         self._reads += 1
         out = {}
         for j in jobs:
@@ -1062,26 +1066,41 @@ class _StreamJob:
             self.by_pc.feed(g.pc, g.obj, rw.addr_inst_delta, offset)
             self.runs[0].feed(rw.trace)
             return
-        rw = traces.rewrite(g, unstaged(self.placement), ev.cost, staged=self.staged_ids, context=context)
-        keep = g.obj >= 0
-        weights = rw.addr_inst_delta[keep].astype(np.float64)
-        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
+        rw = self.rewrite(g, context)
+        self.count(g, rw)
         if not self.staged:
             self.delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
             self.runs[0].feed(rw.trace)
             return
-        for k, option in enumerate(self.options):
-            st = ts.stage(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
-                          option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
-            ins = st.inserted
-            self.inserted[k] += (ins["loads"], ins["stores"], round(ins["int"] * ts.K.MILLI), ins["barriers"],
-                                 ins["writeback_loads"], ins["writeback_stores"])  # fmt: skip
-            self.deltas[k] += int(st.addr_inst_delta.sum(dtype=np.int64))
-            if self.runs[k] is None:
-                self.infos[k] = st.trace.info
-                self.runs[k] = _StreamRun(st.trace.info, ev.gpu, ev.options,
-                                          _resident_blocks(st.trace.info, ev.gpu, self.occ[k]))  # fmt: skip
-            self.runs[k].feed(st.trace)
+        for k in range(len(self.options)):
+            self.feed_staged(k, self.stage(rw, k))
+
+    def rewrite(self, g: traces.Trace, context: np.ndarray):
+        return traces.rewrite(g, unstaged(self.placement), self.ev.cost, staged=self.staged_ids, context=context)
+
+    def count(self, g: traces.Trace, rw) -> None:
+        """The addressing deltas of ``g``'s rows, rewritten to ``rw``, per object."""
+        keep = g.obj >= 0
+        weights = rw.addr_inst_delta[keep].astype(np.float64)
+        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
+
+    def stage(self, rw, k: int) -> ts.Staged:
+        """The rewritten rows ``rw`` staged with option ``k``."""
+        option = self.options[k]
+        return ts.stage(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
+                        option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
+
+    def feed_staged(self, k: int, st: ts.Staged) -> None:
+        """Option ``k``'s staged rows of a group: their inserted instructions, deltas and hierarchy."""
+        ev = self.ev
+        self.inserted[k] += (st.inserted["loads"], st.inserted["stores"], st.int_milli, st.inserted["barriers"],
+                             st.inserted["writeback_loads"], st.inserted["writeback_stores"])  # fmt: skip
+        self.deltas[k] += int(st.addr_inst_delta.sum(dtype=np.int64))
+        if self.runs[k] is None:
+            self.infos[k] = st.trace.info
+            self.runs[k] = _StreamRun(st.trace.info, ev.gpu, ev.options,
+                                      _resident_blocks(st.trace.info, ev.gpu, self.occ[k]))  # fmt: skip
+        self.runs[k].feed(st.trace)
 
     def settle(self, contexts: ContextStream) -> None:
         """The deltas of rows fed without their contexts, with ``contexts`` (finished)."""
@@ -1111,6 +1130,26 @@ class _StreamJob:
                                  ts.inserted_counts(self.inserted[k]), self.costs, self.deltas[k])  # fmt: skip
 
         return _fastest((option, option_terms(k, option)) for k, option in enumerate(self.options))
+
+
+def _feed(jobs: list[_StreamJob], g: traces.Trace, context: np.ndarray) -> None:
+    """A group of rows to the jobs of one ``group_key``: rewritten once and, per window count, staged once for
+    the first job and re-sourced for the others (``traces.staging.restage``), as ``Evaluator._targets`` does
+    with a whole trace; one staged group is alive at a time."""
+    first = jobs[0]
+    if len(jobs) == 1 or not first.staged or any(j.options != first.options for j in jobs):
+        for j in jobs:
+            j.feed(g, context)
+        return
+    rw = first.rewrite(g, context)
+    for j in jobs:
+        j.count(g, rw)
+    for k in range(len(first.options)):
+        st0 = first.stage(rw, k)
+        first.feed_staged(k, st0)
+        for j in jobs[1:]:
+            j.feed_staged(k, ts.restage(st0, j.plans[k]))
+        del st0
 
 
 def _empty(info) -> traces.Trace:

@@ -40,7 +40,7 @@ from traces.errors import InputError
 from traces.rewrite import SHARED_ALIGN
 
 from .gpu import Gpu
-from .hms import Evaluation, Evaluator, Options
+from .hms import Evaluation, Evaluator, Options, group_key, groups
 from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
 from .staging import StagingFacts
 from .workers import die_with_parent, evaluation_cost_s, retain_freed_memory, worth_processes
@@ -248,17 +248,17 @@ class _Runner:
 
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
-        groups = self.ev.groups(todo)
+        batches = groups(todo)
         if parallel:
-            results = (e for es in self.pool.map(_evaluate_in_worker, groups) for e in es)
+            results = (e for es in self.pool.map(_evaluate_in_worker, batches) for e in es)
             self.ev.evaluations += len(todo)
         else:
-            results = (e for g in groups for e in self.ev.evaluate_group(g))
-        self._run([p for g in groups for p in g], results)
+            results = (e for g in batches for e in self.ev.evaluate_group(g))
+        self._run([p for g in batches for p in g], results)
         return [self.exact[p] for p in placements]
 
     def _warm_on_head(self, p: Placement, todo: list[Placement]) -> bool:
-        """Evaluate ``p`` with its group in ``todo`` (``Evaluator.groups``: the re-sourcing of staged tiles too) on
+        """Evaluate ``p`` with its group in ``todo`` (``hms.groups``: the re-sourcing of staged tiles too) on
         the trace's first ``WARM_ROWS`` rows, loading their kernels; False when the trace is no longer than that
         or one of them is not legal there (the caller evaluates ``p`` on the whole trace)."""
         if self.rows <= WARM_ROWS:
@@ -267,9 +267,9 @@ class _Runner:
             t = self.ev.trace
             head = traces.Trace(**{k: v[:WARM_ROWS] for k, v in t.columns().items()}, info=t.info)
             self._head = Evaluator(head, self.ev.gpu, self.ev.options)
-        key = self.ev.group_key(p)
+        key = group_key(p)
         try:
-            self._head.evaluate_group([q for q in todo if self.ev.group_key(q) == key])
+            self._head.evaluate_group([q for q in todo if group_key(q) == key])
         except InputError as exc:  # e.g. a staged tile that the head's footprints make illegal
             log.debug("%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc)
             return False

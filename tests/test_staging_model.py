@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.hms import Evaluator, group_key
 from placement.placements import IllegalPlacement, Placement, check, parse_placement
 from placement.search import SearchOptions, solve
 from placement.staging import StagingFacts
@@ -60,7 +60,7 @@ def test_a_group_of_staging_sources_equals_each_evaluated_alone(matmul):
     srcs = ("S/G", "S/T", "S/R")
     group = [parse_placement(f"M={a},N={b}", matmul.info) for a in srcs for b in srcs]
     ev = Evaluator(matmul, K40)
-    assert len({ev.group_key(p) for p in group}) == 1
+    assert len({group_key(p) for p in group}) == 1
     together = ev.evaluate_group(group + [ev.sample_placement, parse_placement("M=T", matmul.info)])
     assert ev.evaluations == 11
     for p, e in zip(group + [ev.sample_placement, parse_placement("M=T", matmul.info)], together):
