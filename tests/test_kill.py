@@ -60,8 +60,11 @@ class Slow:
             return None
         os.write(1, f"{os.getpid()}\\n".encode())  # one write: the two workers' lines do not interleave
         time.sleep(600)
+    def evaluate_group(self, ps):  # what a worker is sent: placements of one group (hms.group_key)
+        return [self.evaluate(p) for p in ps]
 
-_Runner(Slow(), 2, None).many([P((("x", "G"),), n) for n in range(3)])
+# one set of spaces (evaluated here first), the other two placements in two groups: one to each worker
+_Runner(Slow(), 2, None).many([P((("x", a), ("y", b)), n) for n, (a, b) in enumerate(["GT", "TG", "GT"])])
 """
 
 
