@@ -234,19 +234,15 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     slot_of = np.full(max(n_ids, 1), -1, np.int64)
     plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
-    milli = K.MILLI
     if pc_top is None:
         pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
     for s, so in enumerate(objects):
-        if so.source not in SOURCES:
-            raise ValueError(f"staging source {so.source!r} is not one of {', '.join(SOURCES)}")
-        if so.writeback not in WRITEBACK:
-            raise ValueError(f"writeback {so.writeback!r} is not one of {', '.join(WRITEBACK)}")
+        _check_kinds(so)
         base, elem, ncols = _shape(trace, so.obj)
         slot_of[so.obj] = s
         plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
-                   base, int(so.load), WRITEBACK.index(so.writeback), round(so.int_per_element * milli),
-                   round(so.writeback_int_per_element * milli), pc_top + 64 * s)  # fmt: skip
+                   base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
+                   _milli(so.writeback_int_per_element), pc_top + 64 * s)  # fmt: skip
     if order is None:
         order = program_order(trace)
     cols = trace.columns()
@@ -275,9 +271,22 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
                   int(totals[K.T_INT]))
 
 
+def _check_kinds(so: StagedObject) -> None:
+    if so.source not in SOURCES:
+        raise ValueError(f"staging source {so.source!r} is not one of {', '.join(SOURCES)}")
+    if so.writeback not in WRITEBACK:
+        raise ValueError(f"writeback {so.writeback!r} is not one of {', '.join(WRITEBACK)}")
+
+
 def _milli(x: float) -> int:
     """An instruction count in the staging kernel's thousandths (as ``stage`` puts it in the plan)."""
     return round(x * K.MILLI)
+
+
+def _seq_step(x: float) -> int:
+    """The seq a staged element row's ``x`` non-memory instructions take: ``stage_rows``' rounding of the plan's
+    thousandths."""
+    return (_milli(x) + K.MILLI // 2) // K.MILLI
 
 
 def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
@@ -296,12 +305,10 @@ def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
     for a, b in zip(before, objects):
         if replace(b, source=a.source, int_per_element=a.int_per_element) != a:
             raise ValueError(f"restage: object {b.obj} is staged differently (not only its source): {a} -> {b}")
-        if b.source not in SOURCES:
-            raise ValueError(f"staging source {b.source!r} is not one of {', '.join(SOURCES)}")
-    half = K.MILLI // 2
+        _check_kinds(b)
     src = np.array([SPACE_CODES[b.source] for b in objects], np.int8)
-    dseq = np.array([(_milli(b.int_per_element) + half) // K.MILLI - (_milli(a.int_per_element) + half) // K.MILLI
-                     for a, b in zip(before, objects)], np.int64)  # fmt: skip
+    dseq = np.array([_seq_step(b.int_per_element) - _seq_step(a.int_per_element) for a, b in zip(before, objects)],
+                    np.int64)  # fmt: skip
     t = staged.trace
     seq = np.empty(len(t), np.int64)
     space = np.empty(len(t), np.int8)
