@@ -58,7 +58,7 @@ also given as measured x T(target) / T(sample).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -620,28 +620,21 @@ class Evaluator:
         first = placements[0]
         staged = [self.info.object(n).id for n, s in first.spaces if is_staged(s)]
         rw = traces.rewrite(self.trace, unstaged(first), self.cost, staged=staged, context=self.context)
-        delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
-        if not staged:
-            return [_unstaged_terms(self, rw.trace.info, _whole(rw.trace, self.gpu, self.options), p, legal, delta)
-                    for p, legal in zip(placements, legals)]  # fmt: skip
-        choice = legals[0].staging  # the window counts worth trying; keep the fastest
-        if any(legal.staging != choice for legal in legals[1:]):  # not expected: the key fixes what chooses them
-            return [t for p, legal in zip(placements, legals) for t in self._targets([p], [legal])]
+        if not staged:  # the key is the placement: a group of one
+            delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
+            return [_unstaged_terms(self, rw.trace.info, _whole(rw.trace, self.gpu, self.options), first, legals[0],
+                                    delta)]  # fmt: skip
+        choice = legals[0].staging  # the window counts worth trying (the key fixes them); keep the fastest
         costs = stg.costs(self.gpu)
         tried: list[list] = [[] for _ in placements]
         for option in choice.options:
             key = (tuple(staged), option.windows)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
-            st0 = None
-            for k, p in enumerate(placements):
-                plan = stg.plan(self.staging, self.gpu, p, option, choice.own_smem)
-                if st0 is None:
-                    st0 = st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, costs.barrier,
-                                        option.smem_per_block, order=self.staging.order,
-                                        rows_hint=self._staged_rows.get(key))  # fmt: skip
-                    self._staged_rows[key] = len(st.trace)
-                else:
-                    st = ts.restage(st0, plan)
+            plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
+            st0 = ts.stage(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier, option.smem_per_block,
+                           order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
+            self._staged_rows[key] = len(st0.trace)
+            for k, (p, st) in enumerate(zip(placements, _with_sources(st0, plans))):
                 terms = _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), p, option, occ,
                                       st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
                 tried[k].append((option, terms))
@@ -1021,10 +1014,11 @@ class StreamEvaluator:
 
 
 class _StreamJob:
-    """One target placement of a :class:`StreamEvaluator` pass: ``Evaluator._target`` group by group.
+    """One target placement of a :class:`StreamEvaluator` pass: ``Evaluator._targets`` group by group.
 
-    An unstaged target can be fed before the access contexts are known (``context`` None: the
-    first read); its deltas then wait per pc (``_PcDeltas``) until ``settle``."""
+    An unstaged target is fed by ``feed``, even before the access contexts are known (``context``
+    None: the first read; its deltas then wait per pc, ``_PcDeltas``, until ``settle``); a staged
+    one, with the others of its ``group_key``, by ``_feed``."""
 
     def __init__(self, ev: StreamEvaluator, placement: Placement, legal):
         self.ev, self.placement, self.legal = ev, placement, legal
@@ -1055,9 +1049,10 @@ class _StreamJob:
         self.pc_top = (ev.staging.pc_max + 16) if ev.n_rows else 16
 
     def feed(self, g: traces.Trace, context: np.ndarray | None) -> None:
+        """A group of rows to an unstaged target."""
+        assert not self.staged, "a staged target is fed with its group (_feed)"
         ev = self.ev
         if context is None:  # contexts not known yet: the rows under INDEXED, the deltas per pc for later
-            assert not self.staged, "a staged target needs the contexts (and the footprints) first"
             target = unstaged(self.placement)
             rw = traces.rewrite(g, target, ev.cost, context=np.full(len(g), INDEXED, np.int8))
             offset = traces.addr_inst_delta(g, target, ev.cost, context=np.full(len(g), OFFSET, np.int8))
@@ -1068,12 +1063,8 @@ class _StreamJob:
             return
         rw = self.rewrite(g, context)
         self.count(g, rw)
-        if not self.staged:
-            self.delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
-            self.runs[0].feed(rw.trace)
-            return
-        for k in range(len(self.options)):
-            self.feed_staged(k, self.stage(rw, k))
+        self.delta += int(rw.addr_inst_delta.sum(dtype=np.int64))
+        self.runs[0].feed(rw.trace)
 
     def rewrite(self, g: traces.Trace, context: np.ndarray):
         return traces.rewrite(g, unstaged(self.placement), self.ev.cost, staged=self.staged_ids, context=context)
@@ -1137,19 +1128,23 @@ def _feed(jobs: list[_StreamJob], g: traces.Trace, context: np.ndarray) -> None:
     the first job and re-sourced for the others (``traces.staging.restage``), as ``Evaluator._targets`` does
     with a whole trace; one staged group is alive at a time."""
     first = jobs[0]
-    if len(jobs) == 1 or not first.staged or any(j.options != first.options for j in jobs):
-        for j in jobs:
-            j.feed(g, context)
+    if not first.staged:  # the key is the placement: a job of its own
+        first.feed(g, context)
         return
     rw = first.rewrite(g, context)
     for j in jobs:
         j.count(g, rw)
     for k in range(len(first.options)):
-        st0 = first.stage(rw, k)
-        first.feed_staged(k, st0)
-        for j in jobs[1:]:
-            j.feed_staged(k, ts.restage(st0, j.plans[k]))
-        del st0
+        for j, st in zip(jobs, _with_sources(first.stage(rw, k), [j.plans[k] for j in jobs])):
+            j.feed_staged(k, st)
+
+
+def _with_sources(st0: ts.Staged, plans: list) -> Iterator[ts.Staged]:
+    """The staged traces of ``plans`` (one ``group_key``, one window count): ``st0``, staged with ``plans[0]``,
+    then ``st0`` re-sourced for each other plan (``traces.staging.restage``), one at a time."""
+    yield st0
+    for plan in plans[1:]:
+        yield ts.restage(st0, plan)
 
 
 def _empty(info) -> traces.Trace:
