@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
@@ -131,62 +132,112 @@ def _line_piece(a, end, cl, csz, sl):
     return line, stop, smask
 
 
-@nb.njit(**LEAF)
-def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle):
-    """A read or write of [addr, addr + nbytes) at the L2; misses and write-backs become DRAM requests.
+@nb.njit(cache=True, nogil=True, inline="always")
+def _l2_params(cfgs, hp):
+    """The L2's parameters an access needs, decoded once per call of :func:`l2_span` or :func:`l2_runs`:
+    (slices, slice shift, mask below it, line log2, line bytes, sector log2, sectored, write-back,
+    transaction-sector log2, write-allocate policy)."""
+    cfg = cfgs[L2]
+    cl = np.uint64(cfg[C.LINE_LOG2])
+    sh = np.uint64(hp[HP_SLICE_SHIFT])
+    return (np.uint64(hp[HP_SLICES]), sh, (np.uint64(1) << sh) - np.uint64(1), cl, np.uint64(1) << cl,
+            np.uint64(cfg[C.SECT_LOG2]), cfg[C.NSECT] > 1, C.is_write_back(cfg, False), np.uint64(hp[HP_SECT_LOG2]),
+            cfg[C.WALLOC])  # fmt: skip
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj, gwarp, dcycle):
+    """The part of [a, end) in a's L2 line (see :func:`l2_span`); returns where the next part starts.
 
     The slice is (addr >> shift) mod slices; the slice's cache sees the address with the
     slice bits removed (GPGPU-Sim's partition address), so sets are not camped on.
     """
+    nsl, sh, low, cl, csz, sl, sectored, wb, gsec_log2, walloc = prm
+    line, stop, smask = _line_piece(a, end, cl, csz, sl)
+    hi = a >> sh
+    q = hi // nsl  # one division for the slice and the address inside it
+    sl_id = np.int64(hi - q * nsl)
+    p = (q << sh) | (a & low)
+    t = stats[CLOCK] + 1
+    stats[CLOCK] = t
+    res = C.access_rows(cfg, tags, valid, dirty, stamp, sl_id, p, smask, is_write, False, t)
+    outcome = res[0]
+    _count(stats, L2, space, outcome)
+    gsec = np.uint64(1) << gsec_log2  # the transaction sector, whatever the L2's own line
+    stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) >> gsec_log2)  # // gsec, a power of two
+    if res[2] != np.uint64(0):
+        evb = res[1]
+        orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)
+        nb_ = _popcount(res[2]) * (np.int64(1) << np.int64(sl)) if sectored else np.int64(csz)
+        _emit(stats, out, orig, nb_, True, -1, -1, dcycle)
+    if is_write:
+        if not wb or (outcome != C.HIT and walloc == C.WA_NONE):
+            _emit(stats, out, a, np.int64(stop - a), True, obj, gwarp, dcycle)
+        elif outcome != C.HIT and (walloc == C.WA_ALLOC or walloc == C.WA_FETCH):
+            if sectored:
+                _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+            else:
+                _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+    elif outcome != C.HIT:
+        if sectored:
+            _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+        else:
+            _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+    return stop
+
+
+@nb.njit(**LEAF)
+def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle):
+    """A read or write of [addr, addr + nbytes) at the L2; misses and write-backs become DRAM requests
+    (one :func:`_l2_piece` per L2 line it covers)."""
     cfg = cfgs[L2]
     dcycle = cycle + lat[L2]
     if cfg[C.PRESENT] == 0:
         _emit(stats, out, addr, nbytes, is_write, obj, gwarp, dcycle)
         return
-    nsl = np.uint64(hp[HP_SLICES])
-    sh = np.uint64(hp[HP_SLICE_SHIFT])
-    low = (np.uint64(1) << sh) - np.uint64(1)
-    cl = np.uint64(cfg[C.LINE_LOG2])
-    csz = np.uint64(1) << cl
-    sl = np.uint64(cfg[C.SECT_LOG2])
-    ssz = np.int64(1) << cfg[C.SECT_LOG2]
-    sectored = cfg[C.NSECT] > 1
-    wb = C.is_write_back(cfg, False)
-    gsec_log2 = np.uint64(hp[HP_SECT_LOG2])  # the transaction sector, whatever the L2's own line
-    gsec = np.uint64(1) << gsec_log2
+    prm = _l2_params(cfgs, hp)
+    tags, valid, dirty, stamp = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP]
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
-        line, stop, smask = _line_piece(a, end, cl, csz, sl)
-        hi = a >> sh
-        q = hi // nsl  # one division for the slice and the address inside it
-        sl_id = np.int64(hi - q * nsl)
-        p = (q << sh) | (a & low)
-        t = stats[CLOCK] + 1
-        stats[CLOCK] = t
-        res = C.access(cfg, state, sl_id, p, smask, is_write, False, t)
-        outcome = res[0]
-        _count(stats, L2, space, outcome)
-        stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) >> gsec_log2)  # // gsec, a power of two
-        if res[2] != np.uint64(0):
-            evb = res[1]
-            orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)
-            nb_ = _popcount(res[2]) * ssz if sectored else np.int64(csz)
-            _emit(stats, out, orig, nb_, True, -1, -1, dcycle)
-        if is_write:
-            if not wb or (outcome != C.HIT and cfg[C.WALLOC] == C.WA_NONE):
-                _emit(stats, out, a, np.int64(stop - a), True, obj, gwarp, dcycle)
-            elif outcome != C.HIT and (cfg[C.WALLOC] == C.WA_ALLOC or cfg[C.WALLOC] == C.WA_FETCH):
-                if sectored:
-                    _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
-                else:
-                    _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
-        elif outcome != C.HIT:
-            if sectored:
-                _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+        a = _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj, gwarp, dcycle)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _next_run(bits, b):
+    """The first run of consecutive set bits of ``bits`` (uint64) at or above bit ``b``: (first, last), or
+    (-1, -1) when there is none."""
+    if b >= 64:
+        return -1, -1
+    rest = bits >> np.uint64(b)
+    if rest == np.uint64(0):
+        return -1, -1
+    skip = np.int64(trailing_zeros(rest))
+    return b + skip, b + skip + np.int64(trailing_zeros(~(rest >> np.uint64(skip)))) - 1
+
+
+@nb.njit(**LEAF)
+def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, space, obj, gwarp, cycle):
+    """A warp-instruction's ``k`` lines (``smasks``: the sectors of ``sect`` bytes wanted in each) read or
+    written at the L2: each run of consecutive sectors of a line is one :func:`l2_span`, in order. One call
+    per row instead of one per run, with the L2's parameters decoded once (the walk's commonest path: global
+    accesses that no per-SM cache serves)."""
+    cfg = cfgs[L2]
+    dcycle = cycle + lat[L2]
+    prm = _l2_params(cfgs, hp)
+    tags, valid, dirty, stamp = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP]
+    for j in range(k):
+        b, e = _next_run(smasks[j], 0)
+        while b >= 0:
+            a = lines[j] + np.uint64(b * sect)
+            end = a + np.uint64((e - b + 1) * sect)
+            if cfg[C.PRESENT] == 0:
+                _emit(stats, out, a, np.int64(end - a), is_write, obj, gwarp, dcycle)
             else:
-                _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
-        a = stop
+                while a < end:
+                    a = _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj,
+                                  gwarp, dcycle)  # fmt: skip
+            b, e = _next_run(smasks[j], e + 1)
 
 
 @nb.njit(**LEAF)
@@ -243,6 +294,21 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
             else:
                 l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
         a = stop
+
+
+@nb.njit(**LEAF)
+def upper_runs(level, inst, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, is_local, space, obj,
+               gwarp, cycle):  # fmt: skip
+    """:func:`l2_runs` for a per-SM cache: each run of consecutive sectors of a line is one :func:`upper_span`,
+    in order, in one call per row."""
+    for j in range(k):
+        b, e = _next_run(smasks[j], 0)
+        while b >= 0:
+            a = lines[j] + np.uint64(b * sect)
+            end = a + np.uint64((e - b + 1) * sect)
+            upper_span(level, inst, cfgs, state, stats, out, hp, lat, a, np.int64(end - a), is_write, is_local, space,
+                       obj, gwarp, cycle)  # fmt: skip
+            b, e = _next_run(smasks[j], e + 1)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -305,28 +371,10 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             else:
                 stats[LSU + sp] += k * path
             o_p = op[i]
-            for j in range(k):
-                # each run of consecutive sectors of the line is one request
-                bits = smasks[j]
-                b = 0
-                while bits >> np.uint64(b):
-                    if not (bits >> np.uint64(b)) & np.uint64(1):
-                        b += 1
-                        continue
-                    e = b
-                    while (bits >> np.uint64(e + 1)) & np.uint64(1):
-                        e += 1
-                    a0 = lines[j] + np.uint64(b * sect)
-                    nbytes = (e - b + 1) * sect
-                    if o_p == 0 and lvl != NO_LEVEL:
-                        upper_span(lvl, s, cfgs, state, stats, out, hp, lat, a0, nbytes, False, is_local, sp, o, g, cyc)
-                    elif o_p == 1 and lvl != NO_LEVEL:
-                        upper_span(lvl, s, cfgs, state, stats, out, hp, lat, a0, nbytes, True, is_local, sp, o, g, cyc)
-                    elif o_p <= 1:
-                        l2_span(cfgs, state, stats, out, hp, lat, a0, nbytes, o_p == 1, sp, o, g, cyc)
-                    else:
-                        l2_span(cfgs, state, stats, out, hp, lat, a0, nbytes, True, sp, o, g, cyc)
-                    b = e + 1
+            if o_p > 1 or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
+                l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= 1, sp, o, g, cyc)
+                continue
+            upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == 1, is_local, sp, o, g, cyc)
         elif sp == 2:
             d = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[HP_BANK_BYTES], words, counts)
             stats[LINES + 2] += d
@@ -349,6 +397,6 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 k = Q.lines_touched(m, addr[i], w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
             stats[LINES + sp] += k
             stats[LSU + sp] += max(path, k * tex_line)
-            for j in range(k):
-                upper_span(TEX, s, cfgs, state, stats, out, hp, lat, lines[j], tex_line, False, False, sp, o, g, cyc)
+            # one whole texture line per line touched (each mask is bit 0: the line is one sector)
+            upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc)
     return n

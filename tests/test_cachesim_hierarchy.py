@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cachesim
 import traces
@@ -204,3 +206,35 @@ def test_writable_and_read_only_columns_share_one_kernel():
     assert a.stat("l1", "global")[0] > 0
     assert len(H.walk.signatures) == 1 and len(H.schedule.signatures) == 1
     assert writable.cta.flags.writeable and not frozen.cta.flags.writeable
+
+
+def _runs_reference(bits: int) -> list[tuple[int, int]]:
+    """Runs of consecutive set bits of a 64-bit mask, (first, last), lowest first: the plain-Python reference."""
+    out, b = [], 0
+    while b < 64:
+        if bits >> b & 1:
+            e = b
+            while e + 1 < 64 and bits >> (e + 1) & 1:
+                e += 1
+            out.append((b, e))
+            b = e + 1
+        else:
+            b += 1
+    return out
+
+
+@given(st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 1, 0xF, 0xF0, 0b1011, 2**63, 2**64 - 1, 2**63 + 1])))
+@settings(max_examples=300, deadline=None)
+def test_next_run_finds_each_run_of_sectors(bits):
+    """The walk's runs of consecutive sectors (each one request) are those of the reference, in order,
+    up to the top bit (a full 64-bit mask is one run)."""
+    from cachesim._hierarchy_kernels import _next_run
+
+    got, b = [], 0
+    while True:
+        first, last = _next_run(np.uint64(bits), b)
+        if first < 0:
+            break
+        got.append((int(first), int(last)))
+        b = last + 1
+    assert got == _runs_reference(bits)
