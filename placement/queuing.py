@@ -113,50 +113,95 @@ def _bank_stats(starts, arrival, service, tau_a, c_a, tau_s, c_s, wq_exact):
 
 
 @nb.njit(cache=True, nogil=True)
-def _group_by_bank(bank, n_banks):
-    """Stable counting sort of request indices by a dense bank id: (order, starts)."""
-    counts = np.zeros(n_banks + 1, np.int64)
-    for i in range(bank.shape[0]):
-        counts[bank[i] + 1] += 1
-    starts = np.cumsum(counts)
-    pos = starts[:-1].copy()
-    order = np.empty(bank.shape[0], np.int64)
+def _bank_stats_in_order(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq_exact):
+    """:func:`_bank_stats` of requests in arrival order, over dense bank ids (the arrays are per id), without
+    grouping them: two passes with per-bank running sums, each bank's terms summed in its own order, so the
+    results are :func:`_bank_stats`'s to the last bit. False (the outputs then mean nothing) when an arrival
+    is below the one before it or not comparable (NaN)."""
+    nb_ = count.shape[0]
+    sums = np.zeros((6, nb_))
+    sum_s, first, last, prev_s, w, total = sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]
+    count[:] = 0
     for i in range(bank.shape[0]):
         b = bank[i]
-        order[pos[b]] = i
-        pos[b] += 1
-    return order, starts
+        a = arrival[i]
+        if i > 0 and not a >= arrival[i - 1]:
+            return False
+        if count[b] == 0:
+            first[b] = a
+        else:
+            wb = w[b] + prev_s[b] - (a - last[b])  # Lindley, as lindley() writes it
+            if wb < 0.0:
+                wb = 0.0
+            w[b] = wb
+            total[b] += wb
+        last[b] = a
+        prev_s[b] = service[i]
+        sum_s[b] += service[i]
+        count[b] += 1
+    for b in range(nb_):
+        if count[b]:
+            tau_s[b] = sum_s[b] / count[b]
+            tau_a[b] = (last[b] - first[b]) / (count[b] - 1) if count[b] >= 2 else np.inf
+    vs, va = np.zeros(nb_), np.zeros(nb_)
+    seen = np.zeros(nb_, np.int64)
+    for i in range(bank.shape[0]):
+        b = bank[i]
+        vs[b] += (service[i] - tau_s[b]) ** 2
+        if seen[b]:
+            va[b] += (arrival[i] - last[b] - tau_a[b]) ** 2
+        last[b] = arrival[i]
+        seen[b] = 1
+    for b in range(nb_):
+        n = count[b]
+        if n == 0:
+            continue
+        ms = tau_s[b]
+        c_s[b] = np.sqrt(vs[b] / n) / ms if ms > 0 else 0.0
+        if n >= 2:
+            ma = tau_a[b]
+            c_a[b] = np.sqrt(va[b] / (n - 1)) / ma if ma > 0 else 0.0
+        else:
+            c_a[b] = 0.0
+        wq_exact[b] = total[b] / n
+    return True
 
 
 def bank_stats(bank: np.ndarray, arrival: np.ndarray, service: np.ndarray) -> BankStats:
     """Per-bank arrival and service moments and exact mean waits.
 
-    Requests are grouped by bank with their arrivals in order: a counting sort when
-    the banks are small non-negative ids and the arrivals already sorted (the DRAM
-    stream's case), a lexsort otherwise.
+    When the banks are small non-negative ids and the arrivals already sorted (the DRAM
+    stream's case), two passes over the requests in their order with per-bank sums
+    (``_bank_stats_in_order``); otherwise the requests are grouped by bank with their
+    arrivals in order (a lexsort) first.
     """
     bank = np.asarray(bank, dtype=np.int64)
     arrival = np.asarray(arrival, dtype=np.float64)
     service = np.asarray(service, dtype=np.float64)
     n = bank.shape[0]
-    dense = n > 0 and bank.min() >= 0 and bank.max() < 4 * n + 1024
-    if dense and bool(np.all(arrival[1:] >= arrival[:-1])):
-        order, starts = _group_by_bank(bank, int(bank.max()) + 1)
-        present = np.flatnonzero(np.diff(starts))
-        ids = present.astype(np.int64)
-        starts = np.append(starts[present], n).astype(np.int64)
-    else:
-        order = np.lexsort((arrival, bank))  # by bank, then arrival (stable for ties)
-        ids, first = np.unique(bank[order], return_index=True)
-        starts = np.append(first, n).astype(np.int64)
+    if n > 0 and bank.min() >= 0 and bank.max() < 4 * n + 1024:
+        k = int(bank.max()) + 1
+        count = np.empty(k, np.int64)
+        tau_a, c_a, tau_s, c_s, wq = (np.empty(k) for _ in range(5))
+        if _bank_stats_in_order(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq):
+            ids = np.flatnonzero(count)
+            return BankStats(ids, count[ids], tau_a[ids], c_a[ids], tau_s[ids], c_s[ids], _rho(tau_a[ids], tau_s[ids]),
+                             wq[ids])  # fmt: skip
+    order = np.lexsort((arrival, bank))  # by bank, then arrival (stable for ties)
+    ids, first = np.unique(bank[order], return_index=True)
+    starts = np.append(first, n).astype(np.int64)
     a, s = arrival[order], service[order]
     k = ids.shape[0]
     tau_a, c_a, tau_s, c_s, wq = (np.empty(k) for _ in range(5))
     if k:
         _bank_stats(starts, a, s, tau_a, c_a, tau_s, c_s, wq)
+    return BankStats(ids, np.diff(starts), tau_a, c_a, tau_s, c_s, _rho(tau_a, tau_s), wq)
+
+
+def _rho(tau_a: np.ndarray, tau_s: np.ndarray) -> np.ndarray:
+    """rho = tau_s / tau_a per bank (Eq. 10): infinite for a mean arrival gap of 0, 0 for a bank of one request."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(np.isfinite(tau_a) & (tau_a > 0), tau_s / tau_a, np.where(np.isfinite(tau_a), np.inf, 0.0))
-    return BankStats(ids, np.diff(starts), tau_a, c_a, tau_s, c_s, rho, wq)
+        return np.where(np.isfinite(tau_a) & (tau_a > 0), tau_s / tau_a, np.where(np.isfinite(tau_a), np.inf, 0.0))
 
 
 def kingman(c_a, c_s, rho, tau_s):
