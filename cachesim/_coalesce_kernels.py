@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 from traces._numba import LEAF
 
 # obj_info columns (one row per object id)
@@ -39,6 +40,19 @@ def _unit_stride(mask, row, width):
         if row[lane] != a + np.uint64(lane) * w:
             return False
     return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _only_lane(mask, row, width):
+    """The lane when exactly one is active and its ``width`` bytes do not wrap past 2^64, else -1 (a staged
+    tile's copy row of one column, a scalar access): its bytes are one span, as a coalesced row's are."""
+    m = np.uint32(mask)
+    if m == np.uint32(0) or (m & (m - np.uint32(1))) != np.uint32(0) or width < 1:
+        return -1
+    lane = np.int64(trailing_zeros(m))
+    if row[lane] + np.uint64(width - 1) < row[lane]:
+        return -1
+    return lane
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -94,6 +108,9 @@ def lines_touched(mask, row, width, line_log2, sect_log2, lines, smasks):
     smask = (np.uint64(1) << per) - np.uint64(1)
     if _unit_stride(mask, row, width):
         return _span_lines(row[0], row[0] + np.uint64(32 * width - 1), ls, ss, per, lines, smasks)
+    lane = _only_lane(mask, row, width)
+    if lane >= 0:
+        return _span_lines(row[lane], row[lane] + np.uint64(width - 1), ls, ss, per, lines, smasks)
     ascending = _ascending(mask, row, width)
     n = 0
     for lane in range(32):
@@ -167,6 +184,10 @@ def bank_conflict_degree(mask, row, width, nbanks, bank_bytes, words, counts):
     bb = np.uint64(bank_bytes)
     if _unit_stride(mask, row, width):
         span = (row[0] + np.uint64(32 * width - 1)) // bb - row[0] // bb + np.uint64(1)
+        return np.int64((span + np.uint64(nbanks) - np.uint64(1)) // np.uint64(nbanks))
+    lane = _only_lane(mask, row, width)
+    if lane >= 0:  # one lane's consecutive words, over the banks in turn, as a coalesced row's
+        span = (row[lane] + np.uint64(width - 1)) // bb - row[lane] // bb + np.uint64(1)
         return np.int64((span + np.uint64(nbanks) - np.uint64(1)) // np.uint64(nbanks))
     # bank widths and bank counts are powers of two on every GPU: a shift and a mask then, not divisions
     sh = _exact_log2(bank_bytes)

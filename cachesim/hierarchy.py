@@ -327,9 +327,10 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         out = _grow(out, int(stats[H.NDRAM]) + 2 * H.ROW_MARGIN)
         log.debug("DRAM request buffers grown to %d at row %d", out[0].shape[0], start)
     nd = int(stats[H.NDRAM])
-    # the requests stay in the buffers (views) when they fill at least half of them, else are copied out
-    keep = 2 * nd >= out[0].shape[0]
-    d_addr, d_cycle, d_obj, d_warp, d_write, d_bytes = (a[:nd] if keep else a[:nd].copy() for a in out)
+    # the buffers shrink to the requests in place (realloc: no copy, the rest freed); nothing else refers to them
+    for a in out:
+        a.resize(nd, refcheck=False)
+    d_addr, d_cycle, d_obj, d_warp, d_write, d_bytes = out
     counts = stats[: H.REPLAYS].reshape(H.N_LEVELS, H.N_SPACES, 3)
     dram = row_buffer(d_addr, d_cycle, config.dram)
     log.info("hierarchy: %d rows, %d DRAM requests", n, nd)

@@ -172,7 +172,7 @@ def _check_lines(mask, row, width, geometry):
     width=st.sampled_from([1, 2, 4, 8, 16]),
     geometry=st.sampled_from([(7, 5), (7, 7), (5, 5), (6, 5), (7, 2)]),
     nudge=st.one_of(st.none(), st.tuples(st.integers(1, 31), st.integers(-64, 64))),
-    mask=st.sampled_from([FULL, FULL ^ 1, 0x0000FFFF, 1 << 31]),
+    mask=st.sampled_from([FULL, FULL ^ 1, 0x0000FFFF, 1 << 31, 1, 1 << 5]),
 )
 def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, nudge, mask):
     """A row of lanes one after another (the kernel's short way) and the same row with one lane moved or
@@ -191,7 +191,7 @@ def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, n
     steps=st.one_of(st.integers(0, 300).map(lambda k: [k] * 31), st.lists(st.integers(0, 200), min_size=31,
                                                                             max_size=31)),
     shuffle=st.booleans(),
-    mask=st.sampled_from([FULL, FULL ^ 1, 0x0F0F0F0F, 1 << 31]),
+    mask=st.sampled_from([FULL, FULL ^ 1, 0x0F0F0F0F, 1 << 31, 1 << 9]),
 )
 def test_lines_touched_strided_and_scattered_rows_against_reference(base, width, geometry, steps, shuffle, mask):
     """Rows whose lanes go up by any steps (a column of an image, lanes overlapping or crossing lines: the
@@ -218,11 +218,11 @@ def bank_degree_reference(mask, row, width, nbanks, bank_bytes):
     width=st.sampled_from([1, 2, 4, 8, 16]),
     banks=st.sampled_from([(32, 4), (32, 8), (16, 4), (4, 4), (24, 4), (32, 6)]),  # the last two: divisions
     nudge=st.one_of(st.none(), st.tuples(st.integers(1, 31), st.integers(-64, 64))),
-    mask=st.sampled_from([FULL, FULL ^ (1 << 7), 0xFFFF]),
+    mask=st.sampled_from([FULL, FULL ^ (1 << 7), 0xFFFF, 1, 1 << 31, 1 << 12]),  # the last three: one lane
 )
 def test_bank_conflict_degree_coalesced_rows_against_reference(base, width, banks, nudge, mask):
     """A row of lanes one after another (the kernel's short way) and the same row with a lane moved or
-    lanes idle (the sort) give the plain-Python reference's degree."""
+    lanes idle (the sort), or one lane alone (its span), give the plain-Python reference's degree."""
     row = (np.uint64(base) + np.arange(32, dtype=np.uint64) * np.uint64(width)).astype(np.uint64)
     if nudge is not None:
         row[nudge[0]] = np.uint64(max(0, int(row[nudge[0]]) + nudge[1]))
