@@ -14,7 +14,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
-from traces._numba import LEAF
+from traces._numba import LEAF, prefetch
 
 # cache levels (rows of cfgs) and the spaces of the trace
 L1, TEX, CONST, L2 = range(4)
@@ -43,6 +43,10 @@ LAT_ISSUE = 4
 
 # room kept in the DRAM buffers before each row (one row cannot emit more)
 ROW_MARGIN = 8192
+PREFETCH_ROWS = 48
+"""How far ahead (rows of the walk's order) the walk asks for a row's columns: the walk visits rows in issue
+order, one warp after another, so each row is far from the one before in memory (bench_rank's 1 M-row trace:
+16, 48 and 6 rows ahead took its staged 6.4 M-row walk from 0.86 to 0.77, 0.69 and 0.69 s CPU)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -346,6 +350,15 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
             return idx
+        if idx + PREFETCH_ROWS < n:
+            f = order[idx + PREFETCH_ROWS]
+            for lane in range(0, 32, 8):  # the row's 32 addresses: four 64-byte lines
+                prefetch(addr, f, lane)
+            prefetch(mask, f, 0)
+            prefetch(space, f, 0)
+            prefetch(slot, f, 0)
+            prefetch(sm, f, 0)
+            prefetch(cta, f, 0)
         i = order[idx]
         sp = np.int64(space[i])
         m = np.int64(mask[i])
