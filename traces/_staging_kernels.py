@@ -270,35 +270,44 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     # the tile (no row, no instruction), and such iterations are skipped without their lanes
     whole_rows = two_d and bx % 32 == 0
     t0 = 32 * w
+    t0_i, t0_j = t0 // bx, t0 % bx  # lane 0's (ty, tx)
     seq = seq0
     for it in range(n_it):
-        if whole_rows and (t0 // bx + (it // nj) * by >= rows or t0 % bx + (it % nj) * bx >= bw):
+        if whole_rows and (t0_i + (it // nj) * by >= rows or t0_j + (it % nj) * bx >= bw):
             continue
         m = np.int64(0)
+        # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
+        # plus the iteration's offsets, in 1D (q // bw, q % bw) for q = it * threads + t
+        if two_d:
+            i, j = t0_i + (it // nj) * by, t0_j + (it % nj) * bx
+            j_first = (it % nj) * bx  # tx = 0
+        else:
+            q = it * threads + t0
+            i, j = q // bw, q % bw
         for lane in range(32):
             gaddr[lane] = np.uint64(0)
             saddr[lane] = np.uint64(0)
-            t = 32 * w + lane
-            if t >= threads:
-                continue
-            if two_d:
-                i = t // bx + (it // nj) * by
-                j = t % bx + (it % nj) * bx
-                if i >= rows or j >= bw:
-                    continue
+            t = t0 + lane
+            li, lj = i, j  # this lane's
+            if two_d:  # the next lane's: tx + 1, or the next row of the block
+                j += 1
+                if j - j_first == bx:
+                    j = j_first
+                    i += 1
             else:
-                q = it * threads + t
-                if q >= q_total:
-                    continue
-                i = q // bw
-                j = q % bw
+                j += 1
+                if j == bw:
+                    j = 0
+                    i += 1
+            if t >= threads or not (li < rows and lj < bw if two_d else it * threads + t < q_total):
+                continue
             m |= np.int64(1) << lane
-            rr = box[R0] + i
-            cc = box[C0] + j
+            rr = box[R0] + li
+            cc = box[C0] + lj
             e = rr * ncols + cc if two_d else cc
             # the global and the shared address of the lane's element (0 for idle lanes)
             gaddr[lane] = np.uint64(base + e * elem)
-            saddr[lane] = np.uint64(sbase + (i * pitch + j) * elem)
+            saddr[lane] = np.uint64(sbase + (li * pitch + lj) * elem)
         if m != 0:
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
