@@ -51,18 +51,24 @@ order, one warp after another, so each row is far from the one before in memory 
 
 @nb.njit(cache=True, nogil=True)
 def in_wave(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out, wave_out):
-    """SM, issue slot after its wave's start, and wave of each row (see :func:`schedule`)."""
+    """SM, issue slot after its wave's start, and wave of each row (see :func:`schedule`). A block's wave, SM,
+    place and resident warps are worked out when its rows start (rows come block by block in the usual
+    trace), not with five divisions per row."""
     per_wave = n_sms * blocks_per_sm
+    last = np.int64(-1)
+    w = sm = base = resident = np.int64(0)
     for i in range(cta.shape[0]):
         b = np.int64(cta[i])
-        w = b // per_wave
-        j = b - w * per_wave
-        sm = j % n_sms
-        pos = j // n_sms
-        in_wave_ = min(per_wave, n_ctas - w * per_wave)
-        resident = ((in_wave_ - sm + n_sms - 1) // n_sms) * wpb
+        if b != last:
+            last = b
+            w = b // per_wave
+            j = b - w * per_wave
+            sm = j % n_sms
+            base = (j // n_sms) * wpb
+            in_wave_ = min(per_wave, n_ctas - w * per_wave)
+            resident = ((in_wave_ - sm + n_sms - 1) // n_sms) * wpb
         sm_out[i] = sm
-        slot_out[i] = seq[i] * resident + pos * wpb + warp[i]
+        slot_out[i] = seq[i] * resident + base + warp[i]
         wave_out[i] = w
 
 

@@ -238,3 +238,48 @@ def test_next_run_finds_each_run_of_sectors(bits):
         got.append((int(first), int(last)))
         b = last + 1
     assert got == _runs_reference(bits)
+
+
+def _schedule_reference(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb):
+    """The schedule's policy row by row in plain Python (see ``_hierarchy_kernels.schedule``)."""
+    per_wave = n_sms * blocks_per_sm
+    sm, slot, wave = [], [], []
+    for b, w_, s in zip(cta.tolist(), warp.tolist(), seq.tolist()):
+        w, j = divmod(b, per_wave)
+        in_wave = min(per_wave, n_ctas - w * per_wave)
+        resident = -(-(in_wave - j % n_sms) // n_sms) * wpb
+        sm.append(j % n_sms)
+        slot.append(s * resident + (j // n_sms) * wpb + w_)
+        wave.append(w)
+    n_waves = -(-n_ctas // per_wave)
+    length = [0] * n_waves
+    for s, w in zip(slot, wave):
+        length[w] = max(length[w], s + 1)
+    start = [sum(length[:w]) for w in range(n_waves)]
+    return np.array(sm), np.array([s + start[w] for s, w in zip(slot, wave)])
+
+
+@given(
+    st.integers(1, 40), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**32 - 1),
+    st.booleans(),
+)
+@settings(max_examples=100, deadline=None)
+def test_schedule_against_reference(n_ctas, n_sms, blocks_per_sm, wpb, seed, block_by_block):
+    """SM and slot of every row as the plain-Python policy gives them, whether the rows come block by block
+    (the kernel works a block out once) or in any order."""
+    from cachesim import _hierarchy_kernels as H
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    cta = rng.integers(0, n_ctas, n).astype(np.int32)
+    if block_by_block:
+        cta.sort()
+    warp = rng.integers(0, wpb, n).astype(np.int32)
+    seq = rng.integers(0, 50, n).astype(np.int64)
+    for a in (cta, warp, seq):
+        a.flags.writeable = False  # as simulate_hierarchy passes a trace's columns: one specialisation
+    sm, slot = np.empty(n, np.int32), np.empty(n, np.int64)
+    H.schedule(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm, slot)
+    want_sm, want_slot = _schedule_reference(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb)
+    np.testing.assert_array_equal(sm, want_sm)
+    np.testing.assert_array_equal(slot, want_slot)
