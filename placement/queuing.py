@@ -81,55 +81,23 @@ def lindley(arrival, service):
 
 
 @nb.njit(cache=True, nogil=True)
-def _bank_stats(starts, arrival, service, tau_a, c_a, tau_s, c_s, wq_exact):
-    """Moments and exact waits per bank; rows of one bank are contiguous and sorted by arrival."""
-    nb_ = starts.shape[0] - 1
-    for b in range(nb_):
-        lo = starts[b]
-        hi = starts[b + 1]
-        n = hi - lo
-        ms = 0.0
-        for k in range(lo, hi):
-            ms += service[k]
-        ms /= n
-        vs = 0.0
-        for k in range(lo, hi):
-            vs += (service[k] - ms) ** 2
-        vs /= n
-        tau_s[b] = ms
-        c_s[b] = np.sqrt(vs) / ms if ms > 0 else 0.0
-        if n >= 2:
-            ma = (arrival[hi - 1] - arrival[lo]) / (n - 1)
-            va = 0.0
-            for k in range(lo + 1, hi):
-                va += (arrival[k] - arrival[k - 1] - ma) ** 2
-            va /= n - 1
-            tau_a[b] = ma
-            c_a[b] = np.sqrt(va) / ma if ma > 0 else 0.0
-        else:
-            tau_a[b] = np.inf
-            c_a[b] = 0.0
-        wq_exact[b] = lindley(arrival[lo:hi], service[lo:hi])
-
-
-@nb.njit(cache=True, nogil=True)
-def _bank_stats_in_order(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq_exact):
-    """:func:`_bank_stats` of requests in arrival order, over dense bank ids (the arrays are per id), without
-    grouping them: two passes with per-bank running sums, each bank's terms summed in its own order, so the
-    results are :func:`_bank_stats`'s to the last bit. False (the outputs then mean nothing) when an arrival
-    is below the one before it or not comparable (NaN)."""
+def _bank_stats(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq_exact):
+    """Moments and exact waits per bank over dense bank ids (the output arrays are per id), the requests in
+    their order: two passes with per-bank running sums, each bank's terms summed in its requests' order.
+    Returns whether every bank's arrivals are in order (non-decreasing, no NaN); only then are the moments
+    and waits those of the banks' queues (the caller sorts otherwise)."""
     nb_ = count.shape[0]
     sums = np.zeros((6, nb_))
     sum_s, first, last, prev_s, w, total = sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]
     count[:] = 0
+    ordered = True
     for i in range(bank.shape[0]):
         b = bank[i]
         a = arrival[i]
-        if i > 0 and not a >= arrival[i - 1]:
-            return False
         if count[b] == 0:
             first[b] = a
         else:
+            ordered = ordered and a >= last[b]
             wb = w[b] + prev_s[b] - (a - last[b])  # Lindley, as lindley() writes it
             if wb < 0.0:
                 wb = 0.0
@@ -164,38 +132,36 @@ def _bank_stats_in_order(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, 
         else:
             c_a[b] = 0.0
         wq_exact[b] = total[b] / n
-    return True
+    return ordered
 
 
 def bank_stats(bank: np.ndarray, arrival: np.ndarray, service: np.ndarray) -> BankStats:
     """Per-bank arrival and service moments and exact mean waits.
 
-    When the banks are small non-negative ids and the arrivals already sorted (the DRAM
-    stream's case), two passes over the requests in their order with per-bank sums
-    (``_bank_stats_in_order``); otherwise the requests are grouped by bank with their
-    arrivals in order (a lexsort) first.
+    Banks that are small non-negative numbers are their own dense ids, others are numbered
+    in order (``np.unique``). One pass of ``_bank_stats`` over the requests as given when each
+    bank's arrivals are in order (the DRAM stream's case); otherwise again over the requests
+    sorted by arrival (stable: ties keep their order).
     """
     bank = np.asarray(bank, dtype=np.int64)
     arrival = np.asarray(arrival, dtype=np.float64)
     service = np.asarray(service, dtype=np.float64)
     n = bank.shape[0]
     if n > 0 and bank.min() >= 0 and bank.max() < 4 * n + 1024:
+        numbers, dense = None, bank
         k = int(bank.max()) + 1
-        count = np.empty(k, np.int64)
-        tau_a, c_a, tau_s, c_s, wq = (np.empty(k) for _ in range(5))
-        if _bank_stats_in_order(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq):
-            ids = np.flatnonzero(count)
-            return BankStats(ids, count[ids], tau_a[ids], c_a[ids], tau_s[ids], c_s[ids], _rho(tau_a[ids], tau_s[ids]),
-                             wq[ids])  # fmt: skip
-    order = np.lexsort((arrival, bank))  # by bank, then arrival (stable for ties)
-    ids, first = np.unique(bank[order], return_index=True)
-    starts = np.append(first, n).astype(np.int64)
-    a, s = arrival[order], service[order]
-    k = ids.shape[0]
+    else:
+        numbers, dense = np.unique(bank, return_inverse=True)
+        dense = dense.reshape(-1).astype(np.int64)
+        k = numbers.shape[0]
+    count = np.empty(k, np.int64)
     tau_a, c_a, tau_s, c_s, wq = (np.empty(k) for _ in range(5))
-    if k:
-        _bank_stats(starts, a, s, tau_a, c_a, tau_s, c_s, wq)
-    return BankStats(ids, np.diff(starts), tau_a, c_a, tau_s, c_s, _rho(tau_a, tau_s), wq)
+    if not _bank_stats(dense, arrival, service, count, tau_a, c_a, tau_s, c_s, wq):
+        order = np.argsort(arrival, kind="stable")
+        _bank_stats(dense[order], arrival[order], service[order], count, tau_a, c_a, tau_s, c_s, wq)
+    ids = np.flatnonzero(count)
+    return BankStats(ids if numbers is None else numbers[ids], count[ids], tau_a[ids], c_a[ids], tau_s[ids], c_s[ids],
+                     _rho(tau_a[ids], tau_s[ids]), wq[ids])  # fmt: skip
 
 
 def _rho(tau_a: np.ndarray, tau_s: np.ndarray) -> np.ndarray:
