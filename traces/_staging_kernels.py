@@ -273,17 +273,17 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     t0_i, t0_j = t0 // bx, t0 % bx  # lane 0's (ty, tx)
     seq = seq0
     for it in range(n_it):
-        if whole_rows and (t0_i + (it // nj) * by >= rows or t0_j + (it % nj) * bx >= bw):
-            continue
-        m = np.int64(0)
         # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
         # plus the iteration's offsets, in 1D (q // bw, q % bw) for q = it * threads + t
         if two_d:
-            i, j = t0_i + (it // nj) * by, t0_j + (it % nj) * bx
             j_first = (it % nj) * bx  # tx = 0
+            i, j = t0_i + (it // nj) * by, t0_j + j_first
+            if whole_rows and (i >= rows or j >= bw):
+                continue
         else:
             q = it * threads + t0
             i, j = q // bw, q % bw
+        m = np.int64(0)
         for lane in range(32):
             gaddr[lane] = np.uint64(0)
             saddr[lane] = np.uint64(0)
