@@ -243,6 +243,7 @@ def out_of_shared(o: traces.ObjectInfo, info: traces.KernelInfo) -> Hint:
 
 _TID = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
 _NTHREADS = "blockDim.x * blockDim.y * blockDim.z"
+_TY, _BY = "threadIdx.y + blockDim.y * threadIdx.z", "blockDim.y * blockDim.z"  # the 2D copy loop's rows of threads
 # The staging code's pieces for a 2D tile (rows x pitch, origin row0/col0) and a 1D one (origin first)
 _FORMS = {
     "decl": ("__shared__ {t} s_{n}[{rows}][{pitch}];", "__shared__ {t} s_{n}[{size}];"),
@@ -257,8 +258,10 @@ _FORMS = {
 
 
 def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin: Origin | None, writeback: str,
-           loads: bool = True) -> Hint:  # fmt: skip
-    """The staging loop of one object (``traces.staging``'s model, written as CUDA)."""
+           loads: bool = True, block: tuple[int, int, int] | None = None) -> Hint:  # fmt: skip
+    """The staging loop of one object (``traces.staging``'s model, written as CUDA): the flattened loop over the
+    tile, or for a 2D tile the textbook 2D loop over the block's own threads where the model copies it so
+    (``traces.staging.copy_columns`` of the kernel's ``block``)."""
     n, t = _ident(o.name), _type(o)
     tile = staging.get("tiles", {}).get(o.name, {"bytes": o.size, "pitch": o.size // o.elem_bytes})
     pitch = max(int(tile["pitch"]), 1)
@@ -291,6 +294,12 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     param = {"global": f"{'' if o.written else 'const '}{t}* {n}", "readonly": f"const {t}* __restrict__ {n}",
              "texture1d": f"cudaTextureObject_t t_{n}"}[source]  # fmt: skip
     loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"
+    from traces.staging import copy_columns  # numba's kernels: loaded by the evaluation the hints come from
+
+    if two_d and block is not None and copy_columns(block, pitch, True) > 0:
+        loop = (f"for (int r = {_TY}; r < {rows}; r += {_BY}) for (int c = threadIdx.x; c < {pitch}; "
+                "c += blockDim.x) {")  # fmt: skip
+        split = ""
     body = []
     if windows > 1:
         body.append(f"for (int j = 0; j < {windows}; ++j) {{   // {windows} windows: one tile of {o.name} each")
@@ -362,7 +371,8 @@ def hints(info: traces.KernelInfo, gpu: Gpu, sample: Mapping[str, str], target: 
         elif after == "2T":
             h = texture2d(o, gpu)
         elif is_staged(after):
-            h = staged(o, after, staging, origins.get(name), writeback.get(name, "none"), loads.get(name, True))
+            h = staged(o, after, staging, origins.get(name), writeback.get(name, "none"), loads.get(name, True),
+                       info.block)  # fmt: skip
         elif after == "G" and before == "S":
             h = out_of_shared(o, info)
         else:

@@ -53,7 +53,11 @@ def test_constant_readonly_and_staged_write_back(mm):
     assert s.kernel_params == "float* P" and "__shared__ float s_P[16][16];" in s.kernel
     assert "const int P_row0 = 16 * blockIdx.y;" in s.kernel and "const int P_col0 = 16 * blockIdx.x;" in s.kernel
     # P is only written: no copy in, a write-back after the writes
-    assert s.kernel.count("for (int q") == 1 and "P[((P_row0 + r) * 64 + P_col0 + c)] = s_P[r][c];" in s.kernel
+    # by the textbook 2D loop over the 16 x 16 block's own threads (the model's copy: traces.staging.copy_columns)
+    loop = ("for (int r = threadIdx.y + blockDim.y * threadIdx.z; r < 16; r += blockDim.y * blockDim.z) "
+            "for (int c = threadIdx.x; c < 16; c += blockDim.x) {")  # fmt: skip
+    assert s.kernel.count(loop) == 1 and "for (int q" not in s.kernel
+    assert "P[((P_row0 + r) * 64 + P_col0 + c)] = s_P[r][c];" in s.kernel
     text = H.text(e.hints, e.target.label, K80)
     assert text.startswith("The CUDA changes for M=C,N=R,P=S/G on k80 (sm_37)")
 
@@ -78,6 +82,21 @@ def test_staged_pair_shares_windows(mm):
     assert "__shared__ float s_M[16][64];" in m.kernel and "__shared__ float s_N[64][16];" in n.kernel
     assert "__ldg(&N[((N_row0 + r) * 64 + N_col0 + c)])" in n.kernel
     assert all(any("share the windows" in x for x in h.notes) for h in (m, n))
+
+
+def test_copy_loop_of_a_1d_block_follows_the_tile_width(mm):
+    # a 1D block of 256 threads: a tile 16 wide is copied by the flattened loop, thread t taking element t of the
+    # tile; one 256 wide by the 2D loop, a row of threads across each tile row (traces.staging.copy_columns)
+    img = traces.ObjectInfo(3, "img", "global", 0, 1024 * 256 * 4, 4, (1024, 256), False)
+    origin_ = Origin("256 * blockIdx.x", "0", 0, 4)
+    narrow = H.staged(img, "S/G", {"windows": 1, "tiles": {"img": {"bytes": 256 * 16 * 4, "pitch": 16}}}, origin_,
+                      "none", block=(256, 1, 1))  # fmt: skip
+    assert "for (int q = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); q < 4096; q += " in \
+        narrow.kernel and "const int r = q / 16, c = q % 16;" in narrow.kernel
+    wide = H.staged(img, "S/G", {"windows": 1, "tiles": {"img": {"bytes": 4 * 256 * 4, "pitch": 256}}}, origin_,
+                    "none", block=(256, 1, 1))  # fmt: skip
+    assert "for (int r = threadIdx.y + blockDim.y * threadIdx.z; r < 4; r += blockDim.y * blockDim.z) for (int c = " \
+        "threadIdx.x; c < 256; c += blockDim.x) {" in wide.kernel and "for (int q" not in wide.kernel
 
 
 def _all_kinds(mm) -> list[H.Hint]:

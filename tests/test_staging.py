@@ -16,10 +16,10 @@ BASE = 0x100000
 COLS = 64  # the 2D object is 8 x 64 floats
 
 
-def trace_of(rows, objects, ctas=2, threads=32):
+def trace_of(rows, objects, ctas=2, threads=32, block=None):
     """rows: (cta, warp, seq, op, obj, element indices (32,), active mask)."""
     info = traces.KernelInfo(
-        "k", (ctas, 1, 1), (threads, 1, 1), tuple(objects),
+        "k", (ctas, 1, 1), block or (threads, 1, 1), tuple(objects),
         traces.Instructions(executed=100, warps=ctas * -(-threads // 32)), regs_per_thread=16,
     )  # fmt: skip
     n = len(rows)
@@ -156,6 +156,123 @@ def test_privatized_atomics_zero_then_reduce():
     assert tt.seq[b0].tolist() == [0, 4, 6, 7]
     assert tt.op[b0].tolist() == [1, 2, 0, 3] and tt.space[b0].tolist() == [SHARED, SHARED, SHARED, GLOBAL]
     assert (tt.addr[b0[1]] == 4 * lanes[::-1].astype(np.uint64)).all()
+
+
+def test_copy_columns_by_hand():
+    # a 2D block keeps its own threadIdx.x, whatever the tile's width; so does a 1D block a tile at least as wide
+    assert S.copy_columns((16, 16, 1), 1, True) == 16 and S.copy_columns((32, 4, 2), 300, True) == 32
+    assert S.copy_columns((256, 1, 1), 256, True) == 256 and S.copy_columns((128, 1, 1), 270, True) == 128
+    # a narrower tile in a 1D block, and any 1D tile: the flattened loop
+    assert [S.copy_columns((256, 1, 1), p, True) for p in (1, 20, 255)] == [0, 0, 0]
+    assert S.copy_columns((16, 16, 1), 1, False) == 0 and S.copy_columns((256, 1, 1), 300, False) == 0
+
+
+def test_column_tile_of_a_1d_block_is_copied_by_every_thread():
+    # a block of 64 threads (2 warps); warp w reads X column 5 at rows 32 w .. 32 w + 31 (X is 64 x 8 floats):
+    # the tile is 64 rows x 1 column, and the copy arranges the threads 1 x 64 (copy_columns): each warp loads
+    # its 32 rows of the column in one instruction and stores them to shared rows 32 w .. (pitch 1). With the
+    # block's own extent (64 x 1) thread 0 alone would copy the 64 elements, in 64 iterations.
+    cols = 8
+    X = traces.ObjectInfo(0, "X", "global", BASE, 64 * cols * 4, 4, (64, cols), False)
+    lanes = np.arange(32)
+    rows = [(0, w, 0, 0, 0, (32 * w + lanes) * cols + 5, 0xFFFFFFFF) for w in range(2)]
+    t = trace_of(rows, [X], ctas=1, threads=64)
+    so = S.StagedObject(0, "global", 1, 0, 1, True, "none", 2, 0)
+    st_ = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=256)
+    s = st_.trace
+    assert st_.inserted["loads"] == 2 and st_.inserted["stores"] == 2
+    u = lanes.astype(np.uint64)
+    for w in range(2):
+        mine = np.flatnonzero(s.warp == w)
+        load, store, access = mine  # LDG, STS, barrier, then the access reads shared memory
+        assert s.mask[load] == 0xFFFFFFFF and s.mask[store] == 0xFFFFFFFF
+        assert (s.addr[load] == BASE + 4 * ((32 * w + u) * cols + 5)).all()
+        assert (s.addr[store] == 4 * (32 * w + u)).all() and (s.addr[access] == s.addr[store]).all()
+        assert s.seq[mine].tolist() == [0, 1, 5]  # load, store + 2 int, barrier at 4, the access at 5
+
+
+def test_narrow_tile_of_a_1d_block_is_copied_by_the_flattened_loop():
+    # 96 threads (3 warps), a tile of 2 rows x 40 columns (narrower than the block): thread t copies element t of
+    # the 80, at (t / 40, t % 40): warp 0 row 0 columns 0..31; warp 1 row 0 columns 32..39, then row 1 columns
+    # 0..23; warp 2 row 1 columns 24..39 (lanes 0..15). The 2D loop would give tile row 0 to warps 0 and 1 (lanes
+    # 0..7) and row 1 to them again, warp 2 nothing.
+    cols = 40
+    X = traces.ObjectInfo(0, "X", "global", BASE, 100 * cols * 4, 4, (100, cols), False)
+    lanes = np.arange(32)
+    rows = [(0, 0, 0, 0, 0, 3 * cols + lanes, 0xFFFFFFFF), (0, 1, 0, 0, 0, 4 * cols + 8 + lanes, 0xFFFFFFFF)]
+    t = trace_of(rows, [X], ctas=1, block=(96, 1, 1))
+    so = S.StagedObject(0, "global", 1, 0, cols, True, "none", 1, 0)
+    s = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=2 * cols * 4).trace
+    loads = np.flatnonzero(s.space == GLOBAL)
+    assert s.warp[loads].tolist() == [0, 1, 2] and s.mask[loads].tolist() == [0xFFFFFFFF, 0xFFFFFFFF, 0xFFFF]
+    q = np.arange(96).reshape(3, 32)
+    for w in range(3):
+        n = 32 if w < 2 else 16
+        r, c = q[w, :n] // cols, q[w, :n] % cols
+        assert (s.addr[loads[w]][:n] == BASE + 4 * ((3 + r) * cols + c).astype(np.uint64)).all()
+        assert (s.addr[loads[w] + 1][:n] == 4 * q[w, :n].astype(np.uint64)).all()  # shared: row-major, pitch 40
+
+
+BLOCKS = st.sampled_from([(32, 1, 1), (64, 1, 1), (96, 1, 1), (128, 1, 1), (16, 4, 1), (8, 4, 2), (32, 3, 1)])
+
+
+@st.composite
+def tiles_of_blocks(draw):
+    """A 2D object read by blocks of any shape, each warp a few rows of one column or a few columns of one row."""
+    block = draw(BLOCKS)
+    warps = -(-block[0] * block[1] * block[2] // 32)
+    ctas = draw(st.integers(1, 2))
+    ncols = draw(st.sampled_from([1, 3, 16, 40, 70]))
+    nrows = 4096 // ncols
+    X = traces.ObjectInfo(0, "X", "global", BASE, nrows * ncols * 4, 4, (nrows, ncols), False)
+    rows = []
+    for b in range(ctas):
+        for w in range(warps):
+            for k in range(draw(st.integers(0, 3))):
+                r0, c0 = draw(st.integers(0, nrows - 33)), draw(st.integers(0, ncols - 1))
+                n = draw(st.integers(1, 32))
+                if draw(st.booleans()):  # down a column
+                    idx = (r0 + np.minimum(np.arange(32), n - 1)) * ncols + c0
+                else:  # along a row, as far as it goes
+                    idx = r0 * ncols + np.minimum(c0 + np.arange(32), ncols - 1)
+                rows.append((b, w, 10 * k, 0, 0, idx, (1 << n) - 1 if n < 32 else 0xFFFFFFFF))
+    if not rows:
+        rows.append((0, 0, 0, 0, 0, np.zeros(32, np.int64), 1))
+    return trace_of(rows, [X], ctas, block=block), ncols
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiles_of_blocks())
+def test_every_tile_element_is_copied_once_by_any_block(case):
+    # one window: each block's staging loads cover the bounding box of its accesses to X, every element once,
+    # whatever the block's shape and the copy's arrangement of its threads (copy_columns); each store puts the
+    # lane's element at its row-major place in the tile
+    t, ncols = case
+    a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
+    fp = S.footprint(t, S.object_rows(t, S.program_order(t), 0), a, (1,))
+    pitch = fp.pitch[0]
+    so = S.StagedObject(0, "global", a.ordinals, 0, pitch, True, "none", 1, 0)
+    s = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=fp.bytes[0]).trace
+    for b in range(t.info.ctas):
+        mine = t.cta == b
+        if not mine.any():
+            continue
+        used = t.addr[mine][(t.mask[mine][:, None] >> np.arange(32, dtype=np.uint32)) & 1 == 1]
+        e = (used - BASE) // 4
+        r, c = e // ncols, e % ncols
+        box = {(int(i), int(j)) for i in range(r.min(), r.max() + 1) for j in range(c.min(), c.max() + 1)}
+        loads = np.flatnonzero((s.cta == b) & (s.space == GLOBAL) & (s.pc >= int(t.pc.max()) + 16))
+        copied, places = [], []
+        for i in loads:
+            act = ((int(s.mask[i]) >> np.arange(32)) & 1).astype(bool)
+            ge = ((s.addr[i][act] - BASE) // 4).astype(np.int64)
+            copied += [(int(x // ncols), int(x % ncols)) for x in ge]
+            st_row = s.addr[i + 1][act].astype(np.int64) // 4  # the store that follows the load, same lanes
+            assert s.space[i + 1] == SHARED and s.mask[i + 1] == s.mask[i]
+            places += [(x // pitch, x % pitch) for x in st_row]
+        assert len(copied) == len(set(copied)) and set(copied) == box
+        r0, c0 = int(r.min()), int(c.min())
+        assert places == [(i - r0, j - c0) for i, j in copied]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

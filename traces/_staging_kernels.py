@@ -18,8 +18,8 @@ BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
 R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
-P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC = range(13)
-PLAN_LEN = 13
+P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX = range(14)
+PLAN_LEN = 14
 MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled copies share arithmetic)
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
@@ -237,19 +237,22 @@ def _put_addr(write, out, r, lanes):
 
 
 @nb.njit(**LEAF)
-def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, kind, totals, gaddr, saddr):
+def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind, totals, gaddr, saddr):
     """Rows of warp ``w``'s share of a cooperative pass over the tile ``box`` of slot ``s``.
 
     kind 0: staging (a load from the source space, when the plan says so, then a shared
     store, or only a zero store for a privatized object); kind 1: write-back (a shared
-    load, then a store or a reduction to the object's global address). A 1D object's tile
-    is copied by the 1D loop ``for (q = t; q < n; q += threads)``: a warp moves 32
-    consecutive elements per iteration. A 2D object's tile by the 2D loop of the
-    textbook kernels, ``for (i = ty; i < rows; i += by) for (j = tx; j < cols; j += bx)``
-    with (tx, ty) the thread's place in a block of ``bx`` x ``by`` threads: a lane whose
+    load, then a store or a reduction to the object's global address). With
+    ``plan[s, P_BX] == 0`` the tile is copied by the flattened loop
+    ``for (q = t; q < rows * cols; q += threads)``, element q = (q / cols, q % cols) of the
+    tile's bounding box: a warp moves 32 consecutive elements per iteration (a 1D object,
+    or a 2D object in a 1D block). Otherwise by the 2D loop of the textbook kernels,
+    ``for (i = ty; i < rows; i += by) for (j = tx; j < cols; j += bx)`` with the block's
+    threads arranged as ``bx`` x ``by`` (``bx = plan[s, P_BX]``, the block's x extent,
+    ``by = threads // bx``, (tx, ty) = (t % bx, t // bx)): a lane whose
     (i, j) falls outside the tile is idle in that iteration, and a warp with no lane left
-    skips it. Returns (rows written so far, instructions issued by this warp, the seq
-    after them).
+    skips it. Returns (rows written so far, instructions issued by this warp, the seq after
+    them).
     """
     rows = box[R1] - box[R0] + 1
     bw = box[C1] - box[C0] + 1
@@ -261,21 +264,22 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
     pitch = plan[s, P_PITCH]
     obj = plan[s, P_OBJ]
     pc0 = plan[s, P_PC]
-    by = (threads + bx - 1) // bx
-    two_d = ncols > 0
-    n_it = ((rows + by - 1) // by) * ((bw + bx - 1) // bx) if two_d else (q_total + threads - 1) // threads
-    nj = (bw + bx - 1) // bx
+    bx = plan[s, P_BX]  # the 2D loop with bx threads along a tile row, or 0
+    loop_2d = ncols > 0 and bx > 0  # else the flattened loop
+    by = threads // bx if loop_2d else 1
+    n_it = ((rows + by - 1) // by) * ((bw + bx - 1) // bx) if loop_2d else (q_total + threads - 1) // threads
+    nj = (bw + bx - 1) // bx if loop_2d else 1
     # when bx is a multiple of 32 a warp's lanes share one tile row i and take consecutive
     # columns j from j_lane0: the warp is idle in an iteration whose i or first j is out of
     # the tile (no row, no instruction), and such iterations are skipped without their lanes
-    whole_rows = two_d and bx % 32 == 0
+    whole_rows = loop_2d and bx % 32 == 0
     t0 = 32 * w
-    t0_i, t0_j = t0 // bx, t0 % bx  # lane 0's (ty, tx)
+    t0_i, t0_j = (t0 // bx, t0 % bx) if loop_2d else (0, 0)  # lane 0's (ty, tx) in the 2D loop
     seq = seq0
     for it in range(n_it):
         # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
-        # plus the iteration's offsets, in 1D (q // bw, q % bw) for q = it * threads + t
-        if two_d:
+        # plus the iteration's offsets, in the flattened loop (q // bw, q % bw) for q = it * threads + t
+        if loop_2d:
             j_first = (it % nj) * bx  # tx = 0
             i, j = t0_i + (it // nj) * by, t0_j + j_first
             if whole_rows and (i >= rows or j >= bw):
@@ -289,7 +293,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
             saddr[lane] = np.uint64(0)
             t = t0 + lane
             li, lj = i, j  # this lane's
-            if two_d:  # the next lane's: tx + 1, or the next row of the block
+            if loop_2d:  # the next lane's: tx + 1, or the next row of the block
                 j += 1
                 if j - j_first == bx:
                     j = j_first
@@ -299,12 +303,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
                 if j == bw:
                     j = 0
                     i += 1
-            if t >= threads or not (li < rows and lj < bw if two_d else it * threads + t < q_total):
+            if t >= threads or not (li < rows and lj < bw if loop_2d else it * threads + t < q_total):
                 continue
             m |= np.int64(1) << lane
             rr = box[R0] + li
             cc = box[C0] + lj
-            e = rr * ncols + cc if two_d else cc
+            e = rr * ncols + cc if ncols > 0 else cc
             # the global and the shared address of the lane's element (0 for idle lanes)
             gaddr[lane] = np.uint64(base + e * elem)
             saddr[lane] = np.uint64(sbase + (li * pitch + lj) * elem)
@@ -341,7 +345,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq0, 
 
 
 @nb.njit(**LEAF)
-def _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, j, seq, totals, box, gaddr, saddr):
+def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, totals, box, gaddr, saddr):
     """Stage window ``j`` of every slot (those with accesses in it) for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if rbox[s, j, R1] < rbox[s, j, R0]:
@@ -350,12 +354,12 @@ def _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, j, se
             continue  # written only: nothing to load, nothing to zero
         for f in range(4):
             box[f] = rbox[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq, 0, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr)
     return r, seq
 
 
 @nb.njit(**LEAF)
-def _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
+def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
     """Write window ``j``'s written tiles back for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if plan[s, P_WB] == WB_NONE:
@@ -365,12 +369,12 @@ def _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbo
             continue
         for f in range(4):
             box[f] = src[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, bx, plan, s, box, seq, 1, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr)
     return r, seq
 
 
 @nb.njit(cache=True, nogil=True)
-def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, bx, barrier, totals):
+def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, barrier, totals):
     """Rewrite rows ``order`` (sorted by cta, warp, seq) with the staged slots of ``plan``; return the row count.
 
     Per block and window j: each warp, before its first access of window j to any staged
@@ -468,12 +472,12 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         cur += barrier
                         totals[T_BARRIERS] += 1
                         if any_wb:
-                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, cw, cur,
+                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
                                                      totals, tbox, gaddr, saddr)
                             cur += barrier
                             totals[T_BARRIERS] += 1
                     if any_stage:
-                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, cw + 1, cur, totals,
+                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals,
                                                tbox, gaddr, saddr)
                         cur += barrier
                         totals[T_BARRIERS] += 1
@@ -483,7 +487,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                     if any_wb and cw >= 0:
                         cur = p + shift + barrier
                         totals[T_BARRIERS] += 1
-                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, bx, plan, rbox, wbox, cw, cur,
+                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
                                                  totals, tbox, gaddr, saddr)
                     break
                 # the original row, shifted; a staged access goes to its tile in shared memory

@@ -22,9 +22,11 @@ with the staging code. The model:
 - **Staging code.** Before its first access of window j, each warp runs its share of a
   cooperative copy of every staged tile: element q of the tile (row-major over its
   bounding box) is loaded by thread q mod threads_per_block from the source space (one
-  coalesced warp load per 32 consecutive elements) and stored to shared memory, with the
-  loop's non-memory instructions per element as measured from nvcc's SASS
-  (``configs/addressing.toml``, ``[<family>.staging]``); then one ``__syncthreads()``.
+  coalesced warp load per 32 consecutive elements), except that a 2D tile is copied by
+  the textbook 2D loop over the block's own (threadIdx.x, threadIdx.y) when the block is
+  2D or the tile at least as wide as the block (``copy_columns``), and stored to shared
+  memory, with the loop's non-memory instructions per element as measured from nvcc's
+  SASS (``configs/addressing.toml``, ``[<family>.staging]``); then one ``__syncthreads()``.
   Between windows a second barrier keeps the next copy from overwriting a tile still
   read (the two ``__syncthreads()`` per tile of a tiled matrix multiply). The staged
   accesses then read (or write) shared memory at their tile offsets, with the bank
@@ -242,7 +244,8 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
         slot_of[so.obj] = s
         plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
                    base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
-                   _milli(so.writeback_int_per_element), pc_top + 64 * s)  # fmt: skip
+                   _milli(so.writeback_int_per_element), pc_top + 64 * s,
+                   copy_columns(info.block, max(so.pitch, 1), ncols > 0))  # fmt: skip
     if order is None:
         order = program_order(trace)
     cols = trace.columns()
@@ -250,13 +253,12 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     delta = np.ascontiguousarray(delta, dtype=np.int16)
     wpb, threads = info.warps_per_block, info.threads_per_block
     totals = np.zeros(6, np.int64)
-    bx = info.block[0]
     cap = int(rows_hint) if rows_hint is not None else int(len(trace) * STAGED_ROWS_GUESS) + STAGED_ROWS_MIN
     while True:
         out = _row_buffers(cap)
         delta_out = np.empty(cap, np.int16)
         totals[:] = 0
-        n = K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, bx, barrier,
+        n = K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, barrier,
                          totals)  # fmt: skip
         if n <= cap:
             break
@@ -269,6 +271,24 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     staged = Trace(**dict(zip(names, out)), info=new_info)
     return Staged(staged, delta_out, inserted_counts(totals), int(windows), tuple(objects), int(pc_top),
                   int(totals[K.T_INT]))
+
+
+def copy_columns(block: tuple[int, int, int], pitch: int, two_d: bool) -> int:
+    """Threads along a tile row in the textbook 2D copy loop of a 2D object's tile (the block's x extent), or 0
+    for the flattened loop.
+
+    A 2D block copies a 2D tile with its own (threadIdx.x, threadIdx.y), as the textbook
+    kernels and Kernel Tuner's convolution do; so does a 1D block a tile at least as wide
+    as the block (``pitch`` elements: Kernel Tuner's convolution with ``block_size_y = 1``,
+    a row of threads across each tile row). A narrower tile in a 1D block is copied by the
+    flattened loop, thread t taking element q = t + k * threads at (q / width, q % width),
+    the loop ``placement --hints`` writes: the 2D loop would leave it to the first threads
+    of the block, a column window of a 2D array to one thread per row. A 1D tile is always
+    copied by the flattened loop.
+    """
+    if not two_d:
+        return 0
+    return block[0] if block[1] * block[2] > 1 or pitch >= block[0] else 0
 
 
 def _check_kinds(so: StagedObject) -> None:
