@@ -294,7 +294,7 @@ def random_traces(draw):
             for _ in range(k):
                 seq += draw(st.integers(1, 5))
                 start = draw(st.integers(0, n_elem - 64))
-                stride = draw(st.sampled_from([1, 2, 17]))
+                stride = draw(st.sampled_from([1, 2, 16, 17, 48]))
                 idx = np.minimum(start + stride * np.arange(32), n_elem - 1)
                 mask = draw(st.sampled_from([0xFFFFFFFF, 0x0000FFFF, 0x80000001]))
                 rows.append((b, w, seq, 0, 0, idx, mask))
@@ -337,6 +337,44 @@ def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
     assert ld.sum() == ins["loads"]
     # instructions added: each staging row of a warp costs its load, its store and 2 int; barriers
     assert ins["int"] == 2 * ins["stores"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces())
+def test_staged_accesses_read_their_element_of_the_tile(case):
+    # every active lane of a staged access reads its element at its row-major place in its block's tile of its
+    # window: sbase + ((row - row0) * pitch + (col - col0)) * 4, (row0, col0) the least row and column of the
+    # block's accesses in that window (the k-th access of a warp is in window k // L); worked out lane by lane
+    # here, against the kernels' stepping of evenly spaced lanes (_affine) and their bounding boxes
+    t, windows = case
+    ncols = t.info.objects[0].shape[1] if t.info.objects[0].shape else 0
+    order = S.program_order(t)
+    rows = S.object_rows(t, order, 0)
+    a = S.access(t, rows, 0)
+    fp = S.footprint(t, rows, a, (windows,))
+    length = -(-a.ordinals // windows)
+    so = S.StagedObject(0, "global", length, 64, fp.pitch[0], True, "none", 1, 0)
+    s = S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=64 + fp.bytes[0]).trace
+    seen: dict[tuple[int, int], int] = {}
+    where = {}  # original row -> (block, window, elements of its active lanes)
+    for i in order:
+        g = (int(t.cta[i]), int(t.warp[i]))
+        k = seen.get(g, 0)
+        seen[g] = k + 1
+        act = ((int(t.mask[i]) >> np.arange(32)) & 1).astype(bool)
+        e = ((t.addr[i].astype(np.int64) - BASE) // 4)
+        rc = [(int(x // ncols), int(x % ncols)) if ncols else (0, int(x)) for x in e]
+        where[int(i)] = (g[0], k // length, act, rc)
+    origin = {}
+    for b, j, act, rc in where.values():
+        for lane in np.flatnonzero(act):
+            r0, c0 = origin.get((b, j), (1 << 40, 1 << 40))
+            origin[(b, j)] = (min(r0, rc[lane][0]), min(c0, rc[lane][1]))
+    for i, (b, j, act, rc) in where.items():
+        (k,) = np.flatnonzero((s.pc == t.pc[i]) & (s.cta == b))
+        r0, c0 = origin[(b, j)]
+        want = [64 + ((r - r0) * fp.pitch[0] + (c - c0)) * 4 for r, c in rc]
+        assert s.space[k] == SHARED and s.addr[k][act].tolist() == [w for w, on in zip(want, act) if on]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -38,6 +38,28 @@ def _elem_rc(a, base, elem, ncols):
 
 
 @nb.njit(**LEAF)
+def _affine(i, mask, addr, width, base, elem):
+    """(e0, k) when row ``i`` has all 32 lanes active and lane l reads element e0 + l * k (k >= 0) from its
+    first byte, within that element; (-1, -1) otherwise (the caller then works lane by lane)."""
+    if np.uint32(mask[i]) != np.uint32(0xFFFFFFFF) or width[i] < 1 or np.int64(width[i]) > elem:
+        return np.int64(-1), np.int64(-1)
+    a0 = addr[i, 0]
+    if a0 < np.uint64(base) or addr[i, 1] < a0:
+        return np.int64(-1), np.int64(-1)
+    off = np.int64(a0 - np.uint64(base))
+    e0 = off // elem
+    d = np.int64(addr[i, 1] - a0)
+    k = d // elem
+    if off != e0 * elem or d != k * elem:
+        return np.int64(-1), np.int64(-1)
+    step = np.uint64(d)
+    for lane in range(2, 32):
+        if addr[i, lane] - addr[i, lane - 1] != step:
+            return np.int64(-1), np.int64(-1)
+    return e0, k
+
+
+@nb.njit(**LEAF)
 def _row_box(i, mask, addr, width, base, elem, ncols, box):
     """Bounding box of the elements row ``i``'s active lanes touch, into ``box``; False if no lane is active."""
     m = np.int64(mask[i])
@@ -47,6 +69,25 @@ def _row_box(i, mask, addr, width, base, elem, ncols, box):
     box[C1] = -BIG
     if m == 0:
         return False
+    # a row of evenly spaced elements (``_affine``): its box from its first and last lane where that
+    # determines it (one tile row, one column, or consecutive elements across rows)
+    e0, k = _affine(i, mask, addr, width, base, elem)
+    if k >= 0:
+        e1 = e0 + 31 * k
+        if ncols <= 0:
+            box[R0], box[R1], box[C0], box[C1] = 0, 0, e0, e1
+            return True
+        r0, r1 = e0 // ncols, e1 // ncols
+        if r0 == r1:
+            box[R0], box[R1], box[C0], box[C1] = r0, r0, e0 - r0 * ncols, e1 - r0 * ncols
+            return True
+        if k % ncols == 0:
+            c = e0 - r0 * ncols
+            box[R0], box[R1], box[C0], box[C1] = r0, r1, c, c
+            return True
+        if k == 1:
+            box[R0], box[R1], box[C0], box[C1] = r0, r1, 0, ncols - 1
+            return True
     w = np.uint64(width[i])
     for lane in range(32):
         if (m >> lane) & 1:
@@ -512,15 +553,28 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         ncols = plan[s, P_NCOLS]
                         pitch = plan[s, P_PITCH]
                         m = np.int64(mask[i])
-                        for lane in range(32):
-                            if (m >> lane) & 1:
-                                a = addr[i, lane]
-                                rr, cc = _elem_rc(a, base, elem, ncols)
-                                within = np.int64(a - np.uint64(base)) % elem
-                                off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem + within
+                        e0, k = _affine(i, mask, addr, width, base, elem)
+                        if k >= 0:  # evenly spaced elements: step (row, column) lane by lane
+                            rr, cc = _elem_rc(addr[i, 0], base, elem, ncols)
+                            dr, dc = (k // ncols, k % ncols) if ncols > 0 else (np.int64(0), k)
+                            for lane in range(32):
+                                off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem
                                 out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
-                            else:
-                                out[8][r, lane] = np.uint64(0)
+                                rr += dr
+                                cc += dc
+                                if ncols > 0 and cc >= ncols:
+                                    cc -= ncols
+                                    rr += 1
+                        else:
+                            for lane in range(32):
+                                if (m >> lane) & 1:
+                                    a = addr[i, lane]
+                                    rr, cc = _elem_rc(a, base, elem, ncols)
+                                    within = np.int64(a - np.uint64(base)) % elem
+                                    off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem + within
+                                    out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
+                                else:
+                                    out[8][r, lane] = np.uint64(0)
                 if s >= 0:
                     kwin[w, s] += 1
                 r += 1
