@@ -555,7 +555,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         m = np.int64(mask[i])
                         e0, k = _affine(i, mask, addr, width, base, elem)
                         if k >= 0:  # evenly spaced elements: step (row, column) lane by lane
-                            rr, cc = _elem_rc(addr[i, 0], base, elem, ncols)
+                            rr, cc = (e0 // ncols, e0 % ncols) if ncols > 0 else (np.int64(0), e0)
                             dr, dc = (k // ncols, k % ncols) if ncols > 0 else (np.int64(0), k)
                             for lane in range(32):
                                 off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem
