@@ -57,13 +57,15 @@ WRITEBACK = "writeback"
 @dataclass(frozen=True)
 class StagingLoop:
     """Instructions per element one copy form executes besides the copy's load and store
-    (``loop_2d_row``: per row of the 2D loop). See configs/addressing.toml's header."""
+    (``loop_2d_row``: per row of the 2D loop; ``unrolled_flat``: a 2D tile copied by the flattened
+    loop of a 1D block). See configs/addressing.toml's header."""
 
     loop_1d: float
     loop_2d: float
     loop_2d_row: float
     unrolled_1d: float
     unrolled_2d: float
+    unrolled_flat: float
 
 
 STAGING_KEYS = tuple(f.name for f in fields(StagingLoop))

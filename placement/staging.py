@@ -19,7 +19,9 @@ when writing the staged kernel:
   (``placement.addressing.staging_cost``): the copy loops of a static tile have
   compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
   with a 2D shape, ``unrolled_1d`` otherwise), as in the textbook tiled kernels and
-  Kernel Tuner's convolution.
+  Kernel Tuner's convolution; a 2D tile that a 1D block copies by the flattened loop
+  (``traces.staging.copy_columns``) costs the ``unrolled_flat`` form's count (a division
+  and a remainder by the tile's width per element).
 """
 
 from __future__ import annotations
@@ -185,24 +187,36 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
 @dataclass(frozen=True)
 class Costs:
     """Instructions of the staging code (possibly fractional: an unrolled copy shares its address arithmetic):
-    per staged element row of a warp by source space and tile form (1D, 2D), per written-back element row by
-    form, and per barrier."""
+    per staged element row of a warp by source space and copy form, per written-back element row by form, and
+    per barrier. Forms: "1d" (a 1D tile), "2d" (a 2D tile by the 2D loop), "flat" (a 2D tile by the flattened
+    loop of a 1D block)."""
 
-    stage: dict[tuple[str, bool], float]
-    """(source space, 2D tile) -> instructions."""
-    writeback: dict[bool, float]
+    stage: dict[tuple[str, str], float]
+    """(source space, form) -> instructions."""
+    writeback: dict[str, float]
     barrier: int
+
+
+FORMS = ("1d", "2d", "flat")
 
 
 def costs(gpu: Gpu) -> Costs:
     """The staging code's instruction costs on ``gpu`` (``placement.addressing.staging_cost``, unrolled forms)."""
     c = addressing.staging_cost(gpu.arch)
-    stage = {}
-    for s in ("global", "texture1d", "readonly"):
-        loop = c.load(s)
-        stage[(s, False)], stage[(s, True)] = loop.unrolled_1d, loop.unrolled_2d
-    wb = {False: c.writeback.unrolled_1d, True: c.writeback.unrolled_2d}
+
+    def by_form(loop: addressing.StagingLoop) -> tuple[float, float, float]:
+        return loop.unrolled_1d, loop.unrolled_2d, loop.unrolled_flat
+
+    stage = {(s, f): v for s in ("global", "texture1d", "readonly") for f, v in zip(FORMS, by_form(c.load(s)))}
+    wb = dict(zip(FORMS, by_form(c.writeback)))
     return Costs(stage=stage, writeback=wb, barrier=c.barrier)
+
+
+def copy_form(info: traces.KernelInfo, name: str, pitch: int) -> str:
+    """The copy form of one object's tile (a key of ``Costs``): as ``traces.staging.copy_columns`` copies it."""
+    if info.object(name).shape is None:
+        return "1d"
+    return "2d" if ts.copy_columns(info.block, max(pitch, 1), True) > 0 else "flat"
 
 
 def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOption,
@@ -216,14 +230,14 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
         a = facts.access(name)
         wb = facts.writeback(name)
         source = STAGING_SOURCE[spaces[name]]
-        two_d = facts.info.object(name).shape is not None
+        form = copy_form(facts.info, name, pitch)
         out.append(ts.StagedObject(
             obj=a.obj, source=source, length=-(-max(a.ordinals, 1) // option.windows), shared_base=base, pitch=pitch,
-            load=a.loads > 0, writeback=wb, int_per_element=cost.stage[(source, two_d)],
-            writeback_int_per_element=cost.writeback[two_d] if wb != "none" else 0.0,
+            load=a.loads > 0, writeback=wb, int_per_element=cost.stage[(source, form)],
+            writeback_int_per_element=cost.writeback[form] if wb != "none" else 0.0,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out
 
 
-__all__ = ["Costs", "StagingChoice", "StagingFacts", "StagingOption", "choose", "costs", "plan"]
+__all__ = ["Costs", "StagingChoice", "StagingFacts", "StagingOption", "choose", "copy_form", "costs", "plan"]

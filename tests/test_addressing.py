@@ -130,10 +130,10 @@ def test_offset_context_errors_name_the_table_and_key():
 def test_staging_cost_on_ampere():
     sc = staging_cost("sm_86")
     assert sc.family == "ampere" and sc.barrier == 1
-    assert sc.load("G") == sc.sources["G"] == StagingLoop(6, 7, 16, 0, 0.6667)
-    assert sc.load("texture1d") == StagingLoop(4, 5, 13, 1, 1)
-    assert sc.load("readonly") == StagingLoop(6, 7, 16, 0, 2)
-    assert sc.writeback == StagingLoop(5, 6, 14, 0, 0.6667)
+    assert sc.load("G") == sc.sources["G"] == StagingLoop(6, 7, 16, 0, 0.6667, 10)
+    assert sc.load("texture1d") == StagingLoop(4, 5, 13, 1, 1, 9)
+    assert sc.load("readonly") == StagingLoop(6, 7, 16, 0, 2, 10)
+    assert sc.writeback == StagingLoop(5, 6, 14, 0, 0.6667, 10)
     with pytest.raises(InputError, match=r"\[ampere\.staging\] has no 'C' row"):
         sc.load("constant")
     with pytest.raises(FrozenInstanceError):
@@ -181,7 +181,7 @@ def test_missing_keys_are_input_errors_naming_them():
         addressing_cost("ampere", 0, "G")
 
 
-_ROW = "{ loop_1d = 6, loop_2d = 7, loop_2d_row = 16, unrolled_1d = 0, unrolled_2d = 0.5 }"
+_ROW = "{ loop_1d = 6, loop_2d = 7, loop_2d_row = 16, unrolled_1d = 0, unrolled_2d = 0.5, unrolled_flat = 9 }"
 _MINIMAL = f"""schema = 2
 spaces = ["G", "T"]
 offset_spaces = ["G"]
@@ -211,7 +211,7 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
     _use_table(tmp_path, monkeypatch, _MINIMAL)
     assert addressing_cost("x", 4, "T") == 0
     assert addressing_cost("x", 4, "G", "offset_leading") == 2
-    assert staging_cost("sm_1").writeback == StagingLoop(6, 7, 16, 0, 0.5)
+    assert staging_cost("sm_1").writeback == StagingLoop(6, 7, 16, 0, 0.5, 9)
 
 
 @pytest.mark.parametrize("old,new,message", [

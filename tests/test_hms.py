@@ -171,7 +171,7 @@ def test_eq3_replays_and_addressing_by_hand():
     # The access reads its tile offsets 16 l: 8-byte banks, lane l hits bank 2l mod 32, so lanes l and
     # l + 16 collide: one 2-way conflict, one replay of cause 4; addressing S - G = 1 - 2 = -1.
     s = ev.evaluate(parse_placement("A=S", info)).target
-    per = staging_costs(K80).stage[("global", False)]  # A is 1D: the unrolled 1D copy's count
+    per = staging_costs(K80).stage[("global", "1d")]  # A is 1D: the unrolled 1D copy's count
     added = 4 + 4 + 4 * per + staging_costs(K80).barrier
     assert s.staging["inserted"] == {"loads": 4, "stores": 4, "int": 4 * per, "barriers": 1,
                                      "writeback_loads": 0, "writeback_stores": 0}  # fmt: skip

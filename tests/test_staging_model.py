@@ -54,6 +54,29 @@ def test_the_faster_window_count_is_kept_and_both_are_reported(matmul):
     assert t.smem_per_block == 8192 // w
 
 
+@pytest.mark.parametrize("block, form", [((64, 1, 1), "flat"), ((32, 2, 1), "2d")])
+def test_a_narrow_tile_of_a_1d_block_costs_the_flattened_copy(block, form):
+    # X (64 x 8 floats) read down column 5 by both warps of each block: a one-column tile. A 1D block copies it by
+    # the flattened loop and is charged that form's count per element row ([turing.staging] unrolled_flat, which
+    # Kepler uses: 10 for G); a 2D block by the 2D loop (unrolled_2d: 0.6667)
+    from placement.addressing import staging_cost
+    from placement.staging import choose, copy_form, plan
+
+    X = traces.ObjectInfo(0, "X", "global", BASE, 64 * 8 * 4, 4, (64, 8), False)
+    lanes = np.arange(32)
+    rows = [(b, w, 0, 0, 0, (32 * w + lanes) * 8 + 5, 0xFFFFFFFF) for b in range(2) for w in range(2)]
+    t = trace_of(rows, [X], ctas=2, block=block)
+    facts = StagingFacts(t)
+    p = parse_placement("X=S", t.info)
+    choice = choose(facts, K40, p, 0)
+    (option,) = choice.options
+    assert option.tiles == (("X", 64 * 4, 1),) and copy_form(t.info, "X", 1) == form
+    (so,) = plan(facts, K40, p, option, choice.own_smem)
+    loop = staging_cost(K40.arch).load("global")
+    assert so.int_per_element == (loop.unrolled_flat if form == "flat" else loop.unrolled_2d)
+    assert loop.unrolled_flat == 10 and loop.unrolled_2d == 0.6667
+
+
 def test_a_group_of_staging_sources_equals_each_evaluated_alone(matmul):
     # Evaluator.evaluate_group stages M and N once per window count and re-sources the tiles for the other
     # placements of the group (traces.staging.restage); every term of every placement equals its evaluation alone
