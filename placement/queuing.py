@@ -320,9 +320,9 @@ class QueueStream:
             va = (st[:, _M2_D] + m * (st[:, _MEAN_D] - ma) ** 2) / m
             tau_a = np.where(many, ma, np.inf)
             c_a = np.where(many & (ma > 0), np.sqrt(va) / ma, 0.0)
-            rho = np.where(np.isfinite(tau_a) & (tau_a > 0), tau_s / tau_a, np.where(np.isfinite(tau_a), np.inf, 0.0))
         wq = st[:, _TOTAL_W] / np.maximum(n, 1.0)
-        return BankStats(np.arange(k, dtype=np.int64), n.astype(np.int64), tau_a, c_a, tau_s, c_s, rho, wq)
+        return BankStats(np.arange(k, dtype=np.int64), n.astype(np.int64), tau_a, c_a, tau_s, c_s, _rho(tau_a, tau_s),
+                         wq)  # fmt: skip
 
     def result(self, mode: str = "kingman", population: float | None = None, latency: bool = True) -> Queuing:
         """The :class:`Queuing` of the stream so far; ``latency`` False: the mean service is the busy time's."""
