@@ -63,10 +63,15 @@ def search_line(r: RankResult) -> str:
         return f"{legal}, every one evaluated exactly."
     s = r.surrogate
     singles = int(s.get("single_moves", 0)) - n_obj
+    n_skip, n_pair = int(s.get("candidates_skipped", 0)), int(s.get("pairs_skipped", 0))
+    skipped = (f" ({units.count(n_skip)} of the candidates and {units.count(n_pair)} of the pairs skipped: the "
+               "surrogate's error measured on others with the same objects in each shared cache and in shared memory "
+               "put them below the top)") if n_skip or n_pair else ""  # fmt: skip
     return (f"{legal}; {units.count(r.evaluations)} "
             f"evaluated exactly: the sample, {units.count(singles)} single-object moves, "
             f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
-            "under their sum. Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them all.")  # fmt: skip
+            f"under their sum{skipped}. Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them "
+            "all.")  # fmt: skip
 
 
 def rank_text(r: RankResult) -> str:

@@ -237,3 +237,75 @@ def test_rank_without_cp_sat_is_rank_with_it(name, monkeypatch):
     assert len(calls) == 1 and calls[0] is not None  # answered without CP-SAT
     monkeypatch.setattr(search, "_best_k_enumerated", lambda model, k, settled: None)
     assert rank(path, "k80", workers=1).to_dict() == fast
+
+
+class _FakeRunner:
+    """The part of ``search._Runner`` ``_evaluate_in_rounds`` uses: ``exact`` and ``many`` (here, a table)."""
+
+    def __init__(self, exact: dict, truth: dict):
+        self.exact = {p: _timed(t) for p, t in exact.items()}
+        self.truth = truth
+        self.batches: list[list] = []
+
+    def many(self, placements):
+        self.batches.append(list(placements))
+        for p in placements:
+            self.exact[p] = _timed(self.truth[p])
+        return [self.exact[p] for p in placements]
+
+
+def _timed(t: float):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(target=SimpleNamespace(time_ns=t))
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_candidates_of_a_measured_signature_above_the_top_are_skipped(batch):
+    """Worked by hand. Three placements are exact at 100, 110 and 120 ns, so with top = 2 the bar is 110
+    ns. Candidates c1-c3 share signature A (surrogate 50, 51, 52 ns), c4 has B (60 ns). c1 is exact at
+    150 ns: A's surrogate is 100 ns short, so c2 (151) and c3 (152) are above the bar and skipped; c4,
+    of a signature never measured, is evaluated. With a batch of 2, c2 goes with c1 before A's error is
+    known and only c3 is skipped."""
+    est = {"c1": 50.0, "c2": 51.0, "c3": 52.0, "c4": 60.0}
+    sig = {"c1": "A", "c2": "A", "c3": "A", "c4": "B"}
+    runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, {"c1": 150.0, "c2": 151.0, "c3": 152.0, "c4": 65.0})
+    skipped = search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=batch)[0]
+    if batch == 1:
+        assert skipped == 2 and runner.batches == [["c1"], ["c4"]]
+    else:
+        assert skipped == 1 and runner.batches == [["c1", "c2"], ["c4"]]
+    # an error that keeps the signature under the bar skips nothing (top 4: c1 is exact at 60 ns, A's error
+    # 10 ns; the bar falls from 120 to 110 ns as c2 comes in at 61, and c3's 62 + 10 stays under it); the bar
+    # follows the candidates (top 2: the bar is c2's 61 ns once c1 and c2 are in, and c3's 72 is above it);
+    # and a top no evaluation fills yet skips nothing
+    truth = {"c1": 60.0, "c2": 61.0, "c3": 62.0, "c4": 65.0}
+    runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, truth)
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=4, batch=1)[0] == 0
+    runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, truth)
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=1)[0] == 1
+    assert runner.batches == [["c1"], ["c2"], ["c4"]]
+    runner = _FakeRunner({"x": 100.0}, {"c1": 150.0, "c2": 151.0, "c3": 152.0, "c4": 65.0})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=9, batch=1)[0] == 0
+    assert len(runner.batches) == 4
+
+
+def test_candidates_already_exact_give_their_error_for_free():
+    """A candidate evaluated before (a single move or pair) is not evaluated again, and its surrogate error
+    counts: here it is 100 ns, which puts c2 (51 + 100) above the bar of 110 ns."""
+    runner = _FakeRunner({"x": 100.0, "y": 110.0, "c1": 150.0}, {"c2": 151.0})
+    est, sig = {"c1": 50.0, "c2": 51.0}, {"c1": "A", "c2": "A"}
+    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=2, batch=1)[0] == 1
+    assert runner.batches == []
+
+
+def test_signature_groups_objects_by_shared_resource():
+    """On the K80 T, 2T and R share the texture cache and every S/x source shared memory: the R/T choices
+    of inputs in that cache leave the signature alone, moving one to G does not."""
+    resource = search.shared_resource(K80)
+    p = Placement((("a", "T"), ("b", "R"), ("c", "S/G"), ("d", "S/R"), ("e", "G")))
+    q = Placement((("a", "R"), ("b", "T"), ("c", "S/T"), ("d", "S/G"), ("e", "G")))
+    assert search.signature(p, resource) == search.signature(q, resource) == (
+        ("shared", ("c", "d")), ("tex", ("a", "b")))
+    r = Placement((("a", "G"), ("b", "T"), ("c", "S/T"), ("d", "S/G"), ("e", "G")))
+    assert search.signature(r, resource) == (("shared", ("c", "d")), ("tex", ("b",)))
