@@ -309,3 +309,16 @@ def test_signature_groups_objects_by_shared_resource():
         ("shared", ("c", "d")), ("tex", ("a", "b")))
     r = Placement((("a", "G"), ("b", "T"), ("c", "S/T"), ("d", "S/G"), ("e", "G")))
     assert search.signature(r, resource) == (("shared", ("c", "d")), ("tex", ("b",)))
+
+
+def test_the_summary_line_says_what_was_skipped():
+    from types import SimpleNamespace
+
+    from placement.textout import search_line
+
+    counts = {"single_moves": 10.0, "pair_terms": 4.0, "candidates": 8.0}
+    r = SimpleNamespace(sample=SimpleNamespace(placement={"a": "G", "b": "G"}), legal_placements=None, candidates=25,
+                        strategy="cpsat", evaluations=16, surrogate=counts)  # fmt: skip
+    assert "skipped" not in search_line(r)
+    r.surrogate = counts | {"candidates_skipped": 3.0, "pairs_skipped": 1.0}
+    assert "(3 of the candidates and 1 of the pairs skipped:" in search_line(r)
