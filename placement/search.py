@@ -391,6 +391,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
                 legal.append(p)
             else:  # pragma: no cover - the model's constraints are the legality rules
                 log.warning("solver returned an illegal placement %s; skipped", p.label(sample))
+
         def estimate(p: Placement) -> float:
             return base + sum(single[(n, p[n])] for n in dom) + sum(
                 v for (a, sa, b, sb), v in pair.items() if p[a] == sa and p[b] == sb)  # fmt: skip
@@ -450,7 +451,7 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         for p in todo:
             err = errors.get(signature(p))
             if err and estimate(p) + sum(err) / len(err) > bar:
-                log.debug("candidate %s skipped: %.1f ns by the surrogate corrected by its signature's error, "
+                log.debug("%s skipped: %.1f ns by the surrogate corrected by its signature's error, "
                           "above the top-%d time %.1f ns", p, estimate(p) + sum(err) / len(err), top, bar)  # fmt: skip
                 skipped += 1
             else:
@@ -461,7 +462,7 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         for p, e in zip(now, runner.many(now)):
             learn(p, e)
     if skipped:
-        log.info("%d of %d placements skipped: their surrogate, corrected by the error measured on candidates of "
+        log.info("%d of %d placements skipped: their surrogate, corrected by the error measured on placements of "
                  "the same objects per shared resource, is above the top-%d time", skipped, len(candidates), top)  # fmt: skip
     return skipped, errors
 
