@@ -450,9 +450,10 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         keep = []
         for p in todo:
             err = errors.get(signature(p))
-            if err and estimate(p) + sum(err) / len(err) > bar:
+            corrected = estimate(p) + sum(err) / len(err) if err else None
+            if corrected is not None and corrected > bar:
                 log.debug("%s skipped: %.1f ns by the surrogate corrected by its signature's error, "
-                          "above the top-%d time %.1f ns", p, estimate(p) + sum(err) / len(err), top, bar)  # fmt: skip
+                          "above the top-%d time %.1f ns", p, corrected, top, bar)  # fmt: skip
                 skipped += 1
             else:
                 keep.append(p)
