@@ -11,19 +11,24 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    tiles share the block's shared memory, its windows and its occupancy), where the
    sum of single moves misses their competition and the change they make together
    to the DRAM request stream; the pairs whose single moves sum lowest come first,
-   within a budget of exact evaluations (2 per object by default), evaluated in rounds
-   like the candidates below: a pair that the term measured on its objects' other pairs
-   puts above the ``top``-th best exact time is not evaluated and takes their mean term;
+   within a budget (2 per object by default). The first pair of each ``signature``
+   (the objects in each shared resource: the nine source combinations of two staged
+   objects, the R/T choices of two inputs in the texture cache) is evaluated exactly
+   (``_calibrate``) and its term given to the others of the signature, whose
+   differences are those of their single moves; the others wait for step 4, where
+   they compete with the candidates (bench_rank: the 18 pairs of a lookup table and
+   an image, staged, evaluated at 4.18-4.20 ms while the best placements are under
+   3 ms, had been a quarter of its evaluations);
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block, a staged object counted at its smallest tile) and
    return the best K distinct placements, one solve after another with each found
    solution cut off; a space of at most ``COUNT_LIMIT`` placements is enumerated
    under the same model instead wherever that determines the same K (``_best_k``),
    so a small rank does not load OR-Tools;
-4. re-checks each candidate for legality in plain Python and evaluates them exactly in
-   surrogate order, ``ROUND_SIZE`` at a time; a candidate is skipped where the
-   error the surrogate made on evaluated candidates of the same objects per shared
-   resource (``signature``) puts it above the ``top``-th best exact time so far
+4. re-checks each candidate for legality in plain Python and evaluates the candidates
+   and the waiting pairs exactly, ``ROUND_SIZE`` at a time, lowest estimate first; one
+   is skipped where the error the surrogate made on evaluated placements of its
+   ``signature`` puts it at or above the ``top``-th best exact time so far
    (``_evaluate_in_rounds``); and ranks every placement it evaluated exactly (sample,
    single moves, pairs, candidates).
 
@@ -88,7 +93,8 @@ class SearchOptions:
     """'cpsat' (surrogate + CP-SAT) or 'exhaustive' (every legal placement)."""
     pairwise: bool = True
     pair_budget: int | None = None
-    """Exact evaluations spent on pairwise terms (default: 2 per object)."""
+    """Pairs given a pairwise term (default: 2 per object); one per signature is evaluated to measure it, the
+    others only if they could enter the ``top``."""
     time_limit_s: float = 10.0
     """CP-SAT time limit per solve."""
     max_exhaustive: int = 100_000
@@ -352,7 +358,8 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         # 2. pairwise terms for two objects moved into one cache (T and 2T share the
         # texture cache, C the constant cache), most promising pairs first
         pair: dict[tuple[str, str, str, str], float] = {}
-        skipped_pairs = 0
+        placed: list[Placement] = []
+        deferred: list[Placement] = []
 
         def sig(p: Placement) -> tuple:
             return signature(p, resource)
@@ -371,12 +378,12 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
                     break
                 if _legal(info, gpu, _with(sample, {a[0]: a[1], b[0]: b[1]}), ev.staging):
                     chosen.append((a, b))
-            # in rounds: a pair whose objects' measured pair term puts it above the top is not evaluated,
-            # and takes their pairs' mean term (its sources' differences are in the single moves)
+            # one pair per signature measures its objects' term; the others take it (their sources' and
+            # spaces' differences are in the single moves) and wait for the candidates' rounds
             placed = [_with(sample, {a[0]: a[1], b[0]: b[1]}) for a, b in chosen]
             terms = dict(zip(placed, chosen))
-            skipped_pairs, errors = _evaluate_in_rounds(
-                runner, placed, lambda p: base + single[terms[p][0]] + single[terms[p][1]], sig, options.top)
+            deferred, errors = _calibrate(runner, placed, lambda p: base + single[terms[p][0]] + single[terms[p][1]],
+                                          sig)  # fmt: skip
             for p, (a, b) in zip(placed, chosen):
                 e = runner.exact.get(p)
                 err = errors[sig(p)]
@@ -396,8 +403,11 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
             return base + sum(single[(n, p[n])] for n in dom) + sum(
                 v for (a, sa, b, sb), v in pair.items() if p[a] == sa and p[b] == sb)  # fmt: skip
 
-        skipped, _ = _evaluate_in_rounds(runner, legal, estimate, sig, options.top)
+        # the deferred pairs compete with the candidates; the measured ones give their errors
+        _evaluate_in_rounds(runner, list(dict.fromkeys(legal + placed)), estimate, sig, options.top)
         exact = runner.exact
+        skipped = sum(p not in exact for p in legal)
+        skipped_pairs = sum(p not in exact for p in deferred if p not in legal)
     ranked = sorted(exact.values(), key=_key)
     surrogate = {"single_moves": float(len(single)), "pair_terms": float(len(pair)), "candidates": float(len(candidates)),
                  "candidates_skipped": float(skipped), "pairs_skipped": float(skipped_pairs)}  # fmt: skip
@@ -417,20 +427,40 @@ def signature(p: Placement, resource: dict[str, str]) -> tuple[tuple[str, tuple[
     return tuple(sorted((r, tuple(sorted(ns))) for r, ns in out.items()))
 
 
-def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate: Callable[[Placement], float],
-                        signature: Callable[[Placement], tuple], top: int,
-                        batch: int = ROUND_SIZE) -> tuple[int, dict[tuple, list[float]]]:  # fmt: skip
-    """Evaluate pairs or CP-SAT's candidates exactly in surrogate order, ``batch`` at a time; returns how many
-    were skipped and the surrogate's errors measured per signature.
+def _calibrate(runner: "_Runner", placements: list[Placement], estimate: Callable[[Placement], float],
+               signature: Callable[[Placement], tuple]) -> tuple[list[Placement], dict[tuple, list[float]]]:
+    """Evaluate the first of ``placements`` of each signature exactly (one batch); returns the others not yet
+    exact, in their order, and the surrogate's errors (``exact - estimate``) per signature, from every one of
+    ``placements`` that is exact."""
+    first: dict[tuple, Placement] = {}
+    for p in placements:
+        first.setdefault(signature(p), p)
+    runner.many(list(first.values()))
+    errors: dict[tuple, list[float]] = {}
+    deferred = []
+    for p in placements:
+        e = runner.exact.get(p)
+        if e is None:
+            deferred.append(p)
+        else:
+            errors.setdefault(signature(p), []).append(e.target.time_ns - estimate(p))
+    return deferred, errors
 
-    Each exact evaluation measures the surrogate's error (``exact - estimate``) for its
-    candidate's ``signature``. Before each batch, a candidate whose signature has a measured
-    error is re-estimated with it (the mean of them); it is skipped when that corrected
-    estimate is above the ``top``-th best exact time found so far, since it would not enter
-    the ranking's ``top``. A candidate whose signature has no measured error is evaluated,
-    as every candidate was before (bench_rank: the 16 candidates CP-SAT proposes stage the
-    same four objects and differ only in R and T of six inputs; the first ones evaluated
-    are 50 % slower than the surrogate said, and so are the others).
+
+def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate: Callable[[Placement], float],
+                        signature: Callable[[Placement], tuple], top: int, batch: int = ROUND_SIZE) -> int:
+    """Evaluate the ``candidates`` that could enter the ranking's ``top`` exactly, ``batch`` at a time, best first;
+    returns how many were skipped.
+
+    Each exact evaluation measures the surrogate's error (``exact - estimate``) on its
+    ``signature``; candidates exact already give theirs for free. Before each round, a candidate
+    of a measured signature is re-estimated with the mean of its errors, and skipped when that
+    corrected estimate is at or above the ``top``-th best exact time so far: it would not improve
+    the ``top``. The round takes the lowest estimates (corrected where measured) and at most one
+    candidate of each signature not yet measured, so that its error is known before the others
+    of the signature are weighed (bench_rank: the 16 candidates CP-SAT proposes stage the same
+    four objects and differ only in R and T of six inputs, which tie in the surrogate; the first
+    one evaluated is 50 % slower than the surrogate said, and so are the others).
     """
     errors: dict[tuple, list[float]] = {}
 
@@ -439,7 +469,7 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
 
     todo = []
     for p in candidates:
-        if p in runner.exact:  # already evaluated (a single move or a pair): its error is free
+        if p in runner.exact:
             learn(p, runner.exact[p])
         else:
             todo.append(p)
@@ -447,25 +477,38 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
     while todo:
         times = sorted(e.target.time_ns for e in runner.exact.values())
         bar = times[top - 1] if len(times) >= top else float("inf")
-        keep = []
+        ranked = []
         for p in todo:
             err = errors.get(signature(p))
             corrected = estimate(p) + sum(err) / len(err) if err else None
-            if corrected is not None and corrected > bar:
+            if corrected is not None and corrected >= bar:
                 log.debug("%s skipped: %.1f ns by the surrogate corrected by its signature's error, "
-                          "above the top-%d time %.1f ns", p, corrected, top, bar)  # fmt: skip
+                          "not under the top-%d time %.1f ns", p, corrected, top, bar)  # fmt: skip
                 skipped += 1
             else:
-                keep.append(p)
-        now, todo = keep[:batch], keep[batch:]
+                ranked.append((estimate(p) if corrected is None else corrected, p))
+        ranked.sort(key=lambda c: c[0])  # stable: ties keep the candidates' order
+        now: list[Placement] = []
+        unmeasured: set[tuple] = set()
+        for _, p in ranked:
+            if len(now) == batch:
+                break
+            sig = signature(p)
+            if sig not in errors:
+                if sig in unmeasured:
+                    continue
+                unmeasured.add(sig)
+            now.append(p)
         if not now:
             break
+        taken = set(now)
+        todo = [p for _, p in ranked if p not in taken]
         for p, e in zip(now, runner.many(now)):
             learn(p, e)
     if skipped:
         log.info("%d of %d placements skipped: their surrogate, corrected by the error measured on placements of "
-                 "the same objects per shared resource, is above the top-%d time", skipped, len(candidates), top)  # fmt: skip
-    return skipped, errors
+                 "the same objects per shared resource, is not under the top-%d time", skipped, len(candidates), top)  # fmt: skip
+    return skipped
 
 
 @dataclass(frozen=True)

@@ -265,29 +265,47 @@ def test_candidates_of_a_measured_signature_above_the_top_are_skipped(batch):
     """Worked by hand. Three placements are exact at 100, 110 and 120 ns, so with top = 2 the bar is 110
     ns. Candidates c1-c3 share signature A (surrogate 50, 51, 52 ns), c4 has B (60 ns). c1 is exact at
     150 ns: A's surrogate is 100 ns short, so c2 (151) and c3 (152) are above the bar and skipped; c4,
-    of a signature never measured, is evaluated. With a batch of 2, c2 goes with c1 before A's error is
-    known and only c3 is skipped."""
+    of a signature never measured, is evaluated. With a batch of 2 the first round takes c1 and c4, one
+    of each signature not measured (not c2, which would go in before A's error is known); c4 at 65 ns
+    lowers the bar to 100 ns, and c2 and c3 are skipped all the same."""
     est = {"c1": 50.0, "c2": 51.0, "c3": 52.0, "c4": 60.0}
     sig = {"c1": "A", "c2": "A", "c3": "A", "c4": "B"}
     runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, {"c1": 150.0, "c2": 151.0, "c3": 152.0, "c4": 65.0})
-    skipped = search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=batch)[0]
-    if batch == 1:
-        assert skipped == 2 and runner.batches == [["c1"], ["c4"]]
-    else:
-        assert skipped == 1 and runner.batches == [["c1", "c2"], ["c4"]]
-    # an error that keeps the signature under the bar skips nothing (top 4: c1 is exact at 60 ns, A's error
-    # 10 ns; the bar falls from 120 to 110 ns as c2 comes in at 61, and c3's 62 + 10 stays under it); the bar
-    # follows the candidates (top 2: the bar is c2's 61 ns once c1 and c2 are in, and c3's 72 is above it);
-    # and a top no evaluation fills yet skips nothing
+    skipped = search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=batch)
+    assert skipped == 2
+    assert runner.batches == ([["c1"], ["c4"]] if batch == 1 else [["c1", "c4"]])
+
+
+def test_rounds_take_the_lowest_corrected_estimates_first():
+    """Worked by hand, truth c1-c4 at 60, 61, 62, 65 ns (A's error is 10 ns). Top 4: after c1 the bar is
+    120 ns; c4 (60, not measured) comes before c2 (61 corrected) and c3 (62); c3's 72 stays under the bar
+    of 100 ns, nothing is skipped. Top 2: the bar falls to 61 ns once c1 and c2 are in, and c3's 72 is
+    above it. A top that no evaluation fills yet skips nothing."""
+    est = {"c1": 50.0, "c2": 51.0, "c3": 52.0, "c4": 60.0}
+    sig = {"c1": "A", "c2": "A", "c3": "A", "c4": "B"}
     truth = {"c1": 60.0, "c2": 61.0, "c3": 62.0, "c4": 65.0}
     runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, truth)
-    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=4, batch=1)[0] == 0
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=4, batch=1) == 0
+    assert runner.batches == [["c1"], ["c4"], ["c2"], ["c3"]]
     runner = _FakeRunner({"x": 100.0, "y": 110.0, "z": 120.0}, truth)
-    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=1)[0] == 1
-    assert runner.batches == [["c1"], ["c2"], ["c4"]]
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=2, batch=1) == 1
+    assert runner.batches == [["c1"], ["c4"], ["c2"]]
     runner = _FakeRunner({"x": 100.0}, {"c1": 150.0, "c2": 151.0, "c3": 152.0, "c4": 65.0})
-    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=9, batch=1)[0] == 0
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3", "c4"], est.get, sig.get, top=9, batch=1) == 0
     assert len(runner.batches) == 4
+
+
+def test_a_candidate_that_would_only_tie_the_top_is_skipped():
+    """c1 and c2 tie in the surrogate (50 ns, one signature); c1 is exact at 110 ns, which is the bar of top 2
+    (100, 110, 110): c2's corrected 110 ns would only tie it, and it is skipped. With y at 111 ns and top 3,
+    the bar is 111 ns and c2 is evaluated."""
+    est, sig = {"c1": 50.0, "c2": 50.0}, {"c1": "A", "c2": "A"}
+    runner = _FakeRunner({"x": 100.0, "y": 110.0}, {"c1": 110.0, "c2": 109.0})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=2, batch=1) == 1
+    assert runner.batches == [["c1"]]
+    runner = _FakeRunner({"x": 100.0, "y": 111.0}, {"c1": 110.0, "c2": 109.0})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=3, batch=1) == 0
+    assert runner.batches == [["c1"], ["c2"]]
 
 
 def test_candidates_already_exact_give_their_error_for_free():
@@ -295,8 +313,21 @@ def test_candidates_already_exact_give_their_error_for_free():
     counts: here it is 100 ns, which puts c2 (51 + 100) above the bar of 110 ns."""
     runner = _FakeRunner({"x": 100.0, "y": 110.0, "c1": 150.0}, {"c2": 151.0})
     est, sig = {"c1": 50.0, "c2": 51.0}, {"c1": "A", "c2": "A"}
-    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=2, batch=1)[0] == 1
+    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=2, batch=1) == 1
     assert runner.batches == []
+
+
+def test_pairs_are_calibrated_once_per_signature():
+    """The first pair of each signature is evaluated, in one batch; the others are left for later, in their
+    order, and every exact one gives its error: p4 was exact before (error 130 - 100 = 30), p1 is measured at
+    error 120 - 100 = 20, p3 at 95 - 90 = 5."""
+    est = {"p1": 100.0, "p2": 101.0, "p3": 90.0, "p4": 100.0, "p5": 91.0}
+    sig = {"p1": "A", "p2": "A", "p3": "B", "p4": "A", "p5": "B"}
+    runner = _FakeRunner({"p4": 130.0}, {"p1": 120.0, "p3": 95.0})
+    deferred, errors = search._calibrate(runner, ["p1", "p2", "p3", "p4", "p5"], est.get, sig.get)
+    assert runner.batches == [["p1", "p3"]]
+    assert deferred == ["p2", "p5"]
+    assert errors == {"A": [20.0, 30.0], "B": [5.0]}
 
 
 def test_signature_groups_objects_by_shared_resource():

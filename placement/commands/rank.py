@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
     p.add_argument("--exhaustive", action="store_true", help="evaluate every legal placement (small kernels)")
     p.add_argument("--report", metavar="OUT.html", help="also write a self-contained HTML report")
     p.add_argument("--pair-budget", type=int, default=None, metavar="N",
-                   help="exact evaluations for pairwise surrogate terms (default: 2 per object)")  # fmt: skip
+                   help="pairs given a pairwise surrogate term (default: 2 per object)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument("--hints", action="store_true", help="print the CUDA changes of the best placement, object by object")
