@@ -18,7 +18,7 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    differences are those of their single moves; the others wait for step 4, where
    they compete with the candidates (bench_rank: the 18 pairs of a lookup table and
    an image, staged, evaluated at 4.18-4.20 ms while the best placements are under
-   3 ms, had been a quarter of its evaluations);
+   3 ms, had been a fifth of its evaluations);
 3. lets CP-SAT minimise the surrogate under the capacity rules (constant bank,
    shared memory per block, a staged object counted at its smallest tile) and
    return the best K distinct placements, one solve after another with each found
@@ -480,13 +480,14 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         ranked = []
         for p in todo:
             err = errors.get(signature(p))
-            corrected = estimate(p) + sum(err) / len(err) if err else None
+            surrogate = estimate(p)
+            corrected = surrogate + sum(err) / len(err) if err else None
             if corrected is not None and corrected >= bar:
                 log.debug("%s skipped: %.1f ns by the surrogate corrected by its signature's error, "
                           "not under the top-%d time %.1f ns", p, corrected, top, bar)  # fmt: skip
                 skipped += 1
             else:
-                ranked.append((estimate(p) if corrected is None else corrected, p))
+                ranked.append((surrogate if corrected is None else corrected, p))
         ranked.sort(key=lambda c: c[0])  # stable: ties keep the candidates' order
         now: list[Placement] = []
         unmeasured: set[tuple] = set()
