@@ -278,9 +278,9 @@ def test_candidates_of_a_measured_signature_above_the_top_are_skipped(batch):
 
 def test_rounds_take_the_lowest_corrected_estimates_first():
     """Worked by hand, truth c1-c4 at 60, 61, 62, 65 ns (A's error is 10 ns). Top 4: after c1 the bar is
-    120 ns; c4 (60, not measured) comes before c2 (61 corrected) and c3 (62); c3's 72 stays under the bar
-    of 100 ns, nothing is skipped. Top 2: the bar falls to 61 ns once c1 and c2 are in, and c3's 72 is
-    above it. A top that no evaluation fills yet skips nothing."""
+    120 ns; c4 (60, not measured) comes before c2 (61 corrected) and c3 (62 corrected); c3's 62 stays
+    under the bar, by then 100 ns, and nothing is skipped. Top 2: the bar falls to 61 ns once c1 and c2 are
+    in, and c3's 62 is above it. A top that no evaluation fills yet skips nothing."""
     est = {"c1": 50.0, "c2": 51.0, "c3": 52.0, "c4": 60.0}
     sig = {"c1": "A", "c2": "A", "c3": "A", "c4": "B"}
     truth = {"c1": 60.0, "c2": 61.0, "c3": 62.0, "c4": 65.0}
