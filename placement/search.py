@@ -108,6 +108,8 @@ class SearchOptions:
             raise InputError(f"--top must be >= 1, got {self.top}")
         if self.workers < 1:
             raise InputError(f"--workers must be >= 1, got {self.workers}")
+        if self.pair_budget is not None and self.pair_budget < 0:
+            raise InputError(f"--pair-budget must be >= 0, got {self.pair_budget}")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from placement.hms import Evaluator
 from placement.placements import Placement, check, sample_placement
 from placement.search import SearchOptions, count_legal, domains, solve
 from placement.staging import StagingFacts
+from traces.errors import InputError
 from traces.generators import generate, names
 
 K80 = get_gpu("k80")
@@ -328,6 +329,15 @@ def test_pairs_are_calibrated_once_per_signature():
     assert runner.batches == [["p1", "p3"]]
     assert deferred == ["p2", "p5"]
     assert errors == {"A": [20.0, 30.0], "B": [5.0]}
+
+
+@pytest.mark.parametrize("field, value, words", [("top", 0, "--top must be >= 1, got 0"),
+                                                ("workers", 0, "--workers must be >= 1, got 0"),
+                                                ("pair_budget", -1, "--pair-budget must be >= 0, got -1")])
+def test_search_options_out_of_range_are_refused(field, value, words):
+    with pytest.raises(InputError, match=words):
+        search.SearchOptions(**{field: value})
+    search.SearchOptions(**{field: 0 if field == "pair_budget" else 1})  # the smallest allowed
 
 
 def test_signature_groups_objects_by_shared_resource():
