@@ -154,8 +154,7 @@ class DramResult:
         return int(self.bank_number.shape[0])
 
     def counts(self) -> dict[str, int]:
-        c = np.bincount(self.outcome, minlength=3)
-        return {name: int(c[k]) for k, name in enumerate(OUTCOMES)}
+        return {name: int(np.count_nonzero(self.outcome == k)) for k, name in enumerate(OUTCOMES)}
 
 
 def row_buffer(addresses: np.ndarray, arrival: np.ndarray, config: DramConfig) -> DramResult:
@@ -207,7 +206,7 @@ class RowBufferStream:
         keys, ids, numbers, open_row, nb_ = self._state
         self._state = K.serve_chunk(a, np.arange(n, dtype=np.int64), am.masks, am.dramid, am.channels, am.bank_bits,
                                     self._times, keys, ids, numbers, open_row, nb_, bank, row, outcome, service)  # fmt: skip
-        self.counts += np.bincount(outcome, minlength=len(OUTCOMES))
+        self.counts += [np.count_nonzero(outcome == k) for k in range(len(OUTCOMES))]
         return self._state[2][bank], outcome, service
 
     @property
