@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from traces._numba import FIB_HASH_MUL
 
 ROW_HIT, ROW_MISS, ROW_CONFLICT = 0, 1, 2
 # masks layout
@@ -118,7 +119,7 @@ def row_buffer(bank, row, n_banks, outcome):
 
 @nb.njit(cache=True, nogil=True)
 def _hash(key, mask):
-    return np.int64(((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & np.uint64(mask))
+    return np.int64(((key * FIB_HASH_MUL) >> np.uint64(32)) & np.uint64(mask))
 
 
 @nb.njit(cache=True, nogil=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ._numba import FIB_HASH_MUL
+
 # Problem codes returned by `check_rows` (0 = fine).
 OK = 0
 BAD_WIDTH = 1
@@ -63,8 +65,6 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
     return OK, -1, 0
 
 
-# Multiplier of the warp table's Fibonacci hashing (2^64 / golden ratio, odd).
-_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -83,7 +83,7 @@ def warp_slots(table, cta, warp, n_ctas, warps_per_block, shift, slots):
             slots[i] = 0
             continue
         key = np.int64(c) * warps_per_block + w
-        h = np.int64((np.uint64(key) * _HASH_MUL) >> np.uint64(shift))
+        h = np.int64((np.uint64(key) * FIB_HASH_MUL) >> np.uint64(shift))
         while True:
             k = table[h]
             if k == key:
@@ -105,7 +105,7 @@ def rehash(table, values, new_table, new_values, shift):
         key = table[j]
         if key == -1:
             continue
-        h = np.int64((np.uint64(key) * _HASH_MUL) >> np.uint64(shift))
+        h = np.int64((np.uint64(key) * FIB_HASH_MUL) >> np.uint64(shift))
         while new_table[h] != -1:
             h = (h + 1) & mask
         new_table[h] = key

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+FIB_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+"""Multiplier of Fibonacci hashing (2^64 / golden ratio, odd), for the kernels' open-addressing tables (the
+warp table of ``traces._kernels``, the DRAM banks' ids of ``cachesim._dram_kernels``)."""
 
 LEAF = {"cache": True, "nogil": True, "_nrt": False}
 """For a helper a kernel calls per row or per request that allocates nothing and returns no array.
