@@ -64,6 +64,9 @@ WARM_ROWS = 4096
 ROUND_SIZE = 4
 """Pairs and CP-SAT's candidates are evaluated this many at a time, the surrogate's errors learnt between rounds
 (``_evaluate_in_rounds``): a fixed number, so that which are skipped does not depend on the workers."""
+TIE_RTOL = 1e-12
+"""A corrected estimate within this fraction of the bar ties with it: the mean of a signature's errors rounds, and
+bench_rank's tied candidates came out 5e-10 ns under their own exact time."""
 COUNT_LIMIT = 20_000
 """Legal placements are counted one by one when the candidate space is at most this large."""
 
@@ -457,12 +460,15 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
     Each exact evaluation measures the surrogate's error (``exact - estimate``) on its
     ``signature``; candidates exact already give theirs for free. Before each round, a candidate
     of a measured signature is re-estimated with the mean of its errors, and skipped when that
-    corrected estimate is at or above the ``top``-th best exact time so far: it would not improve
-    the ``top``. The round takes the lowest estimates (corrected where measured) and at most one
+    corrected estimate is at or above the ``top``-th best exact time so far (within ``TIE_RTOL``):
+    it would not improve the ``top``. The round takes the lowest estimates (corrected where measured) and at most one
     candidate of each signature not yet measured, so that its error is known before the others
     of the signature are weighed (bench_rank: the 16 candidates CP-SAT proposes stage the same
     four objects and differ only in R and T of six inputs, which tie in the surrogate; the first
-    one evaluated is 50 % slower than the surrogate said, and so are the others).
+    one evaluated is 50 % slower than the surrogate said, and so are the others). A candidate
+    that the round's measured placements, at their corrected estimates, would push out of the
+    ``top`` waits for the next round, where it is weighed against their exact times: it is
+    skipped only by exact times, never by estimates.
     """
     errors: dict[tuple, list[float]] = {}
 
@@ -484,7 +490,7 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
             err = errors.get(signature(p))
             surrogate = estimate(p)
             corrected = surrogate + sum(err) / len(err) if err else None
-            if corrected is not None and corrected >= bar:
+            if corrected is not None and corrected >= bar * (1.0 - TIE_RTOL):
                 log.debug("%s skipped: %.1f ns by the surrogate corrected by its signature's error, "
                           "not under the top-%d time %.1f ns", p, corrected, top, bar)  # fmt: skip
                 skipped += 1
@@ -493,7 +499,8 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         ranked.sort(key=lambda c: c[0])  # stable: ties keep the candidates' order
         now: list[Placement] = []
         unmeasured: set[tuple] = set()
-        for _, p in ranked:
+        expected = times  # the exact times and, at their corrected estimates, the round's measured placements
+        for value, p in ranked:
             if len(now) == batch:
                 break
             sig = signature(p)
@@ -501,6 +508,10 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
                 if sig in unmeasured:
                     continue
                 unmeasured.add(sig)
+            elif len(expected) >= top and value >= expected[top - 1] * (1.0 - TIE_RTOL):
+                continue  # the round's placements would push it out of the top: it waits for their exact times
+            else:
+                expected = sorted(expected + [value])
             now.append(p)
         if not now:
             break

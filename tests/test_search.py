@@ -307,6 +307,26 @@ def test_a_candidate_that_would_only_tie_the_top_is_skipped():
     runner = _FakeRunner({"x": 100.0, "y": 111.0}, {"c1": 110.0, "c2": 109.0})
     assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=3, batch=1) == 0
     assert runner.batches == [["c1"], ["c2"]]
+    # a tie the mean error rounds below the bar is still a tie: 3.3 + (0.3 - 3.3) is 0.2999999999999998
+    est = {"c1": 3.3, "c2": 3.3}
+    assert est["c2"] + (0.3 - est["c1"]) < 0.3
+    runner = _FakeRunner({"x": 0.1}, {"c1": 0.3, "c2": 0.25})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2"], est.get, sig.get, top=2, batch=1) == 1
+    assert runner.batches == [["c1"]]
+
+
+def test_a_candidate_the_round_would_push_out_waits_for_exact_times():
+    """Top 2, batch 4, x exact at 100 ns; c1-c3 share signature A (surrogate 50, 51, 52 ns). c1 is exact at
+    60 ns (A's error 10 ns). In the next round c2 (61 corrected) goes in; with it at 61 ns the top would be
+    60 and 61, so c3 (62) waits, and is then skipped against c2's exact 61 ns. Where c2 turns out at 70 ns,
+    A's mean error is 14.5 ns, c3's 66.5 ns is under the exact bar of 70 ns, and c3 is evaluated."""
+    est, sig = {"c1": 50.0, "c2": 51.0, "c3": 52.0}, {"c1": "A", "c2": "A", "c3": "A"}
+    runner = _FakeRunner({"x": 100.0}, {"c1": 60.0, "c2": 61.0, "c3": 62.0})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3"], est.get, sig.get, top=2, batch=4) == 1
+    assert runner.batches == [["c1"], ["c2"]]
+    runner = _FakeRunner({"x": 100.0}, {"c1": 60.0, "c2": 70.0, "c3": 62.0})
+    assert search._evaluate_in_rounds(runner, ["c1", "c2", "c3"], est.get, sig.get, top=2, batch=4) == 0
+    assert runner.batches == [["c1"], ["c2"], ["c3"]]
 
 
 def test_candidates_already_exact_give_their_error_for_free():
