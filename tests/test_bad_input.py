@@ -6,7 +6,6 @@ naming the file and the key, row or line, nothing on stdout, no output file.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

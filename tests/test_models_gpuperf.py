@@ -1,7 +1,6 @@
 """Sim et al.'s GPUPerf on the Tesla C2050 of Table 3: each branch worked by hand."""
 
 import json
-from pathlib import Path
 
 import pytest
 

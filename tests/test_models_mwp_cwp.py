@@ -4,8 +4,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from placement.cli import main
 from placement.models import KernelParams, hong_kim_example, load_kernel_file
 from placement.models import mwp_cwp

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from placement.cli import main
 from placement.models.ncu import is_ncu_csv, read_ncu
 from traces.errors import InputError
 
