@@ -460,15 +460,15 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
     Each exact evaluation measures the surrogate's error (``exact - estimate``) on its
     ``signature``; candidates exact already give theirs for free. Before each round, a candidate
     of a measured signature is re-estimated with the mean of its errors, and skipped when that
-    corrected estimate is at or above the ``top``-th best exact time so far (within ``TIE_RTOL``):
-    it would not improve the ``top``. The round takes the lowest estimates (corrected where measured) and at most one
-    candidate of each signature not yet measured, so that its error is known before the others
-    of the signature are weighed (bench_rank: the 16 candidates CP-SAT proposes stage the same
-    four objects and differ only in R and T of six inputs, which tie in the surrogate; the first
-    one evaluated is 50 % slower than the surrogate said, and so are the others). A candidate
-    that the round's measured placements, at their corrected estimates, would push out of the
-    ``top`` waits for the next round, where it is weighed against their exact times: it is
-    skipped only by exact times, never by estimates.
+    corrected estimate is at or above the ``top``-th best exact time so far (within
+    ``TIE_RTOL``): it would not improve the ``top``. The round takes the lowest estimates
+    (corrected where measured) and at most one candidate of each signature not yet measured, so
+    that its error is known before the others of the signature are weighed (bench_rank: the 16
+    candidates CP-SAT proposes stage the same four objects and differ only in R and T of six
+    inputs, which tie in the surrogate; the first one evaluated is 50 % slower than the
+    surrogate said, and so are the others). A candidate that the round's measured placements, at
+    their corrected estimates, would push out of the ``top`` waits for the next round, where it
+    is weighed against their exact times: it is skipped only by exact times, never by estimates.
     """
     errors: dict[tuple, list[float]] = {}
 
