@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+
 from traces._numba import FIB_HASH_MUL
 
 ROW_HIT, ROW_MISS, ROW_CONFLICT = 0, 1, 2
