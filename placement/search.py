@@ -448,8 +448,14 @@ def _calibrate(runner: "_Runner", placements: list[Placement], estimate: Callabl
         if e is None:
             deferred.append(p)
         else:
-            errors.setdefault(signature(p), []).append(e.target.time_ns - estimate(p))
+            _learn(errors, signature, estimate, p, e)
     return deferred, errors
+
+
+def _learn(errors: dict[tuple, list[float]], signature: Callable[[Placement], tuple],
+           estimate: Callable[[Placement], float], p: Placement, e: Evaluation) -> None:  # fmt: skip
+    """Add the surrogate's error on ``p`` (``exact - estimate``) to its signature's in ``errors``."""
+    errors.setdefault(signature(p), []).append(e.target.time_ns - estimate(p))
 
 
 def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate: Callable[[Placement], float],
@@ -471,14 +477,10 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
     is weighed against their exact times: it is skipped only by exact times, never by estimates.
     """
     errors: dict[tuple, list[float]] = {}
-
-    def learn(p: Placement, e: Evaluation) -> None:
-        errors.setdefault(signature(p), []).append(e.target.time_ns - estimate(p))
-
     todo = []
     for p in candidates:
         if p in runner.exact:
-            learn(p, runner.exact[p])
+            _learn(errors, signature, estimate, p, runner.exact[p])
         else:
             todo.append(p)
     skipped = 0
@@ -518,7 +520,7 @@ def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate
         taken = set(now)
         todo = [p for _, p in ranked if p not in taken]
         for p, e in zip(now, runner.many(now)):
-            learn(p, e)
+            _learn(errors, signature, estimate, p, e)
     if skipped:
         log.info("%d of %d placements skipped: their surrogate, corrected by the error measured on placements of "
                  "the same objects per shared resource, is not under the top-%d time", skipped, len(candidates), top)  # fmt: skip

@@ -65,8 +65,6 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
     return OK, -1, 0
 
 
-
-
 @nb.njit(cache=True, nogil=True)
 def warp_slots(table, cta, warp, n_ctas, warps_per_block, shift, slots):
     """Each row's slot in an open-addressing table of the warps seen (key cta * warps_per_block + warp,
