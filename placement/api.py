@@ -87,7 +87,7 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
         return Evaluator(t, gpu, opts)
     path = _path(trace_or_path)
     info = traces.read_info(path)
-    rows = traces.io.pq.ParquetFile(path).metadata.num_rows
+    rows = traces.num_rows(path)
     need = rows * WHOLE_BYTES_PER_ROW
     if stream == "auto":
         if need <= WHOLE_TRACE_BUDGET:

@@ -890,7 +890,7 @@ class StreamEvaluator:
         self.path, self.gpu, self.options = path, gpu, options
         self.rows = rows if rows is not None else STREAM_ROWS
         self.info = traces.read_info(path)
-        self.n_rows = traces.io.pq.ParquetFile(str(path)).metadata.num_rows
+        self.n_rows = traces.num_rows(path)
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
         ins = self.info.instructions

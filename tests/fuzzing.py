@@ -6,9 +6,10 @@ few small valid inputs (its seeds) in a folder and reads one input the way the
 command does; a *mutation* turns a seed into bad input: byte flips, truncation,
 deleted, duplicated or swapped lines, swapped fields, huge, negative, NaN and
 infinite numbers, values of the wrong type, binary junk, or a path that is a
-folder, a file that cannot be read, a dangling link or an empty file. Parquet
-seeds are also rewritten with mutated metadata JSON or mutated column values, so
-that the trace checks are reached and not only the Parquet decoder.
+folder, a file that cannot be read, a dangling link or an empty file. Trace
+seeds (Parquet, and Arrow IPC files) are also rewritten with mutated metadata JSON
+or mutated column values, so that the trace checks are reached and not only the
+decoder.
 
 The property every reader must keep: a result, or an :class:`InputError` whose
 message is one line; nothing else (:func:`outcome`). A result must also be usable
@@ -54,7 +55,7 @@ class Seed:
 
     path: Path
     member: Path
-    kind: str = "text"  # "text" or "parquet"
+    kind: str = "text"  # "text", "parquet" or "ipc" (a trace in an Arrow IPC file)
 
 
 def _write(path: Path, data: str | bytes) -> Path:
@@ -79,6 +80,11 @@ def _tiny_trace(path: Path, *, shape: bool = False) -> Path:
 def seeds_trace(d: Path) -> list[Seed]:
     return [Seed(_tiny_trace(d / "t0.parquet"), d / "t0.parquet", "parquet"),
             Seed(_tiny_trace(d / "t1.parquet", shape=True), d / "t1.parquet", "parquet")]  # fmt: skip
+
+
+def seeds_trace_ipc(d: Path) -> list[Seed]:
+    return [Seed(_tiny_trace(d / "t0.arrow"), d / "t0.arrow", "ipc"),
+            Seed(_tiny_trace(d / "t1.arrow", shape=True), d / "t1.arrow", "ipc")]  # fmt: skip
 
 
 def accelsim_header(version: int = 5, grid=(2, 1, 1), block=(64, 1, 1), name: str = "_Z4testPfS_") -> str:
@@ -432,9 +438,10 @@ def mutate_path(rng: random.Random, target: Path) -> str:
     return kind
 
 
-def _mutate_parquet(rng: random.Random, seed_member: Path, out: Path) -> str:
-    """Rewrite a trace with mutated metadata JSON or mutated column values (no validation on write)."""
-    table = pq.read_table(seed_member)
+def _mutate_table(rng: random.Random, seed_member: Path, out: Path, ipc: bool) -> str:
+    """Rewrite a trace with mutated metadata JSON or mutated column values (no validation on write),
+    in the seed's container."""
+    table = pa.ipc.open_file(seed_member).read_all() if ipc else pq.read_table(seed_member)
     meta = dict(table.schema.metadata or {})
     how = rng.randrange(3)
     if how == 0:
@@ -460,7 +467,12 @@ def _mutate_parquet(rng: random.Random, seed_member: Path, out: Path) -> str:
         keep = rng.randrange(table.num_rows + 1)
         table = table.slice(0, keep) if rng.random() < 0.5 else table.drop_columns([rng.choice(table.column_names)])
         what = "rows or a column dropped"
-    pq.write_table(table, out, row_group_size=rng.choice((3, 5, 1000)))
+    rows = rng.choice((3, 5, 1000))
+    if ipc:
+        with pa.ipc.new_file(out, table.schema) as w:
+            w.write_table(table, max_chunksize=rows)
+    else:
+        pq.write_table(table, out, row_group_size=rows)
     return what
 
 
@@ -474,8 +486,8 @@ def mutate(rng: random.Random, seed: Seed, work: Path) -> tuple[Path, str]:
     r = rng.random()
     if r < 0.06:
         return path, "path: " + mutate_path(rng, member)
-    if seed.kind == "parquet" and r < 0.6:
-        return path, "parquet: " + _mutate_parquet(rng, seed.member, member)
+    if seed.kind in ("parquet", "ipc") and r < 0.6:
+        return path, f"{seed.kind}: " + _mutate_table(rng, seed.member, member, seed.kind == "ipc")
     member.write_bytes(mutate_bytes(rng, member.read_bytes()))
     return path, "bytes"
 
@@ -634,6 +646,8 @@ class Target:
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("read", seeds_trace, run_read),
     Target("iter_batches", seeds_trace, run_iter_batches, 3),
+    Target("read_ipc", seeds_trace_ipc, run_read),
+    Target("iter_batches_ipc", seeds_trace_ipc, run_iter_batches, 3),
     Target("accelsim", seeds_accelsim, run_accelsim, 4),
     # launches: new.log 0, old.log 0 and 1, bare.log 3 (variants: None, None, 0, 1)
     Target("nvbit", seeds_nvbit, run_nvbit, 4,

@@ -1,6 +1,6 @@
 """traces: the data layer of gpu-placement.
 
-The trace schema and its Parquet I/O (this package's ``io``), importers of real
+The trace schema and its file I/O (this package's ``io``: Parquet, or Arrow IPC for fast reads), importers of real
 traces, generators of the benchmark kernels' traces, and the rewriting of a trace
 to a target placement. Lower layers (``cachesim``, ``placement``) read traces
 through the functions exported here.
@@ -15,8 +15,8 @@ import types
 # does not import numba or pyarrow.
 _HOME = {
     **dict.fromkeys(("InputError", "TraceError"), "errors"),
-    **dict.fromkeys(("Trace", "atomic_write_table", "iter_batches", "read", "read_info", "to_table", "validate",
-                     "write"), "io"),
+    **dict.fromkeys(("Trace", "atomic_write_table", "iter_batches", "num_rows", "read", "read_info", "to_table",
+                     "validate", "write"), "io"),
     **dict.fromkeys(("Rewritten", "addr_inst_delta", "rewrite", "target_layout"), "rewrite"),
     **dict.fromkeys(("COLUMNS", "INSTRUCTION_CLASSES", "OP_NAMES", "SHORT_OF_SPACE", "SPACE_CODES", "SPACE_NAMES",
                      "SPACE_SHORT", "WARP_SIZE", "Instructions", "KernelInfo", "Measured", "ObjectInfo"), "schema"),
@@ -67,6 +67,7 @@ __all__ = [
     "addr_inst_delta",
     "atomic_write_table",
     "iter_batches",
+    "num_rows",
     "read",
     "read_info",
     "rewrite",

@@ -1,9 +1,13 @@
-"""Parquet I/O of traces, with validation against the trace contract.
+"""Trace file I/O (Parquet, or Arrow IPC for fast reads), with validation against the trace contract.
 
 ``read`` returns the whole trace as numpy columns (``addr`` (n, 32) uint64: a view of
 Arrow's buffer for a file of one row group, else decoded batch by batch into them);
 ``iter_batches`` streams row groups for traces larger than memory; ``write`` checks
 the columns against the same rules and writes atomically (temporary file, then rename).
+
+The container is Parquet (DESIGN.md's contract), or an Arrow IPC file with the same schema
+and metadata (``traces.ipcfile``): read by its first bytes, written by the path's suffix
+(``.arrow``, ``.feather``, ``.ipc``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import pyarrow.parquet as pq
 from . import _kernels as K
 from .atomic import atomic_path
 from .errors import TraceError
+from .ipcfile import IpcTraceFile, is_ipc_file, wants_ipc
+from .ipcfile import write_table as write_ipc
 from .launch import coverage_problem
 from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
 
@@ -202,19 +208,30 @@ def _check_schema(path: str, schema: pa.Schema) -> None:
 STREAM_BUFFER_BYTES = 1 << 22
 
 
-def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile, KernelInfo]:
+def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile | IpcTraceFile, KernelInfo]:
     p = str(path)
     if not os.path.exists(p):
         raise TraceError(p, "no such file")
+    kind = "trace"
     try:
-        pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
+        if is_ipc_file(p):
+            kind = "Arrow IPC"
+            pf = IpcTraceFile(p)
+        else:
+            kind = "Parquet"
+            pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
-        raise TraceError(p, f"not a readable Parquet file (truncated or not Parquet): {exc}") from None
+        raise TraceError(p, f"not a readable {kind} file (truncated or not {kind}): {exc}") from None
     _check_schema(p, schema)
     info = _metadata(p, schema)
     _check_coverage(p, info, pf.metadata.num_rows)
     return p, pf, info
+
+
+def num_rows(path) -> int:
+    """The number of rows of a trace file, from its footer."""
+    return _open(path)[1].metadata.num_rows
 
 
 def _view(col: pa.Array) -> np.ndarray:
@@ -250,7 +267,7 @@ def read_info(path) -> KernelInfo:
     return _open(path)[2]
 
 
-def _batches(p: str, pf: pq.ParquetFile, rows: int) -> Iterator[pa.RecordBatch]:
+def _batches(p: str, pf: pq.ParquetFile | IpcTraceFile, rows: int) -> Iterator[pa.RecordBatch]:
     """The file's record batches of at most ``rows`` rows, decoding errors as TraceError."""
     start = 0
     it = pf.iter_batches(batch_size=rows, columns=list(COLUMNS), use_threads=True)
@@ -260,7 +277,7 @@ def _batches(p: str, pf: pq.ParquetFile, rows: int) -> Iterator[pa.RecordBatch]:
         except StopIteration:
             return
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise TraceError(p, f"cannot decode the Parquet data after row {start} (truncated or corrupt): {exc}") from None
+            raise TraceError(p, f"cannot decode the data after row {start} (truncated or corrupt): {exc}") from None
         start += batch.num_rows
         yield batch
 
@@ -278,7 +295,7 @@ def read(path, *, validate: bool = True) -> Trace:
         try:
             table = pf.read(columns=list(COLUMNS), use_threads=True)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise TraceError(p, f"cannot decode the Parquet data (truncated or corrupt): {exc}") from None
+            raise TraceError(p, f"cannot decode the data (truncated or corrupt): {exc}") from None
         trace = _numpy_columns(p, table, 0, info)
         if validate:
             _Checker(p, info, len(trace)).check(trace)
@@ -389,8 +406,12 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
 
 
 def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
-    """Write a Parquet file atomically (see ``traces.atomic``)."""
+    """Write a trace table atomically (see ``traces.atomic``): an Arrow IPC file if the
+    path ends in one of ``traces.ipcfile.SUFFIXES``, else Parquet (zstd-1)."""
     with atomic_path(path) as tmp:
+        if wants_ipc(path):
+            write_ipc(table, tmp, row_group_rows)
+            return
         pq.write_table(
             table,
             tmp,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-import pyarrow.parquet as pq
-
 import traces
 from traces.errors import InputError
 
@@ -105,7 +103,7 @@ def plan(suite: Suite) -> Plan:
         if src.path is not None:
             try:
                 info = traces.read_info(src.path)
-                trace_rows[key] = pq.ParquetFile(src.path).metadata.num_rows
+                trace_rows[key] = traces.num_rows(src.path)
             except InputError as exc:
                 raise SuiteError(f"{where}: {exc}") from None
         else:
