@@ -27,6 +27,7 @@ COMMANDS = (
     "bench",
     "model",
     "import_",
+    "convert",
     "evaluate",
     "rank",
     "train",

@@ -186,3 +186,29 @@ def test_cli_info_and_bad_ipc_file(both, tmp_path, run_cli):
     code, out, err = run_cli("rank", bad, "--gpu", "k80")
     assert code == 2 and out == ""
     assert err.strip().count("\n") == 0 and "cut.arrow" in err and "not a readable Arrow IPC file" in err
+
+
+def test_convert_round_trips_both_ways(both, tmp_path, run_cli):
+    pq_path, _, cols, info = both
+    code, out, err = run_cli("convert", pq_path, "-o", tmp_path / "c.arrow", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["rows"], doc["container"], doc["kernel"]) == (18, "arrow-ipc", "vecadd")
+    assert (tmp_path / "c.arrow").read_bytes()[:6] == MAGIC
+    n, got_info = traces.convert(tmp_path / "c.arrow", tmp_path / "back.parquet")
+    assert n == 18 and got_info == info
+    assert (tmp_path / "back.parquet").read_bytes()[:4] == b"PAR1"
+    back = traces.read(tmp_path / "back.parquet")
+    for name, col in cols.items():
+        np.testing.assert_array_equal(getattr(back, name), col, err_msg=name)
+    assert back.info == info
+
+
+def test_convert_of_a_bad_trace_writes_nothing(tmp_path, run_cli):
+    cols, info = vecadd(ctas=2, warps_per_block=2)
+    cols["obj"][7] = 9  # no object 9
+    traces.write(tmp_path / "bad.parquet", cols, info, validate=False)
+    code, out, err = run_cli("convert", tmp_path / "bad.parquet", "-o", tmp_path / "out.arrow")
+    assert code == 2 and out == ""
+    assert "bad.parquet row 7: obj" in err and err.strip().count("\n") == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]  # no output, no temporary

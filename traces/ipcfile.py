@@ -91,7 +91,9 @@ class IpcTraceFile:
             lo -= lo % _PAGE
             self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
-    def iter_batches(self, batch_size: int, columns: Sequence[str] | None = None, use_threads: bool = True) -> Iterator[pa.RecordBatch]:
+    def iter_batches(
+        self, batch_size: int, columns: Sequence[str] | None = None, use_threads: bool = True
+    ) -> Iterator[pa.RecordBatch]:
         """The file's rows in batches of at most ``batch_size`` rows (slices of its record
         batches: a file written in smaller batches yields them as they are)."""
         for i in range(self.metadata.num_row_groups):

@@ -19,7 +19,7 @@ HELP = "predict the kernel time of one placement"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("trace", help="trace file (.parquet) of the sample placement")
+    p.add_argument("trace", help="trace file (Parquet or Arrow IPC) of the sample placement")
     p.add_argument("--gpu", required=True, help="GPU configuration: a name from `placement gpus` or a .toml file")
     p.add_argument("--place", action="append", default=[], metavar="OBJ=SPACE[,...]",
                    help="target spaces (G T 2T C S); objects not named stay where the sample has them")  # fmt: skip

@@ -11,7 +11,7 @@ HELP = "summarise a trace file"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("trace", help="trace file (.parquet)")
+    p.add_argument("trace", help="trace file (Parquet or Arrow IPC)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 

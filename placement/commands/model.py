@@ -49,7 +49,7 @@ def add_arguments(p) -> None:
         src.add_argument("--kernel", metavar="PARAMS.toml", help="kernel parameter file ([kernel], optional [machine])")
         src.add_argument("--counters", metavar="COUNTERS.csv",
                          help="nvprof counters in the gpuperfpredict format, or an Nsight Compute export (ncu --csv --page raw)")
-        src.add_argument("--trace", metavar="T.parquet", help="a memory trace")
+        src.add_argument("--trace", metavar="T.parquet", help="a memory trace (Parquet or Arrow IPC)")
         s.add_argument("--json", action="store_true", help="print one JSON document")
         if name == "bsp":
             lam = s.add_mutually_exclusive_group()

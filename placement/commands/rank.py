@@ -23,7 +23,7 @@ HELP = "rank the placements of a trace's arrays by predicted time"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("trace", help="trace file (.parquet) of the sample placement")
+    p.add_argument("trace", help="trace file (Parquet or Arrow IPC) of the sample placement")
     p.add_argument("--gpu", required=True, help="GPU configuration: a name from `placement gpus` or a .toml file")
     p.add_argument("--top", type=int, default=10, metavar="K", help="placements to rank (default 10)")
     p.add_argument("--exhaustive", action="store_true", help="evaluate every legal placement (small kernels)")
