@@ -13,7 +13,8 @@ disk against Parquet's 20-50.
 pages are dropped from the process (``madvise(MADV_DONTNEED)``), so a streamed read of a
 trace larger than memory keeps the resident set to about one batch. Arrays still held by
 the caller stay valid: a dropped page of a shared file mapping is read again from the
-page cache on its next touch. Compressed IPC buffers (lz4, zstd) are read too, with the
+page cache on its next touch. (Without ``madvise``, on Windows, the pages stay until the
+map is released.) Compressed IPC buffers (lz4, zstd) are read too, with the
 decompression's cost. Files are written uncompressed, in record batches of
 ``ROW_GROUP_ROWS``.
 """
@@ -32,6 +33,8 @@ MAGIC = b"ARROW1"
 # Names that select the IPC container on write (Arrow's and Feather's usual suffixes).
 SUFFIXES = (".arrow", ".feather", ".ipc")
 _PAGE = mmap.PAGESIZE
+# Where the platform has no madvise (Windows), pages stay mapped until the file is closed.
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mmap.mmap, "madvise") else None
 
 
 def is_ipc_file(path: str) -> bool:
@@ -87,9 +90,9 @@ class IpcTraceFile:
                     if buf is not None and base <= buf.address < base + len(self._map):
                         lo = min(lo, buf.address - base)
                         hi = max(hi, buf.address - base + buf.size)
-        if lo < hi:
+        if lo < hi and _DONTNEED is not None:
             lo -= lo % _PAGE
-            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            self._map.madvise(_DONTNEED, lo, hi - lo)
 
     def iter_batches(
         self, batch_size: int, columns: Sequence[str] | None = None, use_threads: bool = True
