@@ -212,3 +212,18 @@ def test_convert_of_a_bad_trace_writes_nothing(tmp_path, run_cli):
     assert code == 2 and out == ""
     assert "bad.parquet row 7: obj" in err and err.strip().count("\n") == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]  # no output, no temporary
+
+
+def test_other_arrow_layouts_are_named(both, tmp_path):
+    """An IPC stream (no footer) and a Feather v1 file get a message that says what they are."""
+    _, ipc_path, _, _ = both
+    table = pa.ipc.open_file(ipc_path).read_all()
+    stream = tmp_path / "s.arrows"
+    with pa.ipc.new_stream(stream, table.schema) as w:
+        w.write_table(table)
+    with pytest.raises(traces.TraceError, match=r"s\.arrows: an Arrow IPC stream, not an IPC file: write traces with"):
+        traces.read(stream)
+    v1 = tmp_path / "v1.feather"
+    v1.write_bytes(b"FEA1" + bytes(60))
+    with pytest.raises(traces.TraceError, match=r"v1\.feather: a Feather version 1 file"):
+        traces.read(v1)

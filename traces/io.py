@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from . import _kernels as K
 from .atomic import atomic_path
 from .errors import TraceError
-from .ipcfile import IpcTraceFile, is_ipc_file, wants_ipc
+from .ipcfile import IpcTraceFile, sniff, wants_ipc
 from .ipcfile import write_table as write_ipc
 from .launch import coverage_problem
 from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
@@ -209,19 +209,33 @@ def _check_schema(path: str, schema: pa.Schema) -> None:
 STREAM_BUFFER_BYTES = 1 << 22
 
 
+# Arrow layouts a trace cannot be in, and what to do instead.
+UNREAD_LAYOUTS = {
+    "ipc-stream": "an Arrow IPC stream, not an IPC file: write traces with pyarrow.ipc.new_file "
+                  "(or traces.write to a .arrow name), which keeps the footer a reader seeks by",
+    "feather-v1": "a Feather version 1 file: rewrite it as Feather version 2 (an Arrow IPC file: "
+                  "pyarrow.feather.write_feather's default) or as Parquet",
+}  # fmt: skip
+
+
 def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile | IpcTraceFile, KernelInfo]:
     p = str(path)
     if not os.path.exists(p):
         raise TraceError(p, "no such file")
     kind = "trace"
     try:
-        if is_ipc_file(p):
+        layout = sniff(p)
+        if layout in UNREAD_LAYOUTS:
+            raise TraceError(p, UNREAD_LAYOUTS[layout])
+        if layout == "ipc":
             kind = "Arrow IPC"
             pf = IpcTraceFile(p)
         else:
             kind = "Parquet"
             pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
         schema = pf.schema_arrow
+    except TraceError:
+        raise
     except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
         raise TraceError(p, f"not a readable {kind} file (truncated or not {kind}): {exc}") from None
     _check_schema(p, schema)

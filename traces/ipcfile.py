@@ -37,10 +37,23 @@ _PAGE = mmap.PAGESIZE
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mmap.mmap, "madvise") else None
 
 
-def is_ipc_file(path: str) -> bool:
-    """Whether the file starts with the Arrow IPC file magic."""
+# The first bytes of Arrow data in other layouts: the IPC stream format (a continuation
+# marker) and Feather version 1.
+STREAM_MARKER = b"\xff\xff\xff\xff"
+FEATHER_V1 = b"FEA1"
+
+
+def sniff(path: str) -> str:
+    """'ipc' (an Arrow IPC file), 'ipc-stream', 'feather-v1' or 'other', by the first bytes."""
     with open(path, "rb") as fh:
-        return fh.read(len(MAGIC)) == MAGIC
+        head = fh.read(len(MAGIC))
+    if head == MAGIC:
+        return "ipc"
+    if head.startswith(STREAM_MARKER):
+        return "ipc-stream"
+    if head.startswith(FEATHER_V1):
+        return "feather-v1"
+    return "other"
 
 
 def wants_ipc(path: str) -> bool:
