@@ -64,6 +64,15 @@ class Queuing:
     """W_q per bank under ``mode``."""
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _lindley_step(w, prev_service, gap):
+    """Lindley's recursion, one step: the next request's wait max(0, W + S_prev - gap) (NaN stays NaN)."""
+    w = w + prev_service - gap
+    if w < 0.0:
+        w = 0.0
+    return w
+
+
 @nb.njit(cache=True, nogil=True)
 def lindley(arrival, service):
     """Mean waiting time of a FIFO single server (Lindley's recursion), arrivals sorted."""
@@ -73,9 +82,7 @@ def lindley(arrival, service):
     w = 0.0
     total = 0.0
     for k in range(1, n):
-        w = w + service[k - 1] - (arrival[k] - arrival[k - 1])
-        if w < 0.0:
-            w = 0.0
+        w = _lindley_step(w, service[k - 1], arrival[k] - arrival[k - 1])
         total += w
     return total / n
 
@@ -98,9 +105,7 @@ def _bank_stats(bank, arrival, service, count, tau_a, c_a, tau_s, c_s, wq_exact)
             first[b] = a
         else:
             ordered = ordered and a >= last[b]
-            wb = w[b] + prev_s[b] - (a - last[b])  # Lindley, as lindley() writes it
-            if wb < 0.0:
-                wb = 0.0
+            wb = _lindley_step(w[b], prev_s[b], a - last[b])
             w[b] = wb
             total[b] += wb
         last[b] = a
@@ -268,9 +273,7 @@ def _feed(ids, arrival, service, state):
             dd = gap - st[_MEAN_D]
             st[_MEAN_D] += dd / k
             st[_M2_D] += dd * (gap - st[_MEAN_D])
-            w = st[_W] + st[_PREV_S] - gap
-            if w < 0.0:
-                w = 0.0
+            w = _lindley_step(st[_W], st[_PREV_S], gap)
             st[_W] = w
             st[_TOTAL_W] += w
         st[_LAST_A] = a
