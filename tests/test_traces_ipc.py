@@ -180,7 +180,11 @@ def test_rank_of_an_ipc_trace_is_the_parquet_ranking(tmp_path, monkeypatch):
 def test_cli_info_and_bad_ipc_file(both, tmp_path, run_cli):
     _, ipc_path, _, _ = both
     code, out, _ = run_cli("info", ipc_path, "--json")
-    assert code == 0 and json.loads(out)["rows"] == 18
+    d = json.loads(out)
+    assert code == 0 and d["rows"] == 18 and d["container"] == "arrow-ipc"
+    assert d["file_bytes"] == ipc_path.stat().st_size
+    code, out, _ = run_cli("info", both[0])
+    assert code == 0 and f"file          parquet, {both[0].stat().st_size:,} bytes" in out
     bad = tmp_path / "cut.arrow"
     bad.write_bytes(ipc_path.read_bytes()[:100])
     code, out, err = run_cli("rank", bad, "--gpu", "k80")

@@ -1,4 +1,4 @@
-"""Summarise a trace: kernel, launch, rows, warps, objects and instruction totals."""
+"""Summarise a trace: its container and size, kernel, launch, rows, warps, objects and instruction totals."""
 
 from __future__ import annotations
 
@@ -55,13 +55,20 @@ def to_dict(s) -> dict:
 def run(args) -> int:
     from traces.summary import summarize
 
+    import os
+
+    from traces.ipcfile import sniff
+
     s = summarize(args.trace)
     d = to_dict(s)
+    d["container"] = "arrow-ipc" if sniff(args.trace) == "ipc" else "parquet"
+    d["file_bytes"] = os.path.getsize(args.trace)
     if args.json:
         print_json(d)
         return 0
     g, b = d["grid"], d["block"]
     print(f"kernel        {d['kernel']}")
+    print(f"file          {d['container']}, {d['file_bytes']:,} bytes ({d['file_bytes'] / max(d['rows'], 1):.0f} a row)")
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
     print(f"rows          {d['rows']:,} warp-level memory instructions from {d['warps']:,} warps"
