@@ -1,8 +1,8 @@
 """traces: the data layer of gpu-placement.
 
-The trace schema and its file I/O (this package's ``io``: Parquet, or Arrow IPC for fast reads), importers of real
-traces, generators of the benchmark kernels' traces, and the rewriting of a trace
-to a target placement. Lower layers (``cachesim``, ``placement``) read traces
+The trace schema and its file I/O (this package's ``io``: Parquet, or Arrow IPC for
+fast reads), importers of real traces, generators of the benchmark kernels' traces,
+and the rewriting of a trace to a target placement. Lower layers (``cachesim``, ``placement``) read traces
 through the functions exported here.
 """
 

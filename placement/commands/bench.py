@@ -27,7 +27,7 @@ def add_arguments(p) -> None:
     gp.add_argument("name", help="kernel name (see `placement bench list`)")
     gp.add_argument("--size", default=None, help="size parameters, e.g. 65536 or 512x512")
     gp.add_argument("--block", default=None, help="block parameters, e.g. 256 or 16")
-    gp.add_argument("-o", "--output", required=True, help="trace file to write (.arrow, .feather or .ipc: Arrow IPC; else Parquet)")
+    gp.add_argument("-o", "--output", required=True, help="trace file to write (.arrow, .feather or .ipc: Arrow IPC; else Parquet)")  # fmt: skip
     gp.add_argument("--json", action="store_true", help="print a JSON summary of what was written")
 
 

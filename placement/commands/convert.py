@@ -15,6 +15,7 @@ complete.
 
 from __future__ import annotations
 
+import os
 import time
 
 from ._output import print_json
@@ -30,8 +31,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import os
-
     import traces
     from traces.ipcfile import wants_ipc
 

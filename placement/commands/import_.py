@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
     sub.required = True
 
     def common(q, skip: bool = True) -> None:
-        q.add_argument("-o", "--output", required=True, help="trace file to write (.arrow, .feather or .ipc: Arrow IPC; else Parquet)")
+        q.add_argument("-o", "--output", required=True, help="trace file to write (.arrow, .feather or .ipc: Arrow IPC; else Parquet)")  # fmt: skip
         q.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name and bound objects explicitly")
         if skip:
             q.add_argument("--skip-bad-lines", action="store_true", help="count and skip unparsable lines instead of failing")

@@ -53,11 +53,10 @@ def to_dict(s) -> dict:
 
 
 def run(args) -> int:
-    from traces.summary import summarize
-
     import os
 
     from traces.ipcfile import sniff
+    from traces.summary import summarize
 
     s = summarize(args.trace)
     d = to_dict(s)
