@@ -287,3 +287,20 @@ def test_dense_seq_table_is_bounded_by_the_rows(monkeypatch):
     big = dataclasses.replace(info, grid=(16, 1, 1))  # 32 warps
     assert not io._Checker("t", big, 31).dense
     assert io._Checker("t", big, 32).dense
+
+
+def test_output_that_cannot_be_written_is_a_clean_error(tmp_path, run_cli):
+    """A folder that cannot be made (a file stands in its place) and a target that is a folder:
+    one line naming the path, exit 2, and no temporary file left (``traces.atomic``)."""
+    (tmp_path / "afile").write_text("x")
+    src = tmp_path / "t.parquet"
+    cols, info = vecadd()
+    traces.write(src, cols, info)
+    with pytest.raises(traces.InputError, match=r"afile/out\.parquet: cannot write there \("):
+        traces.write(tmp_path / "afile" / "out.parquet", cols, info)
+    (tmp_path / "adir.arrow").mkdir()
+    code, out, err = run_cli("convert", src, "-o", tmp_path / "adir.arrow")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "adir.arrow: cannot replace it (" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.arrow", "afile", "t.parquet"]
+    assert list((tmp_path / "adir.arrow").iterdir()) == []

@@ -17,16 +17,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .errors import InputError
+
 log = logging.getLogger(__name__)
 
 
 @contextmanager
 def atomic_path(path) -> Iterator[str]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path``."""
+    """Yield a temporary path beside ``path``; on success it replaces ``path``.
+
+    A folder that cannot be made or written, or a target that cannot be replaced (a folder
+    of that name), is an ``InputError`` naming the path (the command's exit 2), not a crash.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write there ({exc.strerror or exc})") from None
     os.close(fd)
     try:
         yield tmp
@@ -34,7 +43,10 @@ def atomic_path(path) -> Iterator[str]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot replace it ({exc.strerror or exc})") from None
     except BaseException:
         try:
             os.unlink(tmp)
