@@ -61,8 +61,7 @@ def make_trace(path: str, rows: int, chunk: int = 1 << 20, ipc_path: str | None 
     schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
     lanes = np.arange(32, dtype=np.uint64) * 4
     ipc = pa.ipc.new_file(ipc_path, schema) if ipc_path else None
-    with pq.ParquetWriter(path, schema, compression="zstd", compression_level=1, use_dictionary=False,
-                          write_statistics=False) as w:  # fmt: skip
+    with pq.ParquetWriter(path, schema, **traces.io.PARQUET_OPTIONS) as w:
         for lo in range(0, rows, chunk):
             r = np.arange(lo, min(rows, lo + chunk), dtype=np.int64)
             gw, k = r // 3, r % 3  # global warp, which of the three accesses

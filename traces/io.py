@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,6 @@ from . import _kernels as K
 from .atomic import atomic_path
 from .errors import TraceError
 from .ipcfile import IpcTraceFile, sniff, wants_ipc
-from .ipcfile import write_table as write_ipc
 from .launch import coverage_problem
 from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
 
@@ -424,14 +424,24 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=1, use_dictionary=False, write_statistics=False)
 
 
-def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
-    """Write a trace table atomically (see ``traces.atomic``): an Arrow IPC file if the
-    path ends in one of ``traces.ipcfile.SUFFIXES``, else Parquet (``PARQUET_OPTIONS``)."""
+@contextmanager
+def _trace_writer(path, schema: pa.Schema, rows: int) -> Iterator[Callable[[pa.Table], None]]:
+    """A function that appends tables to the trace file ``path``, written atomically (``traces.atomic``) in the
+    container its name asks for: Arrow IPC (``traces.ipcfile.SUFFIXES``, uncompressed, record batches of at
+    most ``rows``) or Parquet (``PARQUET_OPTIONS``, row groups of at most ``rows``)."""
     with atomic_path(path) as tmp:
         if wants_ipc(path):
-            write_ipc(table, tmp, row_group_rows)
+            with pa.ipc.new_file(tmp, schema) as w:
+                yield lambda table: w.write_table(table, max_chunksize=rows)
         else:
-            pq.write_table(table, tmp, row_group_size=row_group_rows, **PARQUET_OPTIONS)
+            with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as w:
+                yield lambda table: w.write_table(table, row_group_size=rows)
+
+
+def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    """Write a trace table atomically, in the container the path's name asks for (``_trace_writer``)."""
+    with _trace_writer(path, table.schema, row_group_rows) as write:
+        write(table)
 
 
 def convert(source, target, rows: int = DEFAULT_BATCH_ROWS) -> tuple[int, KernelInfo]:
@@ -444,15 +454,8 @@ def convert(source, target, rows: int = DEFAULT_BATCH_ROWS) -> tuple[int, Kernel
     p, pf, info = _open(source, streaming=True)
     schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
     n = 0
-    with atomic_path(target) as tmp:
-        ipc_out = wants_ipc(target)
-        w = pa.ipc.new_file(tmp, schema) if ipc_out else pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS)
-        with w:
-            for t in _checked_batches(p, pf, info, rows, True):
-                table = to_table(t.columns(), info)
-                if ipc_out:
-                    w.write_table(table, max_chunksize=ROW_GROUP_ROWS)
-                else:
-                    w.write_table(table, row_group_size=ROW_GROUP_ROWS)
-                n += len(t)
+    with _trace_writer(target, schema, ROW_GROUP_ROWS) as write:
+        for t in _checked_batches(p, pf, info, rows, True):
+            write(to_table(t.columns(), info))
+            n += len(t)
     return n, info

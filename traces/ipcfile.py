@@ -15,7 +15,7 @@ trace larger than memory keeps the resident set to about one batch. Arrays still
 the caller stay valid: a dropped page of a shared file mapping is read again from the
 page cache on its next touch. (Without ``madvise``, on Windows, the pages stay until the
 map is released.) Compressed IPC buffers (lz4, zstd) are read too, with the
-decompression's cost. Files are written uncompressed, in record batches of
+decompression's cost. ``traces.io`` writes IPC files uncompressed, in record batches of
 ``ROW_GROUP_ROWS``.
 """
 
@@ -85,8 +85,7 @@ class IpcTraceFile:
         self._buffer = pa.py_buffer(self._map)
         self._reader = ipc.open_file(pa.BufferReader(self._buffer))
         self.schema_arrow = self._reader.schema
-        n = self._reader.num_record_batches
-        self.metadata = _Metadata(self._reader.count_rows(), n)
+        self.metadata = _Metadata(self._reader.count_rows(), self._reader.num_record_batches)
 
     def _batch(self, i: int) -> pa.RecordBatch:
         b = self._reader.get_batch(i)
@@ -126,8 +125,3 @@ class IpcTraceFile:
         table = pa.Table.from_batches(batches, schema=self.schema_arrow)
         return table.select(list(columns)) if columns is not None else table
 
-
-def write_table(table: pa.Table, path: str, batch_rows: int) -> None:
-    """Write ``table`` (schema metadata included) as an uncompressed IPC file."""
-    with ipc.new_file(path, table.schema) as w:
-        w.write_table(table, max_chunksize=batch_rows)
