@@ -5,9 +5,11 @@ bus and bandwidth, L2, shared memory and L1 per SM, compute capability), with it
 source. The architecture file holds what follows from the architecture and the
 compute capability (latencies, cache geometry as GPGPU-Sim cache strings, DRAM
 mapping, occupancy limits, which loads each cache serves), each with its source.
-:func:`gpu_from_entry` joins the two into the same frozen :class:`placement.gpu.Gpu`
-a hand-written TOML gives, validated by the same code
-(:func:`placement.gpu.gpu_from_dict`).
+:func:`config_tables` joins the two into the tables a hand-written TOML holds;
+:func:`placement.gpu.gpu_from_entry` validates them into the same frozen
+:class:`placement.gpu.Gpu` by the same code (:func:`placement.gpu.gpu_from_dict`).
+This module builds no Gpu itself: ``placement.gpu`` imports it to resolve names, so
+it does not import ``placement.gpu`` back.
 
 Derived fields (every constant they use is in the data files):
 
@@ -44,7 +46,6 @@ from cachesim.spec import IPOLY
 from traces.errors import InputError
 from traces.tomlfile import load_toml
 
-from .gpu import Gpu, gpu_from_dict
 from .resources import config_dir
 
 log = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ def arch_of_cc(cc: tuple[int, int]) -> str:
     raise InputError(f"compute capability {cc[0]}.{cc[1]}: no architecture in {catalog_path()} has it")
 
 
-# --- building a Gpu ---------------------------------------------------------------------
+# --- a Gpu's tables ----------------------------------------------------------------------
 
 
 def _pow2_split(lines: int, assoc: int) -> tuple[int, int]:
@@ -335,7 +336,7 @@ def departure_delays(bandwidth_gbs: float, sms: int, clock_mhz: float, line_byte
 
 @dataclass(frozen=True)
 class Spec:
-    """What :func:`build_gpu` needs of a GPU beyond its architecture: a catalog row, or a
+    """What :func:`config_tables` needs of a GPU beyond its architecture: a catalog row, or a
     gpuperfpredict spec row (``placement.models.counters``)."""
 
     name: str
@@ -364,11 +365,6 @@ def spec_of(e: CatalogEntry) -> Spec:
     )  # fmt: skip
 
 
-def gpu_from_entry(e: CatalogEntry) -> Gpu:
-    """The configuration of a catalog row."""
-    return build_gpu(spec_of(e))
-
-
 def channel_bits(table: dict, memory: str, where: str) -> int:
     widths = table["dram"].get("channel_bits", {})
     if memory in widths:
@@ -378,8 +374,10 @@ def channel_bits(table: dict, memory: str, where: str) -> int:
     raise CatalogError(f"{where}: memory {memory!r}: no channel width in {arch_path()} (known: {', '.join(widths)})")
 
 
-def build_gpu(s: Spec) -> Gpu:
-    """A validated Gpu from a spec and its architecture's defaults."""
+def config_tables(s: Spec) -> dict:
+    """A GPU's configuration as the tables of a ``configs/gpus/*.toml`` (``name``, ``arch``, ...,
+    ``compute``, ``memory``, ``caches``, ``dram``) from a spec and its architecture's defaults;
+    :func:`placement.gpu.build_gpu` validates them (errors name ``s.where or s.name``)."""
     t = arch_table(s.arch, s.cc)
     comp = {k: v for k, v in t["compute"].items()}
     comp.update(sms=s.sms, clock_mhz=s.clock_mhz, issue_cycles=comp["warp_size"] / comp["cores_per_sm"])
@@ -413,4 +411,4 @@ def build_gpu(s: Spec) -> Gpu:
         "caches": caches,
         "dram": dram,
     }
-    return gpu_from_dict(data, s.where or s.name)
+    return data

@@ -17,12 +17,15 @@ import os
 import typing
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traces.errors import InputError, shown
 from traces.tomlfile import load_toml
 
 from .resources import config_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import catalog
 
 log = logging.getLogger(__name__)
 
@@ -394,10 +397,26 @@ def get_gpu(name_or_path: str) -> Gpu:
     if entry is not None:
         if catalog.normalize(entry.name) in bundled:
             return load_gpu(gpu_dir() / f"{bundled[catalog.normalize(entry.name)]}.toml")
-        return catalog.gpu_from_entry(entry)
+        return gpu_from_entry(entry)
     near = catalog.suggest(name_or_path)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
     raise InputError(f"unknown GPU {name_or_path!r}{hint} (`placement gpus` lists the catalog; or give a path to a .toml file)")
+
+
+def build_gpu(s: catalog.Spec) -> Gpu:
+    """A validated Gpu from a catalog spec (a catalog row's, or a gpuperfpredict spec row's:
+    ``placement.models.counters``) and its architecture's defaults: the catalog's tables
+    (:func:`placement.catalog.config_tables`) through :func:`gpu_from_dict`, as a TOML file's."""
+    from . import catalog
+
+    return gpu_from_dict(catalog.config_tables(s), s.where or s.name)
+
+
+def gpu_from_entry(e: catalog.CatalogEntry) -> Gpu:
+    """The configuration of a catalog row."""
+    from . import catalog
+
+    return build_gpu(catalog.spec_of(e))
 
 
 def as_dict(g: Gpu) -> dict[str, Any]:

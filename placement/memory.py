@@ -2,16 +2,19 @@
 
 cachesim never imports placement (data flows traces -> cachesim -> placement), so
 the hierarchy takes its own configuration; this module builds it from a
-:class:`placement.gpu.Gpu`.
+:class:`placement.gpu.Gpu`. ``placement.gpu`` calls it to check a configuration as the
+simulation reads it, so it names ``Gpu`` for the type checker only.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import cachesim
 
-from .gpu import Gpu
+if TYPE_CHECKING:  # pragma: no cover
+    from .gpu import Gpu
 
 
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:

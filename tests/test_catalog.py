@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from placement import catalog
-from placement.gpu import ARCHES, get_gpu
+from placement.gpu import ARCHES, get_gpu, gpu_from_entry
 from traces.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def test_every_row_builds_a_valid_gpu_with_the_catalogs_capacities():
     rows = catalog.entries()
     assert len(rows) >= 100
     for e in rows:
-        g = catalog.gpu_from_entry(e)
+        g = gpu_from_entry(e)
         assert g.name == e.name and g.arch == e.arch and g.compute_capability == e.cc
         assert g.compute.sms == e.sms and g.compute.clock_mhz == e.boost_mhz
         assert cache_bytes(g.caches.l2) * g.caches.l2_slices == e.l2_kb * 1024, e.name

@@ -17,14 +17,14 @@ def _listing() -> list[dict]:
     """One summary per GPU: every catalog row (a bundled TOML of the same name wins), then the
     bundled configurations the catalog does not have (the papers' older GPUs)."""
     from .. import catalog
-    from ..gpu import get_gpu, gpu_names
+    from ..gpu import get_gpu, gpu_from_entry, gpu_names
 
     bundled = {catalog.normalize(n): n for n in gpu_names()}
     out, seen = [], set()
     for e in catalog.entries():
         toml = bundled.get(catalog.normalize(e.name))
         seen.add(toml)
-        g = get_gpu(toml) if toml else catalog.gpu_from_entry(e)
+        g = get_gpu(toml) if toml else gpu_from_entry(e)
         out.append(_summary(g, e.full_name, "bundled" if toml else "catalog", e.source))
     for n in gpu_names():
         if n not in seen:

@@ -40,7 +40,7 @@ from traces.errors import InputError, shown
 from traces.inputfile import read_bytes
 from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 
-from ..gpu import Gpu
+from ..gpu import Gpu, build_gpu
 from .kernel import KernelParams
 
 log = logging.getLogger(__name__)
@@ -391,7 +391,7 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     """A Gpu for a spec row: the row's compute capability, clock, cores, bandwidth, bus
     and L2 (each within SPEC_RANGES); the catalog's architecture defaults
     (``configs/architectures.toml``) for the rest, through the same builder as a catalog
-    GPU (:func:`placement.catalog.build_gpu`). Shared memory and L1 per SM are those of the
+    GPU (:func:`placement.gpu.build_gpu`). Shared memory and L1 per SM are those of the
     catalog's GPUs of the same compute capability."""
     from .. import catalog
 
@@ -425,4 +425,4 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
         l2_bytes=int(round(l2_mb * 1024 * 1024)) if l2_mb > 0 else like[0].l2_kb * 1024,
         smem_per_sm=like[0].smem_per_sm_kb * 1024, l1_bytes=like[0].l1_kb * 1024, where=where,
     )  # fmt: skip
-    return catalog.build_gpu(s)
+    return build_gpu(s)
