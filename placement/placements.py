@@ -164,8 +164,9 @@ class Legality:
     """The outcome of checking a placement: the launch it implies.
 
     With staged objects, ``staging`` holds the window counts worth evaluating (see
-    ``placement.staging.choose``); ``smem_per_block`` and ``occupancy`` are those of
-    its first (fewest windows that fit).
+    ``placement.staging.choose``, which ``check`` reaches through the ``StagingFacts`` it
+    is given); ``smem_per_block`` and ``occupancy`` are those of its first (fewest
+    windows that fit).
     """
 
     smem_per_block: int
@@ -242,9 +243,7 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
     if any(is_staged(s) for _, s in placement.spaces):
         if staging is None:
             raise InputError("a placement with staged shared memory (S/G, S/T, S/R) needs the trace's footprints")
-        from .staging import choose
-
-        choice = choose(staging, gpu, placement, smem)
+        choice = staging.choose(gpu, placement, smem)
         smem = choice.options[0].smem_per_block
     try:
         occ = occupancy(gpu, info.threads_per_block, info.regs_per_thread, smem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .textout import evaluation_text, rank_text
 from .uncertainty import MODEL_RATIO_ERROR, apart
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,8 +123,6 @@ class EvaluationResult:
         return frame
 
     def text(self) -> str:
-        from .textout import evaluation_text
-
         return evaluation_text(self)
 
 
@@ -188,8 +187,6 @@ class RankResult:
         return _frame(rows)
 
     def text(self) -> str:
-        from .textout import rank_text
-
         return rank_text(self)
 
 

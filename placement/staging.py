@@ -103,6 +103,11 @@ class StagingFacts:
         """'none', 'store' or 'atomic' (privatized: written only by atomics and reductions, never read)."""
         return self.access(name).writeback
 
+    def choose(self, gpu: Gpu, placement: Placement, own_smem: int) -> StagingChoice:
+        """:func:`choose` on these facts. ``placement.placements.check`` calls it through the facts it
+        is given, so that ``placement.placements`` (which this module imports) need not import this one."""
+        return choose(self, gpu, placement, own_smem)
+
 
 @dataclass(frozen=True)
 class StagingOption:

@@ -30,6 +30,8 @@ import traces
 from traces import _staging_kernels as SK
 from traces import staging as ts
 
+from .staging import choose
+
 log = logging.getLogger(__name__)
 
 TOUCHED = 1 << 16
@@ -95,6 +97,10 @@ class StreamStagingFacts:
     def writeback(self, name: str) -> str:
         """'none', 'store' or 'atomic' (``StagingFacts.writeback``)."""
         return self.access(name).writeback
+
+    def choose(self, gpu, placement, own_smem: int):
+        """``placement.staging.choose`` on these facts (``StagingFacts.choose``)."""
+        return choose(self, gpu, placement, own_smem)
 
     def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:
         if self._fp is None:

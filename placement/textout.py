@@ -1,13 +1,19 @@
-"""The text ``placement rank`` and ``placement evaluate`` print: one number format (``placement.units``)."""
+"""The text ``placement rank`` and ``placement evaluate`` print: one number format (``placement.units``).
+
+``placement.results``' ``text()`` calls it; it names the result classes for the type checker only.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from . import units
-from .commands._output import table
-from .results import EvaluationResult, Placed, RankResult
+from .texttable import table
 from .uncertainty import MODEL_RATIO_ERROR
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .results import EvaluationResult, Placed, RankResult
 
 TRAIN = ("To train it, time a few placements of this kernel on the GPU, list them in a CSV (columns trace, placement, "
          "measured_ns) and run `placement train MEASURED.csv --gpu {gpu} -o coeffs.toml`; then pass --overlap coeffs.toml.")  # fmt: skip
