@@ -1,8 +1,12 @@
 """Staged shared memory in the model: the trace's footprints, how many windows, the staging plan.
 
-``traces.staging`` holds the mechanics (footprints, the rewrite with the staging code;
-its module docstring is the model). This module makes the decisions a developer makes
-when writing the staged kernel:
+Staging lives on both sides of the traces -> placement line. ``traces.staging`` holds
+the mechanics (footprints, the rewrite with the staging code; its module docstring is
+the model), with its numba kernels in ``traces._staging_kernels``. This module is the
+decisions and costs side, in ``placement``, with ``placement.streamstaging`` (the facts
+below of a trace read in groups of blocks) and ``placement.tiles`` (each block's tile
+origin, for the CUDA hints). It makes the decisions a developer makes when writing the
+staged kernel:
 
 - **Legality** of staging a written object: blocks must write disjoint elements, else
   the placement is illegal and the message names two blocks and an element they both

@@ -17,6 +17,11 @@ Every staging fact is a reduction over blocks, so it can be gathered group by gr
   the current one; blocks come in order), a quarter of the memory (427 MiB for the output
   of a 10 M-row vecadd); the earlier block of a conflict costs one more read
   (``first_writer``).
+
+The decisions and costs side of staging, in ``placement``, beside ``placement.staging``
+(whose decisions these facts feed) and ``placement.tiles`` (whose tile corners
+``origin`` gathers group by group); the mechanics side is ``traces.staging`` and its
+kernels, ``traces._staging_kernels``.
 """
 
 from __future__ import annotations

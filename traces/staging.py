@@ -43,6 +43,14 @@ with the staging code. The model:
 Inserted instructions shift the ``seq`` of every later row of the warp, so the schedule
 of the hierarchy sees them; their counts (loads, stores, integer instructions, barriers)
 are returned for the instruction totals of the model.
+
+Staging lives on both sides of the traces -> placement line. This module is the
+mechanics side, in ``traces``, with its numba kernels in ``traces._staging_kernels``:
+what a staged kernel does to the trace, given a plan. The decisions and costs are
+placement's: ``placement.staging`` (which objects may be staged, how many windows, the
+staging code's instruction costs, the plan handed to :func:`stage`),
+``placement.streamstaging`` (the same facts of a trace read in groups of blocks) and
+``placement.tiles`` (each block's tile origin, for the CUDA hints).
 """
 
 from __future__ import annotations
