@@ -389,20 +389,134 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
 
 
 def _whole(trace: traces.Trace, gpu: Gpu, opts: Options):
-    """``_terms``'s memory function of a whole trace in memory."""
+    """``terms``' memory function of a whole trace in memory."""
     return lambda blocks_per_sm, in_flight: _memory(trace, gpu, blocks_per_sm, opts, in_flight)
 
 
-def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int,
-              inst_per_warp: float, total_warps: int) -> float:  # fmt: skip
+@dataclass(frozen=True)
+class Issue:
+    """Eq. 3's instruction counts of one placement, before the replays its hierarchy finds."""
+
+    base: float
+    """Issued warp-instructions without the placement's own replays of causes 1-4."""
+    add_replays: bool
+    """Whether the replays of causes 1-4 the hierarchy finds go on top of ``base``."""
+    executed: float
+    addressing_delta: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """One placement as :func:`terms` takes it beside its memory: occupancy, Eq. 3's counts, W_serial's start."""
+
+    placement: Placement
+    occ: Occupancy
+    smem_per_block: int
+    issue: Issue
+    w_serial: float | None = None
+    """None: W_serial computed for this placement (the sample); else the sample's, which every placement shares."""
+    extra_sync: float = 0.0
+    """Barrier warp-instructions the placement's staging code adds: their O_sync goes on top of ``w_serial``."""
+    staging: dict[str, Any] | None = None
+    """A staged placement's ``Terms.staging`` detail."""
+
+
+def sample_issue(ins: traces.Instructions, options: Options) -> Issue:
+    """The sample's counts: the trace's issued count when it has one, else executed plus the replays of causes
+    1-4 the hierarchy finds (causes 5-10 are unknown); without instruction counting, executed."""
+    counting = options.instruction_counting
+    known = ins.issued is not None or not counting
+    base = float(ins.issued) if ins.issued is not None and counting else float(ins.executed)
+    return Issue(base, not known, float(ins.executed), 0)
+
+
+def target_issue(sample: Terms, options: Options, delta: int, added: int = 0) -> Issue:
+    """Eq. 3: a target keeps the sample's issued count with its replays of causes 1-4 swapped for its own (added by
+    :func:`issued`), plus the addressing delta (Sec. III-B) and the instructions ``added`` by staging code;
+    without instruction counting, the executed count."""
+    executed = sample.executed_instructions
+    if not options.instruction_counting:
+        base = executed
+    else:
+        base = sample.issued_instructions - float(sum(sample.replays.values())) + delta + added
+    return Issue(base, options.instruction_counting, executed + delta + added, delta)
+
+
+def issued(issue: Issue, mem: _Memory) -> float:
+    """#inst of Eq. 2, the issued warp-instructions (Eq. 3): ``issue.base`` plus the replays of causes 1-4."""
+    return issue.base + (float(mem.hier.replays[1:5].sum()) if issue.add_replays else 0.0)
+
+
+@dataclass(frozen=True)
+class Residency:
+    """GPUPerf's #total_warps, #active_SMs and N of one placement, with the trace's ILP and MLP."""
+
+    total_warps: int
+    active_sms: int
+    blocks_per_sm: int
+    """Resident blocks: the occupancy limit, or fewer when the grid cannot fill the SMs."""
+    n: int
+    """N: resident warps per SM."""
+    ilp: float
+    mlp: float
+
+    @property
+    def in_flight(self) -> float:
+        """Requests outstanding at once (``queuing.dram_latency``'s closed-system cap): every resident warp of
+        every active SM with MLP requests each."""
+        return self.active_sms * self.n * self.mlp
+
+
+def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy) -> Residency:
+    """The warps that run at once under ``occ`` (GPUPerf Sec. 4)."""
+    total_warps = info.instructions.warps or info.ctas * info.warps_per_block
+    active_sms = min(gpu.compute.sms, info.ctas)
+    blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
+    n = blocks_per_sm * occ.warps_per_block
+    mlp = float(info.extra.get("mlp", 1.0) or 1.0)
+    ilp = float(info.extra.get("ilp", 1.0) or 1.0)
+    return Residency(total_warps, active_sms, blocks_per_sm, n, ilp, mlp)
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """GPUPerf's warp parallelism of one placement: ITILP and W_parallel (Eq. 3-4), MWP and CWP (Eq. 12-14)."""
+
+    inst_per_warp: float
+    itilp: float
+    w_parallel: float
+    mwp: float
+    cwp: float
+    mwp_peak_bw: float
+
+
+def parallelism(inst: float, mem: _Memory, res: Residency, gpu: Gpu) -> Parallelism:
+    """ITILP, W_parallel = #inst x #total_warps / #active_SMs x avg_inst_lat / ITILP, MWP (from DRAM's latency
+    and bandwidth) and CWP of ``inst`` issued warp-instructions (GPUPerf Eq. 3-4, 12-14)."""
+    c = gpu.compute
+    inst_per_warp = inst / res.total_warps
+    lat = c.avg_inst_latency
+    imax = gpuperf.itilp_max(lat, c.warp_size, c.cores_per_sm)
+    itilp = gpuperf.itilp(res.ilp, res.n, imax)
+    w_par = gpuperf.w_parallel(inst_per_warp, res.total_warps, res.active_sms, lat, itilp)
+
+    delta = gpu.memory.departure_del_coal
+    avg_dram = gpuperf.avg_dram_lat(mem.dram_lat, mem.avg_trans_warp, delta)
+    peak = gpuperf.mwp_peak_bw(gpu.memory.bandwidth_gbs, gpu.clock_hz, mem.transaction_bytes, max(avg_dram, 1e-9),
+                               res.active_sms)  # fmt: skip
+    mwp = max(1.0, gpuperf.mwp(max(avg_dram, 1e-9), delta, peak, res.n))
+    mem_per_warp = mem.requests / res.total_warps
+    comp_cycles = inst_per_warp * lat / itilp
+    mem_cycles = mem_per_warp * mem.amat / res.mlp
+    cwp = gpuperf.cwp(mem_cycles, comp_cycles, res.n)
+    return Parallelism(inst_per_warp, itilp, w_par, mwp, cwp, peak)
+
+
+def w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp: float,
+             inst_per_warp: float) -> float:  # fmt: skip
     """W_serial = O_sync + O_SFU (Eq. 16), the sample's, shared by every placement.
 
-    O_sync is Hong & Kim's Eq. 26: Departure_delay x (MWP - 1) x #synch_insts x
-    #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the global
-    accesses' transactions per request (Departure_del_coal when coalesced, else
-    Departure_del_uncoal x transactions), and MWP capped at the block's warps: a
-    barrier waits only for the warps of its own block (Hong & Kim: the delay is
-    "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged. GPUPerf's Eq. 7-8 as printed charges
+    O_sync is Hong & Kim's Eq. 26 (:func:`o_sync`). GPUPerf's Eq. 7-8 as printed charges
     Gamma x avg_DRAM_lat x mem_ratio per barrier *per warp* (tens of thousands of
     cycles per barrier), far more than the spread of warp progress a barrier can
     cost, and makes a tiled matrixMul of 128 x 128 take milliseconds.
@@ -411,130 +525,147 @@ def _w_serial(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, acti
     """
     c = gpu.compute
     ins = info.instructions
-    per_sm = total_warps / active_sms
-    o_sync = _o_sync(info, gpu, mem, mwp, blocks_per_sm, active_sms, total_warps, ins.sync)
-    fs = gpuperf.f_sfu(ins.sfu / total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
-    o_sfu = ins.sfu / total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
-    return o_sync + o_sfu
+    per_sm = res.total_warps / res.active_sms
+    sync = o_sync(info, gpu, mem, res, mwp, ins.sync)
+    fs = gpuperf.f_sfu(ins.sfu / res.total_warps, inst_per_warp, c.sfus_per_sm, c.cores_per_sm)
+    o_sfu = ins.sfu / res.total_warps * per_sm * (c.warp_size / c.sfus_per_sm) * fs
+    return sync + o_sfu
 
 
-def _o_sync(info, gpu: Gpu, mem: _Memory, mwp: float, blocks_per_sm: int, active_sms: int, total_warps: int,
-            sync: float) -> float:  # fmt: skip
-    """O_sync of ``sync`` barrier warp-instructions (Hong & Kim Eq. 26; see ``_w_serial``)."""
+def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp: float, sync: float) -> float:
+    """O_sync of ``sync`` barrier warp-instructions, Hong & Kim's Eq. 26: Departure_delay x (MWP - 1) x
+    #synch_insts x #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the global
+    accesses' transactions per request (Departure_del_coal when coalesced, else
+    Departure_del_uncoal x transactions), and MWP capped at the block's warps: a
+    barrier waits only for the warps of its own block (Hong & Kim: the delay is
+    "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged."""
     m = gpu.memory
     if mem.avg_trans_warp <= 1.0:
         departure = m.departure_del_coal
     else:
         departure = m.departure_del_uncoal * mem.avg_trans_warp
-    rep = info.ctas / (active_sms * blocks_per_sm)
+    rep = info.ctas / (res.active_sms * res.blocks_per_sm)
     waiting = min(mwp, info.warps_per_block) - 1.0
-    return departure * max(waiting, 0.0) * (sync / total_warps) * blocks_per_sm * rep
+    return departure * max(waiting, 0.0) * (sync / res.total_warps) * res.blocks_per_sm * rep
 
 
-def _terms(
-    info: traces.KernelInfo,
-    memory,
-    gpu: Gpu,
-    placement: Placement,
-    opts: Options,
-    *,
-    occ: Occupancy,
-    smem_per_block: int,
-    issued_base: float,
-    add_replays: bool,
-    executed: float,
-    addressing_delta: int,
-    w_serial: float | None,
-    extra_sync: float = 0.0,
-    staging: dict[str, Any] | None = None,
-) -> Terms:
-    """The terms of one placement; issued = issued_base (+ the replays of causes 1-4 it incurs).
+def target_w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, par: Parallelism,
+                    target: Target) -> float:  # fmt: skip
+    """The placement's W_serial: the sample's own (:func:`w_serial`), or the sample's for a target plus the
+    O_sync of the barriers its staging code adds."""
+    if target.w_serial is None:
+        return w_serial(info, gpu, mem, res, par.mwp, par.inst_per_warp)
+    if target.extra_sync:
+        return target.w_serial + o_sync(info, gpu, mem, res, par.mwp, target.extra_sync)
+    return target.w_serial
 
-    ``w_serial`` None computes it for this placement (the sample); otherwise it is the
-    sample's, plus O_sync of the ``extra_sync`` barriers the placement's staging code adds.
+
+def t_lsu(mem: _Memory, res: Residency) -> float:
+    """T_LSU: the cycles per SM the load/store data path spends on the placement's accesses (module docstring, 3)."""
+    return float(mem.hier.lsu_cycles.sum()) / res.active_sms
+
+
+def t_comp(par: Parallelism, lsu: float, serial: float) -> float:
+    """T_comp (GPUPerf Eq. 2, the form the HMS paper's garbled Eq. 2 means), with the load/store path's bound:
+    max(W_parallel, T_LSU) + W_serial."""
+    return gpuperf.t_comp(max(par.w_parallel, lsu), serial)
+
+
+def t_l2(mem: _Memory, gpu: Gpu) -> float:
+    """T_L2: every request that reaches the L2 at the architecture's measured transactions per cycle (the seed
+    models' bound, ``placement.models.l2bound``); 0 where no rate is known."""
+    l2_rate = l2_rate_of(gpu)
+    return float(mem.hier.requests[cachesim.LEVELS.index("l2")].sum()) / l2_rate if l2_rate else 0.0
+
+
+@dataclass(frozen=True)
+class MemoryTime:
+    """T_mem and its parts: Eq. 17's ITMLP of the requests that leave the SM and the effective requests per SM."""
+
+    t_mem: float
+    t_l2: float
+    itmlp: float
+    effective_requests_per_sm: float
+
+
+def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) -> MemoryTime:
+    """T_mem = effective memory requests per SM x AMAT (Eq. 4, 17), per class of request, at least T_L2.
+
+    The requests that leave the SM queue for the L2 and DRAM, with an ITMLP from GPUPerf's MWP (DRAM's latency
+    and bandwidth); those served inside the SM leave at the load/store path's pace (T_LSU's cycles per request),
+    so their MWP is their latency over those cycles, up to N, and no DRAM bandwidth bounds it."""
+    mlp, active_sms = res.mlp, res.active_sms
+    itmlp = max(1e-9, gpuperf.itmlp(mlp, par.mwp, par.cwp, par.mwp_peak_bw))
+    # the load/store path's cycles per request: a request served inside the SM leaves no sooner
+    departure_on = max(lsu * active_sms / mem.requests, MIN_DEPARTURE) if mem.requests else 1.0
+    peak_on = max(1.0, mem.on_chip_amat / departure_on)  # requests in flight the path sustains
+    mwp_on = min(peak_on, float(res.n))
+    itmlp_on = max(1e-9, gpuperf.itmlp(mlp, mwp_on, par.cwp, peak_on))
+    eff = mem.off_chip_requests / (active_sms * itmlp) + mem.on_chip_requests / (active_sms * itmlp_on)
+    t = (mem.off_chip_requests * mem.off_chip_amat / itmlp
+         + mem.on_chip_requests * mem.on_chip_amat / itmlp_on) / active_sms  # fmt: skip
+    l2 = t_l2(mem, gpu)
+    return MemoryTime(max(t, l2), l2, itmlp, eff)
+
+
+def overlap_features(mem: _Memory, res: Residency) -> np.ndarray:
+    """Eq. 11's events per memory request (``overlap.FEATURES``), N and the constant term."""
+    e = mem.events
+    return np.array([e["e_global"], e["e_constant"], e["e_texture"], e["e_shared"], e["e_row"], float(res.n), 1.0])
+
+
+def t_overlap(model: OverlapModel | None, features: np.ndarray, comp: float, memory: float, n: int,
+              par: Parallelism) -> tuple[float, str]:  # fmt: skip
+    """T_overlap and where it came from: Eq. 11's trained coefficients (``model``), else GPUPerf's
+    min(T_comp x F_overlap, T_mem)."""
+    if model is not None:
+        return model.t_overlap(features, comp, memory), f"trained coefficients ({model.source or 'given'})"
+    return (gpuperf.t_overlap(comp, memory, gpuperf.f_overlap(n, par.cwp, par.mwp)),
+            "GPUPerf fallback min(T_comp x F_overlap, T_mem) (no trained coefficients)")  # fmt: skip
+
+
+def t_kernel(comp: float, memory: float, overlap: float) -> float:
+    """T = T_comp + T_mem - T_overlap (Eq. 1), in cycles of one SM."""
+    return comp + memory - overlap
+
+
+def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Target) -> Terms:
+    """The terms of one placement: T (Eq. 1) of its T_comp, T_mem and T_overlap, with every intermediate.
+
     ``memory(blocks_per_sm, in_flight)`` gives the placement's :class:`_Memory` (``_memory`` over
     its trace, or a streamed run).
     """
-    total_warps = info.instructions.warps or info.ctas * info.warps_per_block
-    active_sms = min(gpu.compute.sms, info.ctas)
-    # Resident blocks: the occupancy limit, or fewer when the grid cannot fill the SMs.
-    blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
-    n = blocks_per_sm * occ.warps_per_block
-    mlp = float(info.extra.get("mlp", 1.0) or 1.0)
-    mem = memory(blocks_per_sm, active_sms * n * mlp)
-    c = gpu.compute
-    replays = mem.hier.replays[1:5]
-    issued = issued_base + (float(replays.sum()) if add_replays else 0.0)
-
-    inst_per_warp = issued / total_warps
-    ilp = float(info.extra.get("ilp", 1.0) or 1.0)
-    lat = c.avg_inst_latency
-    imax = gpuperf.itilp_max(lat, c.warp_size, c.cores_per_sm)
-    itilp = gpuperf.itilp(ilp, n, imax)
-    w_par = gpuperf.w_parallel(inst_per_warp, total_warps, active_sms, lat, itilp)
-
-    delta = gpu.memory.departure_del_coal
-    avg_dram = gpuperf.avg_dram_lat(mem.dram_lat, mem.avg_trans_warp, delta)
-    peak = gpuperf.mwp_peak_bw(gpu.memory.bandwidth_gbs, gpu.clock_hz, mem.transaction_bytes, max(avg_dram, 1e-9), active_sms)
-    mwp = max(1.0, gpuperf.mwp(max(avg_dram, 1e-9), delta, peak, n))
-    mem_per_warp = mem.requests / total_warps
-    comp_cycles = inst_per_warp * lat / itilp
-    mem_cycles = mem_per_warp * mem.amat / mlp
-    cwp = gpuperf.cwp(mem_cycles, comp_cycles, n)
-    if w_serial is None:
-        w_serial = _w_serial(info, gpu, mem, mwp, blocks_per_sm, active_sms, inst_per_warp, total_warps)
-    elif extra_sync:
-        w_serial += _o_sync(info, gpu, mem, mwp, blocks_per_sm, active_sms, total_warps, extra_sync)
-    t_lsu = float(mem.hier.lsu_cycles.sum()) / active_sms
-    t_comp = gpuperf.t_comp(max(w_par, t_lsu), w_serial)
-    itmlp = max(1e-9, gpuperf.itmlp(mlp, mwp, cwp, peak))
-    # Eq. 4 and 17 per class of request: those that leave the SM queue for the L2 and DRAM
-    # (MWP from DRAM's latency and bandwidth, as GPUPerf's); those served inside the SM leave
-    # at the load/store path's pace, one request a cycle, so their MWP is their latency in
-    # cycles (up to N) and no DRAM bandwidth bounds it.
-    # the load/store path's cycles per request: a request served inside the SM leaves no sooner
-    departure_on = max(t_lsu * active_sms / mem.requests, MIN_DEPARTURE) if mem.requests else 1.0
-    peak_on = max(1.0, mem.on_chip_amat / departure_on)  # requests in flight the path sustains
-    mwp_on = min(peak_on, float(n))
-    itmlp_on = max(1e-9, gpuperf.itmlp(mlp, mwp_on, cwp, peak_on))
-    eff = mem.off_chip_requests / (active_sms * itmlp) + mem.on_chip_requests / (active_sms * itmlp_on)
-    t_mem = (mem.off_chip_requests * mem.off_chip_amat / itmlp
-             + mem.on_chip_requests * mem.on_chip_amat / itmlp_on) / active_sms  # fmt: skip
-    # The L2's throughput bounds the memory time (the seed models' bound, placement.models.l2bound):
-    # every request that reaches the L2, at the architecture's measured transactions per cycle.
-    l2_rate = l2_rate_of(gpu)
-    t_l2 = float(mem.hier.requests[cachesim.LEVELS.index("l2")].sum()) / l2_rate if l2_rate else 0.0
-    t_mem = max(t_mem, t_l2)
-
-    features = np.array([mem.events["e_global"], mem.events["e_constant"], mem.events["e_texture"],
-                         mem.events["e_shared"], mem.events["e_row"], float(n), 1.0])  # fmt: skip
-    if opts.overlap is not None:
-        t_overlap = opts.overlap.t_overlap(features, t_comp, t_mem)
-        source = f"trained coefficients ({opts.overlap.source or 'given'})"
-    else:
-        t_overlap = gpuperf.t_overlap(t_comp, t_mem, gpuperf.f_overlap(n, cwp, mwp))
-        source = "GPUPerf fallback min(T_comp x F_overlap, T_mem) (no trained coefficients)"
-    cycles = t_comp + t_mem - t_overlap
+    res = residency(info, gpu, target.occ)
+    mem = memory(res.blocks_per_sm, res.in_flight)
+    inst = issued(target.issue, mem)
+    par = parallelism(inst, mem, res, gpu)
+    serial = target_w_serial(info, gpu, mem, res, par, target)
+    lsu = t_lsu(mem, res)
+    comp = t_comp(par, lsu, serial)
+    mt = t_mem(mem, res, par, lsu, gpu)
+    features = overlap_features(mem, res)
+    overlap, source = t_overlap(opts.overlap, features, comp, mt.t_mem, res.n, par)
+    cycles = t_kernel(comp, mt.t_mem, overlap)
     h = mem.hier
-    terms = Terms(
-        placement=placement.as_dict(),
+    return Terms(
+        placement=target.placement.as_dict(),
         time_ns=gpu.cycles_to_ns(cycles),
         cycles=cycles,
-        t_comp=t_comp,
-        t_mem=t_mem,
-        t_overlap=t_overlap,
+        t_comp=comp,
+        t_mem=mt.t_mem,
+        t_overlap=overlap,
         overlap_source=source,
-        t_lsu=t_lsu,
-        t_l2=t_l2,
-        issued_instructions=issued,
-        executed_instructions=executed,
-        addressing_delta=addressing_delta,
+        t_lsu=lsu,
+        t_l2=mt.t_l2,
+        issued_instructions=inst,
+        executed_instructions=target.issue.executed,
+        addressing_delta=target.issue.addressing_delta,
         replays={cachesim.REPLAY_CAUSES[i]: int(h.replays[i]) for i in (1, 2, 3, 4)},
-        inst_per_warp=inst_per_warp,
-        w_parallel=w_par,
-        w_serial=w_serial,
+        inst_per_warp=par.inst_per_warp,
+        w_parallel=par.w_parallel,
+        w_serial=serial,
         mem_requests=mem.requests,
-        effective_mem_requests_per_sm=eff,
+        effective_mem_requests_per_sm=mt.effective_requests_per_sm,
         amat=mem.amat,
         miss_ratio=mem.miss_ratio,
         shmem_ratio=mem.shmem_ratio,
@@ -546,18 +677,17 @@ def _terms(
         banks=h.n_banks,
         row_buffer=dict(h.row_buffer),
         caches=mem.caches,
-        mwp=mwp,
-        cwp=cwp,
-        itilp=itilp,
-        itmlp=itmlp,
-        n=n,
-        blocks_per_sm=blocks_per_sm,
-        active_sms=active_sms,
-        smem_per_block=smem_per_block,
+        mwp=par.mwp,
+        cwp=par.cwp,
+        itilp=par.itilp,
+        itmlp=mt.itmlp,
+        n=res.n,
+        blocks_per_sm=res.blocks_per_sm,
+        active_sms=res.active_sms,
+        smem_per_block=target.smem_per_block,
         events={f: float(v) for f, v in zip(FEATURES, features)},
-        staging=staging or {},
+        staging=target.staging or {},
     )
-    return terms
 
 
 def group_key(placement: Placement) -> tuple[tuple[str, str], ...]:
@@ -591,16 +721,10 @@ class Evaluator:
         self.cost = addr_cost_table(self.info, gpu)
         self.staging = stg.StagingFacts(trace)
         self.context = access_context(trace, self.staging.order)
-        ins = self.info.instructions
-        self._executed = float(ins.executed)
-        base, known = _sample_issued(ins, options)
         legal = check(self.info, gpu, self.sample_placement)
-        self.sample = _terms(
-            self.info, _whole(trace, gpu, options), gpu, self.sample_placement, options, occ=legal.occupancy,
-            smem_per_block=legal.smem_per_block,
-            issued_base=base, add_replays=not known, executed=self._executed, addressing_delta=0, w_serial=None,
-        )  # fmt: skip
-        self._sample_replays = float(sum(self.sample.replays.values()))
+        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
+                        sample_issue(self.info.instructions, options))  # fmt: skip
+        self.sample = terms(self.info, _whole(trace, gpu, options), gpu, options, target)
         self.evaluations = 0
         self._staged_rows: dict[tuple, int] = {}
         """Rows of the last staged trace per (staged objects, windows): the next one's buffer length. The
@@ -635,9 +759,9 @@ class Evaluator:
                            order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
             self._staged_rows[key] = len(st0.trace)
             for k, (p, st) in enumerate(zip(placements, _with_sources(st0, plans))):
-                terms = _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), p, option, occ,
-                                      st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
-                tried[k].append((option, terms))
+                t = _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), p, option, occ,
+                                  st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
+                tried[k].append((option, t))
             del st0, st
         return [_fastest(t) for t in tried]
 
@@ -697,7 +821,7 @@ class _StreamRun:
         self.queue.feed(piece.bank, arrival, busy, latency)
 
     def finish(self):
-        """``_terms``'s memory function of the run."""
+        """``terms``' memory function of the run."""
         h = self.hier.finish()
         tb = h.dram_bytes / h.dram_requests if h.dram_requests else float(self.gpu.memory.line_bytes)
         opts = self.opts
@@ -728,11 +852,9 @@ def _staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
 def _unstaged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Placement, legal,
                     delta: int) -> Terms:  # fmt: skip
     """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
-    return _terms(
-        info, memory, ev.gpu, placement, ev.options, occ=legal.occupancy, smem_per_block=legal.smem_per_block,
-        issued_base=_issued_base(ev, delta), add_replays=ev.options.instruction_counting,
-        executed=ev._executed + delta, addressing_delta=delta, w_serial=ev.sample.w_serial,
-    )  # fmt: skip
+    target = Target(placement, legal.occupancy, legal.smem_per_block, target_issue(ev.sample, ev.options, delta),
+                    ev.sample.w_serial)  # fmt: skip
+    return terms(info, memory, ev.gpu, ev.options, target)
 
 
 def _staged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Placement, option, occ: Occupancy,
@@ -740,12 +862,9 @@ def _staged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Pl
     """One staging option's terms, either evaluator's: the instructions and barriers it adds on top of the
     addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
     added, detail = _staging_detail(option, ins, costs)
-    return _terms(
-        info, memory, ev.gpu, placement, ev.options, occ=occ, smem_per_block=option.smem_per_block,
-        issued_base=_issued_base(ev, delta, added), add_replays=ev.options.instruction_counting,
-        executed=ev._executed + delta + added, addressing_delta=delta, w_serial=ev.sample.w_serial,
-        extra_sync=ins["barriers"], staging=detail,
-    )  # fmt: skip
+    target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, delta, added),
+                    ev.sample.w_serial, extra_sync=ins["barriers"], staging=detail)  # fmt: skip
+    return terms(info, memory, ev.gpu, ev.options, target)
 
 
 def _fastest(tried_options) -> Terms:
@@ -758,28 +877,6 @@ def _fastest(tried_options) -> Terms:
             best = t
     best.staging["tried"] = tried
     return best
-
-
-def _sample_issued(ins: traces.Instructions, options: Options) -> tuple[float, bool]:
-    """The sample's issued count and whether it is known: the trace's when it has one, else executed
-    plus the replays of causes 1-4 the hierarchy finds (causes 5-10 are unknown)."""
-    counting = options.instruction_counting
-    known = ins.issued is not None or not counting
-    return (float(ins.issued) if ins.issued is not None and counting else float(ins.executed)), known
-
-
-def _issued_base(ev: "Evaluator | StreamEvaluator", delta: int, added: int = 0) -> float:
-    """Eq. 3: a target keeps the sample's issued count with its replays of causes 1-4 swapped for its
-    own (added later), plus the addressing delta (Sec. III-B) and the instructions ``added`` by staging
-    code; without instruction counting, the executed count."""
-    if not ev.options.instruction_counting:
-        return ev._executed
-    return ev.sample.issued_instructions - ev._sample_replays + delta + added
-
-
-def _resident_blocks(info, gpu: Gpu, occ: Occupancy) -> int:
-    """Blocks per SM as ``_terms`` has them: the occupancy limit, or fewer when the grid cannot fill the SMs."""
-    return min(occ.blocks_per_sm, -(-info.ctas // min(gpu.compute.sms, info.ctas)))
 
 
 class StreamOrderError(traces.TraceError):
@@ -893,13 +990,10 @@ class StreamEvaluator:
         self.n_rows = traces.num_rows(path)
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
-        ins = self.info.instructions
-        self._executed = float(ins.executed)
-        base, known = _sample_issued(ins, options)
         legal = check(self.info, gpu, self.sample_placement)
         self.contexts = ContextStream(self.info)
         self.staging = StreamStagingFacts(self.info, self._groups)
-        run = _StreamRun(self.info, gpu, options, _resident_blocks(self.info, gpu, legal.occupancy))
+        run = _StreamRun(self.info, gpu, options, residency(self.info, gpu, legal.occupancy).blocks_per_sm)
         jobs = [_StreamJob(self, p, lg) for p, lg in self._early(early).items()]
         if jobs:
             log.info("streamed evaluation of %d unstaged placement(s) in the first read of %s", len(jobs), path)
@@ -915,12 +1009,9 @@ class StreamEvaluator:
         except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
             raise StreamOrderError(path, f"{exc}; use placement.hms.Evaluator on the whole trace") from None
         self.contexts.finish()
-        self.sample = _terms(
-            self.info, run.finish(), gpu, self.sample_placement, options, occ=legal.occupancy,
-            smem_per_block=legal.smem_per_block, issued_base=base, add_replays=not known, executed=self._executed,
-            addressing_delta=0, w_serial=None,
-        )  # fmt: skip
-        self._sample_replays = float(sum(self.sample.replays.values()))
+        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
+                        sample_issue(self.info.instructions, options))  # fmt: skip
+        self.sample = terms(self.info, run.finish(), gpu, options, target)
         self.evaluations = 0
         self._reads = 1
         self.addressing: dict[Placement, dict[str, int]] = {
@@ -1033,7 +1124,7 @@ class _StreamJob:
         if not self.staged:
             layout = traces.target_layout(info, unstaged(placement))
             self.info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
-            bps = _resident_blocks(self.info, ev.gpu, legal.occupancy)
+            bps = residency(self.info, ev.gpu, legal.occupancy).blocks_per_sm
             self.runs = [_StreamRun(self.info, ev.gpu, ev.options, bps)]
             return
         choice = legal.staging
@@ -1090,7 +1181,7 @@ class _StreamJob:
         if self.runs[k] is None:
             self.infos[k] = st.trace.info
             self.runs[k] = _StreamRun(st.trace.info, ev.gpu, ev.options,
-                                      _resident_blocks(st.trace.info, ev.gpu, self.occ[k]))  # fmt: skip
+                                      residency(st.trace.info, ev.gpu, self.occ[k]).blocks_per_sm)  # fmt: skip
         self.runs[k].feed(st.trace)
 
     def settle(self, contexts: ContextStream) -> None:
@@ -1116,7 +1207,7 @@ class _StreamJob:
                                          self.plans[k], option.windows, self.costs.barrier, option.smem_per_block,
                                          pc_top=self.pc_top).trace.info  # fmt: skip
                 self.runs[k] = _StreamRun(self.infos[k], ev.gpu, ev.options,
-                                          _resident_blocks(self.infos[k], ev.gpu, self.occ[k]))  # fmt: skip
+                                          residency(self.infos[k], ev.gpu, self.occ[k]).blocks_per_sm)  # fmt: skip
             return _staged_terms(ev, self.infos[k], self.runs[k].finish(), placement, option, self.occ[k],
                                  ts.inserted_counts(self.inserted[k]), self.costs, self.deltas[k])  # fmt: skip
 

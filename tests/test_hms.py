@@ -186,25 +186,26 @@ def test_eq3_replays_and_addressing_by_hand():
 def test_w_serial_by_hand():
     from types import SimpleNamespace
 
-    from placement.hms import _w_serial
+    from placement.hms import Residency, w_serial
 
     # 4 blocks of 2 warps on 4 SMs, one block each (#Rep = 4 / (4 x 1) = 1); 2 barriers
     # and 8 SFU instructions per warp, 16 instructions per warp in all; MWP = 5.
     info = traces.KernelInfo("k", (4, 1, 1), (64, 1, 1), (),
                              traces.Instructions(executed=128, warps=8, sync=16, sfu=64))  # fmt: skip
     coalesced = SimpleNamespace(avg_trans_warp=1.0)
+    res = Residency(total_warps=8, active_sms=4, blocks_per_sm=1, n=2, ilp=1.0, mlp=1.0)
     # Hong & Kim Eq. 26: Departure_del_coal x (MWP - 1) x #synch x blocks/SM x #Rep, with MWP
     # capped at the block's 2 warps: 6.07 x (2 - 1) x 2 x 1 x 1
     o_sync = 6.07 * 1 * 2
     # GPUPerf Eq. 9-10: F_SFU = 8/16 - 32/192 = 1/3; O_SFU = 8 x (8 warps / 4 SMs) x (32 / 32) x 1/3
     o_sfu = 8 * 2 * 1 * (0.5 - 32 / 192)
-    w = _w_serial(info, K80, coalesced, 5.0, 1, 4, 16.0, 8)
+    w = w_serial(info, K80, coalesced, res, 5.0, 16.0)
     assert w == pytest.approx(o_sync + o_sfu)
     # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4 = 1.52 x 4
-    w4 = _w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0), 5.0, 1, 4, 16.0, 8)
+    w4 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0), res, 5.0, 16.0)
     assert w4 == pytest.approx(1.52 * 4 * 1 * 2 + o_sfu)
     # MWP below the block's warps: MWP - 1 = 0.5
-    w_low = _w_serial(info, K80, coalesced, 1.5, 1, 4, 16.0, 8)
+    w_low = w_serial(info, K80, coalesced, res, 1.5, 16.0)
     assert w_low == pytest.approx(6.07 * 0.5 * 2 + o_sfu)
 
 
