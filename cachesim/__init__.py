@@ -18,7 +18,11 @@ from .dram import DramConfig, DramResult, RowBufferStream, decode, parse_mapping
 from .errors import CachesimError, HierarchyConfigError, MappingError, SpecError
 from .hierarchy import (
     LEVELS,
+    REPLAY_BANK_CONFLICT,
     REPLAY_CAUSES,
+    REPLAY_CONST_DIVERGENCE,
+    REPLAY_CONST_MISS,
+    REPLAY_WORDS,
     SPACES,
     DramPiece,
     HierarchyConfig,
@@ -32,7 +36,11 @@ from .spec import CacheSpec, parse_spec
 
 __all__ = [
     "LEVELS",
+    "REPLAY_BANK_CONFLICT",
     "REPLAY_CAUSES",
+    "REPLAY_CONST_DIVERGENCE",
+    "REPLAY_CONST_MISS",
+    "REPLAY_WORDS",
     "SPACES",
     "CacheSpec",
     "CachesimError",

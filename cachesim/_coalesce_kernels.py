@@ -11,9 +11,18 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 from traces._numba import LEAF
+from traces.codes import CONSTANT, GLOBAL, LOCAL, READONLY, SHARED, TEXTURE2D
 
 # obj_info columns (one row per object id)
 O_BASE, O_ELEM, O_ROWS, O_COLS = range(4)
+# the coalescing parameters (int64; the first entries of the hierarchy walk's ``hp``)
+P_LINE_LOG2, P_SECT_LOG2, P_TXN, P_BANKS, P_BANK_BYTES, P_TEX_LOG2 = range(6)
+N_PARAMS = 6
+# Huang & Li's replay causes (Sec. III-B, Eq. 3) by number: each one's index in the replay counts (index 0 unused)
+REPLAY_WORDS, REPLAY_CONST_MISS, REPLAY_CONST_DIVERGENCE, REPLAY_BANK_CONFLICT = 1, 2, 3, 4
+N_REPLAYS = 5
+# how a space's accesses coalesce (:func:`path_of`)
+PATH_LINES, PATH_BANKS, PATH_DISTINCT, PATH_TEXTURE = range(4)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -278,46 +287,77 @@ def tiled_address(a, o, obj_info, tile_bytes):
     return base + np.uint64(tile * th * tw * elem + inner * elem + byte)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def path_of(space):
+    """The coalescing rule of a space, one for :func:`coalesce_rows` and the hierarchy walk: global, local
+    and read-only accesses (``PATH_LINES``) the lines and sectors their lanes touch, shared ones
+    (``PATH_BANKS``) their bank-conflict degree, constant ones (``PATH_DISTINCT``) their distinct
+    addresses, texture ones (``PATH_TEXTURE``, 1D and 2D) the texture-cache lines they touch."""
+    if space == GLOBAL or space == LOCAL or space == READONLY:
+        return PATH_LINES
+    if space == SHARED:
+        return PATH_BANKS
+    if space == CONSTANT:
+        return PATH_DISTINCT
+    return PATH_TEXTURE
+
+
+@nb.njit(**LEAF)
+def coalesce_row(path, space, mask, arow, width, o, obj_info, prm, lines, smasks, words, counts, row):
+    """One warp-instruction (``mask``, its 32 addresses ``arow``, ``width``; object ``o``) coalesced by
+    the rule ``path`` = :func:`path_of` of its ``space``: (k, replay cause, replays).
+
+    k: ``PATH_LINES`` and ``PATH_TEXTURE`` the lines touched (``lines`` and ``smasks`` hold them,
+    :func:`lines_touched`; a texture line is one sector, and a 2D texture's lanes are first mapped
+    through its tiled layout into ``row``), ``PATH_BANKS`` the bank-conflict degree, ``PATH_DISTINCT``
+    the distinct addresses (in ``words``). The replays: cause 1 (words over transactions) for lines,
+    4 (bank conflicts) for shared, 3 (address divergence) for constant, none for texture. ``prm`` holds
+    the coalescing parameters (``P_*``); ``words`` needs 32 x 16 entries and ``counts`` one per bank.
+    """
+    if path == PATH_LINES:
+        k = lines_touched(mask, arow, width, prm[P_LINE_LOG2], prm[P_SECT_LOG2], lines, smasks)
+        return k, REPLAY_WORDS, global_replays(active_lanes(np.uint32(mask)), width, prm[P_TXN])
+    if path == PATH_BANKS:
+        d = bank_conflict_degree(mask, arow, width, prm[P_BANKS], prm[P_BANK_BYTES], words, counts)
+        return d, REPLAY_BANK_CONFLICT, max(0, d - 1)
+    if path == PATH_DISTINCT:
+        d = distinct_addresses(mask, arow, words)
+        return d, REPLAY_CONST_DIVERGENCE, max(0, d - 1)
+    tex_log2 = prm[P_TEX_LOG2]
+    if space == TEXTURE2D:
+        tile = np.int64(1) << tex_log2
+        for lane in range(32):
+            row[lane] = tiled_address(arow[lane], o, obj_info, tile) if (mask >> lane) & 1 else np.uint64(0)
+        return lines_touched(mask, row, width, tex_log2, tex_log2, lines, smasks), 0, 0
+    return lines_touched(mask, arow, width, tex_log2, tex_log2, lines, smasks), 0, 0
+
+
 @nb.njit(cache=True, nogil=True)
 def coalesce_rows(space, width, mask, addr, obj, obj_info, params, lines_out, sectors_out, replays_out):
-    """Per row: lines and sectors touched (global, local, texture), distinct addresses (constant)
-    or the bank-conflict degree (shared), and the replays of causes 1, 3 and 4.
+    """Per row: lines and sectors touched (global, local, read-only, texture), distinct addresses
+    (constant) or the bank-conflict degree (shared), and the replays of causes 1, 3 and 4, by the rule
+    the hierarchy walk follows (:func:`path_of`, :func:`coalesce_row`).
 
-    ``params`` = [line_log2, sect_log2, transaction_bytes, banks, bank_bytes, tex_line_log2].
+    ``params`` holds the coalescing parameters (``P_*``: line_log2, sect_log2, transaction_bytes,
+    banks, bank_bytes, tex_line_log2).
     """
     n = space.shape[0]
-    line_log2, sect_log2, txn, nbanks, bank_bytes, tex_log2 = params[0], params[1], params[2], params[3], params[4], params[5]
     lines = np.empty(64, np.uint64)
     smasks = np.empty(64, np.uint64)
     words = np.empty(32 * 16, np.uint64)
-    counts = np.empty(max(nbanks, 1), np.int64)
+    counts = np.empty(max(params[P_BANKS], 1), np.int64)
     row = np.empty(32, np.uint64)
     for i in range(n):
         sp = space[i]
-        m = mask[i]
-        w = np.int64(width[i])
-        if sp == 0 or sp == 1:
-            k = lines_touched(m, addr[i], w, line_log2, sect_log2, lines, smasks)
-            lines_out[i] = k
+        path = path_of(sp)
+        k, cause, replays = coalesce_row(path, sp, mask[i], addr[i], np.int64(width[i]), np.int64(obj[i]), obj_info,
+                                         params, lines, smasks, words, counts, row)  # fmt: skip
+        lines_out[i] = k
+        replays_out[i, cause] = replays
+        if path == PATH_LINES:
             s = 0
             for j in range(k):
                 s += active_lanes(np.uint32(smasks[j] & np.uint64(0xFFFFFFFF))) + active_lanes(np.uint32(smasks[j] >> np.uint64(32)))
             sectors_out[i] = s
-            replays_out[i, 1] = global_replays(active_lanes(m), w, txn)
-        elif sp == 2:
-            d = bank_conflict_degree(m, addr[i], w, nbanks, bank_bytes, words, counts)
-            lines_out[i] = d
-            replays_out[i, 4] = max(0, d - 1)
-        elif sp == 3:
-            d = distinct_addresses(m, addr[i], words)
-            lines_out[i] = d
-            replays_out[i, 3] = max(0, d - 1)
-        else:
-            if sp == 5:
-                for lane in range(32):
-                    row[lane] = tiled_address(addr[i, lane], obj[i], obj_info, np.int64(1) << tex_log2) if (m >> lane) & 1 else np.uint64(0)
-                k = lines_touched(m, row, w, tex_log2, tex_log2, lines, smasks)
-            else:
-                k = lines_touched(m, addr[i], w, tex_log2, tex_log2, lines, smasks)
-            lines_out[i] = k
+        elif path == PATH_TEXTURE:
             sectors_out[i] = k

@@ -15,15 +15,15 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
 from traces._numba import LEAF, prefetch
+from traces.codes import LOCAL, N_SPACES, READONLY, STORE
 
-# cache levels (rows of cfgs) and the spaces of the trace
+# cache levels (rows of cfgs)
 L1, TEX, CONST, L2 = range(4)
 N_LEVELS = 4
-N_SPACES = 7  # traces.SPACE_NAMES: global, local, shared, constant, texture1d, texture2d, readonly
 # flat stats layout
 COUNTS = 0  # (level, space, [requests, hits, misses])
-REPLAYS = N_LEVELS * N_SPACES * 3  # 5 entries: replays by Huang & Li cause 1..4 (0 unused)
-INSTR = REPLAYS + 5  # warp-instructions per space
+REPLAYS = N_LEVELS * N_SPACES * 3  # Q.N_REPLAYS entries: replays by Huang & Li cause (Q.REPLAY_*; 0 unused)
+INSTR = REPLAYS + Q.N_REPLAYS  # warp-instructions per space
 LINES = INSTR + N_SPACES  # transactions per space (lines, distinct constant addresses, bank degree)
 CLOCK = LINES + N_SPACES  # cache access counter (LRU/FIFO stamps)
 NDRAM = CLOCK + 1  # DRAM requests written so far
@@ -31,12 +31,13 @@ LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per s
 L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
 STATS_LEN = L2SECT + N_SPACES
 
-# hp (int64 parameters); the first six are the coalescing parameters
-HP_LINE_LOG2, HP_SECT_LOG2, HP_TXN, HP_BANKS, HP_BANK_BYTES, HP_TEX_LOG2, HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(9)
+# hp (int64 parameters); the first Q.N_PARAMS are the coalescing parameters (Q.P_*)
+HP_SECT_LOG2, HP_BANKS, HP_TEX_LOG2 = Q.P_SECT_LOG2, Q.P_BANKS, Q.P_TEX_LOG2
+HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(Q.N_PARAMS, Q.N_PARAMS + 3)
 # the per-SM level that global and read-only loads go to first (L1, TEX, or NO_LEVEL: straight to the L2)
-HP_GLOBAL_LVL, HP_RO_LVL = 9, 10
-HP_PATH_BYTES = 11  # bytes the SM's L1 / shared-memory data path moves per cycle
-HP_LEN = 12
+HP_GLOBAL_LVL, HP_RO_LVL = Q.N_PARAMS + 3, Q.N_PARAMS + 4
+HP_PATH_BYTES = Q.N_PARAMS + 5  # bytes the SM's L1 / shared-memory data path moves per cycle
+HP_LEN = Q.N_PARAMS + 6
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
@@ -279,7 +280,7 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
         outcome = res[0]
         _count(stats, level, space, outcome)
         if level == CONST and outcome != C.HIT:
-            stats[REPLAYS + 2] += 1
+            stats[REPLAYS + Q.REPLAY_CONST_MISS] += 1
         if res[2] != np.uint64(0):
             # write back the dirty part of the evicted line (whole line for a normal cache)
             evb = res[1]
@@ -351,7 +352,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     tex_line = np.int64(1) << hp[HP_TEX_LOG2]
     issue = lat[LAT_ISSUE]
     wpb = hp[HP_WPB]
-    path = hp[HP_PATH_BYTES]
+    path_bytes = hp[HP_PATH_BYTES]
     n = order.shape[0]
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
@@ -376,46 +377,34 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         stats[INSTR + sp] += 1
         if m == 0:
             continue
-        if sp == 0 or sp == 1 or sp == 6:
-            k = Q.lines_touched(m, addr[i], w, hp[HP_LINE_LOG2], hp[HP_SECT_LOG2], lines, smasks)
-            stats[LINES + sp] += k
-            stats[REPLAYS + 1] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[HP_TXN])
-            is_local = sp == 1
-            lvl = L1 if sp == 1 else (hp[HP_RO_LVL] if sp == 6 else hp[HP_GLOBAL_LVL])
+        path = Q.path_of(sp)
+        k, cause, replays = Q.coalesce_row(path, sp, m, addr[i], w, o, obj_info, hp, lines, smasks, words, counts, row)
+        stats[LINES + sp] += k
+        stats[REPLAYS + cause] += replays
+        if path == Q.PATH_LINES:
+            is_local = sp == LOCAL
+            lvl = L1 if sp == LOCAL else (hp[HP_RO_LVL] if sp == READONLY else hp[HP_GLOBAL_LVL])
             if lvl != NO_LEVEL and cfgs[lvl][C.PRESENT] != 0:
                 nsec = 0
                 for j in range(k):
                     nsec += _popcount(smasks[j])
-                stats[LSU + sp] += max(path, nsec * sect)
+                stats[LSU + sp] += max(path_bytes, nsec * sect)
             else:
-                stats[LSU + sp] += k * path
+                stats[LSU + sp] += k * path_bytes
             o_p = op[i]
-            if o_p > 1 or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
-                l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= 1, sp, o, g, cyc)
+            if o_p > STORE or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
+                l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= STORE, sp, o, g, cyc)
                 continue
-            upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == 1, is_local, sp, o, g, cyc)
-        elif sp == 2:
-            d = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[HP_BANK_BYTES], words, counts)
-            stats[LINES + 2] += d
-            stats[LSU + 2] += d * path
-            stats[REPLAYS + 4] += max(0, d - 1)
-        elif sp == 3:
-            d = Q.distinct_addresses(m, addr[i], words)
-            stats[LINES + 3] += d
-            stats[LSU + 3] += d * path
-            stats[REPLAYS + 3] += max(0, d - 1)
-            for j in range(d):
+            upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local, sp, o, g, cyc)
+        elif path == Q.PATH_BANKS:
+            stats[LSU + sp] += k * path_bytes
+        elif path == Q.PATH_DISTINCT:
+            stats[LSU + sp] += k * path_bytes
+            for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
                 upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)
         else:
-            if sp == 5:
-                for lane in range(32):
-                    row[lane] = Q.tiled_address(addr[i, lane], o, obj_info, tex_line) if (m >> lane) & 1 else np.uint64(0)
-                k = Q.lines_touched(m, row, w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
-            else:
-                k = Q.lines_touched(m, addr[i], w, hp[HP_TEX_LOG2], hp[HP_TEX_LOG2], lines, smasks)
-            stats[LINES + sp] += k
-            stats[LSU + sp] += max(path, k * tex_line)
+            stats[LSU + sp] += max(path_bytes, k * tex_line)
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
             upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc)
     return n

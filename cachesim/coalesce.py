@@ -1,6 +1,8 @@
 """Coalescing per warp-instruction and memory space (Huang & Li Sec. III-B, replay causes 1, 3, 4).
 
-- global and local: the distinct ``line_bytes`` lines and ``sector_bytes`` sectors the
+One rule per space, the one :func:`cachesim.simulate_hierarchy` follows (``_coalesce_kernels.path_of``):
+
+- global, local and read-only: the distinct ``line_bytes`` lines and ``sector_bytes`` sectors the
   active lanes touch; replays (cause 1) = ceil(active lanes x width / transaction_bytes) - 1;
 - constant: serialized over the distinct addresses of the warp; replays (cause 3) =
   distinct addresses - 1 (cause 2, one per constant-cache miss, needs the cache: see
@@ -52,8 +54,8 @@ class CoalesceConfig:
 
 @dataclass(frozen=True)
 class Coalesced:
-    """Per trace row: ``lines`` (global/local/texture lines, constant distinct addresses, or the
-    shared bank-conflict degree), ``sectors`` (global/local sectors, texture lines) and
+    """Per trace row: ``lines`` (global/local/read-only/texture lines, constant distinct addresses, or
+    the shared bank-conflict degree), ``sectors`` (global/local/read-only sectors, texture lines) and
     ``replays`` (n, 5): column c is Huang & Li's replay cause c (column 0 and cause 2 stay 0)."""
 
     lines: np.ndarray
@@ -80,7 +82,7 @@ def coalesce(trace, config: CoalesceConfig = CoalesceConfig()) -> Coalesced:
     n = len(trace)
     lines = np.zeros(n, np.int32)
     sectors = np.zeros(n, np.int32)
-    replays = np.zeros((n, 5), np.int32)
+    replays = np.zeros((n, K.N_REPLAYS), np.int32)
     K.coalesce_rows(
         trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj,
         object_table(trace.info.objects), config.params(), lines, sectors, replays,

@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from traces.codes import SPACE_NAMES
+
 from . import _cache_kernels as C
+from . import _coalesce_kernels as Q
 from . import _hierarchy_kernels as H
+from ._coalesce_kernels import REPLAY_BANK_CONFLICT, REPLAY_CONST_DIVERGENCE, REPLAY_CONST_MISS, REPLAY_WORDS
 from .cache import cache_config
 from .coalesce import CoalesceConfig, object_table
 from .dram import DramConfig, DramResult, RowBufferStream, row_buffer
@@ -30,12 +34,12 @@ from .spec import CacheSpec, parse_spec
 log = logging.getLogger(__name__)
 
 LEVELS = ("l1", "tex", "const", "l2")
-SPACES = ("global", "local", "shared", "constant", "texture1d", "texture2d", "readonly")
+SPACES = SPACE_NAMES
 REPLAY_CAUSES = {
-    1: "global words per warp over the transaction size",
-    2: "constant cache misses",
-    3: "constant address divergence",
-    4: "shared memory bank conflicts",
+    REPLAY_WORDS: "global words per warp over the transaction size",
+    REPLAY_CONST_MISS: "constant cache misses",
+    REPLAY_CONST_DIVERGENCE: "constant address divergence",
+    REPLAY_BANK_CONFLICT: "shared memory bank conflicts",
 }
 
 
@@ -270,7 +274,7 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
 
     cc = config.coalesce_config()
     hp = np.zeros(H.HP_LEN, np.int64)
-    hp[: 6] = cc.params()
+    hp[: Q.N_PARAMS] = cc.params()
     hp[H.HP_SLICES] = config.l2_slices
     hp[H.HP_SLICE_SHIFT] = config.l2_slice_bytes.bit_length() - 1
     hp[H.HP_WPB] = info.warps_per_block
@@ -338,7 +342,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         requests=counts[:, :, 0].copy(), hits=counts[:, :, 1].copy(), misses=counts[:, :, 2].copy(),
         instructions=stats[H.INSTR : H.INSTR + H.N_SPACES].copy(),
         transactions=stats[H.LINES : H.LINES + H.N_SPACES].copy(),
-        replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
+        replays=stats[H.REPLAYS : H.REPLAYS + Q.N_REPLAYS].copy(),
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
@@ -457,7 +461,7 @@ class HierarchyStream:
             requests=counts[:, :, 0].copy(), hits=counts[:, :, 1].copy(), misses=counts[:, :, 2].copy(),
             instructions=stats[H.INSTR : H.INSTR + H.N_SPACES].copy(),
             transactions=stats[H.LINES : H.LINES + H.N_SPACES].copy(),
-            replays=stats[H.REPLAYS : H.REPLAYS + 5].copy(),
+            replays=stats[H.REPLAYS : H.REPLAYS + Q.N_REPLAYS].copy(),
             lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,

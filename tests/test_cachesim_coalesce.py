@@ -89,6 +89,52 @@ def test_global_transactions_and_replays():
     assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (1, 1, 0)
 
 
+def test_readonly_rows_coalesce_as_global_ones():
+    # R (read-only, space 6) is global memory through the read-only path: lines and sectors as global,
+    # cause-1 replays; it went through the texture rule here (one 128-byte texture line, no sectors
+    # counted) while the hierarchy walk coalesced it as global
+    c = cachesim.coalesce(one_row_trace(6, 0x1000 + lanes * 4))  # 32 lanes x 4 B = 128 B: one line, 4 sectors
+    assert (c.lines[0], c.sectors[0], c.replays[0].tolist()) == (1, 4, [0, 0, 0, 0, 0])
+    c = cachesim.coalesce(one_row_trace(6, 0x1000 + lanes * 8, width=8))  # 256 B: 2 lines, 8 sectors, 1 replay
+    assert (c.lines[0], c.sectors[0], c.replays[0].tolist()) == (2, 8, [0, 1, 0, 0, 0])
+    c = cachesim.coalesce(one_row_trace(6, lanes * 64))  # stride 64 B: 32 sectors, two in each of 16 lines
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (16, 32, 0)
+    c = cachesim.coalesce(one_row_trace(6, lanes * 128))  # stride of a line: 32 lines of one sector
+    assert (c.lines[0], c.sectors[0], c.replays[0, 1]) == (32, 32, 0)
+
+
+def test_coalesce_counts_what_the_hierarchy_walk_counts():
+    # one rule per space for both: the walk's transactions and replays (but cause 2, constant-cache
+    # misses) are the sums of coalesce's lines and replays, for a row of every space
+    obj = traces.ObjectInfo(0, "M", "texture2d", 0x10000, 64 * 64 * 4, 4, (64, 64), False)
+    cases = [(lanes * 4, 4), (lanes * 64 * 4, 4), (lanes * 8, 8), ((lanes % 3) * 4, 4), (lanes * 128, 4)]
+    n = len(cases) * len(traces.SPACE_NAMES)
+    addr = np.zeros((n, 32), np.uint64)
+    space = np.zeros(n, np.int8)
+    width = np.zeros(n, np.int8)
+    for k, (sp, (a, w)) in enumerate((sp, case) for sp in range(len(traces.SPACE_NAMES)) for case in cases):
+        addr[k], space[k], width[k] = 0x10000 + a, sp, w
+    info = traces.KernelInfo(
+        kernel="t", grid=(1, 1, 1), block=(32, 1, 1), objects=(obj,), instructions=traces.Instructions(executed=n, warps=1),
+    )  # fmt: skip
+    trace = traces.Trace(
+        cta=np.zeros(n, np.int32), warp=np.zeros(n, np.int32), seq=np.arange(n, dtype=np.int64), pc=np.zeros(n, np.int32),
+        op=np.zeros(n, np.int8), space=space, width=width, mask=np.full(n, FULL, np.uint32), addr=addr,
+        obj=np.zeros(n, np.int16), info=info,
+    )  # fmt: skip
+    dram = cachesim.DramConfig(352.0, 742.0, 1008.0, row_bits=tuple(range(14, 22)), column_bits=tuple(range(8, 14)))
+    h = cachesim.simulate_hierarchy(trace, cachesim.HierarchyConfig(sms=1, l2="N:64:128:16,L:B:m:W:L", l2_slices=1,
+                                                                    dram=dram, tex="N:16:128:24,L:R:m:N:L"), 1)  # fmt: skip
+    c = cachesim.coalesce(trace)
+    assert h.transactions.tolist() == np.bincount(space, weights=c.lines, minlength=7).astype(int).tolist()
+    assert c.replay_totals[cachesim.REPLAY_CONST_MISS] == 0
+    mine = c.replay_totals.tolist()
+    mine[cachesim.REPLAY_CONST_MISS] = int(h.replays[cachesim.REPLAY_CONST_MISS])
+    assert h.replays.tolist() == mine
+    readonly = space == traces.SPACE_CODES["readonly"]
+    assert c.lines[readonly].tolist() == [1, 32, 2, 1, 32] and c.sectors[readonly].tolist() == [4, 32, 8, 1, 32]
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_global_random_against_reference(seed):
     rng = np.random.default_rng(seed)

@@ -8,6 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._numba import FIB_HASH_MUL
+from .codes import N_OPS, N_SPACES
 
 # Problem codes returned by `check_rows` (0 = fine).
 OK = 0
@@ -37,9 +38,9 @@ def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_
         w = width[i]
         if w != 1 and w != 2 and w != 4 and w != 8 and w != 16:
             return BAD_WIDTH, i, 0
-        if op[i] < 0 or op[i] > 3:
+        if op[i] < 0 or op[i] >= N_OPS:
             return BAD_OP, i, 0
-        if space[i] < 0 or space[i] > 6:
+        if space[i] < 0 or space[i] >= N_SPACES:
             return BAD_SPACE, i, 0
         o = obj[i]
         if o < -1 or o >= n_ids or (o >= 0 and obj_hi[o] == 0):

@@ -4,6 +4,12 @@ write-overlap check, and the rewrite of a trace with staged shared-memory tiles.
 Rows are visited in ``order``: row indices sorted by (cta, warp, seq), so each block's
 rows are contiguous and, inside it, each warp's rows are in program order. Kernels take
 typed arrays, never raise, and report through their return values.
+
+The mechanics side of staging, in ``traces``, with ``traces.staging`` (the model, in its
+module docstring, and the calls of these kernels). The decisions and costs are
+placement's: ``placement.staging``, ``placement.streamstaging`` (which calls
+``write_ranges``, ``write_conflict_ordered`` and ``first_writer`` here directly, group
+by group) and ``placement.tiles``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import numpy as np
 
 from ._kernels import put_row
 from ._numba import LEAF
+from .codes import LOAD, REDUCTION, SHARED, STORE
 
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
@@ -24,8 +31,6 @@ MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
 T_LOADS, T_STORES, T_INT, T_BARRIERS, T_WB_LOADS, T_WB_STORES = range(6)
-SHARED_CODE = 2
-OP_LOAD, OP_STORE, OP_ATOMIC, OP_REDUCTION = 0, 1, 2, 3
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -145,9 +150,9 @@ def access_counts(idx, cta, warp, op, wpb):
         k += 1
         k_max = max(k_max, k)
         o = op[i]
-        if o == OP_LOAD:
+        if o == LOAD:
             loads += 1
-        elif o == OP_STORE:
+        elif o == STORE:
             stores += 1
         else:
             atomics += 1
@@ -213,7 +218,7 @@ def _lane_elements(a, w, base, elem):
 def _not_a_write(o, plain_only):
     """Whether a row of op ``o`` writes nothing the write checks count: a load, or with
     ``plain_only`` anything but a plain store (atomics and reductions of a privatized object)."""
-    return o == OP_LOAD or (plain_only and o != OP_STORE)
+    return o == LOAD or (plain_only and o != STORE)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -356,12 +361,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
         if m != 0:
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
-                    _put(write, out, r, b, w, seq, pc0, OP_LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
+                    _put(write, out, r, b, w, seq, pc0, LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
                     _put_addr(write, out, r, gaddr)
                     r += 1
                     seq += 1
                     totals[T_LOADS] += 1
-                _put(write, out, r, b, w, seq, pc0 + 16, OP_STORE, SHARED_CODE, elem, m, obj, delta_out)
+                _put(write, out, r, b, w, seq, pc0 + 16, STORE, SHARED, elem, m, obj, delta_out)
                 _put_addr(write, out, r, saddr)
                 r += 1
                 seq += 1
@@ -369,12 +374,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 seq += (plan[s, P_INT] + MILLI // 2) // MILLI
                 totals[T_INT] += plan[s, P_INT]
             else:
-                _put(write, out, r, b, w, seq, pc0 + 32, OP_LOAD, SHARED_CODE, elem, m, obj, delta_out)
+                _put(write, out, r, b, w, seq, pc0 + 32, LOAD, SHARED, elem, m, obj, delta_out)
                 _put_addr(write, out, r, saddr)
                 r += 1
                 seq += 1
                 totals[T_WB_LOADS] += 1
-                op = OP_STORE if plan[s, P_WB] == WB_STORE else OP_REDUCTION
+                op = STORE if plan[s, P_WB] == WB_STORE else REDUCTION
                 _put(write, out, r, b, w, seq, pc0 + 48, op, 0, elem, m, obj, delta_out)
                 _put_addr(write, out, r, gaddr)
                 r += 1
@@ -481,7 +486,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             kwin[warp[i], s] += 1
             if _row_box(i, mask, addr, width, plan[s, P_BASE], plan[s, P_ELEM], plan[s, P_NCOLS], box):
                 _grow(rbox[s], j, box)
-                if op[i] != OP_LOAD:
+                if op[i] != LOAD:
                     _grow(wbox[s], j, box)
                 used = max(used, j + 1)
         # each warp of the block, in program order
@@ -538,7 +543,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                     out[2][r] = seq[i] + shift
                     out[3][r] = pc[i]
                     out[4][r] = op[i]
-                    out[5][r] = space[i] if s < 0 else SHARED_CODE
+                    out[5][r] = space[i] if s < 0 else SHARED
                     out[6][r] = width[i]
                     out[7][r] = mask[i]
                     out[9][r] = obj[i]
@@ -627,7 +632,7 @@ def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
     its lowest and highest lane offsets (element indices grow with the offset), two divisions a row."""
     for i in range(obj.shape[0]):
         o = obj[i]
-        if o < 0 or op[i] == OP_LOAD:
+        if o < 0 or op[i] == LOAD:
             continue
         m = np.int64(mask[i])
         if m == 0:
@@ -645,7 +650,7 @@ def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
         e1 = (last + np.int64(width[i]) - 1) // elem
         lo[0, o] = min(lo[0, o], e0)
         hi[0, o] = max(hi[0, o], e1)
-        if op[i] == OP_STORE:
+        if op[i] == STORE:
             lo[1, o] = min(lo[1, o], e0)
             hi[1, o] = max(hi[1, o], e1)
 

@@ -14,27 +14,30 @@ from typing import Any
 
 import pyarrow as pa
 
+from .codes import (  # noqa: F401  (the space and op codes, re-exported with the rest of the contract)
+    ATOMIC,
+    CONSTANT,
+    GLOBAL,
+    LOAD,
+    LOCAL,
+    OP_NAMES,
+    READONLY,
+    REDUCTION,
+    SHARED,
+    SHORT_OF_SPACE,
+    SPACE_CODES,
+    SPACE_NAMES,
+    SPACE_SHORT,
+    STORE,
+    TEXTURE1D,
+    TEXTURE2D,
+)
 from .errors import TraceError, shown
 from .launch import ADDRESS_LIMIT, MAX_COUNT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, SHARED_WINDOW, grid_warps, launch_problem
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"placement.kernel"
 WARP_SIZE = 32
-
-# Memory spaces, as stored in the `space` column and named in object metadata.
-# `readonly` (6) is global memory read through the read-only data path (`__ldg`,
-# `const __restrict__`; SASS LDG.E.CONSTANT, Kepler's LDG); it extends DESIGN.md's
-# list of six: files written before it never hold code 6 and read as before.
-GLOBAL, LOCAL, SHARED, CONSTANT, TEXTURE1D, TEXTURE2D, READONLY = range(7)
-SPACE_NAMES = ("global", "local", "shared", "constant", "texture1d", "texture2d", "readonly")
-SPACE_CODES = {name: code for code, name in enumerate(SPACE_NAMES)}
-# The placement spelling of the programmable spaces (DESIGN.md, "Placements").
-SPACE_SHORT = {"G": "global", "T": "texture1d", "2T": "texture2d", "C": "constant", "R": "readonly", "S": "shared"}
-SHORT_OF_SPACE = {v: k for k, v in SPACE_SHORT.items()}
-
-# Memory operations, as stored in the `op` column.
-LOAD, STORE, ATOMIC, REDUCTION = range(4)
-OP_NAMES = ("load", "store", "atomic", "reduction")
 
 WIDTHS = (1, 2, 4, 8, 16)
 
