@@ -267,6 +267,9 @@ def _run_counters(args) -> int:
     for r in rows:
         d = {"row": r.row, "kernel": r.kernel, "input_size": _finite_or_none(r.input_size), "block": list(r.block),
              "predicted_s": None, "measured_s": _finite_or_none(r.measured_s), "error_pct": None}  # fmt: skip
+        for key in ("texture", "atomics"):  # Nsight Compute: how texture loads and atomics were read
+            if f"{key}_source" in r.raw:
+                d[key] = r.raw[f"{key}_source"]
         if r.params is None:
             d["missing"] = list(r.missing)
             out.append(d)

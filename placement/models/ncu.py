@@ -10,9 +10,11 @@ both read here:
 - ``ncu --csv`` (the details page): one row per metric, ``Metric Name``,
   ``Metric Unit``, ``Metric Value``, gathered here by ``ID``.
 
-Numbers may carry thousands separators (``"10,240,000"``), units may be scaled
-(``Kbyte``, ``usecond``), ``n/a`` marks a metric the GPU does not support, and the
-profiled program's own output may precede the CSV: all handled.
+Numbers may carry thousands separators (``"10,240,000"``), units may be scaled and
+spelled either way (``Kbyte``, ``usecond``, ``ns``) or per something (``byte/block``,
+:func:`unit_scale`), ``n/a`` marks a metric the GPU does not support, and the profiled
+program's own output and ncu's ``==PROF==`` / ``==WARNING==`` lines may precede (or follow)
+the CSV: all handled. An error names the file's own line.
 
 The metrics read, by the name used in ``placement.models.counters`` (the nvprof
 equivalents of NVIDIA's "nvprof metric comparison" table in the Nsight Compute CLI
@@ -26,23 +28,30 @@ and L2 sector hit rates (``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pc
 (``launch__grid_size``, ``launch__block_size``, ``launch__registers_per_thread``,
 ``launch__shared_mem_per_block_static`` / ``_dynamic``) and the time
 (``gpu__time_duration.sum``). A request's transactions are its L1 sectors
-(``placement.models.counters._per_request``).
+(``placement.models.counters._per_request``). Texture loads and global atomics, which
+those LSU counters leave out, are counted from their own metrics when the export has them
+and derived from the L1TEX and L2 sector totals and hit rates when not
+(``placement.models.ncu_traffic``), and folded into the loads and stores.
 
 The GPU is ``--gpu`` or, when the export holds ``device__attribute_display_name``,
-the catalog GPU of that name.
+the catalog GPU of that name (the CUDA device name, e.g. ``NVIDIA H100 80GB HBM3``, is
+an alias in ``configs/catalog.csv``).
 """
 
 from __future__ import annotations
 
 import csv
-import io
+import logging
 import math
 import re
 from pathlib import Path
 
 from traces.errors import InputError
 
+from . import ncu_traffic
 from .counters import NCU, CounterRow, _num, _params
+
+log = logging.getLogger(__name__)
 
 # Canonical counter -> Nsight Compute metric names tried, first found wins.
 NCU_NAMES: dict[str, tuple[str, ...]] = {
@@ -73,18 +82,74 @@ NCU_NAMES: dict[str, tuple[str, ...]] = {
     "smem_dynamic": ("launch__shared_mem_per_block_dynamic",),
     "duration": ("gpu__time_duration.sum",),
     "device_name": ("device__attribute_display_name",),
-}
+    # Texture loads, atomics and the totals they are derived from without them (placement.models.ncu_traffic).
+    "tex_requests": ("l1tex__t_requests_pipe_tex_mem_texture.sum", "l1tex__t_requests_pipe_tex_mem_texture_op_tex.sum",
+                     "l1tex__t_requests_pipe_tex_mem_texture_op_ld.sum", "smsp__inst_executed_op_texture.sum",
+                     "sm__sass_inst_executed_op_texture.sum"),
+    "tex_sectors": ("l1tex__t_sectors_pipe_tex_mem_texture.sum", "l1tex__t_sectors_pipe_tex_mem_texture_op_tex.sum",
+                    "l1tex__t_sectors_pipe_tex_mem_texture_op_ld.sum"),
+    "tex_hit_rate": ("l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct",
+                     "l1tex__t_sector_pipe_tex_mem_texture_op_ld_hit_rate.pct"),
+    "atom_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "smsp__sass_inst_executed_op_global_atom.sum"),
+    "atom_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",),
+    "red_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", "smsp__inst_executed_op_global_red.sum"),
+    "red_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",),
+    "shared_atom": ("smsp__inst_executed_op_shared_atom.sum",),
+    "l1_hit_rate_all": ("l1tex__t_sector_hit_rate.pct",),
+    "l2_hit_rate_all": ("lts__t_sector_hit_rate.pct",),
+    "l2_read_hit_rate": ("lts__t_sector_op_read_hit_rate.pct",),
+    "l2_tex_read_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum",),
+    "sm_count": ("launch__sm_count", "device__attribute_multiprocessor_count"),
+}  # fmt: skip
 REQUIRED = ("inst_executed", "gld_request", "gst_request", "gld_sectors", "gst_sectors", "l2_hit_rate", "duration")
 """Counters without which a launch is reported, not predicted."""
 
 _LEADING = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
-# Unit scale factors (Nsight Compute prints scaled units unless --print-units base).
-_SCALE = {
-    "": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
-    "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
-    "%": 1.0, "inst": 1.0, "warp": 1.0, "request": 1.0, "sector": 1.0, "register/thread": 1.0,
-    "block": 1.0, "thread": 1.0, "cycle": 1.0, "kinst": 1e3, "minst": 1e6, "ginst": 1e9,
-}  # fmt: skip
+# Units (Nsight Compute prints scaled units unless --print-units base): an optional prefix and
+# a base, optionally "/" another ("byte/block", "register/thread", "Gbyte/second"). Before
+# seconds a prefix scales down ("ns", "usecond", "msecond"); before anything else, up ("Kbyte",
+# "Mbyte", "Ginst", "MHz"). Older releases spell seconds out ("nsecond"), 2023 and later
+# abbreviate them ("ns").
+_TIME_BASES = ("second", "s")
+_COUNT_BASES = ("byte", "b", "inst", "warp", "request", "sector", "register", "block", "thread", "cycle",
+                "hz", "sm", "cluster", "pass", "wavefront", "%")  # fmt: skip
+_DOWN = {"": 1.0, "n": 1e9, "u": 1e6, "µ": 1e6, "m": 1e3}  # divisors
+_UP = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}  # factors
+KNOWN_UNITS = "byte, Kbyte, Mbyte, Gbyte, ns, us, ms, s, nsecond, usecond, msecond, second, %, inst, warp, " \
+              "request, sector, register, block, thread, cycle, hz, SM, cluster, pass, and X/Y of these"  # fmt: skip
+
+
+def _unit_parts(unit: str) -> tuple[float, float] | None:
+    """(factor, divisor) of ``unit`` (see :func:`unit_scale`), None when unknown."""
+    u = unit.strip()
+    if not u:
+        return 1.0, 1.0
+    if "/" in u:
+        num, _, den = u.partition("/")
+        a, b = _unit_parts(num), _unit_parts(den)
+        if a is None or b is None or not num.strip() or not den.strip():
+            return None
+        return a[0] * b[1], a[1] * b[0]
+    low = u.lower()
+    for base in sorted(_TIME_BASES + _COUNT_BASES, key=len, reverse=True):
+        if low.endswith(base):
+            prefix = low[: len(low) - len(base)]
+            if base in _TIME_BASES and prefix in _DOWN:
+                return 1.0, _DOWN[prefix]
+            if base not in _TIME_BASES and prefix in _UP:
+                return _UP[prefix], 1.0
+    return None
+
+
+def unit_scale(unit: str) -> float | None:
+    """The factor that turns a value in ``unit`` into base units (bytes, seconds, counts):
+    ``"Kbyte"`` 1e3, ``"ns"`` 1e-9, ``"byte/block"`` 1, ``"Gbyte/second"`` 1e9; None for a unit
+    this reader does not know."""
+    parts = _unit_parts(unit)
+    return None if parts is None else parts[0] / parts[1]
+
+
+_PROFILER_LINE = re.compile(r"==[A-Z]+==")
 
 
 def is_ncu_csv(path: str | Path) -> bool:
@@ -108,14 +173,15 @@ def _number(path: str, where: str, text: str, unit: str) -> float:
     v = _num(s)
     if v != v:
         return math.nan
-    key = unit.strip().lower()
-    if key not in _SCALE:
-        raise InputError(f"{path} {where}: unit {unit!r} is not one this reader knows ({', '.join(k for k in _SCALE if k)})")
-    return v * _SCALE[key]
+    parts = _unit_parts(unit)
+    if parts is None:
+        raise InputError(f"{path} {where}: unit {unit!r} is not one this reader knows ({KNOWN_UNITS})")
+    return v * parts[0] / parts[1]  # 19,328 ns is 1.9328e-05 s exactly as printed
 
 
-def _table(path: str) -> tuple[list[str], list[list[str]]]:
-    """The header and rows from the line that starts the CSV (the program's output before it is skipped)."""
+def _table(path: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and (line in the file, row) from the line that starts the CSV (the program's
+    output before it is skipped)."""
     p = Path(path)
     try:
         text = p.read_text(errors="replace")
@@ -125,12 +191,15 @@ def _table(path: str) -> tuple[list[str], list[list[str]]]:
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID","Process ID"') or ln.startswith("ID,Process ID")), None)
     if start is None:
         raise InputError(f"{path}: not an Nsight Compute CSV export (no header starting \"ID\",\"Process ID\")")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header = [h.strip() for h in rows[0]]
+    # ncu's own lines (==PROF==, ==WARNING==, ==ERROR==) may also follow the header.
+    body = [(i, ln) for i, ln in enumerate(lines[start:], start=start + 1) if not _PROFILER_LINE.match(ln)]
+    reader = csv.reader(ln for _, ln in body)
+    rows = [(body[reader.line_num - 1][0], r) for r in reader]
+    header = [h.strip() for h in rows[0][1]]
     for c in _LEADING:
         if c not in header:
             raise InputError(f"{path}: column {c!r} missing from the Nsight Compute header")
-    return header, [r for r in rows[1:] if r and any(x.strip() for x in r)]
+    return header, [(i, r) for i, r in rows[1:] if r and any(x.strip() for x in r)]
 
 
 def _launches(path: str) -> list[tuple[int, dict[str, str], dict[str, tuple[str, str]]]]:
@@ -139,21 +208,18 @@ def _launches(path: str) -> list[tuple[int, dict[str, str], dict[str, tuple[str,
     out = []
     if "Metric Name" in header:  # details page: one metric a row
         by_id: dict[str, tuple[int, dict, dict]] = {}
-        for i, r in enumerate(rows, start=2):
+        for i, r in rows:
             rec = dict(zip(header, r, strict=False))
             key = rec.get("ID", "")
             entry = by_id.setdefault(key, (i, {c: rec.get(c, "") for c in header[: header.index("Metric Name")]}, {}))
             entry[2][rec.get("Metric Name", "")] = (rec.get("Metric Value", ""), rec.get("Metric Unit", ""))
         return list(by_id.values())
     units: list[str] = [""] * len(header)
-    if rows and not rows[0][0].strip():  # the raw page's units row
-        units = rows[0] + [""] * (len(header) - len(rows[0]))
+    if rows and not rows[0][1][0].strip():  # the raw page's units row
+        units = rows[0][1] + [""] * (len(header) - len(rows[0][1]))
         rows = rows[1:]
-        first = 3
-    else:
-        first = 2
     n_desc = header.index("CC") + 1 if "CC" in header else len(_LEADING)
-    for i, r in enumerate(rows, start=first):
+    for i, r in rows:
         rec = dict(zip(header, r, strict=False))
         desc = {c: rec.get(c, "") for c in header[:n_desc]}
         metrics = {h: (rec.get(h, ""), units[j]) for j, h in enumerate(header) if j >= n_desc}
@@ -173,6 +239,7 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
     """One CounterRow per kernel launch of an Nsight Compute CSV; InputError names the file, line and column."""
     p = str(path)
     out = []
+    derived = [0, 0]  # launches whose texture loads, atomics were derived
     for n, (line, desc, metrics) in enumerate(_launches(p), start=1):
         raw: dict[str, float] = {}
         text: dict[str, str] = {}
@@ -199,12 +266,20 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
         missing = tuple(c for c in REQUIRED if not (raw[c] >= 0))
         # The shapes counters._params reads: L2 sectors of loads (the L1 misses) and of stores,
         # thread-level FP instructions, DRAM transactions of 32 bytes, the SFU's warp instructions x 32.
-        l1 = raw["l1_hit_rate"] / 100.0 if raw["l1_hit_rate"] >= 0 else 0.0
         fp32 = raw["fp32_thread"] if raw["fp32_thread"] >= 0 else sum(raw[k] for k in ("fadd", "fmul", "ffma") if raw[k] >= 0)
         vals = dict(raw)
+        # Texture loads and global atomics, which the LSU's counters above leave out.
+        extra = ncu_traffic.traffic(raw)
+        vals.update(ncu_traffic.merged(raw, extra))
+        vals.update(texture_source=extra.texture, atomics_source=extra.atomics)
+        derived[0] += extra.texture == ncu_traffic.DERIVED
+        derived[1] += extra.atomics == ncu_traffic.DERIVED
+        if raw["shared_atom"] >= 0:
+            vals["shared_store"] = (raw["shared_store"] if raw["shared_store"] >= 0 else 0.0) + raw["shared_atom"]
+        l1 = vals["l1_hit_rate"] / 100.0 if vals["l1_hit_rate"] >= 0 else 0.0
         vals.update(
-            l2_read_sectors=raw["gld_sectors"] * (1.0 - l1) if raw["gld_sectors"] >= 0 else math.nan,
-            l2_write_sectors=raw["gst_sectors"],
+            l2_read_sectors=vals.get("l2_read_sectors", vals["gld_sectors"] * (1.0 - l1) if vals["gld_sectors"] >= 0 else math.nan),
+            l2_write_sectors=vals.get("l2_write_sectors", vals["gst_sectors"]),
             fp32=fp32,
             fp64=raw["fp64_thread"],
             sfu_ops=raw["sfu_warp"] * 32.0 if raw["sfu_warp"] >= 0 else math.nan,
@@ -226,6 +301,9 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
         )
     if not out:
         raise InputError(f"{p}: no kernel launch in the Nsight Compute export")
+    if any(derived):
+        log.info("%s: texture loads of %d launches and atomics of %d derived from sector totals and hit rates "
+                 "(the export has no texture or atomic counters; placement.models.ncu_traffic)", p, *derived)
     return out
 
 
