@@ -4,7 +4,8 @@ After a failure there is no half-written file, and an existing file of the same
 name is left as it was (DESIGN.md, "The command"). A process killed outright
 (``kill -9``) cannot remove its temporary file; its name carries the writer's
 process id (``.NAME.PID.RANDOM.tmp``), and the next write of the same file
-removes the temporaries of writers that no longer run.
+removes the temporaries of writers that no longer run. No folder is made: the
+output's folder must exist (``check_output_folder``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +28,13 @@ log = logging.getLogger(__name__)
 def atomic_path(path) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``.
 
-    A folder that cannot be made or written, or a target that cannot be replaced (a folder
+    The output's folder must exist (``check_output_folder``: no folder is made). A folder that
+    is missing, is a file or cannot be written, or a target that cannot be replaced (a folder
     of that name), is an ``InputError`` naming the path (the command's exit 2), not a crash.
     """
     target = Path(path)
+    check_output_folder(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(target)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
@@ -53,6 +56,35 @@ def atomic_path(path) -> Iterator[str]:
         except OSError:
             pass
         raise
+
+
+def check_output_folder(path) -> None:
+    """Refuse an output whose folder does not exist or is not a folder: an ``InputError`` naming the path.
+
+    Writers make no folders: an output goes into a folder that exists, as a shell's ``>``
+    does, so a mistyped path (``/nonexistent/x/r.html``) is an error instead of a tree of
+    new folders. Commands call this before their work, so that a run is not wasted on an
+    output it cannot write; ``atomic_path`` calls it again.
+    """
+    parent = Path(path).parent
+    try:
+        st = os.stat(parent)
+    except FileNotFoundError:
+        raise InputError(f"{path}: cannot write there (folder {parent} does not exist)") from None
+    except NotADirectoryError:
+        raise InputError(f"{path}: cannot write there ({_file_in(parent)} is not a folder)") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise InputError(f"{path}: cannot write there ({getattr(exc, 'strerror', None) or exc})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: cannot write there ({parent} is not a folder)")
+
+
+def _file_in(folder: Path) -> Path:
+    """The first part of ``folder`` that exists and is not a folder (``folder`` itself if none is found)."""
+    for p in [*reversed(folder.parents), folder]:
+        if os.path.exists(p) and not os.path.isdir(p):
+            return p
+    return folder
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:

@@ -92,7 +92,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from traces.atomic import atomic_path
+from traces.atomic import atomic_path, check_output_folder
 from traces.errors import InputError
 
 from ..gpu import get_gpu
@@ -130,6 +130,7 @@ def run(
     rankings): it is called once before the first (done 0) and after each chunk's
     rows are safely on disk.
     """
+    check_output_folder(output)  # before the suite's traces are read
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     if executor != "local" and not executor.startswith("dask://"):
@@ -156,7 +157,10 @@ def run(
         except (ValueError, OSError):
             found = None
         _refuse_other_suite(found, str(manifest), exp, out)
-    parts.mkdir(parents=True, exist_ok=True)
+    try:
+        parts.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write there (folder {parts}: {exc.strerror or exc})") from None
     if not manifest.exists():
         with atomic_path(manifest) as tmp:
             Path(tmp).write_text(json.dumps(exp, indent=2, sort_keys=True))

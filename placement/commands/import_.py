@@ -48,8 +48,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import traces
     from traces.importers import import_trace
+    from traces.atomic import check_output_folder
     from traces.importers.objects import load_objects_toml
 
+    check_output_folder(args.output)  # before the parse, not after it
     objects = load_objects_toml(args.objects) if args.objects else ()
     t0 = time.perf_counter()
     option = {"accelsim": "kernel", "nvbit": "launch"}.get(args.format)

@@ -24,11 +24,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from traces.atomic import check_output_folder
+
     from ..gpu import get_gpu
     from ..hms import Options
     from ..overlap import COEFFICIENT_NAMES, FEATURES, save
     from ..training import read_measurements, train
 
+    check_output_folder(args.output)  # before the fit, not after it
     gpu = get_gpu(args.gpu)
     samples = read_measurements(args.measurements, gpu, Options(queue=args.queue))
     report = train(samples, gpu, source=str(args.measurements))
