@@ -377,7 +377,9 @@ def gpu_names() -> list[str]:
 def get_gpu(name_or_path: str) -> Gpu:
     """A configuration by path, bundled name or catalog name.
 
-    A ``.toml`` path (or any existing file) is loaded as it is. A name is matched
+    A name ending in ``.toml``, or naming an existing regular file, is a path and is
+    loaded as it is; anything else is a name, even where a folder of that name lies
+    in the current folder (``--gpu h200`` beside a folder ``h200/``). A name is matched
     forgivingly (case, spaces, dashes and the vendor's words do not matter:
     ``rtx3080``, ``"GeForce RTX 3080"``, ``RTX-3080``): a bundled
     ``configs/gpus/NAME.toml`` wins, else the GPU catalog
@@ -386,8 +388,10 @@ def get_gpu(name_or_path: str) -> Gpu:
     """
     from . import catalog
 
+    if not str(name_or_path).strip():
+        raise InputError("empty GPU name: give a name from `placement gpus` or a path to a .toml file")
     p = Path(name_or_path)
-    if p.suffix == ".toml" or os.path.exists(p):
+    if p.suffix == ".toml" or os.path.isfile(p):
         return load_gpu(p)
     key = catalog.normalize(name_or_path)
     bundled = {catalog.normalize(n): n for n in gpu_names()}

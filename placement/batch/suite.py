@@ -111,9 +111,12 @@ def suite_dir() -> Path:
 
 
 def resolve_suite_path(name_or_path: str | os.PathLike) -> Path:
-    """A suite file by path, or a bundled suite by name (``table4``)."""
+    """A suite file by path (a name ending in ``.toml``, or an existing regular file), or a bundled
+    suite by name (``table4``, even beside a folder of that name)."""
     p = Path(name_or_path)
-    if p.suffix == ".toml" or os.path.exists(p):
+    if not str(name_or_path).strip():
+        raise InputError("empty suite name: give a bundled suite's name or a path to a .toml file")
+    if p.suffix == ".toml" or os.path.isfile(p):
         return p
     candidate = suite_dir() / f"{p}.toml"
     if os.path.exists(candidate):
