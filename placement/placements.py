@@ -32,10 +32,10 @@ here before it is ranked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from traces import SHORT_OF_SPACE, KernelInfo, ObjectInfo, target_layout
+from traces import SHORT_OF_SPACE, KernelInfo, Layout, ObjectInfo, target_layout
 from traces.errors import InputError
 
 from .gpu import Gpu
@@ -172,6 +172,9 @@ class Legality:
     smem_per_block: int
     const_bytes: int
     occupancy: Occupancy
+    layout: Layout = field(compare=False, repr=False)
+    """The placement converted once for the rewrite: ``traces.target_layout`` of its unstaged
+    spaces (``unstaged``), which ``traces.rewrite`` takes as it is."""
     staging: "StagingChoice | None" = None
 
 
@@ -187,7 +190,12 @@ def shared_bytes(info: KernelInfo, placement: Placement) -> int:
     The sample's usage, less its shared arrays moved out (Huang & Li Sec. III-E; the
     layout is ``traces.target_layout``'s, the same the trace rewriting uses).
     """
-    return target_layout(info, unstaged(placement)).smem_per_block
+    return _layout(info, placement).smem_per_block
+
+
+def _layout(info: KernelInfo, placement: Placement) -> Layout:
+    """The placement converted for ``traces.rewrite``: the layout of its unstaged spaces."""
+    return target_layout(info, unstaged(placement))
 
 
 def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFacts | None" = None) -> Legality:
@@ -232,7 +240,8 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         raise IllegalPlacement(
             "constant", f"the objects in C ({in_c}) need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}"
         )
-    smem = shared_bytes(info, placement)
+    layout = _layout(info, placement)
+    smem = layout.smem_per_block
     if smem > m.smem_per_block:
         in_s = ", ".join(n for n, s in placement.spaces if s == "S")
         raise IllegalPlacement(
@@ -251,7 +260,7 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         raise IllegalPlacement("launch", str(exc)) from None
     if occ.blocks_per_sm < 1:
         raise IllegalPlacement("launch", f"no block fits on an SM of {gpu.name} ({occ.limiter})")
-    return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ, staging=choice)
+    return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ, layout=layout, staging=choice)
 
 
 def is_legal(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFacts | None" = None) -> bool:

@@ -162,3 +162,20 @@ def test_addr_inst_delta_is_rewrites(name, target, staged):
         np.testing.assert_array_equal(got, want)
     assert (traces.addr_inst_delta(t, target, cost, context=np.ones(n, np.int8))
             != traces.addr_inst_delta(t, target, cost)).any()  # fmt: skip  # the contexts' tables differ here
+
+
+def test_a_layout_converted_once_rewrites_like_its_mapping():
+    """A placement converted once (``target_layout``, as ``placements.Legality.layout`` holds it) is taken as it is:
+    the same rewrite as the mapping, every column; a layout of another kernel is refused."""
+    t = dataclasses.replace(whole(), info=dataclasses.replace(whole().info, smem_per_block=100))
+    target = {"A": "T", "B": "S"}
+    layout = traces.target_layout(t.info, target)
+    by_map, by_layout = traces.rewrite(t, target, cost_table(t.info)), traces.rewrite(t, layout, cost_table(t.info))
+    assert by_layout.trace.info == by_map.trace.info and by_layout.moved == by_map.moved == (0, 1)
+    for col in ("space", "addr"):
+        np.testing.assert_array_equal(getattr(by_layout.trace, col), getattr(by_map.trace, col))
+    np.testing.assert_array_equal(by_layout.addr_inst_delta, by_map.addr_inst_delta)
+    np.testing.assert_array_equal(traces.addr_inst_delta(t, layout, cost_table(t.info)), by_map.addr_inst_delta)
+    other = dataclasses.replace(layout, objects=layout.objects[:2])
+    with pytest.raises(ValueError, match="not those of kernel"):
+        traces.rewrite(t, other)

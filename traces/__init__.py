@@ -17,7 +17,7 @@ _HOME = {
     **dict.fromkeys(("InputError", "TraceError"), "errors"),
     **dict.fromkeys(("Trace", "atomic_write_table", "convert", "iter_batches", "num_rows", "read", "read_info",
                      "to_table", "validate", "write"), "io"),
-    **dict.fromkeys(("Rewritten", "addr_inst_delta", "rewrite", "target_layout"), "rewrite"),
+    **dict.fromkeys(("Layout", "Rewritten", "addr_inst_delta", "rewrite", "target_layout"), "rewrite"),
     **dict.fromkeys(("COLUMNS", "INSTRUCTION_CLASSES", "OP_NAMES", "SHORT_OF_SPACE", "SPACE_CODES", "SPACE_NAMES",
                      "SPACE_SHORT", "WARP_SIZE", "Instructions", "KernelInfo", "Measured", "ObjectInfo"), "schema"),
 }  # fmt: skip
@@ -59,6 +59,7 @@ __all__ = [
     "InputError",
     "Instructions",
     "KernelInfo",
+    "Layout",
     "Measured",
     "ObjectInfo",
     "Rewritten",

@@ -179,9 +179,18 @@ class _Tables:
     moved: tuple[int, ...]
 
 
-def _tables(info: KernelInfo, target: Mapping[int | str, str], addr_cost: np.ndarray | None,
+def _layout(info: KernelInfo, target: Mapping[int | str, str] | Layout) -> Layout:
+    """``target`` as a Layout: converted here (``target_layout``), or already converted by the caller."""
+    if not isinstance(target, Layout):
+        return target_layout(info, target)
+    if [(o.id, o.name) for o in target.objects] != [(o.id, o.name) for o in info.objects]:
+        raise ValueError(f"the layout's objects are not those of kernel {info.kernel}")
+    return target
+
+
+def _tables(info: KernelInfo, target: Mapping[int | str, str] | Layout, addr_cost: np.ndarray | None,
             staged: Collection[int | str]) -> _Tables:  # fmt: skip
-    layout = target_layout(info, target)
+    layout = _layout(info, target)
     n_ids = max((o.id for o in info.objects), default=-1) + 1
     new_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
     cost_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
@@ -226,11 +235,13 @@ def _contexts(n: int, context: np.ndarray | None, cost: np.ndarray) -> np.ndarra
     return np.ascontiguousarray(context, np.int8)
 
 
-def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
+def rewrite(trace: Trace, target: Mapping[int | str, str] | Layout, addr_cost: np.ndarray | None = None,
             staged: Collection[int | str] = (), context: np.ndarray | None = None) -> Rewritten:  # fmt: skip
     """The accesses of ``trace`` under the target placement.
 
-    ``target`` maps object id or name -> space (see ``target_layout``); ``addr_cost`` is an
+    ``target`` maps object id or name -> space (see ``target_layout``), or is the ``Layout``
+    ``target_layout`` gave for this kernel (a placement converted once, by whoever checked it:
+    ``placement.placements.Legality.layout``); ``addr_cost`` is an
     (objects, spaces) table of addressing instructions per element access by object id and
     space code, or a (contexts, objects, spaces) stack of them with ``context`` giving each
     row's (int8); zeros when None. ``staged`` objects (ids or names) keep their rows, with
@@ -263,7 +274,7 @@ def rewrite(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray
     )
 
 
-def addr_inst_delta(trace: Trace, target: Mapping[int | str, str], addr_cost: np.ndarray | None = None,
+def addr_inst_delta(trace: Trace, target: Mapping[int | str, str] | Layout, addr_cost: np.ndarray | None = None,
                     staged: Collection[int | str] = (), context: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``rewrite(...).addr_inst_delta`` alone (the same row pass, without the rewritten trace): int16 per row.
 
