@@ -18,7 +18,12 @@ int64 and no reader allocates by a claim the input does not back:
   of up to 16 Mi warps is accepted whatever the rows (warps that touch no memory
   have no rows);
 - instruction counts at most 2^62, object extents inside the 64-bit address space
-  (shared objects inside the 32-bit shared window).
+  (shared objects inside the 32-bit shared window);
+- an object at most 2^49 bytes (512 TiB): no allocation on an NVIDIA GPU is larger,
+  since a GPU's virtual address space is 49 bits (Pascal and later: NVIDIA Tesla P100
+  whitepaper, "Unified Memory": 49-bit virtual addressing, covering the CPUs' 48-bit
+  spaces; earlier GPUs have fewer). A larger size is a corrupt or invented field,
+  and a tool sizing anything by it would ask for terabytes.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ WARPS_WITHOUT_ROWS = 1 << 24
 WARPS_PER_ROW = 64
 MAX_COUNT = 1 << 62
 ADDRESS_LIMIT = (1 << 64) - 1  # object ends are held in uint64
+MAX_OBJECT_BYTES = 1 << 49  # a GPU's virtual address space (module docstring)
 SHARED_WINDOW = 1 << 32
 
 

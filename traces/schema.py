@@ -33,7 +33,16 @@ from .codes import (  # noqa: F401  (the space and op codes, re-exported with th
     TEXTURE2D,
 )
 from .errors import TraceError, shown
-from .launch import ADDRESS_LIMIT, MAX_COUNT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, SHARED_WINDOW, grid_warps, launch_problem
+from .launch import (
+    ADDRESS_LIMIT,
+    MAX_COUNT,
+    MAX_OBJECT_BYTES,
+    MAX_REGS_PER_THREAD,
+    MAX_SMEM_PER_BLOCK,
+    SHARED_WINDOW,
+    grid_warps,
+    launch_problem,
+)
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"placement.kernel"
@@ -200,7 +209,12 @@ def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
 
 
 def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
-    """Validate a metadata dictionary and build a :class:`KernelInfo`."""
+    """Validate a metadata dictionary and build a :class:`KernelInfo`.
+
+    Sizes are bounded as ``traces.launch`` says, before anything is sized by them: an object
+    holds at most ``MAX_OBJECT_BYTES`` (2^49, a GPU's virtual address space), its extent lies
+    inside the 64-bit address space (the 32-bit shared window for a shared object).
+    """
     if not isinstance(d, dict):
         raise TraceError(path, "metadata must be a JSON object", field="placement.kernel")
     version = _req(d, "schema_version", int, path, "")
@@ -255,6 +269,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             raise TraceError(
                 path, f"object '{name}' needs base >= 0, size > 0 and elem_bytes in {WIDTHS}", field=w + "size"
             )
+        if size > MAX_OBJECT_BYTES:
+            raise TraceError(path, f"object '{name}' has {shown(size)} bytes; an object holds at most 2^49 "
+                                   "(a GPU's 49-bit virtual address space, traces/launch.py)", field=w + "size")  # fmt: skip
         top = SHARED_WINDOW if space == "shared" else ADDRESS_LIMIT
         if base + size > top:
             raise TraceError(path, f"object '{name}' [{base:#x}, +{size}) ends beyond the {space} address space "

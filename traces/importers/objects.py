@@ -36,7 +36,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import InputError, shown
-from ..launch import ADDRESS_LIMIT
+from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES
 from ..schema import CONSTANT, GLOBAL, LOAD, LOCAL, SHARED, SPACE_CODES, SPACE_NAMES, TEXTURE1D, TEXTURE2D, WIDTHS, ObjectInfo
 from ..tomlfile import load_toml
 from . import _object_kernels as K
@@ -125,6 +125,8 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
                                  f"integer below 2^64, got {shown(v)}")  # fmt: skip
         if base + size > ADDRESS_LIMIT:
             raise InputError(f"{where} ('{name}'): base {base:#x} + size {size} ends beyond the 64-bit address space")
+        if size > MAX_OBJECT_BYTES:
+            raise InputError(f"{where} ('{name}'): size {size} is beyond 2^49 bytes, a GPU's virtual address space")
         space = t.get("space")
         if space is not None:
             from ..schema import SPACE_SHORT

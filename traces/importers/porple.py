@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..inputfile import numbered_lines
-from ..launch import ADDRESS_LIMIT, coverage_problem, launch_problem
+from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, coverage_problem, launch_problem
 from ..schema import LOAD, STORE, WARP_SIZE, WIDTHS, GLOBAL, Instructions, KernelInfo
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
@@ -118,6 +118,10 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
     needed = np.zeros(n_arr, dtype=np.int64)
     np.maximum.at(needed, arr, (index + 1) * es[arr])
     sizes = [max(int(array_size[a]), int(needed[a])) for a in range(n_arr)]
+    for a in range(n_arr):
+        if sizes[a] > MAX_OBJECT_BYTES:
+            raise ParseError(p, head["array_size"][0], f"array {a} takes {sizes[a]} bytes (its array_size or its "
+                                                       "accesses), beyond 2^49: a GPU's virtual address space")  # fmt: skip
     extended: dict[str, dict[str, Any]] = {}
     for a in range(n_arr):
         if sizes[a] > array_size[a]:
