@@ -32,7 +32,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:80em}
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:right}
 th{background:#f4f4f4}td{white-space:nowrap}td.l,th.l{text-align:left;white-space:normal}.small{color:#555;font-size:.9em}
-pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em}ul{margin:.3em 0}
+pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em}ul{margin:.3em 0}code{background:#f4f4f4;padding:0 .2em}
 figure{margin:1em 0}figcaption{color:#555;font-size:.9em;max-width:60em}
 """
 COLORS = {"t_comp": "#4c78a8", "t_mem": "#f58518", "t_overlap": "#54a24b", "time": "#222222"}
@@ -40,6 +40,12 @@ SERVED = (("first-level cache hits", "#4c78a8"), ("L2 hits", "#72b7b2"), ("DRAM"
           ("shared memory", "#54a24b"))  # fmt: skip
 DETAILS = 3
 """Placements whose reasons the report spells out."""
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _prose(text: str) -> str:
+    """A sentence of the text output as HTML: escaped, with its `commands` in <code> (not literal backticks)."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
 
 
 def _svg(fig) -> str:
@@ -197,7 +203,7 @@ def _table(r: RankResult) -> str:
             f"<tr><td>{p.rank or '-'}</td><td class=l>{html.escape(p.label)}</td><td>{units.time_ns(t.time_ns)}</td>"
             f"<td>{units.speedup(p.speedup)}</td><td>{units.time_ns(t.t_comp * k)}</td>"
             f"<td>{units.time_ns(t.t_mem * k)}</td><td>{units.time_ns(t.t_overlap * k)}</td>"
-            f"<td class=l>{html.escape(p.explanation.short())}</td></tr>"
+            f"<td class=l>{_prose(p.explanation.short())}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -207,7 +213,7 @@ def _details(r: RankResult) -> str:
     for p in r.ranking[:DETAILS]:
         if p.label == "sample":
             continue
-        items = "".join(f"<li>{html.escape(x)}</li>" for x in p.explanation.lines())
+        items = "".join(f"<li>{_prose(x)}</li>" for x in p.explanation.lines())
         out.append(f"<h3>#{p.rank}: {html.escape(p.label)} ({units.speedup(p.speedup)}x)</h3><ul>{items}</ul>")
     return "".join(out)
 
@@ -223,18 +229,18 @@ def render(r: RankResult) -> str:
     """The report of ``r`` as one HTML document."""
     s = r.sample
     title = f"{html.escape(r.kernel)} on {html.escape(r.gpu)}"
-    ex = "".join(f"<li>{html.escape(x.strip())}</li>" for x in excluded_lines(r.excluded))
-    notes = "".join(f"<p>{html.escape(x)}</p>" for x in r.uncertainty())
+    ex = "".join(f"<li>{_prose(x.strip())}</li>" for x in excluded_lines(r.excluded))
+    notes = "".join(f"<p>{_prose(x)}</p>" for x in r.uncertainty())
     trace = f"trace {html.escape(r.trace)}; " if r.trace else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Placement ranking: {title}</title>
 <style>{_STYLE}</style></head><body>
 <h1>{title}</h1>
 <p class=small>{trace}sample placement {html.escape(", ".join(f"{k}={v}" for k, v in s.placement.items()))},
-predicted {units.time_ns(s.time_ns)}. {html.escape(search_line(r))}</p>
+predicted {units.time_ns(s.time_ns)}. {_prose(search_line(r))}</p>
 {f"<p class=small>Not allowed:</p><ul class=small>{ex}</ul>" if ex else ""}
 {notes}
-<p class=small>{html.escape(overlap_line(r.overlap_trained, r.overlap_source, r.gpu))}</p>
+<p class=small>{_prose(overlap_line(r.overlap_trained, r.overlap_source, r.gpu))}</p>
 <h2>Speedup over the sample</h2>
 <figure>{speedup_chart(r)}<figcaption>Predicted speedup of each ranked placement over the sample (the diamond at 1.0).
 Shaded: within the model's median error of predicted ratios ({units.share(MODEL_RATIO_ERROR)}) of the sample and of the

@@ -39,10 +39,15 @@ def notes(sample_ns: float, times_ns: list[float], labels: list[str], error: flo
     best = times_ns[0]
     gain = sample_ns / best if best > 0 else float("inf")
     if not apart(best, sample_ns, error):
+        if labels[0] == "sample":
+            out.append("The sample placement is already the best: no placement is predicted to be faster; keep it "
+                       "unless a measurement says otherwise.")  # fmt: skip
+            return out
         faster = sample_ns / best - 1.0 if best > 0 else 0.0
-        word = f"{units.share(abs(faster))} {'faster' if faster >= 0 else 'slower'}"
+        word = (f"{units.share(abs(faster))} {'faster' if faster >= 0 else 'slower'} than" if faster
+                else "as fast as")  # fmt: skip
         out.append(
-            f"The best placement ({labels[0]}) is {word} than the sample, within {err}, {source}: no placement is "
+            f"The best placement ({labels[0]}) is {word} the sample, within {err}, {source}: no placement is "
             "predicted to be clearly better than the sample; keep it unless a measurement says otherwise."
         )
         return out

@@ -2,7 +2,8 @@
 
 - a speedup (or any ratio) to 3 significant figures: ``2.92``, ``1.00``, ``0.998``, ``15.1``;
 - a time in the unit that fits, 3 significant figures: ``820 ns``, ``1.97 µs``, ``15.1 µs``, ``3.21 ms``, ``5.10 s``;
-- a count with thousands separators, a change with its sign: ``8,192``, ``-4,096``;
+- a count with thousands separators, a change with its sign: ``8,192``, ``-4,096``; a count of
+  things with its noun in the right number: ``1 warp``, ``2 warps``;
 - bytes in B / KiB / MiB; a share as a whole percent (2 significant figures under 10 %).
 
 Machine-readable output (``--json``, ``to_frame``) keeps the raw numbers; these are for text.
@@ -45,6 +46,11 @@ def count(n: float) -> str:
     return f"{round(n):,}"
 
 
+def plural(n: int, word: str) -> str:
+    """A count with its noun, plural unless the count is 1: ``1 warp``, ``0 warps``, ``8,192 warps``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def change(n: float) -> str:
     """A signed count change: ``+512``, ``-8,192``."""
     return f"{round(n):+,}"
@@ -65,4 +71,4 @@ def share(x: float) -> str:
     return f"{p:.2g} %" if abs(p) < 10 and p != 0 else f"{p:.0f} %"
 
 
-__all__ = ["change", "count", "nbytes", "share", "sig3", "speedup", "time_ns"]
+__all__ = ["change", "count", "nbytes", "plural", "share", "sig3", "speedup", "time_ns"]

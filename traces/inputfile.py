@@ -7,7 +7,23 @@ permission, an I/O error, a name too long or holding a NUL byte -- as an
 
 from __future__ import annotations
 
+import os
+
 from .errors import InputError
+
+# The first bytes of files a text reader is often handed by mistake, and what to call them.
+MAGIC = (
+    (b"PAR1", "a Parquet file"),
+    (b"ARROW1", "an Arrow IPC file"),
+    (b"\xff\xff\xff\xff", "an Arrow IPC stream"),
+    (b"FEA1", "a Feather v1 file"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"PK\x03\x04", "a zip file"),
+    (b"\x7fELF", "an executable"),
+)
+TRACE_KINDS = ("a Parquet file", "an Arrow IPC file")
+"""Kinds ``binary_kind`` names that may be a placement trace already (``placement info`` reads them)."""
 
 
 def read_error(path, exc: BaseException, missing: str = "no such file") -> InputError:
@@ -19,6 +35,52 @@ def read_error(path, exc: BaseException, missing: str = "no such file") -> Input
         return InputError(f"{p}: is a folder, expected a file")
     reason = getattr(exc, "strerror", None) or str(exc)  # ValueError: a NUL byte in the name
     return InputError(f"{p}: cannot be read ({reason})")
+
+
+def require_file(path, missing: str = "no such file") -> None:
+    """Refuse ``path`` unless it is a regular file: missing, a folder or something else, named."""
+    p = str(path)
+    if "\0" in p:
+        raise InputError(f"{p!r}: cannot be read (a NUL byte in the name)")
+    if os.path.isfile(p):
+        return
+    if os.path.isdir(p):
+        raise InputError(f"{p}: is a folder, expected a file")
+    if os.path.exists(p):
+        raise InputError(f"{p}: not a regular file")
+    raise InputError(f"{p}: {missing}")
+
+
+def binary_kind(path) -> str | None:
+    """What ``path`` is when it is not text, by its first bytes ("a Parquet file", "binary data"),
+    or None for text (or a file that cannot be read: its reader names that)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except (OSError, ValueError):
+        return None
+    for magic, what in MAGIC:
+        if head.startswith(magic):
+            return what
+    return "binary data" if b"\0" in head else None
+
+
+def refuse_binary(path, what: str) -> None:
+    """Refuse a file that is not text for a reader of ``what`` (a text format), saying what it is."""
+    kind = binary_kind(path)
+    if kind is None:
+        return
+    hint = f"; `placement info {path}` reads a trace" if kind in TRACE_KINDS else ""
+    raise InputError(f"{path}: is {kind}, not {what}{hint}")
+
+
+def quote_line(line: str, limit: int = 60) -> str:
+    """A line of input for a message: its first ``limit`` characters quoted, or "binary data" for
+    a line that is not text (NUL or other control bytes, bytes that are not UTF-8), which quoted
+    would be hundreds of escapes."""
+    if any((c < " " and c not in "\t\r\n") or c == "\ufffd" or c == "\x7f" for c in line[:limit]):
+        return "binary data (not a text line)"
+    return repr(line[:limit])
 
 
 def read_bytes(path, missing: str = "no such file") -> bytes:

@@ -222,6 +222,8 @@ def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile | IpcTrace
     p = str(path)
     if not os.path.exists(p):
         raise TraceError(p, "no such file")
+    if os.path.isdir(p):
+        raise TraceError(p, "is a folder, expected a file")
     kind = "trace"
     try:
         layout = sniff(p)

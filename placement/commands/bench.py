@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from traces.errors import InputError
 
+from ..units import plural
 from ._output import print_json, table
 
 NAME = "bench"
@@ -86,5 +87,5 @@ def run(args) -> int:
     else:
         g, b = info.grid, info.block
         print(f"wrote {args.output}: {info.kernel} grid ({g[0]}, {g[1]}, {g[2]}) x block ({b[0]}, {b[1]}, {b[2]}), "
-              f"{info.instructions.executed:,} instructions over {info.instructions.warps:,} warps")  # fmt: skip
+              f"{plural(info.instructions.executed, 'instruction')} over {plural(info.instructions.warps, 'warp')}")  # fmt: skip
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..units import plural
 from ._output import print_json
 
 NAME = "convert"
@@ -48,5 +49,5 @@ def run(args) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(f"wrote {doc['output']}: {rows:,} rows of {info.kernel} as {doc['container']}, {doc['bytes']:,} bytes")
+        print(f"wrote {doc['output']}: {plural(rows, 'row')} of {info.kernel} as {doc['container']}, {doc['bytes']:,} bytes")
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
+from ..units import plural
 from ._output import print_json
 
 NAME = "import"
@@ -47,8 +48,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     import traces
-    from traces.importers import import_trace
     from traces.atomic import check_output_folder
+    from traces.importers import import_trace
     from traces.importers.objects import load_objects_toml
 
     check_output_folder(args.output)  # before the parse, not after it
@@ -81,8 +82,9 @@ def run(args) -> int:
     if args.json:
         print_json(doc)
         return 0
-    print(f"wrote {args.output}: {rows:,} warp-level memory instructions, {len(info.objects)} objects, "
-          f"{info.instructions.executed:,} instructions over {info.instructions.warps:,} warps ({dt:.2f} s)")  # fmt: skip
+    print(f"wrote {args.output}: {plural(rows, 'warp-level memory instruction')}, {plural(len(info.objects), 'object')}, "
+          f"{plural(info.instructions.executed, 'instruction')} over {plural(info.instructions.warps, 'warp')} "
+          f"({dt:.2f} s)")  # fmt: skip
     for o in doc["objects"]:
         print(f"  {o['id']:>3}  {o['name']:<12} {o['space']:<9} {o['base']:#x} +{o['size']:,}  {o['origin']}")
     if doc["estimated"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..units import plural
 from ._output import print_json, table
 
 NAME = "info"
@@ -70,14 +71,14 @@ def run(args) -> int:
     print(f"file          {d['container']}, {d['file_bytes']:,} bytes ({d['file_bytes'] / max(d['rows'], 1):.0f} a row)")
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
-    print(f"rows          {d['rows']:,} warp-level memory instructions from {d['warps']:,} warps"
+    print(f"rows          {plural(d['rows'], 'warp-level memory instruction')} from {plural(d['warps'], 'warp')}"
           + (f" ({d['unassigned_rows']:,} on no object)" if d["unassigned_rows"] else ""))  # fmt: skip
     print("by space      " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_space"].items()))
     print("by op         " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_op"].items()))
     ins = d["instructions"]
     classes = ", ".join(f"{k} {ins[k]:,}" for k in ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch") if ins[k])
     issued = f", issued {ins['issued']:,}" if ins["issued"] is not None else ""
-    print(f"instructions  executed {ins['executed']:,}{issued} over {ins['warps']:,} warps" + (f"; {classes}" if classes else ""))
+    print(f"instructions  executed {ins['executed']:,}{issued} over {plural(ins['warps'], 'warp')}" + (f"; {classes}" if classes else ""))
     if d["measured"]:
         print(f"measured      {d['measured']['time_ns']:,.0f} ns on {d['measured']['gpu']}")
     if d["source"]:

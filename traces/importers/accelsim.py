@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import InputError
-from ..inputfile import read_bytes, read_error
+from ..inputfile import quote_line, read_bytes, read_error, refuse_binary, require_file
 from ..launch import ADDRESS_LIMIT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
 from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, WARP_SIZE
 from . import _accelsim_kernels as K
@@ -140,7 +140,7 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
             n -= 1
             break
         if not s.startswith("-") or "=" not in s:
-            raise ParseError(path, n, f"expected a header line '-key = value' before the instruction stream, got {s[:60]!r}")
+            raise ParseError(path, n, f"expected a header line '-key = value' before the instruction stream, got {quote_line(s)}")
         key, _, value = s[1:].partition("=")
         vals[" ".join(key.split())] = (n, value.strip())
 
@@ -246,8 +246,9 @@ def _error(path: str, st: np.ndarray, header: Header) -> ParseError:
 def parse_traceg(path, *, skip_bad_lines: bool = False) -> Parsed:
     """Parse one ``.traceg`` (or ``.traceg.xz``) file into trace columns."""
     p = str(path)
-    if not os.path.isfile(p):
-        raise InputError(f"{p}: no such file")
+    require_file(p)
+    if not p.endswith(".xz"):
+        refuse_binary(p, "an Accel-Sim trace (text, or xz-compressed named .xz)")
     try:
         f = _open(p)
     except OSError as exc:
@@ -405,7 +406,7 @@ def read_kernelslist(path) -> tuple[list[Extent], list[str]]:
                 if size < 0 or base < 0 or base + size > ADDRESS_LIMIT:
                     raise ValueError
             except ValueError:
-                raise ParseError(p, ln, f"expected 'MemcpyHtoD,<hex base>,<bytes>', got {s[:80]!r}") from None
+                raise ParseError(p, ln, f"expected 'MemcpyHtoD,<hex base>,<bytes>', got {quote_line(s, 80)}") from None
             if size:
                 extents.append(Extent(base, size, f"{Path(p).name} line {ln}"))
         elif s.startswith("kernel"):
@@ -413,7 +414,7 @@ def read_kernelslist(path) -> tuple[list[Extent], list[str]]:
         elif s.startswith("Memcpy"):
             continue  # device-to-host copies: not inputs of a kernel
         else:
-            raise ParseError(p, ln, f"expected 'MemcpyHtoD,...' or a kernel trace file name, got {s[:80]!r}")
+            raise ParseError(p, ln, f"expected 'MemcpyHtoD,...' or a kernel trace file name, got {quote_line(s, 80)}")
     return extents, kernels
 
 

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..inputfile import numbered_lines
+from ..inputfile import numbered_lines, refuse_binary, require_file
 from ..launch import MAX_GRID, MAX_REGS_PER_THREAD, MAX_THREADS_PER_BLOCK, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
 from ..schema import GLOBAL, LOAD, WARP_SIZE, Instructions, KernelInfo
 from .accelsim import ParseError
@@ -90,8 +90,8 @@ def _addresses(text: str) -> list[int] | None:
 def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
     """Read the access lines of one launch; returns (rows, launch info or None, line accounting, launch id)."""
     p = str(path)
-    if not os.path.isfile(p):
-        raise InputError(f"{p}: no such file")
+    require_file(p)
+    refuse_binary(p, "an NVBit mem_trace log (text)")
     acct = Counter()
     launches: dict[int, Launch] = {}
     old_launch = -1
@@ -158,6 +158,9 @@ def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
             _bad(p, ln, "expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
             continue
         rows.append((ln, lid, *xyz, warp, opcode, addrs))
+    if not accesses:
+        raise InputError(f"{p}: no memory access lines ('MEMTRACE: CTX ... - CTA x,y,z - warp ...' or "
+                         f"'CTA x,y,z - warp ...') in {acct['total']:,} lines: not an NVBit mem_trace log?")  # fmt: skip
     if launch is None and len(accesses) > 1 and not skip_bad_lines:
         raise InputError(f"{p}: the log holds {len(accesses)} launches; pick one with --launch N: {_listing(launches, accesses)}")
     chosen = launch if launch is not None else first_launch

@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..inputfile import numbered_lines
+from ..inputfile import numbered_lines, quote_line, refuse_binary, require_file
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, coverage_problem, launch_problem
 from ..schema import LOAD, STORE, WARP_SIZE, WIDTHS, GLOBAL, Instructions, KernelInfo
 from .accelsim import ParseError
@@ -52,8 +51,8 @@ _KEYS = ("dimension", "sizeof", "block_X", "block_Y", "array_size")
 def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines: bool = False) -> tuple[dict[str, np.ndarray], KernelInfo]:
     """Read a PORPLE trace into trace columns and metadata (one object per array)."""
     p = str(path)
-    if not os.path.isfile(p):
-        raise InputError(f"{p}: no such file")
+    require_file(p)
+    refuse_binary(p, "a PORPLE trace (text)")
     head: dict[str, tuple[int, list[int]]] = {}
     recs: list[list[int]] = []
     lines_of: list[int] = []
@@ -88,7 +87,7 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
                 continue
             head[key] = (ln, [int(v) for v in vals])
             continue
-        bad(ln, f"expected a header line ({', '.join(_KEYS)}: non-negative integers) or an access line, got {s[:60]!r}")
+        bad(ln, f"expected a header line ({', '.join(_KEYS)}: non-negative integers) or an access line, got {quote_line(s)}")
     for key in ("sizeof", "array_size"):
         if key not in head:
             raise ParseError(p, None, f"header line '{key}' (one value per array) is missing")

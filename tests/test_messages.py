@@ -1,0 +1,100 @@
+"""What a new user reads (issue 34): messages that name the right problem, text that reads right."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+
+EX = ROOT / "configs" / "examples"
+
+
+def one_line(code: int, out: str, err: str, *words: str) -> str:
+    assert code == 2, err
+    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+# ---- input files ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["import", "nvbit"], ["import", "porple"], ["info"], ["rank"]])
+def test_a_folder_given_for_a_file(tmp_path, run_cli, argv):
+    """Was: "no such file" (import) and "not a readable trace file ... [Errno 21]" (info, rank)."""
+    d = tmp_path / "adir"
+    d.mkdir()
+    extra = ["-o", tmp_path / "t.parquet"] if argv[0] == "import" else ["--gpu", "k80"] if argv[0] == "rank" else []
+    one_line(*run_cli(*argv, d, *extra), f"{d}: is a folder, expected a file")
+
+
+@pytest.mark.parametrize("fmt, what", [("porple", "a PORPLE trace"), ("nvbit", "an NVBit mem_trace log"),
+                                       ("accelsim", "an Accel-Sim trace")])  # fmt: skip
+def test_a_parquet_trace_given_to_an_importer(tmp_path, run_cli, fmt, what):
+    """Was: ~380 characters of quoted binary (porple, accelsim), and for nvbit exit 0 with a trace of no rows."""
+    src = EX / "vecadd.parquet"
+    err = one_line(*run_cli("import", fmt, src, "-o", tmp_path / "t.parquet"), f"{src}: is a Parquet file, not {what}")
+    assert "\\x" not in err and len(err) < 250 + len(str(src)) * 2
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_a_binary_line_is_not_quoted(tmp_path, run_cli):
+    bad = tmp_path / "p.txt"
+    bad.write_bytes(b"sizeof 4\n\x01\x02\x03\xff\xfe" * 40 + b"\n")
+    err = one_line(*run_cli("import", "porple", bad, "-o", tmp_path / "t.parquet"), f"{bad} line 2: ", "got binary data")
+    assert "\\x" not in err and len(err) < 250 + len(str(bad))
+
+
+def test_an_nvbit_log_without_accesses(tmp_path, run_cli):
+    """Was: exit 0 and a trace of no rows."""
+    log = tmp_path / "log.txt"
+    log.write_text("hello\nworld\n")
+    one_line(*run_cli("import", "nvbit", log, "-o", tmp_path / "t.parquet"), f"{log}: no memory access lines", "in 2 lines")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+# ---- text ---------------------------------------------------------------------------------------------
+
+
+def test_the_sample_as_the_best_placement():
+    """Was: "The best placement (sample) is 0 % faster than the sample"."""
+    from placement.uncertainty import notes
+
+    (line,) = notes(100.0, [100.0, 104.0], ["sample", "A=T"])
+    assert line.startswith("The sample placement is already the best") and "0 %" not in line
+    (line,) = notes(100.0, [100.0, 104.0], ["A=T", "sample"])  # as fast, not "0 % faster"
+    assert "(A=T) is as fast as the sample" in line and "0 %" not in line
+    (line,) = notes(100.0, [95.0, 100.0], ["A=T", "sample"])
+    assert "(A=T) is 5.3 % faster than the sample, within 14 %" in line
+
+
+def test_counts_of_one(tmp_path, run_cli):
+    """Was: "over 1 warps"."""
+    from placement.units import plural
+
+    assert [plural(n, "warp") for n in (0, 1, 2, 8192)] == ["0 warps", "1 warp", "2 warps", "8,192 warps"]
+    t = tmp_path / "t.parquet"
+    code, out, err = run_cli("bench", "gen", "vecadd", "--size", "32", "--block", "32", "-o", t)
+    assert code == 0, err
+    assert out.rstrip().endswith("16 instructions over 1 warp")
+    code, out, err = run_cli("info", t)
+    assert code == 0, err
+    assert "3 warp-level memory instructions from 1 warp\n" in out and "executed 16 over 1 warp;" in out
+    code, out, err = run_cli("convert", t, "-o", tmp_path / "t.arrow")
+    assert code == 0, err
+    assert ": 3 rows of vecadd" in out
+
+
+def test_report_renders_code_not_backticks():
+    """Was: the text output's `placement train ...` with its backticks in the HTML."""
+    import placement
+    from placement.report import render
+
+    page = render(placement.rank(EX / "vecadd.parquet", "k80", top=3, hints=True))
+    prose = re.sub(r"<pre>.*?</pre>|<svg.*?</svg>|<style>.*?</style>", "", page, flags=re.S)
+    assert "`" not in prose
+    assert "<code>placement train MEASURED.csv --gpu k80 -o coeffs.toml</code>" in page
