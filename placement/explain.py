@@ -51,15 +51,19 @@ STAGE_SOURCE_WORDS = {"global": "global memory", "texture1d": "a 1D texture", "r
 
 
 def moved_events(sample: Terms, target: Terms, top: int = 3) -> list[dict]:
-    """The ``top`` events with the largest relative change from the sample, largest first (model internals)."""
+    """The ``top`` events with the largest relative change from the sample, largest first (model internals).
+
+    ``change`` is (target - sample) / |sample|; from a sample of 0 a relative change is undefined and
+    ``change`` is None (JSON null; ``target`` holds the value and its sign). Those events come first.
+    """
     out = []
     for label, get in EVENTS:
         a, b = float(get(sample)), float(get(target))
         if a == b:
             continue
-        rel = (b - a) / abs(a) if a else float("inf")
+        rel = (b - a) / abs(a) if a else None
         out.append({"event": label, "sample": a, "target": b, "change": rel})
-    out.sort(key=lambda e: (-abs(e["change"]) if e["change"] != float("inf") else float("-inf"), e["event"]))
+    out.sort(key=lambda e: (float("-inf") if e["change"] is None else -abs(e["change"]), e["event"]))
     return out[:top]
 
 
