@@ -314,7 +314,7 @@ def coalesce_row(path, space, mask, arow, width, o, obj_info, prm, lines, smasks
     4 (bank conflicts) for shared, 3 (address divergence) for constant, none for texture. ``prm`` holds
     the coalescing parameters (``P_*``); ``words`` needs 32 x 16 entries and ``counts`` one per bank.
     """
-    if path == PATH_LINES:
+    if path == PATH_LINES:  # the hierarchy walk makes these two calls itself (see walk)
         k = lines_touched(mask, arow, width, prm[P_LINE_LOG2], prm[P_SECT_LOG2], lines, smasks)
         return k, REPLAY_WORDS, global_replays(active_lanes(np.uint32(mask)), width, prm[P_TXN])
     if path == PATH_BANKS:
