@@ -122,6 +122,21 @@ def _served(caches: Mapping[str, Mapping[str, int]], space: str) -> str | None:
     return ", ".join(parts) + (f", {units.count(dram)} to DRAM" if dram is not None else "")
 
 
+def _share_of(caches: Mapping[str, Mapping[str, int]], space: str, name: str, share: float) -> str:
+    """An object's share of the requests and hits of the first cache ``space`` meets, which it pools with other
+    objects: the simulation (``cachesim``) counts them per space, not per object, so they are split by the
+    object's ``share`` of the space's warp accesses, and the text says so."""
+    for key, c in caches.items():
+        level, _, sp = key.partition(".")
+        if sp != space or not c.get("requests"):
+            continue
+        req, hits = c["requests"], c.get("hits", 0)
+        return (f" (the simulation counts hits per cache, not per object; split by {name}'s {units.share(share)} of "
+                f"their warp accesses, about {units.count(round(req * share))} of the {LEVEL_WORDS.get(level, level)}"
+                f"'s requests and {units.count(round(hits * share))} of its hits are {name}'s)")  # fmt: skip
+    return ""
+
+
 def _accesses(a: ObjectAccesses) -> str:
     kinds = [(a.loads, "read"), (a.stores, "write"), (a.atomics, "atomic")]
     return " and ".join(f"{units.count(n)} warp {w}{'s' if n != 1 else ''}" for n, w in kinds if n)
@@ -141,7 +156,8 @@ def _tile(info: traces.KernelInfo, name: str, staging: Mapping[str, Any]) -> str
 
 
 def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses, addr: int, target: Terms,
-                   together: list[str], writeback: str) -> ObjectReason:  # fmt: skip
+                   together: list[str], writeback: str, share: float = 1.0) -> ObjectReason:  # fmt: skip
+    """``share``: the object's part of the warp accesses of the objects ``together`` with it in its space."""
     facts = []
     if is_staged(after) or (after == "S" and before != "S"):
         tile = _tile(info, name, target.staging)
@@ -174,9 +190,11 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
                      f"({per:.3g} per access)")  # fmt: skip
     if not (is_staged(after) or after == "S"):
         served = _served(target.caches, space_of(after))
-        if served:
-            with_ = f" (with {', '.join(together)})" if together else ""
-            facts.append(f"{served}{with_}")
+        if served and together:
+            facts.append(f"{served}, for {name} and {', '.join(together)} together"
+                         + _share_of(target.caches, space_of(after), name, share))  # fmt: skip
+        elif served:
+            facts.append(served)
     return ObjectReason(name, before, after, tuple(facts))
 
 
@@ -190,11 +208,43 @@ def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     return ", ".join(parts)
 
 
-def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float) -> list[str]:
+def _signed_ns(cycles: float, ns_per_cycle: float) -> str:
+    d = cycles * ns_per_cycle
+    return f"{'+' if d > 0 else '-'}{units.time_ns(abs(d))}"
+
+
+def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int) -> str | None:
+    """T_comp's change split into its parts, max(W_parallel, T_LSU) + W_serial (``hms.t_comp``), where W_serial
+    changes (the barriers a staged placement adds): fewer issued instructions can come with a longer T_comp."""
+    d = target.t_comp - sample.t_comp
+    if target.w_serial == sample.w_serial or abs(d * ns_per_cycle) < 0.005 * max(sample.time_ns, 1e-9):
+        return None
+    par = [max(t.w_parallel, t.t_lsu) for t in (sample, target)]
+    serial = (f"W_serial {_signed_ns(target.w_serial - sample.w_serial, ns_per_cycle)} "
+              f"({units.count(sample.w_serial)} -> {units.count(target.w_serial)} cycles")  # fmt: skip
+    barriers = round((target.staging.get("inserted") or {}).get("barriers", 0)) if target.staging else 0
+    if barriers:
+        block = f"the {warps_per_block} warps of its block" if warps_per_block else "the warps of its block"
+        serial += (f": O_sync, the {units.count(barriers)} __syncthreads() the staging code adds, each waiting for "
+                   f"{block})")  # fmt: skip
+    else:
+        serial += ")"
+    di = target.issued_instructions - sample.issued_instructions
+    issued = (f": {units.count(abs(di))} {'fewer' if di < 0 else 'more'} issued instructions, "
+              f"{units.count(sample.issued_instructions)} -> {units.count(target.issued_instructions)}") if di else ""
+    return (f"T_comp {_signed_ns(d, ns_per_cycle)} is {serial} and the parallel part "
+            f"{_signed_ns(par[1] - par[0], ns_per_cycle)} (max(W_parallel, T_LSU) {units.count(par[0])} -> "
+            f"{units.count(par[1])} cycles{issued})")  # fmt: skip
+
+
+def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int = 0) -> list[str]:
     out = []
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
         out.append(f"{units.time_ns(sample.time_ns)} -> {units.time_ns(target.time_ns)} ({terms})")
+    parts = _t_comp_parts(sample, target, ns_per_cycle, warps_per_block)
+    if parts:
+        out.append(parts)
     l2 = [sum(c.get("requests", 0) for k, c in t.caches.items() if k.startswith("l2.")) for t in (sample, target)]
     if l2[0] != l2[1]:
         where = "now served by first-level caches or shared memory" if l2[1] < l2[0] else "more requests reach the L2"
@@ -239,9 +289,11 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
         if before == after:
             continue
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
+        pooled = accesses[name].total + sum(accesses[n].total for n in together)
+        share = accesses[name].total / pooled if pooled else 1.0
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
-                                      together, (writeback or {}).get(name, "none")))  # fmt: skip
-    return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle)))
+                                      together, (writeback or {}).get(name, "none"), share))  # fmt: skip
+    return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block)))
 
 
 __all__ = ["Explanation", "ObjectReason", "explain", "moved_events", "space_of"]
