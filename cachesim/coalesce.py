@@ -67,12 +67,11 @@ class Coalesced:
         return self.replays.sum(axis=0)
 
 
-def object_table(objects, n_ids: int | None = None) -> np.ndarray:
-    """The kernels' (ids, 4) int64 table: base, elem_bytes, rows, cols (0, 0 without a 2D shape)."""
-    objects = tuple(objects)
-    n = n_ids if n_ids is not None else max((o.id for o in objects), default=-1) + 1
-    tab = np.zeros((max(n, 1), 4), dtype=np.int64)
-    for o in objects:
+def object_table(info) -> np.ndarray:
+    """The kernels' (ids, 4) int64 table of a kernel's objects (a ``traces.KernelInfo``): base, elem_bytes,
+    rows, cols (0, 0 without a 2D shape)."""
+    tab = np.zeros((max(info.n_ids, 1), 4), dtype=np.int64)
+    for o in info.objects:
         tab[o.id] = (o.base, o.elem_bytes, o.shape[0] if o.shape else 0, o.shape[1] if o.shape else 0)
     return tab
 
@@ -85,6 +84,6 @@ def coalesce(trace, config: CoalesceConfig = CoalesceConfig()) -> Coalesced:
     replays = np.zeros((n, K.N_REPLAYS), np.int32)
     K.coalesce_rows(
         trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj,
-        object_table(trace.info.objects), config.params(), lines, sectors, replays,
+        object_table(trace.info), config.params(), lines, sectors, replays,
     )  # fmt: skip
     return Coalesced(lines, sectors, replays)

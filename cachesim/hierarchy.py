@@ -283,7 +283,7 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
     stats = np.zeros(H.STATS_LEN, np.int64)
-    return cfgs, state, hp, lat, stats, object_table(info.objects)
+    return cfgs, state, hp, lat, stats, object_table(info)
 
 
 def _check_args(config, blocks_per_sm) -> int:

@@ -33,7 +33,7 @@ class ObjectAccesses:
 
 def accesses(trace: traces.Trace) -> dict[str, ObjectAccesses]:
     """Each object's loads, stores and atomics (warp-level rows) in the trace."""
-    ids = max((o.id for o in trace.info.objects), default=-1) + 1
+    ids = trace.info.n_ids
     obj = trace.obj.astype(np.int64)
     keep = obj >= 0
     by_op = np.zeros((4, max(ids, 1)), np.int64)
@@ -54,7 +54,7 @@ def addressing(trace: traces.Trace, placement: Placement, cost: np.ndarray, cont
     info = trace.info
     staged = [info.object(n).id for n, s in placement.spaces if is_staged(s)]
     rw = traces.rewrite(trace, unstaged(placement), cost, staged=staged, context=context)
-    ids = max((o.id for o in info.objects), default=-1) + 1
+    ids = info.n_ids
     obj = trace.obj.astype(np.int64)
     keep = obj >= 0
     per = np.bincount(obj[keep], weights=rw.addr_inst_delta[keep].astype(np.float64), minlength=max(ids, 1))

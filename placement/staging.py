@@ -38,6 +38,7 @@ import numpy as np
 
 import traces
 from traces import staging as ts
+from traces.launch import SHARED_ALIGN
 
 from . import addressing
 from .gpu import Gpu
@@ -45,8 +46,6 @@ from .occupancy import occupancy
 from .placements import STAGING_SOURCE, IllegalPlacement, Placement, is_staged
 
 log = logging.getLogger(__name__)
-
-SHARED_ALIGN = 16
 
 
 def _align(x: int, a: int = SHARED_ALIGN) -> int:

@@ -176,7 +176,7 @@ def test_texture_2d_tiles():
     assert (row_1d.lines[0], row_2d.lines[0]) == (1, 4)  # 32 columns = 4 tiles of 8 columns
     # element (r, c) = (5, 10) is in tile (1, 1) = tile 1 * 8 + 1 = 9, inside at (1, 2) -> 1 * 8 + 2
     a = np.uint64(0x10000 + (5 * 64 + 10) * 4)
-    tab = cachesim.coalesce.__globals__["object_table"]([obj])
+    tab = cachesim.coalesce.__globals__["object_table"](one_row_trace(5, row, objects=[obj], obj=0).info)
     assert Q.tiled_address(a, 0, tab, 128) == 0x10000 + 9 * 128 + (1 * 8 + 2) * 4
     # without a 2D shape the address is unchanged
     assert Q.tiled_address(a, -1, tab, 128) == a

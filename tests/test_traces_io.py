@@ -35,6 +35,14 @@ def test_round_trip_identical(trace_file):
     assert t.addr.shape == (18, 32)
 
 
+def test_n_ids_is_the_length_of_per_object_arrays(trace_file):
+    _, _, info = trace_file
+    obj = lambda i: traces.ObjectInfo(i, f"o{i}", "global", 0x1000 * (i + 1), 64)  # noqa: E731
+    assert dataclasses.replace(info, objects=(obj(0), obj(5), obj(2))).n_ids == 6  # ids need not be dense
+    assert dataclasses.replace(info, objects=()).n_ids == 0
+    assert info.n_ids == max(o.id for o in info.objects) + 1
+
+
 def test_addr_is_a_view_of_arrow_memory(trace_file):
     path, _, _ = trace_file
     t = traces.read(path)

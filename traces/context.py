@@ -91,7 +91,7 @@ def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
         return out
     if order is None:
         order = np.lexsort((trace.seq, trace.warp, trace.cta)).astype(np.int64)
-    n_ids = max((o.id for o in trace.info.objects), default=-1) + 1
+    n_ids = trace.info.n_ids
     ok = np.zeros(n, np.bool_)
     shift = np.zeros(n, np.int64)
     _shifts(order, trace.cta, trace.warp, trace.pc, trace.obj, trace.mask, trace.addr, n_ids, ok, shift)
@@ -130,7 +130,7 @@ class ContextStream:
     """
 
     def __init__(self, info):
-        self.n_ids = max((o.id for o in info.objects), default=-1) + 1
+        self.n_ids = info.n_ids
         self._held: list[tuple[np.ndarray, ...]] = []
         self._held_cta = -1
         self._done = 0  # blocks below this one have been taken

@@ -87,7 +87,7 @@ class _Checker:
     def __init__(self, path: str, info: KernelInfo, rows: int = 0):
         self.path = path
         self.info = info
-        n_ids = max((o.id for o in info.objects), default=-1) + 1
+        n_ids = info.n_ids
         self.obj_lo = np.zeros(n_ids, dtype=np.uint64)
         self.obj_hi = np.zeros(n_ids, dtype=np.uint64)
         for o in info.objects:

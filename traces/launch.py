@@ -39,6 +39,10 @@ MAX_COUNT = 1 << 62
 ADDRESS_LIMIT = (1 << 64) - 1  # object ends are held in uint64
 MAX_OBJECT_BYTES = 1 << 49  # a GPU's virtual address space (module docstring)
 SHARED_WINDOW = 1 << 32
+SHARED_ALIGN = 16
+"""Alignment of an object's offset in the shared-memory window, wherever this tool places one (a sample's
+shared arrays in the generators, an object moved into shared memory by ``traces.rewrite``, a staged tile
+by ``placement.staging``): 16 bytes, the widest access (``WIDTHS``), so every aligned access stays aligned."""
 
 
 def launch_problem(grid, block) -> str | None:

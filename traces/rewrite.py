@@ -39,9 +39,9 @@ import numpy as np
 
 from .errors import InputError
 from .io import Trace
+from .launch import SHARED_ALIGN
 from .schema import SHARED, SPACE_CODES, SPACE_NAMES, SPACE_SHORT, KernelInfo, ObjectInfo
 
-SHARED_ALIGN = 16
 OFFCHIP_ALIGN = 256
 _PROGRAMMABLE = ("global", "texture1d", "texture2d", "constant", "readonly", "shared")
 
@@ -191,7 +191,7 @@ def _layout(info: KernelInfo, target: Mapping[int | str, str] | Layout) -> Layou
 def _tables(info: KernelInfo, target: Mapping[int | str, str] | Layout, addr_cost: np.ndarray | None,
             staged: Collection[int | str]) -> _Tables:  # fmt: skip
     layout = _layout(info, target)
-    n_ids = max((o.id for o in info.objects), default=-1) + 1
+    n_ids = info.n_ids
     new_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
     cost_space = np.full(max(n_ids, 1), -1, dtype=np.int8)
     for key in staged:

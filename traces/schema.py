@@ -161,6 +161,11 @@ class KernelInfo:
     def ctas(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
+    @property
+    def n_ids(self) -> int:
+        """The length of an array indexed by object id: the highest id + 1 (0 without objects)."""
+        return max((o.id for o in self.objects), default=-1) + 1
+
     def object(self, name_or_id: str | int) -> ObjectInfo:
         for o in self.objects:
             if o.name == name_or_id or o.id == name_or_id:

@@ -54,7 +54,7 @@ def summarize(path, batch_rows: int = 1 << 18) -> TraceSummary:
         if info is None:
             info = t.info
             objs = info.objects
-            n_ids = max((o.id for o in objs), default=-1) + 1
+            n_ids = info.n_ids
             # Row 0 of the count tables is obj -1; row id+1 is object id.
             by_obj_space = np.zeros((n_ids + 1, len(SPACE_NAMES)), dtype=np.int64)
             by_obj_op = np.zeros((n_ids + 1, len(OP_NAMES)), dtype=np.int64)

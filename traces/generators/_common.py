@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..launch import SHARED_ALIGN
 from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, ObjectInfo, SPACE_CODES
 
 GLOBAL_BASE = 0x7F3C_0000_0000
 CONST_BASE = 0x7F3B_FF00_0000
 MALLOC_ALIGN = 512
-SHARED_ALIGN = 16
 PC_STEP = 16  # bytes per SASS instruction on sm_70 and later
 
 RECIPE_FILE = Path(__file__).with_name("recipes.toml")
