@@ -1,8 +1,10 @@
 """Wheel build hook: ship numba's on-disk cache of the kernels the commands use.
 
 Compiling the kernels is nearly all of a first `placement rank` after a fresh install
-(40.7 s CPU of 41 on the 2-core machine, benchmarks/bench_cold_start.py). This hook runs
-the commands once, at wheel build time, on the bundled examples, in a copy of the three
+(40.7 s CPU of 41 on the 2-core machine, benchmarks/bench_cold_start.py; the Accel-Sim
+importer's parser 24 s of a first `placement import accelsim`). This hook runs the commands
+once, at wheel build time, on the bundled examples and on small importer inputs it writes
+(:data:`WARM_UP`, :func:`_importer_inputs`), in a copy of the three
 packages, and puts the ``__pycache__/*.nbi`` / ``*.nbc`` files numba writes there into
 the wheel beside the sources they belong to.
 
@@ -49,14 +51,70 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 PACKAGES = ("traces", "cachesim", "placement")
 
 # The commands whose kernels the wheel carries compiled: the main job (rank, with the
-# staging kernels of conv1d and matmul), evaluate, and a trace's summary.
+# staging kernels of conv1d and matmul), evaluate, a trace's summary, the three importers
+# (the Accel-Sim parser alone took 32.8 s on a first `placement import accelsim`) on small
+# inputs written by _importer_inputs, and the benchmark generators (one kernel per numba
+# function of traces/generators: _kern's seven, qtc's and shoc's).
 WARM_UP = (
     ("rank", "configs/examples/vecadd.parquet", "--gpu", "k80"),
     ("rank", "configs/examples/conv1d.parquet", "--gpu", "k80"),
     ("rank", "configs/examples/matmul.parquet", "--gpu", "v100"),
     ("evaluate", "configs/examples/vecadd.parquet", "--gpu", "k80"),
     ("info", "configs/examples/vecadd.parquet"),
+    ("import", "accelsim", "warm-up/accelsim", "-o", "warm-up/accelsim.parquet"),
+    ("import", "nvbit", "warm-up/memtrace.log", "-o", "warm-up/nvbit.parquet"),
+    ("import", "porple", "warm-up/porple.txt", "-o", "warm-up/porple.parquet"),
+    ("bench", "gen", "vecadd", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "matmul_naive", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "matrixmul", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "convolution_rows", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "reduction", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "spmv", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "md", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "bfs", "-o", "warm-up/gen.parquet"),
+    ("bench", "gen", "qtc", "-o", "warm-up/gen.parquet"),
 )
+
+_A, _B, _C = 0x7F0000000000, 0x7F0000000200, 0x7F0000000400  # the importers' inputs' three arrays
+
+
+def _importer_inputs(folder: Path) -> None:
+    """Small inputs for the importers' warm-up, in ``folder`` (``warm-up`` of the work copy; the
+    wheel does not ship them): c[i] = a[i] + b[i] over 2 blocks of 64 threads (128 floats an
+    array) as an Accel-Sim folder (kernelslist.g with its copies, one kernel-1.traceg, tracer
+    version 5), an NVBit mem_trace log and a PORPLE trace. Their numba kernels are the
+    real files' (the parsers' types do not depend on the sizes)."""
+    acc = folder / "accelsim"
+    acc.mkdir(parents=True, exist_ok=True)
+    (acc / "kernelslist.g").write_text(f"MemcpyHtoD,0x{_A:016x},512\nMemcpyHtoD,0x{_B:016x},512\nkernel-1.traceg\n")
+    head = ["-kernel name = _Z6vecaddPKfS0_Pf", "-kernel id = 1", "-grid dim = (2,1,1)", "-block dim = (64,1,1)",
+            "-shmem = 0", "-nregs = 12", "-binary version = 80", "-cuda stream id = 0",
+            "-shmem base_addr = 0x00007f1000000000", "-local mem base_addr = 0x00007f2000000000",
+            "-nvbit version = 1.7", "-accelsim tracer version = 5", "-enable lineinfo = 0", "",
+            "#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width "
+            "[adrrescompress?] [mem_addresses] immediate", ""]  # fmt: skip
+    body = []
+    mem = []
+    for cta in range(2):
+        body += ["#BEGIN_TB", "", f"thread block = {cta},0,0", ""]
+        for warp in range(2):
+            off = (cta * 64 + warp * 32) * 4
+            body += [f"warp = {warp}", "insts = 6", "0000 ffffffff 1 R1 MOV 0 0 0",
+                     f"0010 ffffffff 1 R4 LDG.E 1 R4 4 1 0x{_A + off:x} 4 0",
+                     f"0020 ffffffff 1 R3 LDG.E 1 R2 4 1 0x{_B + off:x} 4 0",
+                     "0030 ffffffff 1 R0 FADD 2 R4 R3 0 0",
+                     f"0040 ffffffff 0 STG.E 2 R6 R0 4 1 0x{_C + off:x} 4 0", "0050 ffffffff 0 EXIT 0 0 0", ""]  # fmt: skip
+            for op, base in (("LDG.E", _A), ("LDG.E", _B), ("STG.E", _C)):
+                lanes = " ".join(f"0x{base + off + 4 * i:016x}" for i in range(32))
+                mem.append(f"MEMTRACE: CTX 0x0000565200000000 - grid_launch_id 0 - CTA {cta},0,0 - warp {warp} - {op} - {lanes} ")
+        body.append("#END_TB")
+    (acc / "kernel-1.traceg").write_text("\n".join(head + body) + "\n")
+    (folder / "memtrace.log").write_text("\n".join(mem) + "\n")
+    # PORPLE: arrays a, b (read) and c (written) of 128 floats; one access a line (array,
+    # read 0 / write 1, expression, loop iteration, thread, element)
+    lines = ["dimension 1 1 1", "sizeof 4 4 4", "block_X 128 128 128", "block_Y 1 1 1", "array_size 512 512 512"]
+    lines += [f"{array} {int(array == 2)} {array} 0 {t} {t}" for array in range(3) for t in range(128)]
+    (folder / "porple.txt").write_text("\n".join(lines) + "\n")
 
 
 def _child_env(work: Path, environ: Mapping[str, str]) -> dict[str, str]:
@@ -123,6 +181,7 @@ class CustomBuildHook(BuildHookInterface):
         for pkg in PACKAGES:
             shutil.copytree(root / pkg, work / pkg, ignore=ignore)
         shutil.copytree(root / "configs", work / "configs", ignore=ignore)
+        _importer_inputs(work / "warm-up")
         env = _child_env(work, os.environ)
         for argv in WARM_UP:
             cmd = [sys.executable, "-m", "placement.cli", *argv]

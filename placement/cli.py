@@ -55,7 +55,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+# Modules of numba kernels that every run of a command calls into and that take tens of
+# seconds to compile, by (command, subcommand). When every cached kernel of one of them is
+# missing from numba's cache (a fresh install without the wheel's cache, another CPU, edited
+# sources), the run is about to compile it and the console says so first
+# (traces.numba_cache). A module that only some runs use is left out (it would read as cold
+# to the others forever); so are the commands whose kernels compile in a few seconds (import
+# nvbit and porple, info, bench gen: 0.5 to 8 s of CPU on 2 cores).
+_EVALUATOR = ("cachesim._hierarchy_kernels",)  # the memory walk, 20 s of the 40
+FIRST_USE_KERNELS: dict[tuple[str, str | None], tuple[str, ...]] = {
+    ("import", "accelsim"): ("traces.importers._accelsim_kernels",),  # 24 s of CPU
+    ("rank", None): _EVALUATOR,
+    ("evaluate", None): _EVALUATOR,
+}
+FIRST_USE_NOTICE = "placement: compiling the numba kernels for first use (once, ~30 s; numba caches them)..."
+
+
+def first_use_notice(args: argparse.Namespace) -> str | None:
+    """The line the console prints before a command whose numba kernels are not in numba's cache
+    (:data:`FIRST_USE_KERNELS`), None when they are (or the command compiles none)."""
+    sub = getattr(args, "format", None) or getattr(args, "bench_command", None)
+    modules = FIRST_USE_KERNELS.get((args.command, sub)) or FIRST_USE_KERNELS.get((args.command, None))
+    if not modules:
+        return None
+    from traces.numba_cache import cold_modules
+
+    return FIRST_USE_NOTICE if cold_modules(modules) else None
+
+
+def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
+    """Run one command; its exit code. ``notice``: say on stderr when its numba kernels are
+    about to be compiled (the console script; callers that go on, the tests, leave it off)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -63,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if notice:
+        line = first_use_notice(args)
+        if line:
+            print(line, file=sys.stderr, flush=True)
     try:
         return int(args._run(args))
     except InputError as exc:
@@ -101,7 +135,9 @@ thread). The commands do no linear algebra worth a thread (two small least-squar
 def console() -> None:
     """The console script (and ``python -m placement.cli``): `main`, then exit with its code.
 
-    OpenBLAS gets one thread (``BLAS_THREADS``) before anything imports numpy.
+    OpenBLAS gets one thread (``BLAS_THREADS``) before anything imports numpy. A command
+    whose numba kernels are not in numba's cache yet is preceded by one line on stderr
+    (:func:`first_use_notice`): its first run compiles them, tens of seconds.
 
     The collector runs less often (``GC_YOUNG_THRESHOLD``), and before exiting every
     object is frozen (``gc.freeze``): the interpreter's shutdown runs full collections
@@ -113,7 +149,7 @@ def console() -> None:
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-    code = main()
+    code = main(notice=True)
     gc.freeze()
     sys.exit(code)
 

@@ -83,10 +83,11 @@ def test_wheel_warm_up_commands_parse_and_their_files_exist():
     tree = ast.parse((root / "hatch_build.py").read_text(encoding="utf-8"))
     (warm,) = [ast.literal_eval(n.value) for n in tree.body
                if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "WARM_UP" for t in n.targets)]  # fmt: skip
-    assert {argv[0] for argv in warm} >= {"rank"}
+    assert {argv[0] for argv in warm} >= {"rank", "import", "bench"}
     for argv in warm:
         args = build_parser().parse_args(list(argv))
-        assert (root / args.trace).is_file()
+        if hasattr(args, "trace"):  # the importers' inputs the hook writes (tests/test_wheel_cache.py)
+            assert (root / args.trace).is_file()
 
 
 def test_a_small_rank_imports_no_solver_and_no_pandas():

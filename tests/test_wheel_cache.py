@@ -46,6 +46,37 @@ def test_warm_up_keeps_the_build_environment_on_the_path(monkeypatch, tmp_path):
     assert hb._child_env(tmp_path, {})["PYTHONPATH"] == str(tmp_path)
 
 
+def test_warm_up_covers_the_importers_and_the_generators(monkeypatch, tmp_path, run_cli):
+    # the first `placement import accelsim` compiled for 32.8 s: the warm-up runs each importer
+    # on inputs it writes, and `bench gen` on kernels that reach every generator kernel
+    from numba.core.dispatcher import Dispatcher
+
+    from traces.generators import names
+
+    hb = _hook_module(monkeypatch)
+    assert {("import", f) for f in ("accelsim", "nvbit", "porple")} | {("bench", "gen")} <= {a[:2] for a in hb.WARM_UP}
+    hb._importer_inputs(tmp_path / "warm-up")
+    monkeypatch.chdir(tmp_path)
+    for argv in hb.WARM_UP:
+        if argv[0] == "import":  # the written inputs import (their kernels are the real files')
+            code, out, err = run_cli(*argv, "--json")
+            assert code == 0, err
+            doc = json.loads(out)
+            assert doc["rows"] == 12 and doc["warps"] == 4 and len(doc["objects"]) >= 2, argv
+        elif argv[:2] == ("bench", "gen"):
+            assert argv[2] in names()
+            code, _, err = run_cli(*argv)
+            assert code == 0, err
+    import traces.generators._kern as kern
+    import traces.generators.qtc as qtc
+    import traces.generators.shoc as shoc
+
+    for mod in (kern, qtc, shoc):
+        for name, v in vars(mod).items():
+            if isinstance(v, Dispatcher) and v.py_func.__module__ == mod.__name__ and v.targetoptions.get("inline") != "always":
+                assert v.signatures, f"{mod.__name__}.{name}: no warm-up command compiles it"
+
+
 def _installed_from_wheel() -> metadata.Distribution:
     try:
         dist = metadata.distribution("gpu-placement")
