@@ -726,10 +726,6 @@ class Evaluator:
                         sample_issue(self.info.instructions, options))  # fmt: skip
         self.sample = terms(self.info, _whole(trace, gpu, options), gpu, options, target)
         self.evaluations = 0
-        self._staged_rows: dict[tuple, int] = {}
-        """Rows of the last staged trace per (staged objects, windows): the next one's buffer length. The
-        count does not depend on the source space (S/G, S/T, S/R stage the same tiles), and a short guess
-        only costs ``traces.staging.stage`` a second pass."""
 
     def check(self, placement: Placement):
         """The placement's legality (``placements.check`` with this trace's footprints)."""
@@ -740,7 +736,11 @@ class Evaluator:
 
         The trace is rewritten once; per window count, staged once for the first placement and
         re-sourced (``traces.staging.restage``: the same rows, other staging loads) for the others,
-        which ``stage`` would give row for row. One staged trace is alive at a time."""
+        which ``stage`` would give row for row. One staged trace is alive at a time, and only when it is
+        short: a longer one is staged in pieces of ``traces.staging.STAGE_PIECE_ROWS`` rows, fed to each
+        placement's hierarchy one after the other (``_option_terms``; every count the same, the times to
+        1e-12 relative: the DRAM queues' moments are summed in another order), so that memory stays bounded
+        by the trace, not by its staging code (a privatized histogram's is 24 rows a row)."""
         first = placements[0]
         staged = [self.info.object(n).id for n, s in first.spaces if is_staged(s)]
         rw = traces.rewrite(self.trace, unstaged(first), self.cost, staged=staged, context=self.context)
@@ -752,17 +752,12 @@ class Evaluator:
         costs = stg.costs(self.gpu)
         tried: list[list] = [[] for _ in placements]
         for option in choice.options:
-            key = (tuple(staged), option.windows)
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
-            st0 = ts.stage(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier, option.smem_per_block,
-                           order=self.staging.order, rows_hint=self._staged_rows.get(key))  # fmt: skip
-            self._staged_rows[key] = len(st0.trace)
-            for k, (p, st) in enumerate(zip(placements, _with_sources(st0, plans))):
-                t = _staged_terms(self, st.trace.info, _whole(st.trace, self.gpu, self.options), p, option, occ,
-                                  st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64)))  # fmt: skip
+            pieces = ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
+                                     option.smem_per_block, order=self.staging.order)  # fmt: skip
+            for k, t in enumerate(_option_terms(self, placements, plans, option, occ, costs, pieces)):
                 tried[k].append((option, t))
-            del st0, st
         return [_fastest(t) for t in tried]
 
     def evaluate(self, placement: Placement) -> Evaluation:
@@ -865,6 +860,41 @@ def _staged_terms(ev: "Evaluator | StreamEvaluator", info, memory, placement: Pl
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, delta, added),
                     ev.sample.w_serial, extra_sync=ins["barriers"], staging=detail)  # fmt: skip
     return terms(info, memory, ev.gpu, ev.options, target)
+
+
+def _option_terms(ev: Evaluator, placements: list[Placement], plans: list, option, occ: Occupancy, costs,
+                  pieces: Iterator[ts.Staged]) -> list[Terms]:  # fmt: skip
+    """The terms of one staging option of ``placements`` (one ``group_key``) from the pieces of its staged trace
+    (``traces.staging.stage_pieces`` with ``plans[0]``), each re-sourced for the other plans one at a time
+    (``_with_sources``). A staged trace of one piece goes whole through each placement's hierarchy; the pieces
+    of a longer one are fed to each placement's hierarchy and queues in turn (``_StreamRun``), their inserted
+    instructions and deltas summed, one piece alive at a time."""
+    piece = next(pieces)
+    if not piece.part:
+        out = []
+        for p, st in zip(placements, _with_sources(piece, plans)):
+            out.append(_staged_terms(ev, st.trace.info, _whole(st.trace, ev.gpu, ev.options), p, option, occ,
+                                     st.inserted, costs, int(st.addr_inst_delta.sum(dtype=np.int64))))  # fmt: skip
+            del st
+        return out
+    runs: list[_StreamRun | None] = [None] * len(placements)
+    infos: list = [None] * len(placements)
+    inserted = [np.zeros(6, np.int64) for _ in placements]
+    deltas = [0] * len(placements)
+    while piece is not None:
+        for k, st in enumerate(_with_sources(piece, plans)):
+            inserted[k] += (st.inserted["loads"], st.inserted["stores"], st.int_milli, st.inserted["barriers"],
+                            st.inserted["writeback_loads"], st.inserted["writeback_stores"])  # fmt: skip
+            deltas[k] += int(st.addr_inst_delta.sum(dtype=np.int64))
+            if runs[k] is None:
+                infos[k] = st.trace.info
+                runs[k] = _StreamRun(infos[k], ev.gpu, ev.options, residency(infos[k], ev.gpu, occ).blocks_per_sm)
+            runs[k].feed(st.trace)
+            del st
+        piece = None  # the next piece is made with this one gone
+        piece = next(pieces, None)
+    return [_staged_terms(ev, infos[k], runs[k].finish(), p, option, occ, ts.inserted_counts(inserted[k]), costs,
+                          deltas[k]) for k, p in enumerate(placements)]  # fmt: skip
 
 
 def _fastest(tried_options) -> Terms:
@@ -1166,11 +1196,12 @@ class _StreamJob:
         weights = rw.addr_inst_delta[keep].astype(np.float64)
         self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
 
-    def stage(self, rw, k: int) -> ts.Staged:
-        """The rewritten rows ``rw`` staged with option ``k``."""
+    def stage(self, rw, k: int) -> Iterator[ts.Staged]:
+        """The rewritten rows ``rw`` staged with option ``k``, in pieces (``traces.staging.stage_pieces``: a
+        group's staging code may be many times its rows)."""
         option = self.options[k]
-        return ts.stage(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
-                        option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
+        return ts.stage_pieces(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
+                               option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
 
     def feed_staged(self, k: int, st: ts.Staged) -> None:
         """Option ``k``'s staged rows of a group: their inserted instructions, deltas and hierarchy."""
@@ -1226,8 +1257,9 @@ def _feed(jobs: list[_StreamJob], g: traces.Trace, context: np.ndarray) -> None:
     for j in jobs:
         j.count(g, rw)
     for k in range(len(first.options)):
-        for j, st in zip(jobs, _with_sources(first.stage(rw, k), [j.plans[k] for j in jobs])):
-            j.feed_staged(k, st)
+        for piece in first.stage(rw, k):
+            for j, st in zip(jobs, _with_sources(piece, [j.plans[k] for j in jobs])):
+                j.feed_staged(k, st)
 
 
 def _with_sources(st0: ts.Staged, plans: list) -> Iterator[ts.Staged]:

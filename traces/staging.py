@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -75,6 +75,11 @@ STAGED_ROWS_GUESS = 2.0
 """Rows of a staged trace guessed per row of the trace, for ``stage``'s one pass (the staging code of a
 tiled kernel adds a fraction of its rows; a longer staged trace is staged again into buffers that fit)."""
 STAGED_ROWS_MIN = 4096
+STAGE_PIECE_ROWS = 1 << 19
+"""Staged rows a piece of ``stage_pieces`` holds at most (but for a single block with more): about 145 MiB of
+columns at 289 bytes a row. A staged trace is many times its trace where the copy loops outweigh the kernel's
+own accesses (a histogram's privatized bins: 24 staged rows a row), so a whole one would not be bounded by the
+trace's memory."""
 
 
 def program_order(trace: Trace) -> np.ndarray:
@@ -220,6 +225,8 @@ class Staged:
     """The first pc of the staging code (slot s's rows at ``pc_top + 64 * s`` + 0, 16, 32, 48)."""
     int_milli: int = 0
     """``inserted["int"]`` in thousandths, as the staging kernel counted it."""
+    part: bool = False
+    """A piece of a staging (``stage_pieces``' pieces when there are several): a run of its whole blocks."""
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
@@ -240,45 +247,109 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
     counts them and runs again into buffers of that length (the result is the same).
     The result's columns are views of those buffers.
     """
-    info = trace.info
-    n_ids = max((o.id for o in info.objects), default=-1) + 1
-    slot_of = np.full(max(n_ids, 1), -1, np.int64)
-    plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
-    if pc_top is None:
-        pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
-    for s, so in enumerate(objects):
-        _check_kinds(so)
-        base, elem, ncols = _shape(trace, so.obj)
-        slot_of[so.obj] = s
-        plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem, ncols,
-                   base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
-                   _milli(so.writeback_int_per_element), pc_top + 64 * s,
-                   copy_columns(info.block, max(so.pitch, 1), ncols > 0))  # fmt: skip
+    run = _Run(trace, delta, objects, windows, barrier, smem_per_block, pc_top)
     if order is None:
         order = program_order(trace)
-    cols = trace.columns()
-    ctuple = tuple(cols[c] for c in ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj"))
-    delta = np.ascontiguousarray(delta, dtype=np.int16)
-    wpb, threads = info.warps_per_block, info.threads_per_block
-    totals = np.zeros(6, np.int64)
     cap = int(rows_hint) if rows_hint is not None else int(len(trace) * STAGED_ROWS_GUESS) + STAGED_ROWS_MIN
     while True:
-        out = _row_buffers(cap)
-        delta_out = np.empty(cap, np.int16)
-        totals[:] = 0
-        n = K.stage_rows(True, out, delta_out, order, ctuple, delta, slot_of, plan, windows, wpb, threads, barrier,
-                         totals)  # fmt: skip
+        n, out, delta_out, totals = run.rows(order, cap)
         if n <= cap:
             break
         log.debug("staged trace of %d rows is longer than the %d guessed; staged again", n, cap)
         cap = n
-    out = tuple(a[:n] for a in out)
-    delta_out = delta_out[:n]
-    names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
-    new_info = replace(info, smem_per_block=int(smem_per_block))
-    staged = Trace(**dict(zip(names, out)), info=new_info)
-    return Staged(staged, delta_out, inserted_counts(totals), int(windows), tuple(objects), int(pc_top),
-                  int(totals[K.T_INT]))
+    return run.staged(n, out, delta_out, totals)
+
+
+def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
+                 smem_per_block: int, order: np.ndarray | None = None, pc_top: int | None = None,
+                 rows: int | None = None) -> Iterator[Staged]:  # fmt: skip
+    """``stage`` in pieces of whole blocks in program order, each of at most ``rows`` staged rows (a block with
+    more is a piece of its own; default ``STAGE_PIECE_ROWS``), made one at a time: a staged trace of any length
+    in bounded memory.
+
+    The pieces' rows one after the other are ``stage``'s (the staging code's pcs start at the whole trace's
+    ``pc_top``; ``order`` as for ``stage``), and their ``inserted`` counts and ``int_milli`` add up to its. When
+    the whole staged trace has at most ``rows`` rows there is one piece, ``stage``'s result (``part`` False);
+    otherwise every piece has ``part`` True. The buffers hold ``rows`` rows; the first piece is the whole
+    trace when its rows fit them (else the blocks that fill them at ``STAGED_ROWS_GUESS`` staged rows a row),
+    the next ones the blocks that fill half of them at the staged rows per row of the last piece, and a piece
+    that overflows them is staged again with fewer blocks.
+    """
+    run = _Run(trace, delta, objects, windows, barrier, smem_per_block, pc_top)
+    if order is None:
+        order = program_order(trace)
+    cap = max(int(STAGE_PIECE_ROWS if rows is None else rows), 1)
+    n_rows = order.shape[0]
+    if n_rows == 0:
+        yield run.staged(*run.rows(order, cap))
+        return
+    cta = trace.cta[order]
+    bounds = np.concatenate(([0], np.flatnonzero(cta[1:] != cta[:-1]) + 1, [n_rows])).astype(np.int64)
+    del cta
+    n_blocks = bounds.shape[0] - 1
+    # staged rows per row (guessed, then seen) and the rows a piece aims at: the first takes the whole trace
+    # when its rows fit the buffers
+    per_row, fill = (1.0 if n_rows <= cap else STAGED_ROWS_GUESS), cap
+    b = 0
+    while b < n_blocks:
+        want = int(bounds[b]) + max(int(fill / per_row), 1)
+        e = min(max(int(np.searchsorted(bounds, want, side="right")) - 1, b + 1), n_blocks)
+        sub = order[bounds[b] : bounds[e]]
+        n, out, delta_out, totals = run.rows(sub, cap)
+        per_row, fill = max(n / sub.shape[0], 1e-9), cap / 2
+        if n > cap:
+            if e - b > 1:
+                log.debug("staged piece of %d blocks: %d rows, over %d; fewer blocks", e - b, n, cap)
+                continue
+            n, out, delta_out, totals = run.rows(sub, n)  # one block longer than the buffers: its own piece
+        whole = b == 0 and e == n_blocks
+        yield run.staged(n, out, delta_out, totals, part=not whole)
+        b = e
+
+
+class _Run:
+    """The staging kernel's arguments for one trace and plan (``stage``, ``stage_pieces``)."""
+
+    def __init__(self, trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
+                 smem_per_block: int, pc_top: int | None):  # fmt: skip
+        info = trace.info
+        n_ids = info.n_ids
+        self.slot_of = np.full(max(n_ids, 1), -1, np.int64)
+        self.plan = np.zeros((len(objects), K.PLAN_LEN), np.int64)
+        if pc_top is None:
+            pc_top = (int(trace.pc.max()) if len(trace) else 0) + 16
+        for s, so in enumerate(objects):
+            _check_kinds(so)
+            base, elem, ncols = _shape(trace, so.obj)
+            self.slot_of[so.obj] = s
+            self.plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem,
+                            ncols, base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
+                            _milli(so.writeback_int_per_element), pc_top + 64 * s,
+                            copy_columns(info.block, max(so.pitch, 1), ncols > 0))  # fmt: skip
+        cols = trace.columns()
+        self.ctuple = tuple(cols[c] for c in _NAMES)
+        self.delta = np.ascontiguousarray(delta, dtype=np.int16)
+        self.info = replace(info, smem_per_block=int(smem_per_block))
+        self.objects, self.windows, self.barrier, self.pc_top = tuple(objects), int(windows), barrier, int(pc_top)
+
+    def rows(self, order: np.ndarray, cap: int):
+        """Stage rows ``order`` (whole blocks, in program order) into buffers of ``cap`` rows: (staged rows, buffers,
+        deltas, totals); the buffers hold the rows only when the count is at most ``cap``."""
+        out = _row_buffers(cap)
+        delta_out = np.empty(cap, np.int16)
+        totals = np.zeros(6, np.int64)
+        info = self.info
+        n = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan, self.windows,
+                         info.warps_per_block, info.threads_per_block, self.barrier, totals)  # fmt: skip
+        return n, out, delta_out, totals
+
+    def staged(self, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
+        staged = Trace(**dict(zip(_NAMES, (a[:n] for a in out))), info=self.info)
+        return Staged(staged, delta_out[:n], inserted_counts(totals), self.windows, self.objects, self.pc_top,
+                      int(totals[K.T_INT]), part)
+
+
+_NAMES = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
 
 
 def copy_columns(block: tuple[int, int, int], pitch: int, two_d: bool) -> int:
@@ -371,5 +442,6 @@ def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
             np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
 
 
-__all__ = ["INSERTED", "Access", "Footprint", "Staged", "StagedObject", "access", "footprint", "inserted_counts",
-           "object_rows", "program_order", "restage", "stage", "window_counts", "write_overlap"]
+__all__ = ["INSERTED", "STAGE_PIECE_ROWS", "Access", "Footprint", "Staged", "StagedObject", "access", "footprint",
+           "inserted_counts", "object_rows", "program_order", "restage", "stage", "stage_pieces", "window_counts",
+           "write_overlap"]
