@@ -52,7 +52,7 @@ class StreamStagingFacts:
     def __init__(self, info: traces.KernelInfo, groups: Callable[[], Iterator[traces.Trace]]):
         self.info = info
         self._groups = groups
-        self.n_ids = max((o.id for o in info.objects), default=-1) + 1
+        self.n_ids = info.n_ids
         n = max(self.n_ids, 1)
         self._k = np.zeros(n, np.int64)
         self._ops = np.zeros((4, n), np.int64)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..launch import SHARED_ALIGN
-from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, ObjectInfo, SPACE_CODES
+from ..schema import COLUMNS, INSTRUCTION_CLASSES, NUMPY_DTYPES, SPACE_CODES, WARP_SIZE, Instructions, KernelInfo, ObjectInfo
 
 GLOBAL_BASE = 0x7F3C_0000_0000
 CONST_BASE = 0x7F3B_FF00_0000
@@ -212,23 +212,11 @@ def alloc_rows(n: int) -> dict[str, np.ndarray]:
     """Uninitialised row columns: every writer fills whole rows, ``addr`` included (0 for inactive
     lanes). Not zeroing saves a pass over 256 bytes per row (np.zeros of a large array also
     page-faults on first write)."""
-    return {
-        "cta": np.empty(n, np.int32),
-        "warp": np.empty(n, np.int32),
-        "seq": np.empty(n, np.int64),
-        "pc": np.empty(n, np.int32),
-        "op": np.empty(n, np.int8),
-        "space": np.empty(n, np.int8),
-        "width": np.empty(n, np.int8),
-        "mask": np.empty(n, np.uint32),
-        "addr": np.empty((n, 32), np.uint64),
-        "obj": np.empty(n, np.int16),
-    }
+    return {name: np.empty((n, WARP_SIZE) if name == "addr" else n, NUMPY_DTYPES[name]) for name in COLUMNS}
 
 
 def out_tuple(cols: dict[str, np.ndarray]) -> tuple:
-    return (cols["cta"], cols["warp"], cols["seq"], cols["pc"], cols["op"], cols["space"], cols["width"],
-            cols["mask"], cols["addr"], cols["obj"])  # fmt: skip
+    return tuple(cols[name] for name in COLUMNS)
 
 
 def kernel_info(name: str, grid, block, layout: Layout, tally: Tally, *, params: dict, sass: str | None = None,

@@ -30,10 +30,11 @@ import re
 
 import numpy as np
 
+from ..codes import LOAD, STORE
+from ..schema import COLUMNS
 from . import _common as C
 from ._kern import convolution_rows_rows, matrixmul_rows, reduction_rows, scatter_part, seq_sorted
 
-LOAD, STORE = 0, 1
 LANES = np.arange(32, dtype=np.uint32)
 
 
@@ -67,7 +68,6 @@ class Emitter:
         """Rows in (cta, warp, seq) order. Parts are added in each warp's program order, so a
         stable counting sort by warp (one numba pass writing every row once, in place) gives
         the final order; should a generator add out of order, a lexsort on seq fixes it."""
-        names = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
         if not self.parts:
             return C.alloc_rows(0)
         n_warp = 1 + max(int(p[1].max()) for p in self.parts)
@@ -85,7 +85,7 @@ class Emitter:
                          np.int16(p[9][0]))  # fmt: skip
         if not seq_sorted(out["cta"], out["warp"], out["seq"]):
             order = np.lexsort((out["seq"], out["warp"], out["cta"]))
-            for name in names:
+            for name in COLUMNS:
                 out[name] = out[name][order]
         return out
 

@@ -51,6 +51,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..codes import LOAD, STORE
 from ..errors import InputError
 from . import _common as C
 from ._kern import affine2d
@@ -58,7 +59,6 @@ from ._kern import affine2d
 FH = FW = 15
 KERNEL = "conv2d_kt"
 RECIPE_SHAPE = (32, 4, 2, 2)  # the .cu's default block_size_x, block_size_y, tile_size_x, tile_size_y
-LOAD, STORE = 0, 1
 ELEM = 4  # float
 GUARD_INT = 1  # SASS: one ISETP for each store after the first (a predicate per later output)
 # Shapes nvcc 13 (sm_80, ``-Xptxas -v``) compiles with far more registers than the recipe's, keyed

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codes import LOAD, STORE
 from . import _common as C
 from ._kern import affine2d
 
-LOAD, STORE = 0, 1
 
 
 def _run(name, sass, grid, block, lim, instrs, layout, tally_fn, params, notes="", tile=None):

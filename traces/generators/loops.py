@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codes import LOAD, STORE
 from . import _common as C
 from ._kern import affine_loop
 
-LOAD, STORE = 0, 1
 PRE, LOOP, POST = 0, 1, 2
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..codes import LOAD, STORE
 from ..errors import InputError
 from . import _common as C
 from ._kern import put
@@ -182,7 +183,6 @@ def _walk(fill, out, off, counts, segs, b0, b1, N, D, blocks, px, py, thr, ind, 
     s = np.zeros(2, np.int64)
     n_ai = (N + TPB - 1) // TPB
     n_dc = (D + TPB - 1) // TPB
-    LOAD, STORE = 0, 1
     for b in range(b0, b1):
         if fill:
             cur[0] = off[2 * b]

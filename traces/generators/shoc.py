@@ -32,12 +32,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..codes import LOAD, STORE
 from ..errors import InputError
 from . import _common as C
 from ._kern import put
 from .blocks import Emitter, _grid_warps
 
-LOAD, STORE = 0, 1
 SEED = 20240611
 
 

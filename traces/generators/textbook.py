@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codes import LOAD, REDUCTION, STORE
 from ..errors import InputError
 from . import _common as C
 from .blocks import tiled_matmul
 from .loops import LOOP, POST, _loop_run, unrolled4_path
 
-LOAD, STORE, REDUCTION = 0, 1, 3
 SEED = 20240611  # histogram data
 CONV2D_MASKS = (3, 5, 7)  # one compiled kernel per mask edge
 MATMUL_TILES = (8, 16, 32)
