@@ -57,7 +57,8 @@ class HierarchyConfig:
     ``tex_in_l1`` makes texture requests use the L1's array (one tag store, the
     ``l1`` string; ``tex`` is then ignored) while keeping ``tex_latency`` and their
     own counts under level "tex". ``l2`` is one slice; addresses go to slice
-    (addr // l2_slice_bytes) mod l2_slices. Latencies are hit latencies in cycles,
+    (addr // l2_slice_bytes) mod l2_slices (placement passes the GPU's ``caches.l2_slice_bytes``;
+    the default is GPGPU-Sim's ``dramid@8`` interleave, 256 B). Latencies are hit latencies in cycles,
     added to a request's issue cycle on its way to DRAM. ``issue_cycles`` is the cycles
     per warp-instruction issue slot of the schedule (Hong & Kim's Issue_cycles). The SM's
     load/store data path is taken to be as wide as its shared memory (``smem_banks`` x

@@ -102,7 +102,10 @@ class Caches:
     and which loads each one serves.
 
     ``l1`` is the per-SM L1 array ("" for none); ``l2`` describes one L2 slice, of
-    which there are ``l2_slices``. Which loads go where is stated, not assumed:
+    which there are ``l2_slices``; consecutive ``l2_slice_bytes`` of the address space go to
+    consecutive slices (a power of two, at least the L2 line: the interleave of GPGPU-Sim's
+    address mapping, ``dramid@8`` = 256 B, in every bundled configuration). Which loads go where
+    is stated, not assumed:
 
     - ``global_in_l1``: global loads are cached in the L1 by default (Fermi and
       Volta and later: yes; Kepler, Maxwell and Pascal: no, they go to the L2);
@@ -124,6 +127,7 @@ class Caches:
     const: str
     l2: str
     l2_slices: int
+    l2_slice_bytes: int
     l1_latency: float
     tex_latency: float
     const_latency: float
@@ -336,8 +340,8 @@ def load_gpu(path: str | Path) -> Gpu:
 
 # The key of a configuration behind each field cachesim names in its errors.
 _SIM_KEYS = {"l1": "caches.l1", "tex": "caches.tex", "const": "caches.const", "l2": "caches.l2",
-             "mapping": "dram.mapping", "channels": "dram.channels", "row_bits": "dram.row_bits",
-             "column_bits": "dram.column_bits", "byte_bits": "dram.byte_bits"}  # fmt: skip
+             "l2_slice_bytes": "caches.l2_slice_bytes", "mapping": "dram.mapping", "channels": "dram.channels",
+             "row_bits": "dram.row_bits", "column_bits": "dram.column_bits", "byte_bits": "dram.byte_bits"}  # fmt: skip
 MAX_CACHE_LINES = 1 << 24
 """Lines of one cache over all its copies (per SM, or L2 slices): 16 Mi lines, 2 GiB of
 128-byte lines, far above any GPU (an H100's 50 MB L2 holds 0.4 Mi lines); the

@@ -39,6 +39,7 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         sms=c.sms,
         l2=k.l2,
         l2_slices=k.l2_slices,
+        l2_slice_bytes=k.l2_slice_bytes,
         dram=dram_config(gpu),
         l1=k.l1,
         tex=k.tex,

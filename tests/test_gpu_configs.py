@@ -324,6 +324,7 @@ def _copy(tmp_path: Path, name: str, edit) -> Path:
         ("v100", "sms", "compute.sms"),
         ("gtx280", "dram_latency", "memory.dram_latency"),
         ("c2050", "l2_slices", "caches.l2_slices"),
+        ("k80", "l2_slice_bytes", "caches.l2_slice_bytes"),
         ("a100", "row_miss_ns", "dram.row_miss_ns"),
     ],
 )
@@ -342,6 +343,9 @@ def test_missing_key_is_named(tmp_path, name, key, qualified):
         ("fx5600", "warp_size", "16", "compute.warp_size", "must be in [32, 32]"),
         ("k40", "bandwidth_gbs", "-288.384", "memory.bandwidth_gbs", "must be > 0"),
         ("gtx680", "max_regs_per_thread", "256", "compute.max_regs_per_thread", "must be in [1, 255]"),
+        ("k80", "l2_slice_bytes", "384", "caches.l2_slice_bytes", "expected a power of two, got 384"),
+        ("h100", "l2_slice_bytes", "64", "caches.l2_slice_bytes", "64 is smaller than the L2 line 128 B"),
+        ("v100", "l2_slice_bytes", "0", "caches.l2_slice_bytes", "must be > 0"),
     ],
 )
 def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, words):
@@ -350,6 +354,17 @@ def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, word
         load_gpu(path)
     assert exc.value.key == qualified
     assert qualified in str(exc.value) and words in str(exc.value)
+
+
+def test_the_l2_slice_interleave_reaches_the_simulation(tmp_path):
+    """The L2 slice of an address is (address // caches.l2_slice_bytes) mod caches.l2_slices; the
+    simulation took 256 B whatever the configuration said (it had no such key)."""
+    from placement.memory import hierarchy_config
+
+    assert {get_gpu(n).caches.l2_slice_bytes for n in gpu_names()} == {256}  # GPGPU-Sim's dramid@8, every one
+    path = _copy(tmp_path, "k80", lambda t: re.sub(r"^l2_slice_bytes = 256", "l2_slice_bytes = 1024", t, flags=re.M))
+    assert hierarchy_config(load_gpu(path)).l2_slice_bytes == 1024
+    assert hierarchy_config(get_gpu("k80")).l2_slice_bytes == 256
 
 
 def test_a_cache_line_beyond_the_maximum_is_named(tmp_path):
