@@ -5,13 +5,15 @@ For each object a placement moves: the declarations (a ``__constant__`` array, a
 the staging loop with the tile sizes and origins the trace gives: ``Terms.staging`` and
 ``placement.tiles``) and the host code (``cudaMemcpyToSymbol``, the texture object
 setup). The element type is not in the trace, only its size: 4 bytes is written
-``float``, 8 ``double``, 2 ``short``, 1 ``unsigned char``, 16 ``float4``; use the
-array's own. ``Hint.translation_unit()`` wraps a hint in a complete ``.cu`` file
-(the tests compile each with ``nvcc -c -arch=sm_80``).
+``float``, 8 ``double``, 2 ``short``, 1 ``unsigned char``, 16 ``float4``, and an object
+written by atomics only (a histogram's bins) ``unsigned int`` / ``unsigned long long``;
+use the array's own. ``translation_unit(hints)`` wraps the hints of one placement in a
+complete ``.cu`` file (the tests compile them with ``nvcc -c -arch=sm_80``).
 
 Names used in the snippets: the object's pointer keeps its name (``N``); ``i`` is the
-index the kernel used for a 1D object, ``row`` and ``col`` for a 2D one; ``v`` receives
-the element read.
+index the kernel used for a 1D object, ``row`` and ``col`` for a 2D one; ``v_N`` receives
+the element read. Everything a snippet declares carries the object's name (``res_N``,
+``td_N``, ``t_N``, ``s_N``), so the snippets of one placement paste together.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from .placements import STAGING_SOURCE, is_staged
 from .tiles import Origin
 
 TYPES = {1: "unsigned char", 2: "short", 4: "float", 8: "double", 16: "float4"}
+ATOMIC_TYPES = {4: "unsigned int", 8: "unsigned long long"}
+"""An object written by atomics only is a histogram's counters (atomicAdd of unsigned int / unsigned long long)."""
 # Families whose __ldg of an int index expression pays extra address arithmetic (configs/addressing.toml,
 # [<family>.offset_leading], measured from nvcc's SASS for sm_75 to sm_90)
 LDG_OFFSET_FAMILIES = ("turing", "ampere", "ada", "hopper")
@@ -52,12 +56,15 @@ class Hint:
     host: str = ""
     """Host code: copies, texture objects."""
     notes: tuple[str, ...] = ()
+    incomplete: str = ""
+    """Why the code cannot be pasted as is (a tile origin to set by hand); empty when it can."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "object": self.object, "from": self.before, "to": self.after, "summary": self.summary,
             "declarations": self.declarations, "kernel_params": self.kernel_params, "kernel": self.kernel,
             "host_params": self.host_params, "host": self.host, "notes": list(self.notes),
+            "incomplete": self.incomplete,
         }  # fmt: skip
 
     def text(self) -> str:
@@ -75,19 +82,29 @@ class Hint:
 
     def translation_unit(self) -> str:
         """A complete ``.cu`` file holding the hint, for ``nvcc -c`` (the index variables declared around it)."""
-        host = f"void placement_hint_host({self.host_params})\n{{\n{_indent(self.host, 4)}\n}}\n" if self.host else ""
-        return (
-            "#include <cuda_runtime.h>\n\n"
-            f"{self.declarations}\n\n"
-            f"__global__ void placement_hint_kernel({self.kernel_params})\n{{\n"
-            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-            "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
-            "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
-            "    (void)i; (void)row; (void)col;\n"
-            f"{_indent(self.kernel, 4)}\n"
-            "}\n\n"
-            f"{host}"
-        )
+        return translation_unit((self,))
+
+
+def translation_unit(hs: "tuple[Hint, ...] | list[Hint]") -> str:
+    """A complete ``.cu`` file holding the hints of one placement pasted together, for ``nvcc -c``: their
+    declarations at file scope, their parameters and kernel code in one kernel (the index variables declared
+    around it), their host code in one host function."""
+    params = ", ".join(h.kernel_params for h in hs if h.kernel_params)
+    host_params = ", ".join(h.host_params for h in hs if h.host and h.host_params)
+    host_code = "\n".join(h.host for h in hs if h.host)
+    host = f"void placement_hint_host({host_params})\n{{\n{_indent(host_code, 4)}\n}}\n" if host_code else ""
+    return (
+        "#include <cuda_runtime.h>\n\n"
+        + "".join(f"{h.declarations}\n" for h in hs if h.declarations)
+        + f"\n__global__ void placement_hint_kernel({params})\n{{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    (void)i; (void)row; (void)col;\n"
+        + "".join(f"{_indent(h.kernel, 4)}\n" for h in hs if h.kernel)
+        + "}\n\n"
+        f"{host}"
+    )
 
 
 def _indent(text: str, n: int) -> str:
@@ -101,8 +118,18 @@ def _ident(name: str) -> str:
     return s if s and not s[0].isdigit() else f"_{s}"
 
 
-def _type(o: traces.ObjectInfo) -> str:
+def _type(o: traces.ObjectInfo, writeback: str = "none") -> str:
+    if writeback == "atomic" and o.elem_bytes in ATOMIC_TYPES:
+        return ATOMIC_TYPES[o.elem_bytes]
     return TYPES.get(o.elem_bytes, "float")
+
+
+def _type_why(o: traces.ObjectInfo, t: str, writeback: str = "none") -> str:
+    """Where the element type ``t`` of ``o`` comes from (a comment beside the declaration)."""
+    if writeback == "atomic" and o.elem_bytes in ATOMIC_TYPES:
+        return f"{t}: {o.name} is written by atomics only, a histogram's counts; use the array's own type"
+    return (f"{t}: {o.name}'s element type is not in the trace, only its size ({o.elem_bytes} bytes); use the "
+            "array's own")
 
 
 def _index(o: traces.ObjectInfo) -> str:
@@ -125,7 +152,7 @@ def constant(o: traces.ObjectInfo, gpu: Gpu, divergent_replays: int) -> Hint:
     return Hint(
         o.name, "", "C", f"constant memory: a __constant__ array filled by cudaMemcpyToSymbol; drop the {o.name} parameter",
         declarations=f"__constant__ {t} c_{n}[{elems}];",
-        kernel=f"{t} v = c_{n}[{_index(o)}];   // was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = c_{n}[{_index(o)}];   // was {o.name}[{_index(o)}]",
         host_params=f"const {t}* h_{n}",
         host=f"cudaMemcpyToSymbol(c_{n}, h_{n}, {elems} * sizeof({t}));   // before the launch",
         notes=tuple(notes),
@@ -148,34 +175,47 @@ def readonly(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
     return Hint(
         o.name, "", "R", "the read-only data path: a const __restrict__ pointer, reads through __ldg",
         kernel_params=f"const {t}* __restrict__ {n}",
-        kernel=f"{t} v = __ldg(&{n}[{_index(o)}]);   // was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = __ldg(&{n}[{_index(o)}]);   // was {o.name}[{_index(o)}]",
         notes=tuple(notes),
+    )
+
+
+ALIGN_1D = ("the bound pointer d_{n} must be a multiple of the device's texture alignment "
+            "(cudaDeviceProp::textureAlignment, cudaDevAttrTextureAlignment); cudaMalloc's pointers are. For an "
+            "array that starts at an offset inside an allocation, bind the allocation's start instead (devPtr and "
+            "sizeInBytes of the whole allocation) and add the offset, in elements, to tex1Dfetch's index")
+
+
+def _texture1d_host(o: traces.ObjectInfo) -> str:
+    """The host code that makes the 1D texture object ``t_<name>`` over the device array ``d_<name>``."""
+    n, t = _ident(o.name), _type(o)
+    elems = o.size // o.elem_bytes
+    return (
+        f"// d_{n} must be aligned to cudaDeviceProp::textureAlignment (cudaMalloc's pointers are)\n"
+        f"cudaResourceDesc res_{n} = {{}};\n"
+        f"res_{n}.resType = cudaResourceTypeLinear;\n"
+        f"res_{n}.res.linear.devPtr = d_{n};\n"
+        f"res_{n}.res.linear.desc = cudaCreateChannelDesc<{t}>();\n"
+        f"res_{n}.res.linear.sizeInBytes = {elems} * sizeof({t});\n"
+        f"cudaTextureDesc td_{n} = {{}};\n"
+        f"td_{n}.readMode = cudaReadModeElementType;\n"
+        f"cudaTextureObject_t t_{n} = 0;\n"
+        f"cudaCreateTextureObject(&t_{n}, &res_{n}, &td_{n}, nullptr);\n"
+        f"// launch with t_{n} in place of d_{n}; afterwards cudaDestroyTextureObject(t_{n});"
     )
 
 
 def texture1d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
     n, t = _ident(o.name), _type(o)
     elems = o.size // o.elem_bytes
-    host = (
-        "cudaResourceDesc res = {};\n"
-        "res.resType = cudaResourceTypeLinear;\n"
-        f"res.res.linear.devPtr = d_{n};\n"
-        f"res.res.linear.desc = cudaCreateChannelDesc<{t}>();\n"
-        f"res.res.linear.sizeInBytes = {elems} * sizeof({t});\n"
-        "cudaTextureDesc td = {};\n"
-        "td.readMode = cudaReadModeElementType;\n"
-        f"cudaTextureObject_t t_{n} = 0;\n"
-        f"cudaCreateTextureObject(&t_{n}, &res, &td, nullptr);\n"
-        f"// launch with t_{n} in place of d_{n}; afterwards cudaDestroyTextureObject(t_{n});"
-    )
     return Hint(
         o.name, "", "T", "a 1D texture object over the existing device array, read with tex1Dfetch",
         kernel_params=f"cudaTextureObject_t t_{n}",
-        kernel=f"{t} v = tex1Dfetch<{t}>(t_{n}, {_index(o)});   // was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = tex1Dfetch<{t}>(t_{n}, {_index(o)});   // was {o.name}[{_index(o)}]",
         host_params=f"{t}* d_{n}",
-        host=host,
+        host=_texture1d_host(o),
         notes=(f"{units.count(elems)} elements of the {units.count(gpu.memory.tex1d_max_elems)} a 1D texture of linear "
-               "memory may hold",),  # fmt: skip
+               "memory may hold", ALIGN_1D.format(n=n)),  # fmt: skip
     )
 
 
@@ -188,43 +228,49 @@ def texture2d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         f"cudaMallocPitch((void**)&d_{n}2, &{n}_pitch, {cols} * sizeof({t}), {rows});\n"
         f"cudaMemcpy2D(d_{n}2, {n}_pitch, h_{n}, {cols} * sizeof({t}), {cols} * sizeof({t}), {rows}, "
         "cudaMemcpyHostToDevice);\n"
-        "cudaResourceDesc res = {};\n"
-        "res.resType = cudaResourceTypePitch2D;\n"
-        f"res.res.pitch2D.devPtr = d_{n}2;\n"
-        f"res.res.pitch2D.desc = cudaCreateChannelDesc<{t}>();\n"
-        f"res.res.pitch2D.width = {cols};\n"
-        f"res.res.pitch2D.height = {rows};\n"
-        f"res.res.pitch2D.pitchInBytes = {n}_pitch;\n"
-        "cudaTextureDesc td = {};\n"
-        "td.addressMode[0] = cudaAddressModeClamp;\n"
-        "td.addressMode[1] = cudaAddressModeClamp;\n"
-        "td.filterMode = cudaFilterModePoint;\n"
-        "td.readMode = cudaReadModeElementType;\n"
-        "td.normalizedCoords = 0;\n"
+        f"cudaResourceDesc res_{n} = {{}};\n"
+        f"res_{n}.resType = cudaResourceTypePitch2D;\n"
+        f"res_{n}.res.pitch2D.devPtr = d_{n}2;   // cudaMallocPitch: aligned to textureAlignment\n"
+        f"res_{n}.res.pitch2D.desc = cudaCreateChannelDesc<{t}>();\n"
+        f"res_{n}.res.pitch2D.width = {cols};\n"
+        f"res_{n}.res.pitch2D.height = {rows};\n"
+        f"res_{n}.res.pitch2D.pitchInBytes = {n}_pitch;   // a multiple of texturePitchAlignment\n"
+        f"cudaTextureDesc td_{n} = {{}};\n"
+        f"td_{n}.addressMode[0] = cudaAddressModeClamp;\n"
+        f"td_{n}.addressMode[1] = cudaAddressModeClamp;\n"
+        f"td_{n}.filterMode = cudaFilterModePoint;\n"
+        f"td_{n}.readMode = cudaReadModeElementType;\n"
+        f"td_{n}.normalizedCoords = 0;\n"
         f"cudaTextureObject_t t_{n} = 0;\n"
-        f"cudaCreateTextureObject(&t_{n}, &res, &td, nullptr);\n"
+        f"cudaCreateTextureObject(&t_{n}, &res_{n}, &td_{n}, nullptr);\n"
         f"// launch with t_{n}; afterwards cudaDestroyTextureObject(t_{n}); cudaFree(d_{n}2);"
     )
     return Hint(
         o.name, "", "2T", f"a 2D texture object ({rows} rows x {cols} columns) over a pitched copy, read with tex2D",
         kernel_params=f"cudaTextureObject_t t_{n}",
-        kernel=f"{t} v = tex2D<{t}>(t_{n}, col, row);   // x = column, y = row; was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = tex2D<{t}>(t_{n}, col, row);   // x = column, y = row; was {o.name}[{_index(o)}]",
         host_params=f"const {t}* h_{n}",
         host=host,
         notes=(f"{gpu.name}'s 2D texture limit: {units.count(gpu.memory.tex2d_max_height)} rows x "
-               f"{units.count(gpu.memory.tex2d_max_width)} columns; cudaMallocPitch aligns each row",),  # fmt: skip
+               f"{units.count(gpu.memory.tex2d_max_width)} columns; cudaMallocPitch aligns each row",
+               "a pitch2D texture needs its start aligned to cudaDeviceProp::textureAlignment and its row pitch a "
+               "multiple of cudaDeviceProp::texturePitchAlignment: cudaMallocPitch's copy has both. To bind an "
+               "existing device array instead, it needs both too (else copy it, or use cudaMallocArray, "
+               "cudaMemcpy2DToArray and a cudaResourceTypeArray resource); an array at an offset inside an "
+               "allocation is bound from an aligned row and read with the offset's rows and columns added to "
+               "tex2D's y and x"),  # fmt: skip
     )
 
 
-def plain_global(o: traces.ObjectInfo, before: str) -> Hint:
-    n, t = _ident(o.name), _type(o)
+def plain_global(o: traces.ObjectInfo, before: str, writeback: str = "none") -> Hint:
+    n, t = _ident(o.name), _type(o, writeback)
     const = "" if o.written else "const "
     was = {"T": f"tex1Dfetch<{t}>(t_{n}, i)", "2T": f"tex2D<{t}>(t_{n}, col, row)", "C": f"c_{n}[...]",
            "R": f"__ldg(&{n}[...])"}.get(before, f"{n}[...]")  # fmt: skip
     return Hint(
         o.name, before, "G", "a plain device pointer in global memory",
         kernel_params=f"{const}{t}* {n}",
-        kernel=f"{t} v = {n}[{_index(o)}];   // was {was}",
+        kernel=f"{t} v_{n} = {n}[{_index(o)}];   // was {was}",
     )
 
 
@@ -235,7 +281,7 @@ def out_of_shared(o: traces.ObjectInfo, info: traces.KernelInfo) -> Hint:
         o.name, "S", "G", "the block's shared array becomes its slice of a global array (one slice per block)",
         kernel_params=f"{t}* g_{n}",
         kernel=(f"{t}* {n} = g_{n} + (size_t){elems} * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));"
-                f"   // was __shared__ {t} {n}[{elems}]\n{t} v = {n}[i % {elems}];"),  # fmt: skip
+                f"   // was __shared__ {t} {n}[{elems}]\n{t} v_{n} = {n}[i % {elems}];"),  # fmt: skip
         host_params=f"{t}** d_{n}",
         host=f"cudaMalloc((void**)d_{n}, (size_t){info.ctas} * {elems} * sizeof({t}));   // {info.ctas} blocks",
     )
@@ -261,8 +307,9 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
            loads: bool = True, block: tuple[int, int, int] | None = None) -> Hint:  # fmt: skip
     """The staging loop of one object (``traces.staging``'s model, written as CUDA): the flattened loop over the
     tile, or for a 2D tile the textbook 2D loop over the block's own threads where the model copies it so
-    (``traces.staging.copy_columns`` of the kernel's ``block``)."""
-    n, t = _ident(o.name), _type(o)
+    (``traces.staging.copy_columns`` of the kernel's ``block``). A tile as large as the object starts at 0 in
+    every block; origins that are a per-window table (``Origin.row_table``) are a ``__constant__`` table."""
+    n, t = _ident(o.name), _type(o, writeback)
     tile = staging.get("tiles", {}).get(o.name, {"bytes": o.size, "pitch": o.size // o.elem_bytes})
     pitch = max(int(tile["pitch"]), 1)
     rows = max(int(tile["bytes"]) // (pitch * o.elem_bytes), 1)
@@ -275,18 +322,50 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     notes = []
     r0 = origin.row if origin and origin.row is not None else None
     c0 = origin.col if origin and origin.col is not None else None
-    if origin is not None and origin.misses:
-        notes.append(f"the tile origins fit {origin.points - origin.misses} of {origin.points} blocks x windows; "
+    r_table = origin.row_table if origin and r0 is not None else ()
+    c_table = origin.col_table if origin and c0 is not None else ()
+    misses = origin.misses if origin is not None else 0
+    # a tile as wide (as high) as the object starts at column (row) 0 in every block and window
+    whole_r, whole_c = (rows >= nrows if two_d else True), pitch >= (cols if two_d else elems)
+    if whole_r and (r0 is None or misses):
+        r0, r_table = "0", ()
+    if whole_c and (c0 is None or misses):
+        c0, c_table = "0", ()
+    if whole_r and whole_c:
+        misses = 0
+    if r0 is not None and c0 is not None and misses:
+        notes.append(f"the tile origins fit {origin.points - misses} of {origin.points} blocks x windows; "
                      "the others (edge blocks) start elsewhere: check them")  # fmt: skip
+    incomplete = ""
     if r0 is None or c0 is None:
         notes.append("no formula fits the tiles' origins: set the block's first element of the tile by hand")
+        incomplete = f"no formula fits the origins of {o.name}'s tiles: they are to be set by hand"
+    used = origin.windows if origin is not None and 0 < origin.windows < windows else windows
+    if used > 1 and origin is not None and origin.length:
+        k = origin.length
+        span = "access j" if k == 1 else f"accesses {k} j to {k} j + {k - 1}"
+        notes.append(f"window j holds each warp's {span} of {o.name} in program order (from 0): "
+                     "their reads go inside the loop, after the copy")  # fmt: skip
+    if used < windows:
+        notes.append(f"the last {windows - used} of the model's {windows} windows hold no access of {o.name}: the "
+                     f"loop runs {used}")  # fmt: skip
+    tables = []
+    for dim, table in (("row", r_table), ("col" if two_d else "first", c_table)):
+        if table:
+            tables.append(f"__constant__ int {n}_{dim}_of[{len(table)}] = {{{', '.join(map(str, table))}}};"
+                          f"   // {o.name}'s tile origin per window j, beside the blocks' part")  # fmt: skip
+    if r_table:
+        r0 = f"{n}_row_of[j]" if r0 == "0" else f"{r0} + {n}_row_of[j]"
+    if c_table:
+        cn = f"{n}_col_of[j]" if two_d else f"{n}_first_of[j]"
+        c0 = cn if c0 == "0" else f"{c0} + {cn}"
     row0 = r0 if r0 is not None else "0 /* the block's first row of the tile */"
     col0 = c0 if c0 is not None else f"0 /* the block's first {'column' if two_d else 'element'} of the tile */"
     size = rows * pitch
     f = {k: v[0 if two_d else 1].format(t=t, n=n, name=o.name, rows=rows, pitch=pitch, size=size, cols=cols,
                                        nrows=nrows, elems=elems, row0=row0, col0=col0)
          for k, v in _FORMS.items()}  # fmt: skip
-    decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block"
+    decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block; {_type_why(o, t, writeback)}"
     where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
                                                                           "origin", "split"))  # fmt: skip
     fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])",
@@ -301,8 +380,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
                 "c += blockDim.x) {")  # fmt: skip
         split = ""
     body = []
-    if windows > 1:
-        body.append(f"for (int j = 0; j < {windows}; ++j) {{   // {windows} windows: one tile of {o.name} each")
+    if used > 1:
+        body.append(f"for (int j = 0; j < {used}; ++j) {{   // {used} windows: one tile of {o.name} each")
     else:
         body.append("{   // one window: the whole tile" if "j" in row0 + col0 else "{")
         if "j" in row0 + col0:
@@ -328,8 +407,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             param = f"{t}* {n}"
         else:
             inner += [f"// the kernel's reads of {o.name} in this window, from the tile:",
-                      f"{t} v = {read};   // was {orig}"]  # fmt: skip
-        if windows > 1:
+                      f"{t} v_{n} = {read};   // was {orig}"]  # fmt: skip
+        if used > 1:
             inner.append("__syncthreads();   // before the next window's copy overwrites the tile")
     body += ["    " + line for block in inner if block is not None for line in block.splitlines()]
     body.append("}")
@@ -345,9 +424,12 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             f"keeps its {shape} tile ({units.nbytes(int(tile['bytes']))}) in shared memory, "
         summary = (f"staged in shared memory: each block {first}writes it there and stores it back to global memory, "
                    f"{windows} window{'s' if windows != 1 else ''}")  # fmt: skip
+    host_params = host = ""
     if source == "texture1d":
-        notes.append(f"the copy reads a 1D texture object t_{n}: set it up as for T")
-    return Hint(o.name, "", space, summary, kernel_params=param, kernel=kernel, notes=tuple(notes))
+        host_params, host = f"{t}* d_{n}", _texture1d_host(o)
+        notes.append(f"the copy reads a 1D texture object t_{n}; " + ALIGN_1D.format(n=n))
+    return Hint(o.name, "", space, summary, declarations="\n".join(tables), kernel_params=param, kernel=kernel,
+                host_params=host_params, host=host, notes=tuple(notes), incomplete=incomplete)  # fmt: skip
 
 
 def hints(info: traces.KernelInfo, gpu: Gpu, sample: Mapping[str, str], target: Mapping[str, str],
@@ -376,7 +458,7 @@ def hints(info: traces.KernelInfo, gpu: Gpu, sample: Mapping[str, str], target: 
         elif after == "G" and before == "S":
             h = out_of_shared(o, info)
         else:
-            h = plain_global(o, before)
+            h = plain_global(o, before, writeback.get(name, "none"))
         out.append(replace(h, before=before))
     together = [h.object for h in out if is_staged(h.after)]
     if len(together) > 1:
@@ -391,8 +473,9 @@ def text(hs: tuple[Hint, ...], label: str, gpu: Gpu) -> str:
     if not hs:
         return f"{label}: the sample placement, no code change."
     head = (f"The CUDA changes for {label} on {gpu.name} ({_sm(gpu)}), object by object "
-            "(element types from their size: 4 bytes written float; use your arrays' own):")  # fmt: skip
+            "(element types from their size: 4 bytes written float, unsigned int for counters written by atomics "
+            "only; use your arrays' own):")  # fmt: skip
     return "\n\n".join([head] + [h.text() for h in hs])
 
 
-__all__ = ["Hint", "hints", "text"]
+__all__ = ["Hint", "hints", "text", "translation_unit"]

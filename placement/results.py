@@ -150,6 +150,9 @@ class RankResult:
     overlap_source: str
     hints: tuple[Hint, ...] | None = None
     """The CUDA changes for the best placement (``hints=True``)."""
+    hints_incomplete: dict[str, str] = field(default_factory=dict)
+    """Label -> why, for the best placements (``api.HINTS_CHECKED``) whose code changes cannot be pasted as is
+    (``hints=True``; empty otherwise)."""
     accesses: dict[str, int] = field(default_factory=dict)
     """Warp-level accesses of each object in the trace."""
     gpu_config: Any = field(default=None, repr=False, compare=False)
@@ -176,7 +179,8 @@ class RankResult:
             "model_ratio_error": MODEL_RATIO_ERROR, "uncertainty": self.uncertainty(),
         }  # fmt: skip
         if self.hints is not None:
-            d["hints"] = {"placement": self.best.label, "objects": [h.as_dict() for h in self.hints]}
+            d["hints"] = {"placement": self.best.label, "objects": [h.as_dict() for h in self.hints],
+                          "incomplete": dict(self.hints_incomplete)}  # fmt: skip
         return d
 
     def to_frame(self) -> "pandas.DataFrame":

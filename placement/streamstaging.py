@@ -139,7 +139,7 @@ class StreamStagingFacts:
             if rows.shape[0]:
                 parts.append(corners(g, rows, name, int(self._k[i]), windows))
         uniq, row0, col0 = (np.concatenate(c) for c in zip(*parts))
-        return fit_origin(self.info, name, windows, uniq, row0, col0)
+        return fit_origin(self.info, name, windows, uniq, row0, col0, ordinals=int(self._k[i]))
 
     # ---- pass B ----------------------------------------------------------------------------------------
     def _conflicts(self, g, rows, base, elem, owners, key) -> tuple[int, int] | None:

@@ -96,6 +96,10 @@ def rank_text(r: RankResult) -> str:
         rows.append(_row(s, "-"))
     lines += ["", table(rows, HEADER, "llrrrrr"), ""]
     lines += r.uncertainty()
+    if r.hints is not None:
+        ranks = {p.label: p.rank for p in r.ranking}
+        lines += [f"#{ranks[label]} ({label}): --hints cannot give code to paste as is: {why}."
+                  for label, why in r.hints_incomplete.items()]  # fmt: skip
     best = r.best
     if best.label != "sample":
         verb = "faster" if best.speedup >= 1 else "slower"

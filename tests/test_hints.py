@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 import placement
@@ -14,11 +16,27 @@ from placement import hints as H
 from placement.gpu import get_gpu
 from placement.staging import StagingFacts
 from placement.tiles import Origin, origin
+from traces import generators
 
 from conftest import ROOT
 
 MATMUL = ROOT / "configs" / "examples" / "matmul.parquet"
 K80, A100 = get_gpu("k80"), get_gpu("a100")
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None,
+                          reason="nvcc is not installed (CUDA toolkit): the snippets are not compiled")  # fmt: skip
+
+
+def _generated(name: str, size=None) -> traces.Trace:
+    cols, info = generators.generate(name, size)
+    return traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
+
+
+def _nvcc(src: str, tmp_path) -> None:
+    path = tmp_path / "hints.cu"
+    path.write_text(src)
+    r = subprocess.run(["nvcc", "-c", "-arch=sm_80", str(path), "-o", str(tmp_path / "hints.o")], capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr + "\n" + src
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +63,7 @@ def test_constant_readonly_and_staged_write_back(mm):
     assert (c.object, c.before, c.after) == ("M", "G", "C")
     assert c.declarations == "__constant__ float c_M[4096];"  # 64 x 64 floats
     assert c.host == "cudaMemcpyToSymbol(c_M, h_M, 4096 * sizeof(float));   // before the launch"
-    assert "float v = c_M[row * 64 + col];" in c.kernel
+    assert "float v_M = c_M[row * 64 + col];" in c.kernel
     assert any("16 KiB of the 64 KiB constant bank" in n for n in c.notes)
     assert any("several addresses of M" in n for n in c.notes)  # a warp reads 2 rows of M: divergent
     assert r.kernel_params == "const float* __restrict__ N" and "__ldg(&N[row * 64 + col])" in r.kernel
@@ -70,10 +88,23 @@ def test_ldg_note_on_ampere(mm):
 def test_textures(mm):
     e = placement.evaluate(mm, K80, "M=2T,N=T", hints=True)
     t2, t1 = e.hints
-    assert "cudaResourceTypePitch2D" in t2.host and "res.res.pitch2D.width = 64;" in t2.host
-    assert "tex2D<float>(t_M, col, row)" in t2.kernel and "cudaCreateTextureObject(&t_M" in t2.host
-    assert "cudaResourceTypeLinear" in t1.host and "res.res.linear.sizeInBytes = 4096 * sizeof(float);" in t1.host
+    assert "cudaResourceTypePitch2D" in t2.host and "res_M.res.pitch2D.width = 64;" in t2.host
+    assert "tex2D<float>(t_M, col, row)" in t2.kernel and "cudaCreateTextureObject(&t_M, &res_M, &td_M" in t2.host
+    assert "cudaResourceTypeLinear" in t1.host and "res_N.res.linear.sizeInBytes = 4096 * sizeof(float);" in t1.host
     assert "tex1Dfetch<float>(t_N, row * 64 + col)" in t1.kernel
+    # what the texture needs of the bound pointer: the device's texture alignment, and how to bind at an offset
+    assert any("cudaDeviceProp::textureAlignment" in n and "add the offset, in elements, to tex1Dfetch's index" in n
+               for n in t1.notes)  # fmt: skip
+    assert any("texturePitchAlignment" in n and "cudaMallocArray" in n for n in t2.notes)
+
+
+def test_two_textures_paste_together(mm):
+    # issue 34: both host snippets declared `cudaResourceDesc res` / `cudaTextureDesc td` (and both reads `v`)
+    t2, t1 = placement.evaluate(mm, K80, "M=T,N=2T", hints=True).hints
+    for h, n in ((t2, "M"), (t1, "N")):
+        assert f"cudaResourceDesc res_{n} = {{}};" in h.host and f"cudaTextureDesc td_{n} = {{}};" in h.host
+        assert f"float v_{n} = " in h.kernel
+    assert "cudaResourceDesc res " not in t1.host + t2.host and "float v " not in t1.kernel + t2.kernel
 
 
 def test_staged_pair_shares_windows(mm):
@@ -127,18 +158,87 @@ def test_every_kind_is_written(mm):
             ("S/T", False, True), ("S/R", False, False), ("G", False, False)} <= kinds  # fmt: skip
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed (CUDA toolkit): the snippets are not compiled")
+@NVCC
 def test_every_snippet_compiles_with_nvcc(mm, tmp_path):
     # each hint's own translation unit, in a namespace of its own, compiled in one nvcc run
     units = []
     for k, h in enumerate(_all_kinds(mm)):
         tu = h.translation_unit().replace("#include <cuda_runtime.h>\n", "")
         units.append(f"namespace hint_{k} {{\n{tu}\n}}  // {h.object} -> {h.after}\n")
-    src = tmp_path / "hints.cu"
-    src.write_text("#include <cuda_runtime.h>\n\n" + "\n".join(units))
-    r = subprocess.run(["nvcc", "-c", "-arch=sm_80", str(src), "-o", str(tmp_path / "hints.o")], capture_output=True,
-                       text=True, timeout=300)  # fmt: skip
-    assert r.returncode == 0, r.stderr + "\n" + src.read_text()
+    _nvcc("#include <cuda_runtime.h>\n\n" + "\n".join(units), tmp_path)
+
+
+def test_privatized_histogram_bins_are_counts_from_origin_0():
+    # issue 34: the bins were declared float and their origin was left "by hand"; every block's tile is all 256
+    # bins (the block's data reach any bin), so it starts at 0 in every block
+    (h,) = placement.evaluate(_generated("histogram"), K80, "bins=S/G", hints=True).hints
+    assert h.kernel_params == "unsigned int* bins"
+    assert "__shared__ unsigned int s_bins[256];" in h.kernel and "written by atomics only" in h.kernel
+    assert "const int bins_first = 0;\n" in h.kernel and "atomicAdd(&s_bins[i - bins_first], (unsigned int)1);" in \
+        h.kernel and "float" not in h.kernel
+    assert h.incomplete == "" and not any("by hand" in n or "blocks x windows" in n for n in h.notes)
+
+
+def test_multichannel_windows_get_an_origin_table():
+    # issue 33 item 4: conv2d_channels at 256 x 256 on k80 stages `in` (3 channels of 258 x 258, stacked: 774 rows)
+    # in 32 windows, one access each (K = 27: channel c, mask row dy, column dx, window j = 9 c + 3 dy + dx): the
+    # block's tile starts at row 16 by + 258 c + dy, column 16 bx + dx; the last 5 windows are empty
+    t = _generated("conv2d_channels", (256, 256))
+    rows = [258 * c + dy for c in range(3) for dy in range(3) for _ in range(3)]
+    cols = [dx for _ in range(9) for dx in range(3)]
+    o = origin(StagingFacts(t), "in", 32)
+    assert (o.row, o.col, o.misses, o.row_table, o.col_table, o.windows) == \
+        ("16 * blockIdx.y", "16 * blockIdx.x", 0, tuple(rows), tuple(cols), 27)  # fmt: skip
+    (h,) = placement.evaluate(t, K80, "in=S/G", hints=True).hints
+    assert f"__constant__ int in_row_of[27] = {{{', '.join(map(str, rows))}}};" in h.declarations
+    assert f"__constant__ int in_col_of[27] = {{{', '.join(map(str, cols))}}};" in h.declarations
+    assert "for (int j = 0; j < 27; ++j) {" in h.kernel and "const int in_row0 = 16 * blockIdx.y + in_row_of[j];" in \
+        h.kernel and "const int in_col0 = 16 * blockIdx.x + in_col_of[j];" in h.kernel  # fmt: skip
+    assert h.incomplete == "" and not any("by hand" in n for n in h.notes)
+    assert any("window j holds each warp's access j of in" in n for n in h.notes)
+
+
+# The bundled examples and the generated kernels issue 34 tried: the top 3 on k80 each pasted as is into one kernel
+TOP3 = [("conv1d", None), ("matmul", None), ("vecadd", None), ("histogram", None), ("conv2d_kt", None),
+        ("conv2d_channels", None), ("conv2d_channels", (256, 256))]  # fmt: skip
+
+
+@NVCC
+@pytest.mark.parametrize("name, size", TOP3)
+def test_top3_hints_compile(name, size, tmp_path):
+    example = ROOT / "configs" / "examples" / f"{name}.parquet"
+    t = traces.read(example) if example.exists() else _generated(name, size)
+    r = placement.rank(t, K80, top=3, hints=True, workers=1)
+    assert r.hints_incomplete == {}
+    labels = [p.label for p in r.ranking[:3] if p.label != "sample"]
+    if size:  # the staged input of 32 windows (issue 33), whether or not it ranks in the top 3
+        labels.append("in=S/G")
+    units = []
+    for k, label in enumerate(labels):
+        hs = placement.evaluate(t, K80, label, hints=True).hints
+        assert all(h.incomplete == "" for h in hs)
+        tu = H.translation_unit(hs).replace("#include <cuda_runtime.h>\n", "")
+        units.append(f"namespace placement_{k} {{  // {label}\n{tu}\n}}\n")
+    _nvcc("#include <cuda_runtime.h>\n\n" + "\n".join(units), tmp_path)
+
+
+def test_rank_says_which_top3_hints_cannot_be_pasted(mm, monkeypatch):
+    # no origin formula (as for a gather): the staged N of the top 3 cannot be given as is, and the ranking says so
+    import placement.tiles
+
+    monkeypatch.setattr(placement.tiles, "origin", lambda facts, name, windows: Origin(None, None, 0, 0))
+    r = placement.rank(mm, K80, top=3, hints=True, workers=1)
+    staged = [p for p in r.ranking[:3] if p.placement["N"].startswith("S/")]
+    assert staged and set(r.hints_incomplete) == {p.label for p in staged}
+    # N's tile is 64 rows x 16 columns of its 64 x 64: its rows start at 0 in every block, its columns not
+    assert all(w.startswith("no formula fits the origins of N's tiles: they are to be set by hand")
+               for w in r.hints_incomplete.values())  # fmt: skip
+    text = r.text()
+    p = staged[0]
+    assert f"#{p.rank} ({p.label}): --hints cannot give code to paste as is: no formula fits the origins of N's " \
+        "tiles: they are to be set by hand." in text
+    assert r.to_dict()["hints"]["incomplete"] == r.hints_incomplete
+    assert "cannot give code" not in replace(r, hints=None).text()
 
 
 def test_hints_from_the_command_line(run_cli):
