@@ -496,12 +496,6 @@ def disassemble(cubin: Path, cuobjdump: str) -> dict[str, list[str]]:
 REG = re.compile(r"(?<![\w.])(-|!|~|\|)?(URZ|UR\d+|UPT|UP\d|RZ|R\d+|PT|P\d)((?:\.\w+)*)")
 ZERO = {"RZ", "URZ", "PT", "UPT"}
 TEX_OPS = ("TEX", "TLD", "TLD4", "TXD", "TMML", "TXQ")
-LOAD_OPS = {
-    "G": ("LDG", "LD"),
-    "S": ("LDS",),
-    "T": TEX_OPS,
-    "C": ("LDC",),
-}
 
 
 @dataclass

@@ -45,7 +45,6 @@ CLASSES = ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch")
 # One letter per instruction in a block's ``cls`` string, so a generator can cost part of a block.
 LETTER = {"int": "i", "fp32": "f", "fp64": "d", "sfu": "s", "ldst": "m", "sync": "y", "branch": "b"}
 
-MEM_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.", "ATOM", "ATOMS", "ATOMG", "RED", "TEX", "TLD", "TLD4", "LDL", "STL")
 FP32 = {"FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSET", "FSEL", "FCHK", "FRND", "FSWZADD", "HFMA2", "HADD2", "HMUL2", "FCMP"}
 SFU = {"MUFU", "F2F", "F2I", "I2F", "I2I", "F2FP"}
 SYNC = {"BAR", "MEMBAR", "DEPBAR", "WARPSYNC", "ERRBAR", "CCTL"}

@@ -12,22 +12,6 @@ ROW_HIT, ROW_MISS, ROW_CONFLICT = 0, 1, 2
 M_CHIP, M_BANK, M_ROW, M_COL = range(4)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def pext(value, mask):
-    """Gather the bits of ``value`` selected by ``mask`` into the low bits (x86 PEXT)."""
-    out = np.uint64(0)
-    pos = np.uint64(0)
-    m = mask
-    one = np.uint64(1)
-    while m:
-        low = m & (~m + one)
-        if value & low:
-            out |= one << pos
-        pos += one
-        m &= m - one
-    return out
-
-
 @nb.njit(cache=True, nogil=True)
 def bit_groups(mask):
     """``mask`` as runs of consecutive set bits: rows (shift, run mask, output position)."""
@@ -58,7 +42,8 @@ def bit_groups(mask):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def pext_groups(value, groups):
-    """:func:`pext` of the mask that ``bit_groups`` split into ``groups``, one run at a time."""
+    """The bits of ``value`` selected by the mask that ``bit_groups`` split into ``groups``, gathered into the
+    low bits (x86 PEXT), one run at a time."""
     out = np.uint64(0)
     for k in range(groups.shape[0]):
         out |= ((value >> groups[k, 0]) & groups[k, 1]) << groups[k, 2]

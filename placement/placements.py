@@ -262,10 +262,3 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         raise IllegalPlacement("launch", f"no block fits on an SM of {gpu.name} ({occ.limiter})")
     return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ, layout=layout, staging=choice)
 
-
-def is_legal(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFacts | None" = None) -> bool:
-    try:
-        check(info, gpu, placement, staging)
-    except IllegalPlacement:
-        return False
-    return True

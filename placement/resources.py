@@ -22,6 +22,3 @@ def config_dir() -> Path:
         return packaged
     return _HERE.parent / "configs"
 
-
-def example_dir() -> Path:
-    return config_dir() / "examples"

@@ -361,6 +361,3 @@ def _size(b: float) -> str:
             return f"{b / f:.3g} {unit}"
     return f"{b:.0f} B"
 
-
-def _isfinite(x) -> bool:
-    return x is not None and math.isfinite(x)

@@ -93,11 +93,6 @@ KEPLER_COUNTERS = ("gld_per_request",)
 SECTOR_COUNTERS = ("l2_read_sectors", "l1_hit_rate", "gld_per_request")
 
 
-def counter_names(canonical: str) -> tuple[str, ...]:
-    """The column names tried for one counter, every generation's."""
-    return NVPROF_NAMES[canonical]
-
-
 @dataclass(frozen=True)
 class CounterRow:
     """One run: its kernel parameters (None when counters are missing), spec and measurement."""
@@ -244,11 +239,6 @@ def _row(path: str, i: int, rec: dict) -> CounterRow:
         missing=missing,
         raw=raw,
     )
-
-
-def describe_missing(missing) -> str:
-    """The missing counters with the column names tried for each."""
-    return "; ".join(f"{c} (tried {', '.join(NVPROF_NAMES.get(c, (c,)))})" for c in missing)
 
 
 def _ratio(x: float, default: float) -> float:

@@ -306,7 +306,3 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
                  "(the export has no texture or atomic counters; placement.models.ncu_traffic)", p, *derived)
     return out
 
-
-def ncu_names(canonical: str) -> tuple[str, ...]:
-    """The Nsight Compute metric names tried for one counter."""
-    return NCU_NAMES.get(canonical, (canonical,))

@@ -80,12 +80,6 @@ def _ok(x: float) -> bool:
     return x == x and x >= 0
 
 
-def _sum(raw: dict, *keys: str) -> float:
-    """The sum of the counters that are there; NaN when none is."""
-    vals = [raw[k] for k in keys if _ok(raw.get(k, math.nan))]
-    return math.fsum(vals) if vals else math.nan
-
-
 def _requests(count: float, sectors: float) -> float:
     return count if _ok(count) else sectors / SECTORS_PER_REQUEST
 

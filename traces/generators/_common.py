@@ -40,7 +40,6 @@ PC_STEP = 16  # bytes per SASS instruction on sm_70 and later
 
 RECIPE_FILE = Path(__file__).with_name("recipes.toml")
 _LETTER = {"int": "i", "fp32": "f", "fp64": "d", "sfu": "s", "ldst": "m", "sync": "y", "branch": "b"}
-RECIPE_ARCH = "sm_80"
 _RECIPES: dict | None = None
 
 
@@ -73,10 +72,6 @@ class Segment:
     pcs: tuple[int, ...]
     ops: tuple[str, ...]
     per: int = 1
-
-    @property
-    def n_mem(self) -> int:
-        return len(self.mem)
 
     def mem_array(self) -> np.ndarray:
         return np.asarray(self.mem, dtype=np.int64)

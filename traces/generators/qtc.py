@@ -45,7 +45,6 @@ SASS = "qtc_full"
 TPB = 64
 SLOTS = 12
 SEED = 20240611
-FLT_MAX = np.float32(3.4028234663852886e38)
 SQUARE = 20.0
 
 # Segment ids (counted per warp execution in the numba walk, costed in Python).
