@@ -81,13 +81,6 @@ def weights(coal_insts: float, uncoal_insts: float) -> tuple[float, float]:
     return uncoal_insts / total, coal_insts / total
 
 
-def mem_l(k: KernelParams, m: Machine) -> float:
-    """Eq. 10-12: the weighted round-trip latency of one memory warp."""
-    w_unc, w_coal = weights(k.coal_mem_insts, k.uncoal_mem_insts)
-    ld = mem_ld_effective(k, m)
-    return mem_l_uncoal(ld, k.uncoal_per_mw, m.departure_del_uncoal) * w_unc + ld * w_coal
-
-
 def departure_delay(k: KernelParams, m: Machine) -> float:
     """Eq. 15: Departure_delay = Departure_del_uncoal * #Uncoal_per_mw * Weight_uncoal + Departure_del_coal * Weight_coal.
 
