@@ -63,7 +63,7 @@ import numpy as np
 
 from . import _staging_kernels as K
 from .io import Trace
-from .schema import SPACE_CODES
+from .schema import COLUMNS, SPACE_CODES
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +327,7 @@ class _Run:
                             _milli(so.writeback_int_per_element), pc_top + 64 * s,
                             copy_columns(info.block, max(so.pitch, 1), ncols > 0))  # fmt: skip
         cols = trace.columns()
-        self.ctuple = tuple(cols[c] for c in _NAMES)
+        self.ctuple = tuple(cols[c] for c in COLUMNS)
         self.delta = np.ascontiguousarray(delta, dtype=np.int16)
         self.info = replace(info, smem_per_block=int(smem_per_block))
         self.objects, self.windows, self.barrier, self.pc_top = tuple(objects), int(windows), barrier, int(pc_top)
@@ -344,12 +344,9 @@ class _Run:
         return n, out, delta_out, totals
 
     def staged(self, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
-        staged = Trace(**dict(zip(_NAMES, (a[:n] for a in out))), info=self.info)
+        staged = Trace(**dict(zip(COLUMNS, (a[:n] for a in out))), info=self.info)
         return Staged(staged, delta_out[:n], inserted_counts(totals), self.windows, self.objects, self.pc_top,
                       int(totals[K.T_INT]), part)
-
-
-_NAMES = ("cta", "warp", "seq", "pc", "op", "space", "width", "mask", "addr", "obj")
 
 
 def copy_columns(block: tuple[int, int, int], pitch: int, two_d: bool) -> int:
