@@ -174,6 +174,15 @@ def test_lineinfo_generic_shared_local_ldgsts_and_multiple_dests(run_cli, tmp_pa
     assert all(o.space in ("global", "local", "shared") for o in tr.info.objects)
 
 
+def test_the_pseudo_spaces_are_no_trace_space():
+    # GENERIC (LD/ST/ATOM/RED, resolved by address) and LDGSTS stand for spaces the importers resolve; GENERIC
+    # was 6, the read-only space's code, so a read-only opcode would have been taken for a generic one
+    from traces.importers.opcodes import GENERIC, LDGSTS, classify
+
+    assert {GENERIC, LDGSTS}.isdisjoint(traces.SPACE_CODES.values())
+    assert (classify("LD.E.64").space, classify("LDGSTS.E.BYPASS.128").space) == (GENERIC, LDGSTS)
+
+
 def test_ilp_mlp_from_def_use_chains(run_cli, tmp_path):
     t = tail(5)
     w = [

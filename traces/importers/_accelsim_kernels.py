@@ -22,6 +22,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..codes import GLOBAL, LOAD, LOCAL, SHARED, STORE
+from .opcodes import GENERIC, LDGSTS
+
 # Return codes.
 DONE, NEED_OPCODE, OUT_FULL, ERROR = 0, 1, 2, 3
 
@@ -67,9 +70,6 @@ M_N = 8
 
 HASH_SLOTS = 1 << 12
 
-_GLOBAL, _LOCAL, _SHARED = 0, 1, 2
-_LOAD, _STORE = 0, 1
-_GENERIC, _LDGSTS = 6, 7
 _RZ = 255
 _SMALL = 1 << 24  # below this an LDGSTS address is a shared-window offset, not a global address
 
@@ -675,29 +675,29 @@ def parse_body(buf, end, st, acc, cfg, ht_keys, ht_vals, optab, opcount, regs, s
                 sub = np.int64(0)
                 in_sh = shbase > 0 and shbase <= a0 < shbase + window
                 in_lo = lobase > 0 and lobase <= a0 < lobase + window
-                if space == _LDGSTS:
+                if space == LDGSTS:
                     if in_sh or a0 < _SMALL:
-                        space = _SHARED
-                        op = _STORE
+                        space = SHARED
+                        op = STORE
                         if in_sh:
                             sub = shbase
                         st[S_LDGSTS_SH] += 1
                     else:
-                        space = _GLOBAL
-                        op = _LOAD
+                        space = GLOBAL
+                        op = LOAD
                         st[S_LDGSTS_GL] += 1
-                elif space == _GENERIC:
+                elif space == GENERIC:
                     if in_sh:
-                        space = _SHARED
+                        space = SHARED
                         sub = shbase
                     elif in_lo:
-                        space = _LOCAL
+                        space = LOCAL
                         sub = lobase
                     else:
-                        space = _GLOBAL
-                elif space == _SHARED and in_sh:
+                        space = GLOBAL
+                elif space == SHARED and in_sh:
                     sub = shbase
-                elif space == _LOCAL and in_lo:
+                elif space == LOCAL and in_lo:
                     sub = lobase
                 k = st[S_NROWS]
                 out_meta[k, M_CTA] = st[S_CTA]

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema import CONSTANT, GLOBAL, LOCAL, SHARED, TEXTURE1D, TEXTURE2D, LOAD, STORE, ATOMIC, REDUCTION
+from ..codes import ATOMIC, CONSTANT, GLOBAL, LOAD, LOCAL, N_SPACES, REDUCTION, SHARED, STORE, TEXTURE1D, TEXTURE2D
+from ..schema import INSTRUCTION_CLASSES as CLASS_NAMES
 
+# spaces an opcode may have besides the trace's (above its codes: GENERIC was 6, the read-only space's code)
 NONE = -1
-GENERIC = 6  # address decides: shared window, local window or global
-LDGSTS = 7  # one trace line per half: shared store half or global load half
+GENERIC = N_SPACES  # address decides: shared window, local window or global
+LDGSTS = N_SPACES + 1  # one trace line per half: shared store half or global load half
 
-CLASS_NAMES = ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch")
-INT, FP32, FP64, SFU, LDST, SYNC, BRANCH = range(7)
+INT, FP32, FP64, SFU, LDST, SYNC, BRANCH = range(len(CLASS_NAMES))
 
 _MEM = {
     # base: (space, op)
