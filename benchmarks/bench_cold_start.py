@@ -183,7 +183,7 @@ from concurrent.futures import ProcessPoolExecutor
 import traces
 from placement import search
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.workers import die_with_parent
 
 def cpu():
@@ -192,7 +192,7 @@ def cpu():
 
 for path in sys.argv[2:]:
     t, g = traces.read(path), get_gpu("k80")
-    ev = Evaluator(t, g)
+    ev = WholeTraceEvaluator(t, g)
     dom = search.domains(t.info, g, ev.staging)
     s = ev.sample_placement
     moves = [search._with(s, {n: x}) for n, xs in dom.items() for x in xs if x != s[n]]

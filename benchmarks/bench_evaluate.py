@@ -5,10 +5,10 @@ one evaluation under 15 s on one core, under 1 GiB), then, in a fresh process (s
 its peak memory is the evaluation's alone), times: building the evaluator (reading the
 trace, the sample placement's hierarchy run and terms) and evaluating one target
 placement (rewrite, hierarchy, queues, terms). By default the trace is streamed in row
-groups (``placement.hms.StreamEvaluator``) and the target, unstaged, is evaluated in the
+groups (``placement.evaluate_stream.StreamEvaluator``) and the target, unstaged, is evaluated in the
 same read as the sample (``early``, as ``placement evaluate`` does): one read of the file;
 ``--two-reads`` evaluates it in a second read, as before. ``--whole`` reads the trace
-whole (``traces.read``) into ``placement.hms.Evaluator``. ``--trace`` evaluates an
+whole (``traces.read``) into ``placement.evaluate_whole.WholeTraceEvaluator``. ``--trace`` evaluates an
 existing file.
 
     python benchmarks/bench_evaluate.py [--rows 10000000] [--gpu k80] [--whole | --two-reads] [--trace T.parquet]
@@ -28,7 +28,8 @@ import numba
 import traces
 import traces.io
 from placement.gpu import get_gpu
-from placement.hms import Evaluator, StreamEvaluator
+from placement.evaluate_stream import StreamEvaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import parse_placement
 from traces.generators import write
 
@@ -50,11 +51,11 @@ def run(path: str, gpu_name: str, place: str, whole: bool, two_reads: bool = Fal
     p = parse_placement(place, info)
     # warm the numba kernels on a small trace so compilation is not timed
     small = next(traces.iter_batches(path, rows=3000))
-    Evaluator(small, gpu).evaluate(p)
+    WholeTraceEvaluator(small, gpu).evaluate(p)
     if whole:
         trace, dt, read_cpu = timed(lambda: traces.read(path))
         print(f"read {len(trace):,} rows in {dt:.1f} s ({read_cpu:.1f} s CPU)")
-        ev, dt, cpu = timed(lambda: Evaluator(trace, gpu))
+        ev, dt, cpu = timed(lambda: WholeTraceEvaluator(trace, gpu))
         print(f"sample placement (hierarchy + terms): {dt:.1f} s ({cpu:.1f} s CPU)")
         sample_cpu = read_cpu + cpu
     else:
@@ -83,7 +84,7 @@ def main() -> None:
     ap.add_argument("--gpu", default="k80")
     ap.add_argument("--place", default="a=T,b=T")
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--whole", action="store_true", help="read the whole trace into Evaluator")
+    mode.add_argument("--whole", action="store_true", help="read the whole trace into WholeTraceEvaluator")
     mode.add_argument("--two-reads", action="store_true",
                       help="streamed, evaluate the target in a second read of the file (not with the sample's)")  # fmt: skip
     ap.add_argument("--trace", metavar="PATH", help="evaluate this trace instead of generating one")

@@ -24,7 +24,7 @@ import numpy as np
 
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.search import SearchOptions, solve
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,9 +98,10 @@ def main() -> None:
     print(f"built {len(trace):,} warp-instructions over {len(trace.info.objects)} objects: {m.figures.describe()}")
     # warm the numba kernels on a slice so compilation is not timed
     small = traces.Trace(**{k: v[:5000] for k, v in trace.columns().items()}, info=trace.info)
-    solve(Evaluator(small, gpu), options=SearchOptions(top=2, pair_budget=2))
+    solve(WholeTraceEvaluator(small, gpu), options=SearchOptions(top=2, pair_budget=2))
     with measure("rank") as m:
-        r = solve(Evaluator(trace, gpu), options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
+        r = solve(WholeTraceEvaluator(trace, gpu),
+                  options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
     f = m.figures
     print(f"rank top {args.top} on {gpu.name} with {args.workers} worker(s): {f.describe()} (goal: under 60 s wall); "
           f"{r.evaluations} exact evaluations of 5^12 = {5**12:,} placements, {f.total_cpu_s / max(r.evaluations, 1):.2f} s CPU each "

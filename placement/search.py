@@ -51,7 +51,9 @@ from traces.errors import InputError
 from traces.rewrite import SHARED_ALIGN
 
 from .gpu import Gpu
-from .hms import Evaluation, Evaluator, Options, group_key, groups
+from .evaluate_whole import WholeTraceEvaluator
+from .evaluator import Evaluator, group_key, groups
+from .hms import Evaluation, Options
 from .placements import SPACES, STAGED, IllegalPlacement, Placement, check, is_staged, sample_placement
 from .staging import StagingFacts
 from .workers import die_with_parent, evaluation_cost_s, retain_freed_memory, worth_processes
@@ -192,7 +194,7 @@ _WORKER_EVALUATOR: Evaluator | None = None
 
 def _evaluate_in_worker(group: list[Placement]) -> list[Evaluation]:
     assert _WORKER_EVALUATOR is not None
-    return _WORKER_EVALUATOR.evaluate_group(group)
+    return _WORKER_EVALUATOR.evaluate_many(group)
 
 
 class _Runner:
@@ -213,7 +215,7 @@ class _Runner:
     workers. Freed memory is kept for reuse while the runner is open
     (``workers.retain_freed_memory``). Placements that differ only in a staged object's
     source (S/G, S/T, S/R) go to one process together, which stages their tiles once
-    (``Evaluator.evaluate_group``).
+    (``Evaluator.evaluate_many``).
     """
 
     def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
@@ -224,7 +226,7 @@ class _Runner:
         # forked workers need os.fork; multiprocessing and the pool are imported only for a
         # pool (17 ms of CPU a small rank does not need)
         self.workers = workers if hasattr(os, "fork") else 1
-        self.rows = ev.n_rows if hasattr(ev, "n_rows") else len(ev.trace.addr)
+        self.rows = ev.n_rows
         self._warm: set[frozenset[str]] = set()
         self._head: Evaluator | None = None
 
@@ -242,7 +244,7 @@ class _Runner:
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
-        if hasattr(self.ev, "evaluate_many"):  # a streamed trace: several placements per read, in this process
+        if not self.ev.parallel:  # a streamed trace: several placements per read, in this process
             if todo:
                 log.info("%d exact evaluations of a streamed trace of %d rows: in this process, several per read of "
                          "the file (no worker processes)", len(todo), self.rows)  # fmt: skip
@@ -274,23 +276,24 @@ class _Runner:
             results = (e for es in self.pool.map(_evaluate_in_worker, batches) for e in es)
             self.ev.evaluations += len(todo)
         else:
-            results = (e for g in batches for e in self.ev.evaluate_group(g))
+            results = (e for g in batches for e in self.ev.evaluate_many(g))
         self._run([p for g in batches for p in g], results)
         return [self.exact[p] for p in placements]
 
     def _warm_on_head(self, p: Placement, todo: list[Placement]) -> bool:
-        """Evaluate ``p`` with its group in ``todo`` (``hms.groups``: the re-sourcing of staged tiles too) on
-        the trace's first ``WARM_ROWS`` rows, loading their kernels; False when the trace is no longer than that
-        or one of them is not legal there (the caller evaluates ``p`` on the whole trace)."""
+        """Evaluate ``p`` with its group in ``todo`` (``evaluator.groups``: the re-sourcing of staged tiles too) on
+        the trace's first ``WARM_ROWS`` rows (``Evaluator.head``), loading their kernels; False when the trace is
+        no longer than that, the evaluator makes no head, or one of them is not legal there (the caller evaluates
+        ``p`` on the whole trace)."""
         if self.rows <= WARM_ROWS:
             return False
         if self._head is None:
-            t = self.ev.trace
-            head = traces.Trace(**{k: v[:WARM_ROWS] for k, v in t.columns().items()}, info=t.info)
-            self._head = Evaluator(head, self.ev.gpu, self.ev.options)
+            self._head = self.ev.head(WARM_ROWS)
+            if self._head is None:
+                return False
         key = group_key(p)
         try:
-            self._head.evaluate_group([q for q in todo if group_key(q) == key])
+            self._head.evaluate_many([q for q in todo if group_key(q) == key])
         except InputError as exc:  # e.g. a staged tile that the head's footprints make illegal
             log.debug("%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc)
             return False
@@ -679,7 +682,7 @@ def solve(evaluator: Evaluator, *, options: SearchOptions = SearchOptions(), pro
 def rank(trace: traces.Trace, gpu: Gpu, options: SearchOptions = SearchOptions(), model_options: Options = Options(),
          progress=None) -> Ranking:  # fmt: skip
     """Rank the placements of a trace's kernel on a GPU."""
-    return solve(Evaluator(trace, gpu, model_options), options=options, progress=progress)
+    return solve(WholeTraceEvaluator(trace, gpu, model_options), options=options, progress=progress)
 
 
 def count_legal(info: traces.KernelInfo, gpu: Gpu, limit: int = 1_000_000, staging: StagingFacts | None = None) -> int | None:

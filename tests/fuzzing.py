@@ -571,13 +571,13 @@ def run_kernel(path: Path, variant: int, work: Path) -> Any:
 
 def run_gpu(path: Path, variant: int, work: Path) -> Any:
     from placement.gpu import load_gpu
-    from placement.hms import Evaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.occupancy import occupancy
 
     g = load_gpu(path)
     occupancy(g, 64, 16, 1024)
     if variant % 4 == 0:  # a loaded configuration must be usable: one evaluation of a tiny trace
-        ev = Evaluator(_cached_trace(), g)
+        ev = WholeTraceEvaluator(_cached_trace(), g)
         return ev.evaluate(ev.sample_placement).target.t_comp
     return g.name
 

@@ -15,7 +15,7 @@ import traces
 from placement.attribution import accesses, addressing
 from placement.commands._output import _default
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import parse_placement
 from placement.search import count_legal
 from placement.staging import StagingFacts
@@ -105,7 +105,7 @@ def test_evaluate_command_prints_the_result(run_cli):
 
 def test_per_object_addressing_adds_up_to_the_kernel_delta():
     trace = traces.read(MATMUL)
-    ev = Evaluator(trace, get_gpu("k80"))
+    ev = WholeTraceEvaluator(trace, get_gpu("k80"))
     for text in ("M=C", "M=2T,N=S/T", "M=S,N=S,P=S", "N=R,P=S"):
         p = parse_placement(text, trace.info)
         per = addressing(trace, p, ev.cost, ev.context)

@@ -20,7 +20,7 @@ import pytest
 
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import IllegalPlacement, Placement, is_staged
 from placement.search import domains
 from traces.generators import generate
@@ -34,7 +34,7 @@ PER_CASE = 12
 """Placements pinned per case besides the sample: staged ones first, then the other single moves, then pairs."""
 
 
-def _placements(ev: Evaluator) -> list[Placement]:
+def _placements(ev: WholeTraceEvaluator) -> list[Placement]:
     dom = domains(ev.info, ev.gpu, ev.staging)
     sample = ev.sample_placement
     moves = [(n, s) for n, spaces in dom.items() for s in spaces if s != sample[n]]
@@ -60,7 +60,7 @@ def _placements(ev: Evaluator) -> list[Placement]:
 
 def _evaluations(name, size, gpu_name) -> dict[str, dict]:
     cols, info = generate(name, size, None)
-    ev = Evaluator(traces.Trace(**cols, info=info), get_gpu(gpu_name))
+    ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu(gpu_name))
     out = {"sample": ev.sample.as_dict()}
     for p in _placements(ev):
         out[p.label(ev.sample_placement)] = ev.evaluate(p).target.as_dict()

@@ -11,7 +11,8 @@ import pytest
 import traces
 from placement.gpu import get_gpu
 from placement.staging import costs as staging_costs
-from placement.hms import Evaluator, Options, evaluate
+from placement.evaluate_whole import WholeTraceEvaluator, evaluate
+from placement.hms import Options
 from placement.placements import IllegalPlacement, parse_placement, sample_placement
 from traces.generators import generate
 from tracemaker import vecadd
@@ -28,7 +29,7 @@ def one_load():
 
 def test_one_coalesced_load_by_hand():
     t = one_load()
-    s = Evaluator(t, K80).sample
+    s = WholeTraceEvaluator(t, K80).sample
     # One L2 request, a miss; one DRAM request to a bank with no open row: the
     # row-buffer miss time, 742 ns = 649.25 cycles at 875 MHz, with no queue.
     assert (s.mem_requests, s.dram_requests) == (1, 1)
@@ -158,7 +159,7 @@ def test_eq3_replays_and_addressing_by_hand():
     cols = {k: v[:1].copy() for k, v in cols.items()}
     cols["addr"][0] = 0x10000 + 16 * np.arange(32, dtype=np.uint64)
     info = dataclasses.replace(info, objects=(dataclasses.replace(info.objects[0], size=512),) + info.objects[1:])
-    ev = Evaluator(traces.Trace(**cols, info=info), K80)
+    ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), K80)
     assert ev.sample.issued_instructions == 10 and sum(ev.sample.replays.values()) == 0
     # Constant: 32 distinct addresses, 31 replays of cause 3; they span 8 lines of the
     # 64-byte constant cache, 8 misses = 8 replays of cause 2; addressing 1 - 2 = -1.
@@ -212,10 +213,10 @@ def test_w_serial_by_hand():
 def test_l2_throughput_bounds_t_mem(vec):
     """T_L2 = line requests reaching the L2 / (SMs x the architecture's rate per SM); Kepler has one (0.5), Ampere none."""
     k40 = get_gpu("k40")
-    ev = Evaluator(vec, k40)
+    ev = WholeTraceEvaluator(vec, k40)
     s = ev.sample
     # vecadd: every warp reads two 128-byte lines and writes one, all through the L2
     lines = 3 * vec.info.instructions.warps
     assert s.t_l2 == pytest.approx(lines / (15 * 0.5))
     assert s.t_mem >= s.t_l2
-    assert Evaluator(vec, get_gpu("a100")).sample.t_l2 == 0.0
+    assert WholeTraceEvaluator(vec, get_gpu("a100")).sample.t_l2 == 0.0

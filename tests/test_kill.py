@@ -54,13 +54,14 @@ PARENT = os.getpid()
 
 class Slow:
     evaluations = 0
-    trace = namedtuple("T", "addr")(addr=())
+    n_rows = 0
+    parallel = True
     def evaluate(self, p):
         if os.getpid() == PARENT:
             return None
         os.write(1, f"{os.getpid()}\\n".encode())  # one write: the two workers' lines do not interleave
         time.sleep(600)
-    def evaluate_group(self, ps):  # what a worker is sent: placements of one group (hms.group_key)
+    def evaluate_many(self, ps):  # what a worker is sent: placements of one group (evaluator.group_key)
         return [self.evaluate(p) for p in ps]
 
 # one set of spaces (evaluated here first), the other two placements in two groups: one to each worker

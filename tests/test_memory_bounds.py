@@ -114,7 +114,7 @@ def _count_parts(monkeypatch) -> list[int]:
 def test_evaluations_from_pieces_equal_the_whole(monkeypatch):
     # a histogram (privatized bins: 24 staged rows a row) evaluated from one whole staged trace and from pieces of
     # 500 rows: every count equal, every time to 1e-12 relative
-    from placement import hms
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.gpu import get_gpu
     from placement.placements import parse_placement
     from traces.generators import generate
@@ -123,11 +123,11 @@ def test_evaluations_from_pieces_equal_the_whole(monkeypatch):
     t = traces.Trace(**cols, info=info)
     gpu = get_gpu("a100")
     ps = [parse_placement(x, info) for x in PLACEMENTS]
-    whole = [e.target.as_dict() for e in hms.Evaluator(t, gpu).evaluate_group(ps)]
+    whole = [e.target.as_dict() for e in WholeTraceEvaluator(t, gpu).evaluate_many(ps)]
     monkeypatch.setattr(S, "STAGE_PIECE_ROWS", 500)
     parts = _count_parts(monkeypatch)
-    ev = hms.Evaluator(t, gpu)
-    pieces = [e.target.as_dict() for e in ev.evaluate_group(ps)]
+    ev = WholeTraceEvaluator(t, gpu)
+    pieces = [e.target.as_dict() for e in ev.evaluate_many(ps)]
     assert len(parts) >= 2 and min(parts) > 10  # each group's staging (per window count) in pieces
     for w, p in zip(whole, pieces):
         assert _counts(w) == _counts(p)
@@ -136,7 +136,8 @@ def test_evaluations_from_pieces_equal_the_whole(monkeypatch):
 
 def test_streamed_evaluations_from_pieces_equal_the_whole(tmp_path, monkeypatch):
     # the streamed evaluator's groups of 1000 rows (whole blocks) staged in pieces of 700 rows: as the whole
-    from placement import hms
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.gpu import get_gpu
     from placement.placements import parse_placement
     from traces.generators import generate
@@ -147,10 +148,10 @@ def test_streamed_evaluations_from_pieces_equal_the_whole(tmp_path, monkeypatch)
     t = traces.Trace(**cols, info=info)
     gpu = get_gpu("a100")
     ps = [parse_placement(x, info) for x in PLACEMENTS]
-    whole = [e.target.as_dict() for e in hms.Evaluator(t, gpu).evaluate_group(ps)]
+    whole = [e.target.as_dict() for e in WholeTraceEvaluator(t, gpu).evaluate_many(ps)]
     monkeypatch.setattr(S, "STAGE_PIECE_ROWS", 700)
     parts = _count_parts(monkeypatch)
-    ev = hms.StreamEvaluator(str(path), gpu, rows=1000)
+    ev = StreamEvaluator(str(path), gpu, rows=1000)
     streamed = [e.target.as_dict() for e in ev.evaluate_many(ps)]
     assert len(parts) >= 6 and sum(n >= 2 for n in parts) >= 6  # groups staged in several pieces
     for w, s in zip(whole, streamed):
@@ -162,7 +163,8 @@ PEAK_SCRIPT = textwrap.dedent("""
     import sys, tracemalloc
     import traces
     from placement.gpu import get_gpu
-    from placement.hms import Evaluator, StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.placements import parse_placement
     from traces.generators import generate
 
@@ -171,7 +173,7 @@ PEAK_SCRIPT = textwrap.dedent("""
     t = traces.Trace(**cols, info=info)
     del cols
     if mode == "whole":
-        ev = Evaluator(t, get_gpu("a100"))
+        ev = WholeTraceEvaluator(t, get_gpu("a100"))
     else:  # one group of 262,144 rows: the whole trace
         traces.write(path, t.columns(), info)
         ev = StreamEvaluator(path, get_gpu("a100"), rows=1 << 18)

@@ -9,7 +9,8 @@ import pytest
 
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator, Options
+from placement.evaluate_whole import WholeTraceEvaluator
+from placement.hms import Options
 from placement.overlap import FEATURES, OverlapModel, fit, load, save
 from placement.placements import parse_placement
 from traces.errors import InputError
@@ -59,7 +60,7 @@ def test_train_command_fits_times_made_by_known_coefficients(tmp_path, run_cli):
         cols, info = generate(name, size, None)
         path = tmp_path / f"{name}.parquet"
         traces.write(path, cols, info)
-        ev = Evaluator(traces.read(path), gpu, Options())
+        ev = WholeTraceEvaluator(traces.read(path), gpu, Options())
         for p in placements:
             t = ev.evaluate(parse_placement(p, info)).target
             feats = np.array([t.events[f] for f in FEATURES])

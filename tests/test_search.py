@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import traces
 from placement.gpu import get_gpu
 from placement import search
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import Placement, check, sample_placement
 from placement.search import SearchOptions, count_legal, domains, solve
 from placement.staging import StagingFacts
@@ -44,8 +44,8 @@ def _kernels():
 def test_search_finds_the_exhaustive_best(name):
     cols, info = generate(name, SMALL.get(name), None)
     trace = traces.Trace(**cols, info=info)
-    ex = solve(Evaluator(trace, K80), options=SearchOptions(strategy="exhaustive", top=3))
-    cp = solve(Evaluator(trace, K80), options=SearchOptions(top=3))
+    ex = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(strategy="exhaustive", top=3))
+    cp = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(top=3))
     assert ex.legal_placements == count_legal(info, K80, staging=StagingFacts(trace))
     # The surrogate sums single moves and pair terms, so a move of several objects that is better than
     # each of its parts can escape it (mb6_c on the K80: any one array to T is 8 % slower, all four 0.7 %
@@ -103,7 +103,7 @@ def test_no_ranking_holds_an_illegal_placement(objects, const_kb, smem_kb):
     )
     trace = _kernel_with(objects)
     for strategy in ("cpsat", "exhaustive"):
-        r = solve(Evaluator(trace, gpu), options=SearchOptions(strategy=strategy, top=8))
+        r = solve(WholeTraceEvaluator(trace, gpu), options=SearchOptions(strategy=strategy, top=8))
         assert r.ranking
         for e in r.ranking:
             p = Placement(tuple(e.target.placement.items()))
@@ -157,7 +157,7 @@ def test_rank_is_deterministic_and_reports(run_cli, tmp_path):
 def test_exhaustive_over_the_limit_is_refused(run_cli, tmp_path):
     trace = _kernel_with([(1024, False, True)] * 4)
     with pytest.raises(traces.InputError, match="exceed the limit"):
-        solve(Evaluator(trace, K80), options=SearchOptions(strategy="exhaustive", max_exhaustive=10))
+        solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(strategy="exhaustive", max_exhaustive=10))
 
 
 def test_an_object_no_instruction_accesses_stays_put():

@@ -11,7 +11,7 @@ import pytest
 import placement.search
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.search import SearchOptions, solve
 from placement.workers import FORK_START_S, evaluation_cost_s, worth_processes
 from traces.generators import generate
@@ -33,7 +33,7 @@ def test_evaluation_cost_grows_with_rows():
 
 
 def _ranking(trace, workers):
-    r = solve(Evaluator(trace, K80), options=SearchOptions(top=5, workers=workers))
+    r = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(top=5, workers=workers))
     return [(e.target.placement, e.target.time_ns) for e in r.ranking], r.evaluations, r.legal_placements
 
 

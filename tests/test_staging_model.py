@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import traces
 from placement.gpu import get_gpu
-from placement.hms import Evaluator, group_key
+from placement.evaluate_whole import WholeTraceEvaluator
+from placement.evaluator import group_key
 from placement.placements import IllegalPlacement, Placement, check, parse_placement
 from placement.search import SearchOptions, solve
 from placement.staging import StagingFacts
@@ -39,7 +40,7 @@ def test_windows_that_fit_and_that_keep_the_occupancy(matmul):
 
 
 def test_the_faster_window_count_is_kept_and_both_are_reported(matmul):
-    ev = Evaluator(matmul, K40)
+    ev = WholeTraceEvaluator(matmul, K40)
     t = ev.evaluate(parse_placement("M=S,N=S", matmul.info)).target
     tried = {d["windows"]: d["time_ns"] for d in t.staging["tried"]}
     assert set(tried) == {1, 2} and t.time_ns == min(tried.values())
@@ -78,16 +79,16 @@ def test_a_narrow_tile_of_a_1d_block_costs_the_flattened_copy(block, form):
 
 
 def test_a_group_of_staging_sources_equals_each_evaluated_alone(matmul):
-    # Evaluator.evaluate_group stages M and N once per window count and re-sources the tiles for the other
+    # WholeTraceEvaluator.evaluate_many stages M and N once per window count and re-sources the tiles for the other
     # placements of the group (traces.staging.restage); every term of every placement equals its evaluation alone
     srcs = ("S/G", "S/T", "S/R")
     group = [parse_placement(f"M={a},N={b}", matmul.info) for a in srcs for b in srcs]
-    ev = Evaluator(matmul, K40)
+    ev = WholeTraceEvaluator(matmul, K40)
     assert len({group_key(p) for p in group}) == 1
-    together = ev.evaluate_group(group + [ev.sample_placement, parse_placement("M=T", matmul.info)])
+    together = ev.evaluate_many(group + [ev.sample_placement, parse_placement("M=T", matmul.info)])
     assert ev.evaluations == 11
     for p, e in zip(group + [ev.sample_placement, parse_placement("M=T", matmul.info)], together):
-        alone = Evaluator(matmul, K40).evaluate(p)
+        alone = WholeTraceEvaluator(matmul, K40).evaluate(p)
         assert e.target == alone.target, p
         assert e == alone
     # the sources do change the staged traces' terms (else the test would not tell restage from stage)
@@ -113,7 +114,7 @@ def test_privatized_histogram_is_evaluated_with_reductions():
     Y = traces.ObjectInfo(0, "Y", "global", BASE, 64 * 4, 4, None, True)
     lanes = np.arange(32)
     t = trace_of([(b, 0, 2 * k, 2, 0, (lanes * 7 + k) % 64, 0xFFFFFFFF) for b in range(2) for k in range(4)], [Y])
-    target = Evaluator(t, K40).evaluate(parse_placement("Y=S", t.info)).target
+    target = WholeTraceEvaluator(t, K40).evaluate(parse_placement("Y=S", t.info)).target
     ins = target.staging["inserted"]
     # per warp: the 64-bin tile is zeroed in 2 shared stores and reduced back in 2 shared loads + 2 reductions
     assert (ins["loads"], ins["stores"], ins["writeback_loads"], ins["writeback_stores"]) == (0, 4, 4, 4)
@@ -154,6 +155,6 @@ def test_a_written_object_is_never_staged_where_blocks_overlap(t):
         with pytest.raises(IllegalPlacement, match="shared-overlap"):
             check(t.info, K40, p, StagingFacts(t))
     # and no ranking ever holds an illegal staging
-    r = solve(Evaluator(t, K40), options=SearchOptions(strategy="exhaustive", top=4))
+    r = solve(WholeTraceEvaluator(t, K40), options=SearchOptions(strategy="exhaustive", top=4))
     for e in r.ranking:
         check(t.info, K40, Placement(tuple(e.target.placement.items())), StagingFacts(t))

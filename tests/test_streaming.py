@@ -186,14 +186,15 @@ def _close(a, b, path=""):
 )
 def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
     from placement.gpu import get_gpu
-    from placement.hms import Evaluator, StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.placements import parse_placement
 
     cols, info = generators.generate(name)
     path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
     g = get_gpu(gpu)
-    whole = Evaluator(traces.read(path), g)
+    whole = WholeTraceEvaluator(traces.read(path), g)
     streamed = StreamEvaluator(path, g, rows=1000)
     _close(streamed.sample.as_dict(), whole.sample.as_dict(), "sample")
     np.testing.assert_array_equal(streamed.contexts.context(whole.trace.pc), whole.context)
@@ -204,7 +205,7 @@ def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
 
 def test_stream_evaluator_refuses_rows_out_of_block_order(tmp_path):
     from placement.gpu import get_gpu
-    from placement.hms import StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
 
     cols, info = generators.generate("matmul_tiled")
     n = len(cols["cta"])
@@ -217,7 +218,7 @@ def test_stream_evaluator_refuses_rows_out_of_block_order(tmp_path):
 
 
 STAGED = [
-    # with placements that differ only in a staged object's source (one read stages them once: hms._feed)
+    # with placements that differ only in a staged object's source (one read stages them once: evaluate_stream._feed)
     ("matmul_tiled", "k80", 1000, ["M=S/G", "M=S/G,N=S/T", "N=S/R,P=S/G", "M=S/R", "M=S/T,N=S/G", "M=S/T"]),
     ("conv1d", "a100", 1000, ["in=S/R", "in=S/G,mask=C", "out=S/G", "in=S/T,mask=C", "in=S/G"]),
     ("stencil2d", "v100", 1000, ["data=S/T", "data=S/G,sh=G"]),
@@ -234,14 +235,15 @@ def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, 
     whole trace's; counts exactly, times to 1e-12 relative (the queues' variances are summed in another order)."""
     from placement import attribution
     from placement.gpu import get_gpu
-    from placement.hms import Evaluator, StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.placements import parse_placement
 
     cols, info = generators.generate(name)
     path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=max(rows, 1000))
     g = get_gpu(gpu)
-    whole = Evaluator(traces.read(path), g)
+    whole = WholeTraceEvaluator(traces.read(path), g)
     streamed = StreamEvaluator(path, g, rows=rows)
     ps = [parse_placement(text, info) for text in places]
     for p in ps:  # the legality and the staging options from the streamed facts
@@ -267,7 +269,8 @@ def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, 
 def test_stream_evaluator_names_the_overlapping_blocks(tmp_path):
     """A written object two blocks both write cannot be staged: the same message as the whole trace's."""
     from placement.gpu import get_gpu
-    from placement.hms import Evaluator, StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.placements import IllegalPlacement, parse_placement
 
     cols, info = generators.generate("vecadd")
@@ -278,7 +281,8 @@ def test_stream_evaluator_names_the_overlapping_blocks(tmp_path):
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
     p = parse_placement("v=S/G", info)
     msgs = []
-    for ev in (Evaluator(traces.read(path), get_gpu("k80")), StreamEvaluator(path, get_gpu("k80"), rows=1000)):
+    for ev in (WholeTraceEvaluator(traces.read(path), get_gpu("k80")),
+               StreamEvaluator(path, get_gpu("k80"), rows=1000)):
         with pytest.raises(IllegalPlacement, match="is written by blocks 0 and 255") as exc:
             ev.evaluate(p)
         msgs.append(str(exc.value))
@@ -289,13 +293,13 @@ def test_stream_evaluator_names_the_overlapping_blocks(tmp_path):
 def test_stream_equals_whole_on_staged_traces(name, place):
     # the staged (S/G, S/T, S/R) targets' traces, with their inserted copies and barriers, streamed
     from placement import staging as stg
-    from placement.hms import Evaluator
+    from placement.evaluate_whole import WholeTraceEvaluator
     from placement.placements import parse_placement, unstaged
     from traces import staging as ts
 
     t = trace_of(name)
     gpu = get_gpu("k80")
-    ev = Evaluator(t, gpu)
+    ev = WholeTraceEvaluator(t, gpu)
     p = parse_placement(place, t.info)
     legal = ev.check(p)
     staged = [t.info.object(n).id for n, s in p.spaces if s.startswith("S/")]
@@ -324,12 +328,12 @@ def test_cli_json_streamed_equals_whole(tmp_path, run_cli, monkeypatch, command,
     another order); the ranking, explanations and hints (tile origins) alike."""
     import json
 
-    from placement import hms
+    from placement import evaluate_stream
 
     cols, info = generators.generate(name)
     path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
-    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
+    monkeypatch.setattr(evaluate_stream, "STREAM_ROWS", 1000)
     docs = []
     for mode in ("no", "yes"):
         code, out, err = run_cli(command, path, "--gpu", gpu, *extra, "--json", "--stream", mode,
@@ -346,19 +350,21 @@ def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
     and rows out of block order go whole in auto, and are refused when streaming is forced."""
     import logging
 
-    from placement import api, hms
+    from placement import api, evaluate_stream
     from placement.gpu import get_gpu
-    from placement.hms import Evaluator, Options, StreamEvaluator, StreamOrderError
+    from placement.evaluate_stream import StreamEvaluator, StreamOrderError
+    from placement.evaluate_whole import WholeTraceEvaluator
+    from placement.hms import Options
 
     cols, info = generators.generate("vecadd")
     path = tmp_path / "t.parquet"
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
     g = get_gpu("k80")
     with caplog.at_level(logging.INFO, logger="placement.api"):
-        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), WholeTraceEvaluator)
         monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", len(cols["cta"]) * api.WHOLE_BYTES_PER_ROW - 1)
         assert isinstance(api._evaluator(path, g, Options(), "auto"), StreamEvaluator)
-        assert isinstance(api._evaluator(path, g, Options(even_banks=True), "auto"), Evaluator)
+        assert isinstance(api._evaluator(path, g, Options(even_banks=True), "auto"), WholeTraceEvaluator)
     assert "streamed evaluation of vecadd (6144 rows" in caplog.text
     assert "--even-banks needs the whole DRAM stream" in caplog.text
     with pytest.raises(traces.InputError, match="even_banks"):
@@ -367,9 +373,9 @@ def test_stream_mode_auto_by_size_and_refusals(tmp_path, monkeypatch, caplog):
     back = np.r_[n // 2 : n, 0 : n // 2]
     traces.atomic_write_table(traces.to_table({k: np.asarray(v)[back] for k, v in cols.items()}, info), str(path),
                               row_group_rows=1000)  # fmt: skip
-    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)  # the blocks out of order in different groups
+    monkeypatch.setattr(evaluate_stream, "STREAM_ROWS", 1000)  # the blocks out of order in different groups
     with caplog.at_level(logging.WARNING, logger="placement.api"):
-        assert isinstance(api._evaluator(path, g, Options(), "auto"), Evaluator)
+        assert isinstance(api._evaluator(path, g, Options(), "auto"), WholeTraceEvaluator)
     assert "block 0 after block" in caplog.text and "evaluating the whole trace instead" in caplog.text
     with pytest.raises(StreamOrderError, match="block order"):
         api._evaluator(path, g, Options(), "yes")
@@ -411,7 +417,7 @@ def test_streamed_write_overlap_equals_owner_array(tmp_path, monkeypatch, rows):
     grown from one entry."""
     from placement import streamstaging
     from placement.gpu import get_gpu
-    from placement.hms import StreamEvaluator
+    from placement.evaluate_stream import StreamEvaluator
 
     monkeypatch.setattr(streamstaging, "TOUCHED", 1)
     cols, info = generators.generate("vecadd")

@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import traces
-from placement import attribution, hms
+from placement import attribution, evaluate_stream
 from placement.gpu import get_gpu
-from placement.hms import Evaluator, StreamEvaluator
+from placement.evaluate_stream import StreamEvaluator
+from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import IllegalPlacement, parse_placement
 from test_streaming import _close
 from traces import generators
@@ -40,7 +41,7 @@ def test_early_equals_second_read_and_whole(tmp_path, name, gpu, places):
     another order); the sample and the per-object addressing instructions alike."""
     path, info = _file(tmp_path, name)
     g = get_gpu(gpu)
-    whole = Evaluator(traces.read(path), g)
+    whole = WholeTraceEvaluator(traces.read(path), g)
     ps = [parse_placement(text, info) for text in places]
     early = StreamEvaluator(path, g, rows=1000, early=ps)
     assert early.passes == 1
@@ -67,7 +68,7 @@ def test_early_equals_second_read_and_whole(tmp_path, name, gpu, places):
 def test_early_takes_only_what_the_first_read_can(tmp_path, monkeypatch):
     """Staged placements, illegal ones, the sample and duplicates are left to evaluate_many; at most
     STREAM_PLACEMENTS_PER_READ are early, the others cost a read as before; the results stay the same."""
-    monkeypatch.setattr(hms, "STREAM_PLACEMENTS_PER_READ", 2)
+    monkeypatch.setattr(evaluate_stream, "STREAM_PLACEMENTS_PER_READ", 2)
     path, info = _file(tmp_path, "matmul_tiled")
     g = get_gpu("k80")
     texts = ["M=T", "M=T", "M=S/G", "Mds=G,Nds=G", "N=T", "N=2T"]
@@ -96,7 +97,7 @@ def test_api_evaluate_streamed_reads_once(tmp_path, monkeypatch):
     from placement import api
 
     path, info = _file(tmp_path, "conv2d_channels")
-    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
+    monkeypatch.setattr(evaluate_stream, "STREAM_ROWS", 1000)
     reads = []
     real = traces.iter_batches
 
@@ -149,7 +150,7 @@ def test_pc_deltas_sum_each_rows_delta_in_its_context(case):
     """_PcDeltas.per_object equals each object's sum of its rows' deltas in their pcs' contexts (a plain loop),
     on groups of random rows: small pcs (the dense table), large and negative ones (the sorted keys)."""
     n_ids, gs, offset_pcs = case
-    acc = hms._PcDeltas(n_ids)
+    acc = evaluate_stream._PcDeltas(n_ids)
     want = np.zeros(n_ids, np.int64)
     for pc, obj, indexed, offset in gs:
         acc.feed(pc, obj, indexed, offset)

@@ -161,7 +161,7 @@ def test_compressed_ipc_buffers_are_read(both, tmp_path):
 
 
 def test_rank_of_an_ipc_trace_is_the_parquet_ranking(tmp_path, monkeypatch):
-    from placement import api, hms
+    from placement import api, evaluate_stream
 
     src = ROOT / "configs" / "examples" / "vecadd.parquet"
     t = traces.read(src)
@@ -171,7 +171,7 @@ def test_rank_of_an_ipc_trace_is_the_parquet_ranking(tmp_path, monkeypatch):
     assert [p.label for p in b.ranking] == [p.label for p in a.ranking]
     assert [p.time_ns for p in b.ranking] == [p.time_ns for p in a.ranking]
     # streamed, a few rows a batch, the IPC file gives the whole-trace result
-    monkeypatch.setattr(hms, "STREAM_ROWS", 1000)
+    monkeypatch.setattr(evaluate_stream, "STREAM_ROWS", 1000)
     whole = api.evaluate(src, "k80", "a=T", stream="no")
     streamed = api.evaluate(dst, "k80", "a=T", stream="yes")
     assert streamed.time_ns == pytest.approx(whole.time_ns, rel=1e-9)

@@ -14,7 +14,8 @@ import traces
 from traces.errors import InputError
 
 from ..gpu import Gpu
-from ..hms import Evaluator, Options
+from ..evaluate_whole import WholeTraceEvaluator
+from ..hms import Options
 from ..workers import die_with_parent
 from .plan import Plan, Task
 from .results import _part_name, _row
@@ -36,11 +37,11 @@ class _EvaluatorCache:
     def __init__(self, size: int = 8, rows: int = CACHE_ROWS):
         self.size = size
         self.rows = rows
-        self.items: OrderedDict[tuple, Evaluator] = OrderedDict()
+        self.items: OrderedDict[tuple, WholeTraceEvaluator] = OrderedDict()
         self.lock = threading.Lock()
         self.built = 0
 
-    def get(self, key: tuple, make: Callable[[], Evaluator]) -> Evaluator:
+    def get(self, key: tuple, make: Callable[[], WholeTraceEvaluator]) -> WholeTraceEvaluator:
         with self.lock:
             ev = self.items.get(key)
             if ev is None:
@@ -48,7 +49,7 @@ class _EvaluatorCache:
                 self.built += 1
                 self.items[key] = ev
                 while len(self.items) > 1 and (
-                    len(self.items) > self.size or sum(len(e.trace) for e in self.items.values()) > self.rows
+                    len(self.items) > self.size or sum(e.n_rows for e in self.items.values()) > self.rows
                 ):
                     self.items.popitem(last=False)
             self.items.move_to_end(key)
@@ -69,7 +70,7 @@ def _init_worker(loaded: dict[str, traces.Trace], parent_pid: int) -> None:
 
 def evaluate_task(task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str) -> list[dict[str, Any]]:
     """The rows of one task; a pure function of its arguments (the evaluator is cached per process)."""
-    ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: Evaluator(trace, gpu, options))
+    ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: WholeTraceEvaluator(trace, gpu, options))
     sample = ev.sample_placement
     if task.placement is not None:
         rows = [_row(task, ev.evaluate(task.placement), sample, None, task.position)]

@@ -1,0 +1,156 @@
+"""What every evaluator of placements offers (:class:`Evaluator`) and what its two kinds share.
+
+An evaluator holds one trace on one GPU with the model's options, computes the sample's terms
+once, and evaluates placements with the model of ``placement.hms``:
+``placement.evaluate_whole.WholeTraceEvaluator`` over a trace in memory,
+``placement.evaluate_stream.StreamEvaluator`` over a trace file read in row groups, in bounded
+memory (the results are the same). The API (``placement.api``), the search
+(``placement.search``), batch runs and training take either through this interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from traces import staging as ts
+
+from .hms import Evaluation, Options, Target, Terms, staging_detail, target_issue, terms
+from .placements import Placement, check, is_staged
+
+if TYPE_CHECKING:  # pragma: no cover
+    import traces
+
+    from .attribution import ObjectAccesses
+    from .gpu import Gpu
+    from .occupancy import Occupancy
+    from .placements import Legality
+    from .staging import StagingFacts
+    from .streamstaging import StreamStagingFacts
+    from .tiles import Origin
+
+
+class Evaluator(ABC):
+    """Evaluates placements of one trace on one GPU, the sample's terms computed once.
+
+    ``evaluate(placement)`` is a pure function of (trace, gpu, options, placement). The
+    attributes below are what callers read; the two kinds differ in how they get the
+    trace's facts, not in what they answer.
+    """
+
+    info: traces.KernelInfo
+    gpu: Gpu
+    options: Options
+    sample_placement: Placement
+    sample: Terms
+    """The sample placement's terms (W_serial, which every placement shares, among them)."""
+    staging: StagingFacts | StreamStagingFacts
+    """The trace's staging facts: footprints, write overlaps, the legality rules of a staged placement."""
+    n_rows: int
+    """Rows of the trace."""
+    evaluations: int
+    """Placements evaluated so far (a caller that evaluates in worker processes adds theirs)."""
+    parallel: ClassVar[bool]
+    """True: worker processes forked from this one may evaluate with it (the trace is in memory and shared);
+    False: ``evaluate_many`` evaluates several placements per read of the trace file, in this process."""
+
+    def check(self, placement: Placement) -> Legality:
+        """The placement's legality (``placements.check`` with this trace's footprints)."""
+        return check(self.info, self.gpu, placement, self.staging)
+
+    def evaluate(self, placement: Placement) -> Evaluation:
+        return self.evaluate_many([placement])[0]
+
+    @abstractmethod
+    def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
+        """``evaluate`` of each placement (each checked first: ``IllegalPlacement`` for the first illegal one);
+        placements of one ``group_key`` share their rewriting and staging."""
+
+    @property
+    @abstractmethod
+    def accesses(self) -> dict[str, ObjectAccesses]:
+        """Each object's loads, stores and atomics (``placement.attribution.accesses`` of the whole trace)."""
+
+    @abstractmethod
+    def addressing_of(self, placement: Placement) -> dict[str, int]:
+        """The addressing instructions ``placement`` adds per object (``placement.attribution.addressing``);
+        a streamed evaluator knows them for the placements it has evaluated."""
+
+    @abstractmethod
+    def tile_origin(self, name: str, windows: int) -> Origin:
+        """Where object ``name``'s tile starts in each block, staged in ``windows`` windows (``placement.tiles``)."""
+
+    def head(self, rows: int) -> Evaluator | None:
+        """An evaluator of the trace's first ``rows`` rows, whose evaluations load the kernels the whole trace's
+        will use (the search warms them before it forks workers); None where there is none to make cheaply."""
+        return None
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """One placement's trace under one staging option, as the model takes it."""
+
+    info: traces.KernelInfo
+    """The staged trace's metadata."""
+    memory: Callable[[int, float], Any]
+    """Its memory function (``hms.whole_memory`` or a finished ``hms.MemoryRun``)."""
+    inserted: dict[str, Any]
+    """The instructions the staging code inserted (``traces.staging.Staged.inserted``)."""
+    delta: int
+    """Its addressing-instruction delta."""
+
+
+def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,
+                   delta: int) -> Terms:  # fmt: skip
+    """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
+    target = Target(placement, legal.occupancy, legal.smem_per_block, target_issue(ev.sample, ev.options, delta),
+                    ev.sample.w_serial)  # fmt: skip
+    return terms(info, memory, ev.gpu, ev.options, target)
+
+
+def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, costs, run: StagedRun) -> Terms:
+    """One staging option's terms, either evaluator's: the instructions and barriers it adds on top of the
+    addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
+    added, detail = staging_detail(option, run.inserted, costs)
+    target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
+                    ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail)  # fmt: skip
+    return terms(run.info, run.memory, ev.gpu, ev.options, target)
+
+
+def group_key(placement: Placement) -> tuple[tuple[str, str], ...]:
+    """Placements with one key share their rewritten trace and their staged tiles: every object in the same
+    space but for the source of a staged one (S/G, S/T, S/R); the evaluators evaluate them together."""
+    return tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces)
+
+
+def groups(placements: list[Placement]) -> list[list[Placement]]:
+    """``placements`` in groups of one :func:`group_key`, in order of first appearance."""
+    out: dict[tuple, list[Placement]] = {}
+    for p in placements:
+        out.setdefault(group_key(p), []).append(p)
+    return list(out.values())
+
+
+def fastest(tried_options: Iterable[tuple[Any, Terms]]) -> Terms:
+    """The terms of the fastest of the (option, terms) pairs (the first on a tie), with every option
+    tried recorded in its ``staging["tried"]``; the pairs may come one at a time (a generator)."""
+    best, tried = None, []
+    for option, t in tried_options:
+        tried.append({"windows": option.windows, "why": option.why, "time_ns": t.time_ns})
+        if best is None or t.cycles < best.cycles:
+            best = t
+    best.staging["tried"] = tried
+    return best
+
+
+def with_sources(st0: ts.Staged, plans: list) -> Iterator[ts.Staged]:
+    """The staged traces of ``plans`` (one ``group_key``, one window count): ``st0``, staged with ``plans[0]``,
+    then ``st0`` re-sourced for each other plan (``traces.staging.restage``), one at a time."""
+    yield st0
+    for plan in plans[1:]:
+        yield ts.restage(st0, plan)
+
+
+__all__ = ["Evaluator", "StagedRun", "fastest", "group_key", "groups", "staged_terms", "unstaged_terms", "with_sources"]
