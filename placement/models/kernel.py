@@ -241,6 +241,9 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
 # --- traces ----------------------------------------------------------------------
 
 
+_OFF_CHIP_OBJECTS = ("global", "texture1d", "texture2d", "readonly")  # the data a kernel is given in DRAM
+
+
 def kernel_from_trace(path: str | Path) -> KernelParams:
     """Kernel parameters from a trace: instruction classes from the metadata, coalescing from addresses.
 
@@ -251,14 +254,14 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
     import numpy as np
 
     import traces
-    import traces.schema
+    from traces.codes import GLOBAL, LOCAL, READONLY, SHARED, STORE, TEXTURE1D, TEXTURE2D
 
     tr = traces.read(path)
     info = tr.info
     ins = info.instructions
     warps = max(1, ins.warps)
-    glob = np.isin(tr.space, (0, 1, 4, 5))  # global, local and texture go off chip
-    shared = tr.space == 2
+    glob = np.isin(tr.space, (GLOBAL, LOCAL, TEXTURE1D, TEXTURE2D, READONLY))  # the spaces that go off chip
+    shared = tr.space == SHARED
     lines_per_req = np.zeros(int(glob.sum()), dtype=np.int64)
     if lines_per_req.size:
         addr = tr.addr[glob]
@@ -287,7 +290,7 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
         coal_mem_insts=coal,
         uncoal_mem_insts=uncoal,
         uncoal_per_mw=per_mw,
-        store_insts=float((tr.op[glob] == traces.schema.STORE).sum()) / warps,
+        store_insts=float((tr.op[glob] == STORE).sum()) / warps,
         synch_insts=ins.sync / warps,
         sfu_insts=ins.sfu / warps,
         fp_insts=(ins.fp32 + ins.fp64) / warps if (ins.fp32 or ins.fp64) else None,
@@ -296,6 +299,6 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
         smem_per_block=info.smem_per_block,
         ilp=float(info.extra.get("ilp", 1.0)),
         mlp=float(info.extra.get("mlp", 1.0)),
-        data_bytes=float(sum(o.size for o in info.objects if o.space in ("global", "texture1d", "texture2d"))),
+        data_bytes=float(sum(o.size for o in info.objects if o.space in _OFF_CHIP_OBJECTS)),
         measured_s=info.measured.time_ns * 1e-9 if info.measured else None,
     )
