@@ -24,6 +24,7 @@ from . import __version__
 COMMANDS = (
     "info",
     "gpus",
+    "calibrate",
     "bench",
     "model",
     "import_",

@@ -317,14 +317,23 @@ def _cross_checks(g: Gpu) -> None:
         raise ConfigError(p, "dram.row_bits", "row, column and byte bits must not overlap")
 
 
+CALIBRATION_TABLE = "calibration"
+"""A top-level table that ``placement calibrate`` writes beside the configuration (what it
+measured, its curves, what it skipped: placement.calibrate.writer); accepted and ignored."""
+
+
 def gpu_from_dict(data: dict, path: str) -> Gpu:
     """Validate a configuration given as the TOML's tables (``name``, ``arch``, ...,
     ``compute``, ``memory``, ``caches``, ``dram``) and build it; ``path`` names its
     origin in every error (a file, or ``catalog.csv:NAME``)."""
-    top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram"}
+    top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram", CALIBRATION_TABLE}
     unknown = sorted(set(data) - top)
     if unknown:
         raise ConfigError(path, unknown[0], f"unknown key; known keys: {', '.join(sorted(top))}")
+    if CALIBRATION_TABLE in data:
+        if not isinstance(data[CALIBRATION_TABLE], dict):
+            raise ConfigError(path, CALIBRATION_TABLE, "expected a table")
+        data = {k: v for k, v in data.items() if k != CALIBRATION_TABLE}
     g = _build(Gpu, data, path, "")
     g = Gpu(**{f.name: getattr(g, f.name) for f in fields(Gpu) if f.name != "path"}, path=path)
     _cross_checks(g)

@@ -1,0 +1,43 @@
+// Shared memory: the cost of an n-way bank conflict and the achieved bandwidth.
+#include "common.cuh"
+
+// One warp. Lane l walks the word s[l * stride_words] again and again (the word holds its
+// own index, so each load depends on the last): with 32 banks of 4-byte words a stride of
+// n words (n a power of two up to 32) puts n lanes on one bank, an n-way conflict.
+// out[0] = cycles of `iters` dependent warp-wide loads, read by lane 0.
+extern "C" __global__ void smem_conflict(int stride_words, int iters, long long* out) {
+  __shared__ unsigned s[1024];
+  volatile __shared__ unsigned sink[32];
+  for (unsigned i = threadIdx.x; i < 1024; i += blockDim.x) s[i] = i;
+  __syncthreads();
+  unsigned j = (threadIdx.x * (unsigned)stride_words) & 1023u;
+  j = s[j];
+  sink[threadIdx.x] = j;
+  __syncwarp();
+  long long t0 = clock_after_memory();
+  for (int i = 0; i < iters; ++i) j = s[j];
+  sink[threadIdx.x] = j;
+  __syncwarp();
+  long long t1 = clock_after_memory();
+  if (threadIdx.x == 0) {
+    out[0] = t1 - t0;
+    out[1] = sink[0];
+  }
+}
+
+// Bandwidth: every thread reads float4 elements of a 16 KiB shared array, consecutive
+// lanes on consecutive elements (no conflict), `iters` times. The host times the launch
+// with events: bytes = blocks x threads x iters x 16.
+extern "C" __global__ void smem_bandwidth(int iters, float* sink) {
+  __shared__ float4 s[1024];
+  for (unsigned i = threadIdx.x; i < 1024; i += blockDim.x) s[i] = make_float4(i, i + 1, i + 2, i + 3);
+  __syncthreads();
+  float acc = 0.0f;
+  unsigned k = threadIdx.x;
+#pragma unroll 8
+  for (int i = 0; i < iters; ++i) {
+    float4 v = s[(k + 32u * (unsigned)i) & 1023u];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1.2345f) sink[0] = acc;
+}
