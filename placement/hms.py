@@ -215,8 +215,7 @@ CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading"}
 def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
     """(contexts, objects, spaces) addressing instructions per access (configs/addressing.toml), one table per
     access context of ``traces.context`` (an indexed access, a constant offset from the previous one)."""
-    n_ids = max((o.id for o in info.objects), default=-1) + 1
-    table = np.zeros((len(CONTEXTS), max(n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
+    table = np.zeros((len(CONTEXTS), max(info.n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
     for c, context in enumerate(CONTEXTS):
         for o in info.objects:
             for s, space in SPACE_SHORT.items():
@@ -364,7 +363,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         elif space.startswith("texture"):
             events["texture"] += n_req + (int(h.misses[li["tex"], j]) if present["tex"] else 0)
     shared = int(h.transactions[SPACE_CODES["shared"]])
-    events["shared"] = shared + int(h.replays[4])
+    events["shared"] = shared + int(h.replays[cachesim.REPLAY_BANK_CONFLICT])
     requests += shared
     if requests:
         amat = (latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency) / requests
@@ -441,7 +440,7 @@ def target_issue(sample: Terms, options: Options, delta: int, added: int = 0) ->
 
 def issued(issue: Issue, mem: _Memory) -> float:
     """#inst of Eq. 2, the issued warp-instructions (Eq. 3): ``issue.base`` plus the replays of causes 1-4."""
-    return issue.base + (float(mem.hier.replays[1:5].sum()) if issue.add_replays else 0.0)
+    return issue.base + (float(mem.hier.replays[list(cachesim.REPLAY_CAUSES)].sum()) if issue.add_replays else 0.0)
 
 
 @dataclass(frozen=True)
@@ -657,7 +656,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         issued_instructions=inst,
         executed_instructions=target.issue.executed,
         addressing_delta=target.issue.addressing_delta,
-        replays={cachesim.REPLAY_CAUSES[i]: int(h.replays[i]) for i in (1, 2, 3, 4)},
+        replays={name: int(h.replays[i]) for i, name in cachesim.REPLAY_CAUSES.items()},
         inst_per_warp=par.inst_per_warp,
         w_parallel=par.w_parallel,
         w_serial=serial,

@@ -48,7 +48,7 @@ from typing import Callable
 import traces
 import traces.staging
 from traces.errors import InputError
-from traces.rewrite import SHARED_ALIGN
+from traces.launch import SHARED_ALIGN
 
 from .gpu import Gpu
 from .evaluate_whole import WholeTraceEvaluator
