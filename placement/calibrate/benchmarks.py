@@ -283,9 +283,8 @@ def bench_walk(dev, ctx) -> Result:
         if named.l1.leaves_at_bytes is not None:
             r.add("l1_bytes", _capacity_stat(named.l1), "bytes", f"{bench}: the L1 plateau ends between "
                   f"{named.l1.last_bytes:.0f} and {named.l1.leaves_at_bytes:.0f} B")  # fmt: skip
-    for i, lv in enumerate(named.l2):
-        part = "near" if i == 0 else "far"
-        r.add(f"walk_l2_{part}_cycles" if i < 2 else f"walk_l2_{i}_cycles", lv.latency, "cycles", bench)
+    for i, lv in enumerate(named.l2):  # the near half (or the whole L2), then the far half where it is split
+        r.add(("walk_l2_cycles", "walk_l2_far_cycles")[i] if i < 2 else f"walk_l2_{i}_cycles", lv.latency, "cycles", bench)
     if named.l2 and named.l2[-1].leaves_at_bytes is not None:
         last = named.l2[-1]
         r.add("l2_bytes", _capacity_stat(last), "bytes", f"{bench}: the last L2 plateau ends between "
@@ -465,7 +464,8 @@ def bench_syncthreads(dev, ctx) -> Result:
         med.append(s.median)
         mad.append(s.spread)
         if w in (1, 32):
-            r.add(f"syncthreads_{w}warp{'s' if w > 1 else ''}_cycles", s, "cycles", f"syncthreads: {w} warps, {iters} barriers")
+            r.add(f"syncthreads_{w}warp{'s' if w > 1 else ''}_cycles", s, "cycles",
+                  f"syncthreads: {w} warp{'s' if w > 1 else ''}, {iters} barriers")  # fmt: skip
     r.curves["syncthreads"] = _curve("syncthreads", warps, med, mad, x_name="warps", y_name="cycles")
     return r
 

@@ -1,0 +1,242 @@
+"""Every benchmark of placement.calibrate.benchmarks, end to end, on a simulated GPU.
+
+The simulated device has the interface of runner.CupyDevice (numpy arrays for device
+memory) and answers each kernel with what a GPU of known parameters would measure: an L1
+of 160 KiB with 128-byte lines filled in 32-byte sectors, a 4 MiB L2, latencies of 39.6 /
+290 / 700 cycles, and so on (FakeGpu below). The benchmarks must find those parameters
+back through the analysis, and the writer must put them into a configuration that loads.
+This checks the benchmarks' layouts, arguments and reading of results; the kernels
+themselves and the real numbers await a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+
+import numpy as np
+import pytest
+
+from placement.calibrate import benchmarks, runner
+from placement.calibrate.measurements import Device
+from placement.calibrate.writer import write_config
+from placement.gpu import get_gpu
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+class FakeGpu:
+    """The GPU's parameters (cycles at its clock)."""
+
+    clock_mhz = 1975.0
+    l1_bytes = 160 * KIB
+    line = 128
+    sector = 32
+    l2_bytes = 4 * MIB
+    l1_hit, ldg_hit, tex_hit, l2_hit, dram = 39.6, 39.7, 88.0, 290.0, 700.0
+    const_l1_bytes, const_hit, const_l15 = 2 * KIB, 34.0, 104.0
+    smem, ptr64 = 29.0, 32.0
+    fp32_latency, int_latency, issue = 4.0, 4.5, 0.25
+    bank_way = 2.0
+    column_bits, row_bits = (8, 9, 10), (20, 21)
+    row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
+
+
+class FakeDevice:
+    """runner.CupyDevice's interface over numpy, answering like FakeGpu."""
+
+    def __init__(self):
+        g = FakeGpu
+        self.info = Device("NVIDIA H100 80GB HBM3", 0, (9, 0), 4, "580.159.04", "13.0", g.l2_bytes, 256 * MIB, 1980.0)
+        self.layout: dict[int, tuple[int, int, int]] = {}  # id(buffer) -> (step words, nodes, offset)
+        self.const_nodes = 0
+        self.launches = 0
+
+    # the interface
+    def function(self, module, kernel, *, max_l1=False, dynamic_shared=0):
+        return (module, kernel)
+
+    def empty(self, n, dtype):
+        return np.empty(int(n), dtype)
+
+    def zeros(self, n, dtype):
+        return np.zeros(int(n), dtype)
+
+    def upload(self, a):
+        return np.array(a)
+
+    def download(self, d):
+        return np.array(d)
+
+    def write_strided(self, buf, step, values, offset=0):
+        buf[offset : offset + values.size * step : step] = values
+        self.layout[id(buf)] = (step, values.size, offset)
+
+    def pointer(self, d):
+        return 0x7F0000000000
+
+    def free_bytes(self):
+        return 64 * MIB
+
+    def set_constant(self, module, symbol, values):
+        assert (module, symbol) == ("pchase", "const_nodes") and values.size == 16384
+        self.const_nodes = int(np.count_nonzero(values)) + 1
+
+    def texture_u32(self, d):
+        return ("texture", d)
+
+    def flush_l2(self):
+        pass
+
+    def release(self):
+        pass
+
+    def launch(self, fn, grid, block, args, shared=0):
+        self.launches += 1
+        self._run(fn[1], grid, block, args)
+
+    def time_ms(self, fn, grid, block, args, shared=0, launches=1):
+        kernel = fn[1]
+        g = FakeGpu
+        if kernel == "spin":
+            self._run(kernel, grid, block, args)
+            return float(args[0]) / (g.clock_mhz * 1e3)
+        if kernel == "empty_kernel":
+            return launches * (0.0039 if grid == 1 else 0.0063)
+        if kernel in ("bw_read", "bw_write"):
+            return int(args[-2 if kernel == "bw_read" else 1]) * 16 / 3.0e9
+        if kernel == "bw_copy":
+            return int(args[2]) * 32 / 2.8e9
+        if kernel == "bw_l2_read":
+            return int(args[1]) * 16 * int(args[2]) / 8.0e9
+        if kernel == "smem_bandwidth":
+            return grid * block * int(args[0]) * 16 / 30.0e9
+        if kernel.startswith("atomic_"):
+            iters = int(args[2] if kernel == "atomic_global" else args[1])
+            return grid * block * iters / 1.0e6
+        raise AssertionError(f"time_ms of {kernel}")
+
+    # what each kernel measures
+    def _chase_cycles(self, kind, nodes, step_bytes, warm, hops):
+        g = FakeGpu
+        if kind == "const":
+            return g.const_hit if nodes * 64 <= g.const_l1_bytes else g.const_l15
+        lines_bytes = nodes * min(step_bytes, g.line)  # the lines the nodes occupy
+        if kind != "ldcg" and not warm and nodes * step_bytes <= g.l2_bytes and hops == nodes - 1:
+            # one cold pass in order, data in the L2: a miss fetches one sector
+            return g.l1_hit + (g.l2_hit - g.l1_hit) * min(1.0, step_bytes / g.sector)
+        if kind != "ldcg" and warm and lines_bytes <= g.l1_bytes:
+            return {"ld": g.l1_hit, "ldg": g.ldg_hit, "tex": g.tex_hit}[kind]
+        return g.l2_hit if lines_bytes <= g.l2_bytes else g.dram
+
+    def _run(self, kernel, grid, block, args):
+        g = FakeGpu
+        warps = block // 32
+        if kernel.startswith("chase_") and kernel not in ("chase_shared", "chase_ptr64"):
+            kind = kernel[len("chase_") :]
+            if kind == "const":
+                warm_words, start, settle, hops, out = args
+                nodes, step = self.const_nodes, 16
+            else:
+                buf = args[0][1] if kind == "tex" else args[0]
+                warm_words, start, settle, hops, out = args[1:]
+                step, nodes, _ = self.layout[id(buf)]
+            out[0] = round(int(hops) * self._chase_cycles(kind, nodes, step * 4, int(warm_words) > 0, int(hops)))
+        elif kernel == "chase_shared":
+            out = args[-1]
+            out[0] = round(int(args[4]) * g.smem)
+        elif kernel == "chase_ptr64":
+            out = args[-1]
+            out[0] = round(int(args[3]) * g.ptr64)
+        elif kernel == "spin":
+            args[1][:] = int(args[0])
+        elif kernel == "smem_conflict":
+            ways, iters, out = int(args[0]), int(args[1]), args[2]
+            out[0] = round(iters * (g.smem + g.bank_way * (ways - 1)))
+        elif kernel == "syncthreads_cost":
+            args[1][:] = int(args[0]) * (20 + warps)
+        elif kernel.startswith("atomic_"):
+            iters = int(args[2] if kernel == "atomic_global" else args[1])
+            out = args[3] if kernel == "atomic_global" else args[2]
+            out[:] = iters * (500 if kernel == "atomic_global" else 60)
+        elif kernel.startswith("issue_"):
+            iters, out = int(args[0]), args[4]
+            ilp = int(kernel[-1])
+            latency = g.fp32_latency if "fp32" in kernel else g.int_latency
+            per_warp_inst = max(latency / (warps * ilp), g.issue)
+            out[:] = round(per_warp_inst * warps * iters * ilp)
+        elif kernel == "address_bit_pair":
+            buf, a_words, b_words, out = args
+            bit = int(np.log2((int(b_words) ^ int(a_words)) * 4))
+            out[0] = g.row_miss
+            out[1] = g.row_hit if bit in g.column_bits else g.row_conflict if bit in g.row_bits else g.row_miss
+        elif kernel in ("empty_kernel", "bw_read", "bw_write", "bw_copy", "bw_l2_read", "smem_bandwidth"):
+            pass
+        else:
+            raise AssertionError(f"launch of {kernel}")
+
+
+def within_one_step(measured, truth, step):
+    return abs(math.log(measured / truth)) <= math.log(step)
+
+
+def test_every_benchmark_on_a_simulated_gpu(tmp_path):
+    dev = FakeDevice()
+    base = get_gpu("h100")
+    cal = runner.calibrate(dev, base, quick=True, progress=False, today=lambda: "2026-11-25")
+    assert cal.skipped == (), cal.skipped
+    m = {k: v.value for k, v in cal.measured.items()}
+    g = FakeGpu
+    assert m["sm_clock_mhz"] == pytest.approx(g.clock_mhz)
+    for key, want in [("l1_latency", g.l1_hit), ("ldg_latency", g.ldg_hit), ("tex_latency", g.tex_hit),
+                      ("l2_latency", g.l2_hit), ("l2_latency_ldcg", g.l2_hit), ("dram_latency", g.dram),
+                      ("dram_latency_ldcg", g.dram), ("const_latency", g.const_hit), ("const_l15_latency", g.const_l15),
+                      ("smem_latency", g.smem), ("l1_latency_ptr64", g.ptr64)]:  # fmt: skip
+        assert m[key] == pytest.approx(want, abs=0.01), key
+    # the walks find the capacities within one step of the walk (1.15 in quick mode; refined inside)
+    assert within_one_step(m["l1_bytes"], g.l1_bytes, 1.15)
+    assert within_one_step(m["l2_bytes"], g.l2_bytes, 1.15)
+    assert within_one_step(m["ro_bytes"], g.l1_bytes, 1.15) and within_one_step(m["tex_bytes"], g.l1_bytes, 1.15)
+    assert within_one_step(m["const_bytes"], g.const_l1_bytes, 1.15)
+    assert m["walk_l1_cycles"] == pytest.approx(g.l1_hit, abs=0.01) and m["walk_dram_cycles"] == pytest.approx(g.dram, abs=0.01)
+    assert (m["sector_bytes"], m["line_bytes"]) == (32, 128)
+    assert m["dram_read_gbs"] == pytest.approx(3000) and m["dram_copy_gbs"] == pytest.approx(2800)
+    assert m["l2_read_gbs"] == pytest.approx(8000) and m["smem_gbs"] == pytest.approx(30000)
+    assert m["smem_conflict_cycles_per_way"] == pytest.approx(g.bank_way)
+    assert m["smem_32way_cycles"] == pytest.approx(g.smem + 31 * g.bank_way)
+    assert (m["syncthreads_1warp_cycles"], m["syncthreads_32warps_cycles"]) == (21, 52)
+    assert m["atomic_global_same_cycles"] == 500 and m["atomic_shared_distinct_cycles"] == 60
+    assert m["launch_1_block_us"] == pytest.approx(3.9) and m["launch_4096_blocks_us"] == pytest.approx(6.3)
+    assert m["fp32_latency"] == pytest.approx(g.fp32_latency, abs=0.01) and m["int_latency"] == pytest.approx(g.int_latency, abs=0.01)
+    assert m["fp32_issue_cycles"] == pytest.approx(g.issue, abs=0.01)
+    assert cal.address_bits.found and cal.address_bits.column_bits == g.column_bits and cal.address_bits.row_bits == g.row_bits
+    assert m["dram_row_miss_ns"] == pytest.approx(g.row_miss * 1e3 / g.clock_mhz)
+    assert "walk_ld" in cal.curves and "stride_cold_ld" in cal.curves and "issue_fp32_ilp4" in cal.curves
+    # the configuration
+    out = tmp_path / "fake.toml"
+    cfg, cal2 = write_config(out, base, cal)
+    assert cal2.skipped == ()
+    assert cfg.caches.l1_latency == pytest.approx(g.l1_hit, abs=0.01) and cfg.memory.dram_latency == pytest.approx(g.dram, abs=0.01)
+    assert cfg.compute.clock_mhz == pytest.approx(g.clock_mhz) and cfg.compute.issue_cycles == pytest.approx(g.issue, abs=0.01)
+    ways = int(cfg.caches.l1.split(",")[0].split(":")[3])
+    assert within_one_step(ways * 4 * 128, g.l1_bytes, 1.15)
+    assert cfg.dram.row_bits == g.row_bits and cfg.dram.column_bits == g.column_bits and cfg.dram.mapping == ""
+    data = tomllib.loads(out.read_text())
+    assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
+
+
+def test_a_benchmark_error_on_the_simulated_gpu_is_a_skip():
+    dev = FakeDevice()
+    real = dev._run
+
+    def run(kernel, grid, block, args):
+        if kernel == "smem_conflict":
+            raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED")
+        real(kernel, grid, block, args)
+
+    dev._run = run
+    cal = runner.calibrate(dev, get_gpu("h100"), quick=True, progress=False,
+                           benchmarks=[b for b in benchmarks.BENCHMARKS if b.name in ("clock", "bank_conflicts", "launch")])  # fmt: skip
+    assert [s.benchmark for s in cal.skipped] == ["bank_conflicts"] and "CUDA_ERROR_LAUNCH_FAILED" in cal.skipped[0].reason
+    assert "smem_1way_cycles" not in cal.measured and "launch_1_block_us" in cal.measured
