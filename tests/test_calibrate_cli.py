@@ -205,3 +205,17 @@ def test_kernels_compile_with_nvcc(tmp_path):
     for kind in ("ld", "ldg", "ldcg", "tex", "const", "shared", "ptr64"):
         assert f"chase_{kind}" in entries
     assert {"empty_kernel", "spin", "address_bit_pair", "syncthreads_cost", "smem_conflict"} <= entries
+
+
+def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():
+    """Where the extra is installed, NVRTC (what CuPy compiles with) takes each self-contained
+    source the runner builds (common.cuh written in); no GPU is needed to compile."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="the optional extra 'gpu' (CuPy) is not installed")
+    for path in sorted(KERNELS.glob("*.cu")):
+        source = runner.kernel_source(path.stem)
+        assert '#include "common.cuh"' not in source
+        prog = nvrtc.createProgram(source, path.name, (), ())
+        try:
+            nvrtc.compileProgram(prog, ["-std=c++17", "--gpu-architecture=compute_90"])
+        except Exception as exc:  # the log says where
+            pytest.fail(f"{path.name}: {exc}\n{nvrtc.getProgramLog(prog)}")

@@ -173,8 +173,7 @@ class CupyDevice:
     def module(self, name: str):
         m = self._modules.get(name)
         if m is None:
-            code = (KERNEL_DIR / f"{name}.cu").read_text()
-            m = self.cp.RawModule(code=code, options=("-std=c++17", f"-I{KERNEL_DIR}"))
+            m = self.cp.RawModule(code=kernel_source(name), options=("-std=c++17",))
             self._modules[name] = m
         return m
 
@@ -251,6 +250,14 @@ class CupyDevice:
     def release(self) -> None:
         self._scratch = None
         self.cp.get_default_memory_pool().free_all_blocks()
+
+
+def kernel_source(name: str) -> str:
+    """The source of ``kernels/NAME.cu`` with ``common.cuh`` written in where it is included:
+    one self-contained text, so CuPy's on-disk kernel cache (keyed by the text) sees a change
+    of the header too."""
+    code = (KERNEL_DIR / f"{name}.cu").read_text()
+    return code.replace('#include "common.cuh"', (KERNEL_DIR / "common.cuh").read_text())
 
 
 def _dim(d) -> tuple[int, ...]:
