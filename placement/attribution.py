@@ -44,16 +44,18 @@ def accesses(trace: traces.Trace) -> dict[str, ObjectAccesses]:
     }
 
 
-def addressing(trace: traces.Trace, placement: Placement, cost: np.ndarray, context: np.ndarray) -> dict[str, int]:
+def addressing(trace: traces.Trace, placement: Placement, cost: np.ndarray, context: np.ndarray,
+               layout: traces.Layout | None = None) -> dict[str, int]:  # fmt: skip
     """Addressing instructions the placement adds (negative: removes) per object, against the sample.
 
     The per-row deltas of ``traces.rewrite`` with the evaluator's cost table and access
     contexts (``Evaluator.cost``, ``Evaluator.context``), staged objects read from shared memory;
-    summed per object they add up to ``Terms.addressing_delta``.
+    summed per object they add up to ``Terms.addressing_delta``. ``layout`` is the placement as its
+    check converted it (``Legality.layout``); without it, it is converted here.
     """
     info = trace.info
     staged = [info.object(n).id for n, s in placement.spaces if is_staged(s)]
-    rw = traces.rewrite(trace, unstaged(placement), cost, staged=staged, context=context)
+    rw = traces.rewrite(trace, unstaged(placement) if layout is None else layout, cost, staged=staged, context=context)
     ids = info.n_ids
     obj = trace.obj.astype(np.int64)
     keep = obj >= 0

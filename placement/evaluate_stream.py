@@ -4,7 +4,7 @@ model and results as ``placement.evaluate_whole`` without holding the trace."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from .gpu import Gpu
 from .hms import (Evaluation, MemoryRun, Options, Target, Terms, addr_cost_table, evaluation, residency, sample_issue,
                   terms)
 from .occupancy import occupancy
-from .placements import IllegalPlacement, Placement, check, is_staged, sample_placement, unstaged
+from .placements import IllegalPlacement, Legality, Placement, check, is_staged, sample_placement
 
 if TYPE_CHECKING:  # pragma: no cover
     from .attribution import ObjectAccesses
@@ -133,7 +133,7 @@ class StreamEvaluator(Evaluator):
     parallel = False
 
     def __init__(self, path, gpu: Gpu, options: Options = Options(), rows: int | None = None,
-                 early: Iterable[Placement] = ()):  # fmt: skip
+                 early: Iterable[Placement] | Mapping[Placement, Legality] = ()):  # fmt: skip
         from .streamstaging import StreamStagingFacts
 
         if options.even_banks:
@@ -145,11 +145,12 @@ class StreamEvaluator(Evaluator):
         self.n_rows = traces.num_rows(path)
         self.sample_placement = sample_placement(self.info)
         self.cost = addr_cost_table(self.info, gpu)
-        legal = check(self.info, gpu, self.sample_placement)
+        self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
         self.contexts = ContextStream(self.info)
         self.staging = StreamStagingFacts(self.info, self._groups)
         run = MemoryRun(self.info, gpu, options, residency(self.info, gpu, legal.occupancy).blocks_per_sm)
-        jobs = [_StreamJob(self, p, lg) for p, lg in self._early(early).items()]
+        self._early_legal = self._early(early)
+        jobs = [_StreamJob(self, p, lg) for p, lg in self._early_legal.items()]
         if jobs:
             log.info("streamed evaluation of %d unstaged placement(s) in the first read of %s", len(jobs), path)
         try:
@@ -180,7 +181,9 @@ class StreamEvaluator(Evaluator):
 
     def _early(self, early) -> dict:
         """The placements of ``early`` the first read can evaluate (legal, unstaged, not the sample; the first
-        ``STREAM_PLACEMENTS_PER_READ``) and their legality; the others go the way of ``evaluate_many``."""
+        ``STREAM_PLACEMENTS_PER_READ``) and their legality (``early``'s own where it maps placements to the
+        legality the caller checked); the others go the way of ``evaluate_many``."""
+        known = early if isinstance(early, Mapping) else {}
         out = {}
         for p in early:
             if p in out or p == self.sample_placement or any(is_staged(s) for _, s in p.spaces):
@@ -190,7 +193,8 @@ class StreamEvaluator(Evaluator):
                          STREAM_PLACEMENTS_PER_READ, p)  # fmt: skip
                 break
             try:
-                out[p] = check(self.info, self.gpu, p)  # the rules of an unstaged placement need no footprints
+                # the rules of an unstaged placement need no footprints
+                out[p] = known[p] if p in known else check(self.info, self.gpu, p)
             except IllegalPlacement:
                 continue  # evaluate says why
         return out
@@ -217,18 +221,19 @@ class StreamEvaluator(Evaluator):
             out[o.name] = ObjectAccesses(a.loads, a.stores, a.atomics)
         return out
 
-    def addressing_of(self, placement: Placement) -> dict[str, int]:
+    def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:
         return self.addressing[placement]
 
     def tile_origin(self, name: str, windows: int) -> Origin:
         return self.staging.origin(name, windows)
 
-    def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
+    def evaluate_many(self, placements: list[Placement],
+                      legal: Mapping[Placement, Legality] | None = None) -> list[Evaluation]:  # fmt: skip
         """Evaluations of ``placements`` (each checked first: IllegalPlacement for the first illegal one), the
         targets' in one read of the trace (none for those evaluated in the first read: ``early``)."""
-        legal = [self.check(p) for p in placements]
+        legal = self._legalities(placements, {**self._early_legal, **(legal or {})})
         self.evaluations += len(placements)
-        todo = {p: lg for p, lg in zip(placements, legal) if p != self.sample_placement and p not in self._first_read}
+        todo = {p: lg for p, lg in legal.items() if p != self.sample_placement and p not in self._first_read}
         targets: dict[Placement, Terms] = dict(self._first_read)
         items = [(p, todo[p]) for ps in groups(list(todo)) for p in ps]  # a group's placements in one read
         for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
@@ -277,7 +282,7 @@ class _StreamJob:
         self.runs: list[MemoryRun | None] = []
         self.by_pc: _PcDeltas | None = None
         if not self.staged:
-            layout = traces.target_layout(info, unstaged(placement))
+            layout = legal.layout
             self.info = replace(info, objects=layout.objects, smem_per_block=layout.smem_per_block)
             bps = residency(self.info, ev.gpu, legal.occupancy).blocks_per_sm
             self.runs = [MemoryRun(self.info, ev.gpu, ev.options, bps)]
@@ -299,7 +304,7 @@ class _StreamJob:
         assert not self.staged, "a staged target is fed with its group (_feed)"
         ev = self.ev
         if context is None:  # contexts not known yet: the rows under INDEXED, the deltas per pc for later
-            target = unstaged(self.placement)
+            target = self.legal.layout
             rw = traces.rewrite(g, target, ev.cost, context=np.full(len(g), INDEXED, np.int8))
             offset = traces.addr_inst_delta(g, target, ev.cost, context=np.full(len(g), OFFSET, np.int8))
             if self.by_pc is None:
@@ -313,7 +318,7 @@ class _StreamJob:
         self.runs[0].feed(rw.trace)
 
     def rewrite(self, g: traces.Trace, context: np.ndarray):
-        return traces.rewrite(g, unstaged(self.placement), self.ev.cost, staged=self.staged_ids, context=context)
+        return traces.rewrite(g, self.legal.layout, self.ev.cost, staged=self.staged_ids, context=context)
 
     def count(self, g: traces.Trace, rw) -> None:
         """The addressing deltas of ``g``'s rows, rewritten to ``rw``, per object."""
@@ -358,7 +363,7 @@ class _StreamJob:
 
         def option_terms(k: int, option) -> Terms:
             if self.runs[k] is None:  # no rows: the empty trace's metadata
-                self.infos[k] = ts.stage(traces.rewrite(_empty(ev.info), unstaged(placement), ev.cost,
+                self.infos[k] = ts.stage(traces.rewrite(_empty(ev.info), self.legal.layout, ev.cost,
                                                         staged=self.staged_ids).trace, np.zeros(0, np.int16),
                                          self.plans[k], option.windows, self.costs.barrier, option.smem_per_block,
                                          pc_top=self.pc_top).trace.info  # fmt: skip

@@ -3,7 +3,7 @@ whole trace, rewritten (and staged) once per group of placements."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from .gpu import Gpu
 from .hms import (Evaluation, MemoryRun, Options, Target, Terms, addr_cost_table, evaluation, residency, sample_issue,
                   terms, whole_memory)
 from .occupancy import Occupancy, occupancy
-from .placements import Placement, check, is_staged, sample_placement, unstaged
+from .placements import Legality, Placement, check, is_staged, sample_placement
 
 
 class WholeTraceEvaluator(Evaluator):
@@ -41,7 +41,7 @@ class WholeTraceEvaluator(Evaluator):
         self.cost = addr_cost_table(self.info, gpu)
         self.staging = stg.StagingFacts(trace)
         self.context = access_context(trace, self.staging.order)
-        legal = check(self.info, gpu, self.sample_placement)
+        self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
                         sample_issue(self.info.instructions, options))  # fmt: skip
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
@@ -53,8 +53,9 @@ class WholeTraceEvaluator(Evaluator):
         """Each object's loads, stores and atomics (``placement.attribution.accesses``, counted at each call)."""
         return attribution.accesses(self.trace)
 
-    def addressing_of(self, placement: Placement) -> dict[str, int]:
-        return attribution.addressing(self.trace, placement, self.cost, self.context)
+    def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:
+        layout = legal.layout if legal is not None else None
+        return attribution.addressing(self.trace, placement, self.cost, self.context, layout=layout)
 
     def tile_origin(self, name: str, windows: int) -> tiles.Origin:
         return tiles.origin(self.staging, name, windows)
@@ -76,7 +77,7 @@ class WholeTraceEvaluator(Evaluator):
         by the trace, not by its staging code (a privatized histogram's is 24 rows a row)."""
         first = placements[0]
         staged = [self.info.object(n).id for n, s in first.spaces if is_staged(s)]
-        rw = traces.rewrite(self.trace, unstaged(first), self.cost, staged=staged, context=self.context)
+        rw = traces.rewrite(self.trace, legals[0].layout, self.cost, staged=staged, context=self.context)
         if not staged:  # the key is the placement: a group of one
             delta = int(rw.addr_inst_delta.sum(dtype=np.int64))
             memory = whole_memory(rw.trace, self.gpu, self.options)
@@ -93,9 +94,10 @@ class WholeTraceEvaluator(Evaluator):
                 tried[k].append((option, t))
         return [fastest(t) for t in tried]
 
-    def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
+    def evaluate_many(self, placements: list[Placement],
+                      legal: Mapping[Placement, Legality] | None = None) -> list[Evaluation]:  # fmt: skip
         """``evaluate`` of each placement; placements of one ``group_key`` share their rewriting and staging."""
-        legal = {p: self.check(p) for p in placements}
+        legal = self._legalities(placements, legal)
         self.evaluations += len(placements)
         targets = {self.sample_placement: self.sample}
         for g in groups([p for p in legal if p != self.sample_placement]):

@@ -11,7 +11,7 @@ memory (the results are the same). The API (``placement.api``), the search
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -46,6 +46,8 @@ class Evaluator(ABC):
     sample_placement: Placement
     sample: Terms
     """The sample placement's terms (W_serial, which every placement shares, among them)."""
+    sample_legality: Legality
+    """The sample placement's legality, checked once when the evaluator is made."""
     staging: StagingFacts | StreamStagingFacts
     """The trace's staging facts: footprints, write overlaps, the legality rules of a staged placement."""
     n_rows: int
@@ -60,13 +62,23 @@ class Evaluator(ABC):
         """The placement's legality (``placements.check`` with this trace's footprints)."""
         return check(self.info, self.gpu, placement, self.staging)
 
-    def evaluate(self, placement: Placement) -> Evaluation:
-        return self.evaluate_many([placement])[0]
+    def evaluate(self, placement: Placement, legal: Legality | None = None) -> Evaluation:
+        """``placement``'s evaluation; ``legal`` its legality when the caller has checked it already."""
+        return self.evaluate_many([placement], None if legal is None else {placement: legal})[0]
 
     @abstractmethod
-    def evaluate_many(self, placements: list[Placement]) -> list[Evaluation]:
+    def evaluate_many(self, placements: list[Placement],
+                      legal: Mapping[Placement, Legality] | None = None) -> list[Evaluation]:  # fmt: skip
         """``evaluate`` of each placement (each checked first: ``IllegalPlacement`` for the first illegal one);
-        placements of one ``group_key`` share their rewriting and staging."""
+        placements of one ``group_key`` share their rewriting and staging. ``legal`` holds the legality of
+        placements the caller has checked (``check``): those are not checked again, and the rewrite takes
+        the layout their check made (``Legality.layout``)."""
+
+    def _legalities(self, placements: list[Placement],
+                    known: Mapping[Placement, Legality] | None) -> dict[Placement, Legality]:  # fmt: skip
+        """Each placement's legality: ``known``'s or the sample's, else checked here (once per call)."""
+        have = {self.sample_placement: self.sample_legality, **(known or {})}
+        return {p: have[p] if p in have else self.check(p) for p in placements}
 
     @property
     @abstractmethod
@@ -74,9 +86,10 @@ class Evaluator(ABC):
         """Each object's loads, stores and atomics (``placement.attribution.accesses`` of the whole trace)."""
 
     @abstractmethod
-    def addressing_of(self, placement: Placement) -> dict[str, int]:
-        """The addressing instructions ``placement`` adds per object (``placement.attribution.addressing``);
-        a streamed evaluator knows them for the placements it has evaluated."""
+    def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:
+        """The addressing instructions ``placement`` adds per object (``placement.attribution.addressing``,
+        with the layout of ``legal`` when given); a streamed evaluator knows them for the placements it has
+        evaluated."""
 
     @abstractmethod
     def tile_origin(self, name: str, windows: int) -> Origin:
