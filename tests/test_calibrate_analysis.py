@@ -17,9 +17,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement.calibrate.analysis import (classify_address_bits, find_levels, granularity_from_stride_curve,
-                                          line_from_capacities, name_levels, refine_footprints, summarize)  # fmt: skip
-from placement.calibrate.recorded import read_gpu_benches, read_microbenchmarks, read_mt4g
+from placement.calibrate.analysis import (
+    classify_address_bits,
+    find_levels,
+    granularity_from_stride_curve,
+    line_from_capacities,  # fmt: skip
+    name_levels,
+    refine_footprints,
+    summarize,
+)
+from placement.calibrate.recorded import (
+    read_gpu_benches,
+    read_microbenchmarks,
+    read_mt4g,
+)
 from traces.errors import InputError
 
 KIB = 1024

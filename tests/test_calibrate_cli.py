@@ -20,7 +20,13 @@ import pytest
 
 from placement.calibrate import benchmarks, runner
 from placement.calibrate.analysis import Stat
-from placement.calibrate.benchmarks import BENCHMARKS, Benchmark, Result, random_cycle, walk_footprints
+from placement.calibrate.benchmarks import (
+    BENCHMARKS,
+    Benchmark,
+    Result,
+    random_cycle,
+    walk_footprints,
+)
 from placement.calibrate.measurements import Device
 from placement.gpu import get_gpu
 
@@ -191,7 +197,7 @@ def test_kernels_compile_with_nvcc(tmp_path):
     one.write_text("".join(f'#include "{p}"\n' for p in sources))
     ptx = tmp_path / "all.ptx"
     r = subprocess.run([nvcc, "-arch=sm_90", "--ptx", "-std=c++17", f"-I{KERNELS}", "-o", str(ptx), str(one)],
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+                       capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert r.returncode == 0, r.stderr
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx.read_text()))
     asked = re.findall(r'function\("(\w+)", (?:f")?"?([\w{}]+)', Path(benchmarks.__file__).read_text())
@@ -217,5 +223,5 @@ def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():
         prog = nvrtc.createProgram(source, path.name, (), ())
         try:
             nvrtc.compileProgram(prog, ["-std=c++17", "--gpu-architecture=compute_90"])
-        except Exception as exc:  # the log says where
+        except Exception as exc:  # noqa: BLE001  (any NVRTC error: the log says where)
             pytest.fail(f"{path.name}: {exc}\n{nvrtc.getProgramLog(prog)}")

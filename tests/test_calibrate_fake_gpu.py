@@ -136,11 +136,11 @@ class FakeDevice:
         if kernel.startswith("chase_") and kernel not in ("chase_shared", "chase_ptr64"):
             kind = kernel[len("chase_") :]
             if kind == "const":
-                warm_words, start, settle, hops, out = args
+                warm_words, _start, _settle, hops, out = args
                 nodes, step = self.const_nodes, 16
             else:
                 buf = args[0][1] if kind == "tex" else args[0]
-                warm_words, start, settle, hops, out = args[1:]
+                warm_words, _start, _settle, hops, out = args[1:]
                 step, nodes, _ = self.layout[id(buf)]
             out[0] = round(int(hops) * self._chase_cycles(kind, nodes, step * 4, int(warm_words) > 0, int(hops)))
         elif kernel == "chase_shared":

@@ -13,9 +13,20 @@ from pathlib import Path
 import pytest
 
 from placement.calibrate.analysis import AddressBits, Stat, find_levels, name_levels
-from placement.calibrate.measurements import Calibration, Curve, Device, Measured, Skipped
-from placement.calibrate.recorded import (measurements_from_microbenchmarks, measurements_from_mt4g, read_gpu_benches,
-                                          read_microbenchmarks, read_mt4g)  # fmt: skip
+from placement.calibrate.measurements import (
+    Calibration,
+    Curve,
+    Device,
+    Measured,
+    Skipped,
+)
+from placement.calibrate.recorded import (
+    measurements_from_microbenchmarks,
+    measurements_from_mt4g,
+    read_gpu_benches,
+    read_microbenchmarks,  # fmt: skip
+    read_mt4g,
+)
 from placement.calibrate.writer import build_config, resize_cache, write_config
 from placement.gpu import ConfigError, get_gpu, gpu_from_dict, load_gpu
 

@@ -17,13 +17,22 @@ layouts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from .analysis import (AddressBits, Stat, classify_address_bits, find_levels, granularity_from_stride_curve, line_from_capacities,
-                       name_levels, refine_footprints, summarize)  # fmt: skip
+from .analysis import (
+    AddressBits,
+    Stat,
+    classify_address_bits,
+    find_levels,
+    granularity_from_stride_curve,
+    line_from_capacities,
+    name_levels,  # fmt: skip
+    refine_footprints,
+    summarize,
+)
 from .measurements import Curve, Measured
 
 KIB = 1024
@@ -98,7 +107,7 @@ def random_cycle(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def walk_footprints(lo: float, hi: float, step: float, node: int) -> np.ndarray:
     """Geometric footprints from lo to hi (bytes), whole nodes, each once."""
-    n = max(2, int(math.ceil(math.log(hi / lo) / math.log(step))) + 1)
+    n = max(2, math.ceil(math.log(hi / lo) / math.log(step)) + 1)
     f = np.unique((np.geomspace(lo, hi, n) // node).astype(np.int64) * node)
     return f[f >= 2 * node]
 

@@ -32,9 +32,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class GpuUnavailable(InputError):
 
 def _import_cupy():
     try:
-        import cupy  # noqa: F401  (the optional extra "gpu")
+        import cupy
     except ImportError as exc:
         text = str(exc)
         if "libcuda" in text:
@@ -102,7 +103,7 @@ def _device_count(cp) -> int:
     rt = cp.cuda.runtime
     try:
         return int(rt.getDeviceCount())
-    except Exception as exc:  # CUDARuntimeError: no driver, an old driver, no device
+    except Exception as exc:  # noqa: BLE001  (CuPy's CUDARuntimeError: no driver, an old driver, no device)
         text = f"{type(exc).__name__}: {exc}"
         status = getattr(exc, "status", None)
         if not _libcuda_loadable():
@@ -156,7 +157,7 @@ class CupyDevice:
     def _attribute(self, attr: int) -> int:
         try:
             return int(self.cp.cuda.runtime.deviceGetAttribute(attr, self.index))
-        except Exception:
+        except Exception:  # noqa: BLE001  (an attribute this CUDA does not know: reported as 0)
             return 0
 
     # compiling
@@ -319,7 +320,7 @@ def calibrate(dev, base, quick: bool = False, progress: bool = True, benchmarks=
             result = b.run(dev, ctx)
         except GpuUnavailable:
             raise
-        except Exception as exc:  # this GPU cannot run it: say so, measure the rest
+        except Exception as exc:  # noqa: BLE001  (this GPU cannot run it: say so, measure the rest)
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             log.warning("benchmark %s skipped: %s", b.name, reason)
             skipped.append(Skipped(b.name, reason))

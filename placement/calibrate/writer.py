@@ -112,7 +112,7 @@ def calibrated_tables(base: Gpu, cal: Calibration, drop: frozenset[str] = frozen
         for f in fields:
             section, name = f.split(".")
             v = m.value
-            t[section][name] = int(round(v)) if f in _INT_FIELDS else float(v)
+            t[section][name] = round(v) if f in _INT_FIELDS else float(v)
             notes[f] = comment(m, cal)
         used.append(key)
     for key, cache in CACHE_SIZE_KEYS.items():
@@ -181,8 +181,8 @@ def render(base: Gpu, cal: Calibration, tables: dict, notes: dict[str, str], ski
     """The configuration file's text."""
     d = cal.device
     out = [
-        f"# {d.name} (compute capability {d.cc[0]}.{d.cc[1]}, {d.sms} SMs), measured by `placement calibrate`"
-        f"{' --quick' if cal.quick else ''} on {cal.date}",
+        (f"# {d.name} (compute capability {d.cc[0]}.{d.cc[1]}, {d.sms} SMs), measured by `placement calibrate`"
+         f"{' --quick' if cal.quick else ''} on {cal.date}"),
         f"# (gpu-placement {__version__}; NVIDIA driver {d.driver or 'unknown'}, CUDA runtime {d.runtime or 'unknown'}).",
         f"# Base: {base.name} ({base.path or 'the GPU catalog'}): every value without a comment is the base's,",
         "# whose file cites its sources. A value with a comment was measured on this GPU: the comment names",

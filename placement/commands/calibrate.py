@@ -47,15 +47,17 @@ def base_for(device_name: str, base: str | None):
 
 def to_dict(cal, g, path: str) -> dict:
     d = cal.device
+    device = {"name": d.name, "index": d.index, "cc": f"{d.cc[0]}.{d.cc[1]}", "sms": d.sms, "driver": d.driver,
+              "cuda_runtime": d.runtime}  # fmt: skip
+    measured = {k: {"value": m.value, "unit": m.unit, "spread": m.stat.spread, "n": m.stat.n, "benchmark": m.benchmark}
+                for k, m in sorted(cal.measured.items())}  # fmt: skip
     return {
         "output": path,
-        "device": {"name": d.name, "index": d.index, "cc": f"{d.cc[0]}.{d.cc[1]}", "sms": d.sms, "driver": d.driver,
-                   "cuda_runtime": d.runtime},  # fmt: skip
+        "device": device,
         "date": cal.date,
         "quick": cal.quick,
         "config": {"name": g.name, "path": g.path},
-        "measured": {k: {"value": m.value, "unit": m.unit, "spread": m.stat.spread, "n": m.stat.n, "benchmark": m.benchmark}
-                     for k, m in sorted(cal.measured.items())},  # fmt: skip
+        "measured": measured,
         "skipped": [{"benchmark": s.benchmark, "reason": s.reason} for s in cal.skipped],
         "notes": list(cal.notes),
     }
