@@ -5,8 +5,9 @@ ones inside functions (a deferred import runs as surely as a top-level one, only
 so it cannot hide a cycle) and ones under ``if TYPE_CHECKING:`` (type-only: never run).
 
 - no cycle among placement's modules over the imports that run (top-level and
-  deferred); a package's PEP 562 ``__getattr__`` (``placement.__init__`` loads
-  ``placement.api`` on first use) is left out, and so are the type-only imports;
+  deferred); a package's lazy re-exports (PEP 562 ``__getattr__`` of an ``__init__``:
+  ``placement`` loads ``placement.api`` on first use) are left out, and so are the
+  type-only imports;
 - no library module imports the command line (``placement.commands``, ``placement.cli``),
   type-only imports included;
 - data flows traces -> cachesim -> placement: cachesim never imports placement, traces
@@ -35,9 +36,9 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")  # fmt: skip
 
 
-def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
+def _imports(tree: ast.Module, is_pkg: bool) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
     """(node, kind) for every import: kind 'top', 'deferred' (inside a function), 'typing'
-    (under ``if TYPE_CHECKING:``) or 'lazy' (inside a module-level ``__getattr__``, PEP 562)."""
+    (under ``if TYPE_CHECKING:``) or 'lazy' (inside a package ``__init__``'s ``__getattr__``, PEP 562)."""
     out = []
 
     def visit(node: ast.AST, kind: str, parent: ast.AST) -> None:
@@ -45,7 +46,8 @@ def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
             out.append((node, kind))
             return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and kind != "typing":
-            kind = "lazy" if parent is tree and getattr(node, "name", "") == "__getattr__" else "deferred"
+            lazy = is_pkg and parent is tree and getattr(node, "name", "") == "__getattr__"
+            kind = "lazy" if lazy else "deferred"
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             visit(node.test, kind, node)
             for b in node.body:
@@ -70,7 +72,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[tuple[str, str]]]:
     for mod, path in files.items():
         is_pkg = path.name == "__init__.py"
         edges = set()
-        for node, kind in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node, kind in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)), is_pkg):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
