@@ -49,8 +49,8 @@ from traces.errors import InputError
 PLATEAU_BAND = 0.05
 """A point is on a plateau while it lies within 5 % of the plateau's median. The widest
 flat plateau of the recorded curves is MI210's L2 (233-249 cycles around 240: +-3.8 %);
-the smallest rise at a real cache boundary is 6 % on the first point past it (L40's
-L2, 276.5 -> 297.4 at 95 MiB; MI210's DRAM page walk 573 -> 629 is 10 %)."""
+the smallest rise at a real cache boundary is 7.6 % on the first point past it (L40's
+L2, 276.5 -> 297.4 cycles at 97477 KiB; MI210's DRAM page walk, 573 -> 629, is 9.6 %)."""
 
 MIN_PLATEAU_POINTS = 3
 """A plateau has at least 3 points: two can be a ramp that flattens for a step
