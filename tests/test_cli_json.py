@@ -56,3 +56,10 @@ def test_a_change_from_zero_is_null_not_infinity(run_cli):
     first = next(p for p in doc["ranking"] if p["label"] == "in=T,mask=T")["moved"][0]
     assert first == {"event": "addressing instructions", "sample": 0.0, "target": -14336.0, "change": None}
 
+
+def test_the_writer_refuses_a_non_finite_number(capsys):
+    from placement.commands._output import print_json
+
+    with pytest.raises(ValueError, match=r"ranking\[0\]\.moved\[1\]\.change is not a finite number"):
+        print_json({"ranking": [{"moved": [{"change": 1.0}, {"change": float("inf")}]}]})
+    assert capsys.readouterr().out == ""  # nothing half-printed

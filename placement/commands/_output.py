@@ -1,16 +1,49 @@
-"""Helpers the subcommands share: JSON output and plain text tables."""
+"""Helpers the subcommands share: JSON output and plain text tables (``placement.texttable``)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any
+
+from ..texttable import table
 
 
 def print_json(doc: Any) -> None:
-    """Print one JSON document and nothing else (the --json contract)."""
-    json.dump(doc, sys.stdout, indent=2, sort_keys=False, default=_default)
-    sys.stdout.write("\n")
+    """Print one JSON document and nothing else (the --json contract).
+
+    The document is RFC 8259 JSON: a number is finite, a value that is undefined is null
+    (mapped where it is made, e.g. ``explain.moved_events``' change from 0). A NaN or an
+    infinity here is a bug: a ValueError naming its key, and nothing printed.
+    """
+    try:
+        text = json.dumps(doc, indent=2, sort_keys=False, default=_default, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"--json: {_non_finite(doc) or 'a value'} is not a finite number (JSON has no NaN or "
+                         "Infinity)") from None  # fmt: skip
+    sys.stdout.write(text + "\n")
+
+
+def _non_finite(doc: Any, where: str = "") -> str | None:
+    """Where the first NaN or infinity of ``doc`` lies (``ranking[0].moved[0].change``), or None."""
+    import math
+    import numbers
+
+    if isinstance(doc, numbers.Real):  # numpy's scalars too
+        return None if math.isfinite(doc) else where or "the document"
+    if hasattr(doc, "tolist"):  # a numpy array
+        doc = doc.tolist()
+    if isinstance(doc, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in doc.items())
+    elif isinstance(doc, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(doc))
+    else:
+        return None
+    for w, v in items:
+        found = _non_finite(v, w)
+        if found:
+            return found
+    return None
 
 
 def _default(o: Any) -> Any:
@@ -27,24 +60,4 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str], align: str | None = None) -> str:
-    """A plain text table; ``align`` is one 'l' or 'r' per column (numbers right by default)."""
-    cells = [[str(h) for h in header]] + [[_fmt(v) for v in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    if align is None:
-        align = "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(header)))
-    lines = []
-    for k, r in enumerate(cells):
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)]
-        lines.append("  ".join(parts).rstrip())
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return str(v)
+__all__ = ["print_json", "table"]
