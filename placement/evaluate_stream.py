@@ -276,7 +276,7 @@ class _StreamJob:
         info = ev.info
         self.staged_ids = [info.object(n).id for n, s in placement.spaces if is_staged(s)]
         self.staged = bool(self.staged_ids)
-        n_ids = max((o.id for o in info.objects), default=-1) + 1
+        n_ids = info.n_ids
         self.per_object = np.zeros(max(n_ids, 1), np.float64)
         self.delta = 0
         self.runs: list[MemoryRun | None] = []
