@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gpu import Gpu
     from .hms import Evaluation, Evaluator, Options, StreamEvaluator
     from .overlap import OverlapModel
-    from .placements import Placement
+    from .placements import Legality, Placement
     from .results import EvaluationResult, Placed, RankResult
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,8 @@ WHOLE_TRACE_BUDGET = 1 << 30
 (``placement.hms.StreamEvaluator``): issue 18's bound for a 10 M-row trace. At 512 bytes a row,
 traces above 2 Mi rows stream; below, the whole path holds the trace once and rank's worker
 processes share it."""
+HINTS_CHECKED = 3
+"""``rank(hints=True)`` checks that the code changes of this many best placements can be pasted as is."""
 
 
 def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:
@@ -68,7 +70,7 @@ def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapM
 
 
 def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
-               early: "tuple[Placement, ...]" = ()) -> "Evaluator | StreamEvaluator":  # fmt: skip
+               early: "tuple[Placement, ...] | Mapping[Placement, Legality]" = ()) -> "Evaluator | StreamEvaluator":  # fmt: skip
     """The whole-trace ``Evaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
     size, 'yes' or 'no' to force); the choice and its reason are logged (-v). A streamed one evaluates the
     unstaged placements of ``early`` in its first read of the file (``StreamEvaluator``'s ``early``)."""
@@ -82,12 +84,14 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     if isinstance(trace_or_path, traces.Trace) or stream == "no":
         if stream == "yes":
             raise traces.InputError("streaming reads a trace file; a traces.Trace in memory is evaluated whole")
-        t, _ = _trace(trace_or_path)
+        t, where = _trace(trace_or_path)
+        require_rows(where or f"kernel {t.info.kernel!r}", len(t))
         log.info("whole-trace evaluation (%s)", "asked" if stream == "no" else "a trace in memory")
         return Evaluator(t, gpu, opts)
     path = _path(trace_or_path)
     info = traces.read_info(path)
     rows = traces.num_rows(path)
+    require_rows(path, rows)
     need = rows * WHOLE_BYTES_PER_ROW
     if stream == "auto":
         if need <= WHOLE_TRACE_BUDGET:
@@ -106,6 +110,15 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
             raise
         log.warning("%s: evaluating the whole trace instead", exc)
         return Evaluator(traces.read(path), gpu, opts)
+
+
+def require_rows(where: str, rows: int) -> None:
+    """Refuse a trace with no rows: nothing to place (its time would be the compute alone, every
+    placement alike; numpy would warn over empty means). A ``traces.TraceError`` naming ``where``."""
+    import traces
+
+    if rows == 0:
+        raise traces.TraceError(where, "no rows: the trace holds no memory instruction, so there is nothing to place")
 
 
 def _path(trace_or_path) -> str:
@@ -131,17 +144,16 @@ class _Context:
         return {o.name: self.ev.staging.writeback(o.name) for o in self.ev.info.objects
                 if self.accesses[o.name].total}  # fmt: skip
 
-    def placed(self, e: "Evaluation", rank: int | None) -> "Placed":
-        from . import attribution
+    def placed(self, e: "Evaluation", rank: int | None, placement: "Placement | None" = None,
+               legal: "Legality | None" = None) -> "Placed":  # fmt: skip
+        """``e`` explained; ``placement`` and ``legal`` the target's, where the caller has them (parsed and
+        checked once: the addressing's rewrite takes ``legal``'s layout), else rebuilt from ``e``."""
         from .explain import explain
         from .placements import Placement
         from .results import Placed
 
-        p = Placement(tuple(e.target.placement.items()))
-        if self.streamed:
-            addressing = self.ev.addressing[p]
-        else:
-            addressing = attribution.addressing(self.ev.trace, p, self.ev.cost, self.ev.context)
+        p = placement if placement is not None else Placement(tuple(e.target.placement.items()))
+        addressing = self.ev.addressing_of(p, legal)
         why = explain(self.ev.info, e.sample, e.target, self.accesses, addressing, self.writeback())
         return Placed(rank, p.label(self.ev.sample_placement), e, why)
 
@@ -185,15 +197,20 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     g = _gpu(gpu)
     opts = model_options(**options)
     info = trace.info if isinstance(trace, traces.Trace) else traces.read_info(_path(trace))
+    # parsed, checked and converted (Legality.layout) once each, the rewrites take the checked layout
     p = parse_placement(placement, info)  # before reading the trace
+    legal = None
     if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
-        check(info, g, p)
-    ev = _evaluator(trace, g, opts, stream, early=(p,))
+        legal = check(info, g, p)
+    ev = _evaluator(trace, g, opts, stream, early=(p,) if legal is None else {p: legal})
+    if legal is None:  # a staged placement: its rules need the trace's footprints
+        legal = ev.check(p)
     ctx = _Context(ev)
-    e = ev.evaluate(p)
+    e = ev.evaluate(p, legal)
     sample = ev.evaluate(ev.sample_placement)
     return EvaluationResult(
-        kernel=ev.info.kernel, gpu=g.name, target=ctx.placed(e, None), sample=ctx.placed(sample, None),
+        kernel=ev.info.kernel, gpu=g.name, target=ctx.placed(e, None, p, legal),
+        sample=ctx.placed(sample, None, ev.sample_placement, ev.sample_legality),
         overlap_trained=opts.overlap is not None, hints=ctx.hints(e) if hints else None, gpu_config=g,
     )  # fmt: skip
 
@@ -207,7 +224,8 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     The default search evaluates the sample and every single-object move exactly, lets
     CP-SAT pick candidates under the surrogate they give and evaluates those exactly;
     ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
-    ``hints=True`` adds the CUDA changes of the best; ``workers`` processes evaluate in
+    ``hints=True`` adds the CUDA changes of the best, and names those of the top ``HINTS_CHECKED`` that cannot be
+    pasted as is (``RankResult.hints_incomplete``); ``workers`` processes evaluate in
     parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` and ``stream`` as
     for ``evaluate``; a streamed trace evaluates up to ``hms.STREAM_PLACEMENTS_PER_READ`` placements per
     read of the file, in this process.
@@ -226,14 +244,24 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     r = solve(ev, options=search, progress=progress)
     ctx = _Context(ev)
     ranked = tuple(ctx.placed(e, i) for i, e in enumerate(r.ranking, start=1))
+    best_hints, incomplete = None, {}
+    if hints and r.ranking:
+        # the best's hints, and whether those of the top HINTS_CHECKED can be pasted as is
+        for i, (e, p) in enumerate(zip(r.ranking[:HINTS_CHECKED], ranked)):
+            hs = ctx.hints(e)
+            best_hints = hs if i == 0 else best_hints
+            why = "; ".join(h.incomplete for h in hs if h.incomplete)
+            if why:
+                incomplete[p.label] = why
     return RankResult(
         kernel=ev.info.kernel, gpu=g.name, trace=path, strategy=r.strategy, sample=ctx.placed(r.sample, None),
         ranking=ranked, evaluations=r.evaluations, legal_placements=r.legal_placements, candidates=r.candidates,
         excluded=r.excluded, surrogate=dict(r.surrogate), overlap_trained=opts.overlap is not None,
         overlap_source=r.sample.sample.overlap_source,
-        hints=ctx.hints(r.ranking[0]) if hints and r.ranking else None,
+        hints=best_hints, hints_incomplete=incomplete,
         accesses={n: a.total for n, a in ctx.accesses.items()}, gpu_config=g,
     )  # fmt: skip
 
 
-__all__ = ["STREAM_MODES", "WHOLE_BYTES_PER_ROW", "WHOLE_TRACE_BUDGET", "evaluate", "model_options", "rank"]
+__all__ = ["HINTS_CHECKED", "STREAM_MODES", "WHOLE_BYTES_PER_ROW", "WHOLE_TRACE_BUDGET", "evaluate", "model_options",
+           "rank"]

@@ -23,6 +23,7 @@ import traces
 from traces.errors import InputError
 from traces.inputfile import read_text
 
+from .api import require_rows
 from .gpu import Gpu
 from .hms import Evaluator, Options, Terms
 from .overlap import FEATURES, OverlapModel, fit
@@ -90,7 +91,9 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
         key = str(tpath)
         if key not in evaluators:
             try:
-                evaluators[key] = Evaluator(traces.read(tpath), gpu, options)
+                t = traces.read(tpath)
+                require_rows(str(tpath), len(t))
+                evaluators[key] = Evaluator(t, gpu, options)
             except InputError as exc:
                 raise InputError(f"{where}: {exc}") from None
         ev = evaluators[key]

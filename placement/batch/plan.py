@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import traces
 from traces.errors import InputError
 
+from ..api import require_rows
 from ..gpu import Gpu, get_gpu
 from ..placements import (
     IllegalPlacement,
@@ -23,8 +24,8 @@ from .suite import Suite, SuiteError, TraceSource, _where
 log = logging.getLogger(__name__)
 
 KEEP_ROWS = 4_000_000
-"""Rows of generated traces kept from planning for the run; past that they are dropped after their
-entry is checked and generated again when their tasks run (a suite of big traces stays in memory)."""
+"""Rows of the trace the plan keeps for the run at most (the last one it loaded); a longer one is dropped after
+its entry is checked and generated again when its tasks run."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,11 @@ def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
 def plan(suite: Suite) -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
-    Generator traces are generated here (their metadata needs it) and kept for the run
-    up to ``KEEP_ROWS`` rows; trace files only have their metadata read, unless a
-    placement stages an object in shared memory (its legality needs the trace's
-    footprints).
+    Generator traces are generated here (their metadata needs it); trace files only have their
+    metadata read, unless a placement stages an object in shared memory (its legality needs the
+    trace's footprints). One trace is held at a time, the others dropped before it is loaded, so
+    that planning holds no more than the largest trace (issue 34); the last is kept for the run
+    up to ``KEEP_ROWS`` rows, the others are loaded again when their tasks run.
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
@@ -88,11 +90,17 @@ def plan(suite: Suite) -> Plan:
     trace_rows: dict[str, int] = {}
     facts: dict[str, StagingFacts] = {}
 
+    def load(key: str, src: TraceSource) -> traces.Trace:
+        if key not in loaded:
+            for old in [k for k in loaded if k != key]:  # gone before the next is read or generated
+                del loaded[old]
+                facts.pop(old, None)
+            loaded[key] = src.load()
+        return loaded[key]
+
     def staging(key: str, src: TraceSource) -> StagingFacts:
         if key not in facts:
-            if key not in loaded:
-                loaded[key] = traces.read(src.path)
-            facts[key] = StagingFacts(loaded[key])
+            facts[key] = StagingFacts(load(key, src))
         return facts[key]
 
     for e in suite.entries:
@@ -104,12 +112,11 @@ def plan(suite: Suite) -> Plan:
             try:
                 info = traces.read_info(src.path)
                 trace_rows[key] = traces.num_rows(src.path)
+                require_rows(src.path, trace_rows[key])
             except InputError as exc:
                 raise SuiteError(f"{where}: {exc}") from None
         else:
-            if key not in loaded:
-                loaded[key] = src.load()
-            info = loaded[key].info
+            info = load(key, src).info
             trace_rows[key] = len(loaded[key])
         sample = sample_placement(info)
         for gi, g in enumerate(e.gpus):
@@ -145,7 +152,7 @@ def plan(suite: Suite) -> Plan:
                     measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
                     measured_sample_ns=measured_sample,
                 ))  # fmt: skip
-        if key in loaded and sum(len(t) for t in loaded.values()) > KEEP_ROWS:
+        if key in loaded and len(loaded[key]) > KEEP_ROWS:
             del loaded[key]  # generated again when its tasks run
             facts.pop(key, None)
     return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
