@@ -18,7 +18,8 @@ from .choices import STREAM_MODES
 if TYPE_CHECKING:  # pragma: no cover
     import traces
     from .gpu import Gpu
-    from .hms import Evaluation, Evaluator, Options, StreamEvaluator
+    from .evaluator import Evaluator
+    from .hms import Evaluation, Options
     from .overlap import OverlapModel
     from .placements import Legality, Placement
     from .results import EvaluationResult, Placed, RankResult
@@ -30,7 +31,7 @@ WHOLE_BYTES_PER_ROW = 512
 row is 285 bytes; the rewritten trace and the hierarchy's buffers add about as much again)."""
 WHOLE_TRACE_BUDGET = 1 << 30
 """A trace file whose whole-trace evaluation would take more memory than this is streamed
-(``placement.hms.StreamEvaluator``): issue 18's bound for a 10 M-row trace. At 512 bytes a row,
+(``placement.evaluate_stream.StreamEvaluator``): issue 18's bound for a 10 M-row trace. At 512 bytes a row,
 traces above 2 Mi rows stream; below, the whole path holds the trace once and rank's worker
 processes share it."""
 HINTS_CHECKED = 3
@@ -70,14 +71,15 @@ def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapM
 
 
 def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
-               early: "tuple[Placement, ...] | Mapping[Placement, Legality]" = ()) -> "Evaluator | StreamEvaluator":  # fmt: skip
-    """The whole-trace ``Evaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
+               early: "tuple[Placement, ...] | Mapping[Placement, Legality]" = ()) -> "Evaluator":  # fmt: skip
+    """The ``WholeTraceEvaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
     size, 'yes' or 'no' to force); the choice and its reason are logged (-v). A streamed one evaluates the
     unstaged placements of ``early`` in its first read of the file (``StreamEvaluator``'s ``early``)."""
     import traces
     import traces.io
 
-    from .hms import Evaluator, StreamEvaluator, StreamOrderError
+    from .evaluate_stream import StreamEvaluator, StreamOrderError
+    from .evaluate_whole import WholeTraceEvaluator
 
     if stream not in STREAM_MODES:
         raise traces.InputError(f"stream {stream!r}: expected one of {', '.join(STREAM_MODES)}")
@@ -87,7 +89,7 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
         t, where = _trace(trace_or_path)
         require_rows(where or f"kernel {t.info.kernel!r}", len(t))
         log.info("whole-trace evaluation (%s)", "asked" if stream == "no" else "a trace in memory")
-        return Evaluator(t, gpu, opts)
+        return WholeTraceEvaluator(t, gpu, opts)
     path = _path(trace_or_path)
     info = traces.read_info(path)
     rows = traces.num_rows(path)
@@ -97,10 +99,10 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
         if need <= WHOLE_TRACE_BUDGET:
             log.info("whole-trace evaluation: %d rows need about %.0f MiB whole (streaming above %.0f MiB)", rows,
                      need / 2**20, WHOLE_TRACE_BUDGET / 2**20)  # fmt: skip
-            return Evaluator(traces.read(path), gpu, opts)
+            return WholeTraceEvaluator(traces.read(path), gpu, opts)
         if opts.even_banks:
             log.info("whole-trace evaluation of %d rows: --even-banks needs the whole DRAM stream", rows)
-            return Evaluator(traces.read(path), gpu, opts)
+            return WholeTraceEvaluator(traces.read(path), gpu, opts)
     log.info("streamed evaluation of %s (%d rows, about %.0f MiB whole; %s)", info.kernel, rows, need / 2**20,
              "asked" if stream == "yes" else f"above {WHOLE_TRACE_BUDGET / 2**20:.0f} MiB")  # fmt: skip
     try:
@@ -109,7 +111,7 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
         if stream == "yes":
             raise
         log.warning("%s: evaluating the whole trace instead", exc)
-        return Evaluator(traces.read(path), gpu, opts)
+        return WholeTraceEvaluator(traces.read(path), gpu, opts)
 
 
 def require_rows(where: str, rows: int) -> None:
@@ -128,17 +130,12 @@ def _path(trace_or_path) -> str:
 
 
 class _Context:
-    """What explaining and hinting need of one (trace, evaluator): per-object accesses, writes, tile origins.
+    """What explaining and hinting need of one (trace, evaluator): per-object accesses, writes, tile origins
+    (``Evaluator.accesses``, ``.addressing_of``, ``.tile_origin``)."""
 
-    A streamed evaluator keeps them from its reads (``StreamEvaluator.accesses``, ``.addressing``, the
-    staging facts' ``origin``); the whole-trace one has them from its trace (``placement.attribution``)."""
-
-    def __init__(self, ev: "Evaluator | StreamEvaluator"):
-        from . import attribution
-
+    def __init__(self, ev: "Evaluator"):
         self.ev = ev
-        self.streamed = not hasattr(ev, "trace")
-        self.accesses = ev.accesses if self.streamed else attribution.accesses(ev.trace)
+        self.accesses = ev.accesses
 
     def writeback(self) -> dict[str, str]:
         return {o.name: self.ev.staging.writeback(o.name) for o in self.ev.info.objects
@@ -160,15 +157,11 @@ class _Context:
     def hints(self, e: "Evaluation") -> tuple:
         from .hints import hints
         from .placements import is_staged
-        from .tiles import origin
 
         t = e.target
         windows = int(t.staging.get("windows", 1)) if t.staging else 1
         staged = [n for n, s in t.placement.items() if is_staged(s) and self.accesses[n].total]
-        if self.streamed:
-            origins = {n: self.ev.staging.origin(n, windows) for n in staged}
-        else:
-            origins = {n: origin(self.ev.staging, n, windows) for n in staged}
+        origins = {n: self.ev.tile_origin(n, windows) for n in staged}
         loads = {n: a.loads > 0 for n, a in self.accesses.items()}
         divergent = t.replays.get("constant address divergence", 0)
         return hints(self.ev.info, self.ev.gpu, e.sample.placement, t.placement, t.staging, origins, self.writeback(),
@@ -227,7 +220,7 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     ``hints=True`` adds the CUDA changes of the best, and names those of the top ``HINTS_CHECKED`` that cannot be
     pasted as is (``RankResult.hints_incomplete``); ``workers`` processes evaluate in
     parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` and ``stream`` as
-    for ``evaluate``; a streamed trace evaluates up to ``hms.STREAM_PLACEMENTS_PER_READ`` placements per
+    for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
     read of the file, in this process.
     """
     import traces

@@ -25,7 +25,8 @@ from traces.inputfile import read_text
 
 from .api import require_rows
 from .gpu import Gpu
-from .hms import Evaluator, Options, Terms
+from .evaluate_whole import WholeTraceEvaluator
+from .hms import Options, Terms
 from .overlap import FEATURES, OverlapModel, fit
 from .placements import parse_placement
 
@@ -72,7 +73,7 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
     except csv.Error as exc:
         # line_num counts the lines of the rows read whole; the bad one starts on the next
         raise InputError(f"{p} line {reader.line_num + 1}: not a CSV row ({exc})") from None
-    evaluators: dict[str, Evaluator] = {}
+    evaluators: dict[str, WholeTraceEvaluator] = {}
     out = []
     for i, r in rows:
         where = f"{p} line {i}"
@@ -93,7 +94,7 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
             try:
                 t = traces.read(tpath)
                 require_rows(str(tpath), len(t))
-                evaluators[key] = Evaluator(t, gpu, options)
+                evaluators[key] = WholeTraceEvaluator(t, gpu, options)
             except InputError as exc:
                 raise InputError(f"{where}: {exc}") from None
         ev = evaluators[key]
