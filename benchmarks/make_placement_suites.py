@@ -21,6 +21,10 @@ placements that were measured, and their measured times (ns):
   blocks (the kernel is the same per block; the model's ratios between the variants are
   what is compared).
 
+- ``h100_variants.toml``: the project's generator kernels measured on an H100 SXM in every
+  variant the tool advises (``h100-placements/``, its README): one entry per (kernel,
+  size, block), see ``h100_suite``.
+
 The shapes are chosen by rule, not by result: block_size_x in {16, 32, 64, 128} x
 block_size_y in {1, 2, 4, 8} with tiles 1x1 and 2x2, where the kernel's own restriction
 (the staged tile under 12 K floats) admits the shared variants; numbers only, from the
@@ -30,9 +34,11 @@ data (the data itself is never copied here).
 from __future__ import annotations
 
 import argparse
+import csv
 import gzip
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -163,6 +169,251 @@ def conv_suite(data: Path) -> str:
     return "\n".join(out)
 
 
+H100 = "h100-placements"
+H100_RUNS = ("variants-run1.csv", "variants-run2.csv")
+H100_EXTRA = "variants-extra.csv"
+MAX_TRACE_ROWS = 3_000_000
+"""An entry's trace holds at most this many rows (issue 33: "at the measured size where the trace holds
+under ~3 M rows, else the largest size that does")."""
+RATIOS_ONLY = "(ratios only)"
+"""In an entry's note: its trace is smaller than the measured run, so its measured_ns are compared as ratios
+to its sample's, never as absolute times (benchmarks/placement_accuracy.py reads this mark)."""
+
+STAGING_MISMATCH = ("shared bytes per block measured that are none of the tiles the tool stages (the window counts "
+                    "it tries, at the measured size; for a size whose trace does not hold, as at the largest measured "
+                    "size of the kind whose trace does):")
+# measured kernel -> (generator, the size parameter halved until the trace fits, the size parameters that
+# must be equal for two sizes to share a staged variant's check: see h100_suite)
+H100_KERNELS = {
+    "vecadd": ("vecadd", "n", ()),
+    "conv1d": ("conv1d", "n", ("mask_width",)),
+    "conv2d_channels": ("conv2d_channels", "height", ("channels", "mask")),
+    "matvec": ("matvec", "cols", ()),
+    "histogram": ("histogram", "n", ("bins",)),
+    "matmul": ("matmul_naive", "W", ()),
+}
+
+
+def trace_rows(generator: str, size: dict[str, int]) -> int:
+    """Rows of a generator's trace (one per warp memory instruction) at a size whose threads fill whole warps."""
+    s = size
+    if generator == "vecadd":  # a[i], b[i], v[i]
+        return 3 * s["n"] // 32
+    if generator == "conv1d":  # in[i + j], mask[j] per tap; out[i]
+        return (2 * s["mask_width"] + 1) * s["n"] // 32
+    if generator == "conv2d_channels":  # in, mask per channel and tap; out
+        return (2 * s["channels"] * s["mask"] ** 2 + 1) * s["width"] * s["height"] // 32
+    if generator == "matvec":  # A[i][j], x[j] per column; y[i]
+        return (2 * s["cols"] + 1) * s["rows"] // 32
+    if generator == "histogram":  # data[i]; bins[data[i]]
+        return 2 * s["n"] // 32
+    if generator == "matmul_naive":  # M, N per k; P
+        return (2 * s["W"] + 1) * s["W"] ** 2 // 32
+    raise KeyError(generator)
+
+
+def traced_size(kernel: str, size: dict[str, int]) -> dict[str, int]:
+    """The measured size if its trace holds at most MAX_TRACE_ROWS rows, else the largest size that does with
+    the kernel's scale parameter halved (the other parameters, the block and every power-of-two factor of the
+    measured addresses kept)."""
+    gen, param, _ = H100_KERNELS[kernel]
+    out = dict(size)
+    while trace_rows(gen, out) > MAX_TRACE_ROWS:
+        out[param] //= 2
+    return out
+
+
+def _h100_measured(data: Path) -> tuple[dict[tuple, list[dict]], list[tuple]]:
+    """(kernel, size, block, variant) -> its rows of the data's runs, and the keys in the data's order."""
+    rows: dict[tuple, list[dict]] = {}
+    order: list[tuple] = []
+    for name in (*H100_RUNS, H100_EXTRA):
+        with open(data / H100 / name, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["kernel"] not in H100_KERNELS:
+                    continue  # the empty kernel: the launch floor, no placements
+                if r["check"] != "ok":
+                    raise ValueError(f"{name}: {r['kernel']} {r['variant']} {r['size']} {r['block']}: check {r['check']!r}")
+                key = (r["kernel"], r["size"], r["block"], r["variant"])
+                if key not in rows:
+                    order.append(key)
+                rows.setdefault(key, []).append({**r, "file": name})
+    return rows, order
+
+
+def _size(text: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (p.split("=") for p in text.split(";"))}
+
+
+def _block(kernel: str, text: str) -> list[int]:
+    bx, by, _ = (int(x) for x in text.split("x"))
+    if kernel == "conv2d_channels":
+        return [bx, by]
+    if kernel == "matmul":
+        assert bx == by, text
+    return [bx]
+
+
+def h100_placement(kernel: str, variant: str) -> tuple[str | None, str]:
+    """The placement a variant code stands for ("" = the sample), or None and why the tool cannot express it."""
+    if variant == "tiled":
+        return None, ("tiled (benchmarks/kernels/matmul_tiled.cu unchanged) is another kernel, generator matmul_tiled: "
+                      "a suite entry compares placements of one trace")  # fmt: skip
+    spaces = [p.split("=", 1) for p in variant.split(";")[0].split(",")]
+    for _, sp in spaces:
+        if sp == "R*":
+            return None, ("R* (const __restrict__ pointers, plain loads) has no spelling: the tool's R is what __ldg "
+                          "compiles to")  # fmt: skip
+    moved = [f"{o}={'S/G' if sp == 'S/G-bbox' else sp}" for o, sp in spaces if sp != "G"]
+    return ",".join(moved), ""
+
+
+def _staged_tiles(generator: str, size: dict[str, int], block: list[int], placement: str) -> list[tuple[int, int]]:
+    """(windows, bytes of the staged tiles per block) of each window count the tool tries for a staged placement."""
+    import traces
+    from placement.gpu import get_gpu
+    from placement.placements import check, parse_placement
+    from placement.staging import StagingFacts
+    from traces import generators
+
+    cols, info = generators.generate(generator, list(size.values()), block)
+    tr = traces.Trace(**cols, info=info)
+    legal = check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr))
+    return [(o.windows, sum(b for _, b, _ in o.tiles)) for o in legal.staging.options]
+
+
+def h100_suite(data: Path) -> str:
+    """The H100 variants of ``h100-placements/`` as one entry per (kernel, size, block).
+
+    Each entry is the generator's trace of the sample (every array global) with the placements the
+    measured variant codes stand for, and as measured_ns the median of ``med_us`` over the data's
+    runs (two runs: their mean; variants-extra.csv: one run). A staged variant (S/G) is kept where its
+    measured shared bytes per block equal the tiles the tool stages (at one of the window counts it
+    tries) at the measured size, or, for a size whose trace does not hold, as at the largest measured
+    size of its kind (kernel, block, non-scaled size parameters) whose trace does (a tile can grow with
+    the size: matvec's x, matmul's strips): conv2d_channels' S/G-bbox at 128^2 is the tool's one-window
+    S/G, its per-channel S/G of 3 channels is none of the tool's window counts.
+    """
+    rows, order = _h100_measured(data)
+    groups: dict[tuple, list[str]] = {}
+    for kernel, size, block, variant in order:
+        groups.setdefault((kernel, size, block), []).append(variant)
+    verdicts: dict[tuple, tuple[bool, str]] = {}
+
+    def check(kernel: str, at: dict[str, int], block: str, staged: str, smem: int) -> tuple[bool, str]:
+        key = (kernel, tuple(at.items()), block, staged, smem)
+        if key not in verdicts:
+            tried = _staged_tiles(H100_KERNELS[kernel][0], at, _block(kernel, block), staged)
+            where = ", ".join(f"{k}={v}" for k, v in at.items())
+            tool = " or ".join(f"{w} window{'s' if w > 1 else ''} of {b} B" for w, b in tried)
+            verdicts[key] = (any(b == smem for _, b in tried),
+                             f"{kernel} {staged}, block {block}, {where}: {smem} B measured; the tool stages {tool}")
+        return verdicts[key]
+
+    def staged_ok(kernel: str, size: str, block: str, variant: str, placement: str) -> tuple[bool, str]:
+        """At the measured size where its trace holds, else as at the largest measured size of the same kind
+        (kernel, block, non-scaled parameters) whose trace holds: a tile can grow with the size (matvec's x)."""
+        gen, _, shape = H100_KERNELS[kernel]
+        sz = _size(size)
+        staged = ",".join(x for x in placement.split(",") if "=S/" in x)
+        if trace_rows(gen, sz) <= MAX_TRACE_ROWS:
+            return check(kernel, sz, block, staged, int(rows[(kernel, size, block, variant)][0]["smem_bytes"]))
+        like = [(s, v) for (k, s, b), vs in groups.items() for v in vs
+                if k == kernel and b == block and h100_placement(k, v)[0] == placement
+                and all(_size(s)[p] == sz[p] for p in shape) and trace_rows(gen, _size(s)) <= MAX_TRACE_ROWS]  # fmt: skip
+        if not like:
+            return check(kernel, traced_size(kernel, sz), block, staged,
+                         int(rows[(kernel, size, block, variant)][0]["smem_bytes"]))
+        s, v = max(like, key=lambda x: trace_rows(gen, _size(x[0])))
+        return check(kernel, _size(s), block, staged, int(rows[(kernel, s, block, v)][0]["smem_bytes"]))
+
+    kept = left = 0
+    left_out: dict[str, set[str]] = {}
+    facts: list[str] = []
+    entries: list[str] = []
+    for (kernel, size, block), variants in groups.items():
+        gen, _, _ = H100_KERNELS[kernel]
+        sz = _size(size)
+        tsz = traced_size(kernel, sz)
+        blk = _block(kernel, block)
+        places, times, notes, used = [], [], [], []
+        for v in variants:
+            rs = rows[(kernel, size, block, v)]
+            p, why = h100_placement(kernel, v)
+            if p is not None and "=S/" in p:
+                ok, fact = staged_ok(kernel, size, block, v, p)
+                if not ok:
+                    p, why = None, STAGING_MISMATCH
+                    if fact not in facts:
+                        facts.append(fact)
+            if p is None:
+                left += 1
+                left_out.setdefault(why, set()).add(f"{kernel} {v}")
+                continue
+            if p in places:
+                raise ValueError(f"h100: {kernel} {size} {block}: {v} and {used[places.index(p)]} are both {p!r}")
+            kept += 1
+            places.append(p)
+            used.append(v)
+            times.append(round(statistics.median(float(r["med_us"]) for r in rs) * 1e3, 1))
+            if ";windows=" in v:
+                notes.append(f"{p} measured with {v.split(';')[1]}")
+            if "S/G-bbox" in v:
+                notes.append(f"{p}: the measured {v}")
+        if "" not in places:
+            raise ValueError(f"h100: {kernel} {size} {block}: no sample (all-G) variant measured")
+        runs = sorted({r["file"] for v in used for r in rows[(kernel, size, block, v)]})
+        runs_said = "the two runs" if list(runs) == sorted(H100_RUNS) else " and ".join(runs)
+        tag = "-".join(str(x) for x in sz.values())
+        eid = f"{kernel}-{tag}-b{'x'.join(map(str, blk))}"
+        where = "; ".join(dict.fromkeys(notes))
+        if tsz == sz:
+            how = f"traced at the measured size ({trace_rows(gen, tsz):,} rows)"
+        else:
+            t = ";".join(f"{k}={v}" for k, v in tsz.items())
+            how = (f"traced at {t} ({trace_rows(gen, tsz):,} rows; the measured size has {trace_rows(gen, sz):,}), "
+                   f"{RATIOS_ONLY}: measured_ns are the measured size's, unscaled")  # fmt: skip
+        note = f"measured {size}, block {block}; {how}; med_us of {runs_said}" + (f"; {where}" if where else "")
+        entries += [
+            "[[entry]]", f'id = "{eid}"', f'generator = "{gen}"', f"size = {_toml_list(list(tsz.values()))}",
+            f"block = {_toml_list(blk)}", f"placements = {_toml_list(places)}", f"measured_ns = {_toml_list(times)}",
+            f"note = {json.dumps(note)}", "",
+        ]  # fmt: skip
+    head = [
+        "# The project's generator kernels measured on an NVIDIA H100 SXM (sm_90, CUDA 13.0) in every variant the",
+        "# tool advises: ../shared/data/h100-placements/ (its README has the codes and the method). Written by",
+        "# benchmarks/make_placement_suites.py; do not edit by hand.  Run:",
+        "#     placement batch configs/suites/h100_variants.toml -o h100.parquet --workers 1",
+        "#     python benchmarks/placement_accuracy.py h100.parquet",
+        "#",
+        "# One entry per (kernel, size, block) of variants-run1.csv / variants-run2.csv and the histogram rows of",
+        "# variants-extra.csv. Variant codes -> placements: G = the sample (\"\"), R = R (__ldg), T = T, C = C,",
+        "# S/G = S/G (the tool picks its windows; matmul's measured windows are in the note). measured_ns: the",
+        "# median of med_us (30 launches, each after an L2 flush) over the two runs, i.e. their mean; one run for",
+        "# variants-extra.csv.",
+        f"# The trace is the measured size's where it holds at most {MAX_TRACE_ROWS:,} rows; else the largest size",
+        "# that does with one parameter halved (vecadd, conv1d, histogram: n; conv2d_channels: height, keeping",
+        "# the row pitch; matvec: cols, keeping the grid; matmul_naive: W), said in the entry's note, which is then",
+        f"# marked {RATIOS_ONLY}: its measured_ns are the measured size's, unscaled, and placement_accuracy.py",
+        "# compares them only as ratios to the entry's sample (no absolute time error).",
+        f"# Left out ({left} measured variants; {kept} kept):",
+    ]
+    for why, what in left_out.items():
+        head.append(f"#   {', '.join(sorted(what))}: {why}")
+        if why == STAGING_MISMATCH:
+            head += [f"#     {f}" for f in facts]
+    head += [
+        "# and the empty kernel of variants-extra.csv (the launch + event floor, 3.9-43 us: no placements).",
+        "",
+        'name = "h100-variants"',
+        'description = "generator kernels in every advised variant, measured on an H100 SXM"',
+        'gpu = "h100"',
+        "",
+    ]
+    print(f"h100 variants: {len(groups)} entries, {kept} variants kept, {left} left out", file=sys.stderr)
+    return "\n".join(head + entries)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
@@ -178,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     for s in skipped:
         print(f"matmul: left out {s}", file=sys.stderr)
     (out / "kerneltuner_conv_a100.toml").write_text(conv_suite(data))
-    print(f"wrote {out}/gpuperfpredict_matmul.toml and {out}/kerneltuner_conv_a100.toml", file=sys.stderr)
+    if (data / H100).is_dir():
+        (out / "h100_variants.toml").write_text(h100_suite(data))
+    else:
+        print(f"h100: no folder {data / H100}: h100_variants.toml not written", file=sys.stderr)
+    print(f"wrote {out}/gpuperfpredict_matmul.toml, {out}/kerneltuner_conv_a100.toml and {out}/h100_variants.toml",
+          file=sys.stderr)  # fmt: skip
     return 0
 
 

@@ -17,32 +17,88 @@ For every (entry, GPU) of a ``placement batch`` results file with measured times
   best (variants that close are ties within run-to-run noise: S/G and S/R of the
   convolution often differ by 1 %);
 - **Kendall tau** between predicted and measured order, per entry (the batch's own
-  column), median over entries.
+  column), median over entries;
+- **absolute time error** (issue 33): |model time / measured time - 1| of every measured
+  placement (the sample too) that runs ``ABS_MIN_NS`` (20 us) or more, median, with the
+  median of model / measured beside it; entries whose suite note carries ``RATIOS_ONLY``
+  (a trace smaller than the measured run: ``make_placement_suites.py``) are left out of it,
+  which needs the suite file the results name (found and unchanged); without it there is
+  no absolute figure, and the output says why.
 
+Beside each figure, issue 33's goal (``GOALS``); per kernel the same figures, one line each.
 Prints one table per file (and the misses), or one JSON document with ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
+import tomllib
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
 SIGNIFICANT = 0.10
 NEAR = 0.02
+ABS_MIN_NS = 20_000.0
+RATIOS_ONLY = "(ratios only)"
+"""The mark make_placement_suites.py puts in the note of an entry traced smaller than its measured run."""
+GOALS = {
+    "sign_share": (">=", 0.95),
+    "median_ratio_error": ("<=", 0.10),
+    "near_top1_share": (">=", 0.80),
+    "median_kendall_tau": (">=", 0.70),
+    "median_abs_error": ("<=", 0.25),
+}
+"""Issue 33's "done when" figures."""
+
+
+def ratios_only_entries(path: str) -> tuple[set[str] | None, str]:
+    """The ids of the results' suite entries marked RATIOS_ONLY, or None and why the suite cannot tell."""
+    md = pq.read_schema(path).metadata or {}
+    raw = md.get(b"placement.batch")
+    if raw is None:
+        return None, "the results name no suite"
+    suite = json.loads(raw).get("suite", {})
+    sp = Path(suite.get("resolved") or suite.get("path") or "")
+    if not sp.is_file():
+        return None, f"its suite {str(sp)!r} is not there"
+    data = sp.read_bytes()
+    if hashlib.sha256(data).hexdigest() != suite.get("sha256"):
+        return None, f"its suite {str(sp)!r} changed since the run (SHA-256)"
+    entries = tomllib.loads(data.decode()).get("entry", [])
+    return {e.get("id", "") for e in entries if RATIOS_ONLY in e.get("note", "")}, ""
 
 
 def score(path: str) -> dict:
     rows = [r for r in pq.read_table(path).to_pylist() if r.get("measured_ns") is not None]
+    ratios_only, why = ratios_only_entries(path)
+    kernels: dict[str, list[dict]] = {}
+    for r in rows:
+        kernels.setdefault(r["kernel"], []).append(r)
+    by_kernel = {k: score_rows(rs, ratios_only, why) for k, rs in kernels.items()}
+    for v in by_kernel.values():
+        del v["rows"], v["misses"]
+    return {"file": path, **score_rows(rows, ratios_only, why), "by_kernel": by_kernel}
+
+
+def score_rows(rows: list[dict], ratios_only: set[str] | None = frozenset(), why: str = "") -> dict:
+    """The figures of result rows with measured times (``ratios_only``: entry ids left out of the absolute
+    error; None: no absolute error, for the reason ``why``)."""
     by_entry: dict[tuple, list[dict]] = {}
     for r in rows:
         by_entry.setdefault((r["entry"], r["gpu"]), []).append(r)
     sign_ok = sign_n = top1 = near = 0
-    errors, taus, misses, lines = [], [], [], []
+    errors, taus, misses, lines, abs_errors, abs_ratios = [], [], [], [], [], []
     for (entry, gpu), rs in by_entry.items():
+        if ratios_only is not None and entry not in ratios_only:
+            for r in rs:
+                if r["measured_ns"] >= ABS_MIN_NS:
+                    abs_ratios.append(r["model_ns"] / r["measured_ns"])
+                    abs_errors.append(abs(abs_ratios[-1] - 1.0))
         sample = next((r for r in rs if r["placement"] == "sample"), None)
         if sample is None:
             continue
@@ -69,7 +125,6 @@ def score(path: str) -> dict:
             taus.append(tau)
     n = len(by_entry)
     return {
-        "file": path,
         "entries": n,
         "placements": len(errors),
         "significant_effects": sign_n,
@@ -80,6 +135,10 @@ def score(path: str) -> dict:
         "top1_share": top1 / n if n else None,
         "near_top1_share": near / n if n else None,
         "median_kendall_tau": statistics.median(taus) if taus else None,
+        "abs_placements": len(abs_errors),
+        "median_abs_error": statistics.median(abs_errors) if abs_errors else None,
+        "median_model_over_measured": statistics.median(abs_ratios) if abs_ratios else None,
+        "abs_left_out": why if ratios_only is None else f"{len(ratios_only)} entries marked {RATIOS_ONLY}",
         "misses": misses,
         "rows": [{"entry": e, "gpu": g, "placement": p, "measured_ratio": m, "predicted_ratio": q, "error": x}
                  for e, g, p, m, q, x in lines],
@@ -100,15 +159,41 @@ def main(argv: list[str] | None = None) -> int:
         for r in s["rows"]:
             print(f"  {r['entry']:28s} {r['gpu']:7s} {r['placement']:12s} measured {r['measured_ratio']:6.3f}  "
                   f"predicted {r['predicted_ratio']:6.3f}  error {100 * r['error']:5.1f} %")
-        fmt = lambda x, pct=True: "n/a" if x is None else (f"{100 * x:.1f} %" if pct else f"{x:.2f}")  # noqa: E731
-        print(f"  sign of effects > 10 %: {s['sign_right']}/{s['significant_effects']} ({fmt(s['sign_share'])})")
-        print(f"  ratio error: median {fmt(s['median_ratio_error'])}, mean {fmt(s['mean_ratio_error'])}")
-        print(f"  predicted best = measured best: {fmt(s['top1_share'])} of entries; "
-              f"within {NEAR:.0%} of the measured best: {fmt(s['near_top1_share'])}")
-        print(f"  Kendall tau per entry, median: {fmt(s['median_kendall_tau'], False)}")
+        print(f"  sign of effects > 10 %: {s['sign_right']}/{s['significant_effects']} ({_fmt(s['sign_share'])})"
+              f"{_goal(s, 'sign_share')}")
+        print(f"  ratio error: median {_fmt(s['median_ratio_error'])}{_goal(s, 'median_ratio_error')}, "
+              f"mean {_fmt(s['mean_ratio_error'])}")
+        print(f"  predicted best = measured best: {_fmt(s['top1_share'])} of entries; "
+              f"within {NEAR:.0%} of the measured best: {_fmt(s['near_top1_share'])}{_goal(s, 'near_top1_share')}")
+        print(f"  Kendall tau per entry, median: {_fmt(s['median_kendall_tau'], False)}{_goal(s, 'median_kendall_tau')}")
+        print(f"  absolute time error, placements of {ABS_MIN_NS / 1e3:g} us or more: median "
+              f"{_fmt(s['median_abs_error'])}{_goal(s, 'median_abs_error')} over {s['abs_placements']}, model / "
+              f"measured median {_fmt(s['median_model_over_measured'], False)} (left out: {s['abs_left_out']})")
         for m in s["misses"]:
             print(f"  wrong sign: {m}")
+        kernels = s["by_kernel"]
+        if len(kernels) > 1:
+            print("  per kernel: entries, sign right / effects > 10 %, median ratio error, predicted best within "
+                  f"{NEAR:.0%}, median tau, median absolute error (n), model / measured")
+            for k, v in kernels.items():
+                print(f"    {k:24s} {v['entries']:3d}  {v['sign_right']:3d}/{v['significant_effects']:<3d}  "
+                      f"{_fmt(v['median_ratio_error']):>7s}  {_fmt(v['near_top1_share']):>7s}  "
+                      f"{_fmt(v['median_kendall_tau'], False):>5s}  {_fmt(v['median_abs_error']):>7s} "
+                      f"({v['abs_placements']})  {_fmt(v['median_model_over_measured'], False)}")
     return 0
+
+
+def _fmt(x, pct: bool = True) -> str:
+    return "n/a" if x is None else (f"{100 * x:.1f} %" if pct else f"{x:.2f}")
+
+
+def _goal(s: dict, key: str) -> str:
+    op, goal = GOALS[key]
+    x = s[key]
+    if x is None:
+        return ""
+    met = x >= goal if op == ">=" else x <= goal
+    return f" [goal {op} {_fmt(goal, key != 'median_kendall_tau')}: {'met' if met else 'not met'}]"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,181 @@
+"""benchmarks/make_placement_suites.py's H100 suite and benchmarks/placement_accuracy.py's figures."""
+
+import csv
+import hashlib
+import importlib.util
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from placement.batch import load_suite
+from traces import generators
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "configs" / "suites" / "h100_variants.toml"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def mk():
+    return _load("make_placement_suites")
+
+
+@pytest.fixture(scope="module")
+def acc():
+    return _load("placement_accuracy")
+
+
+@pytest.mark.parametrize("gen,size,block", [
+    ("vecadd", {"n": 4096}, [256]),
+    ("conv1d", {"n": 4096, "mask_width": 7}, [128]),
+    ("conv2d_channels", {"width": 64, "height": 32, "channels": 3, "mask": 3}, [16, 16]),
+    ("conv2d_channels", {"width": 64, "height": 32, "channels": 1, "mask": 5}, [32, 8]),
+    ("matvec", {"rows": 256, "cols": 128}, [128]),
+    ("histogram", {"n": 8192, "bins": 256}, [512]),
+    ("matmul_naive", {"W": 64}, [8]),
+])  # fmt: skip
+def test_trace_rows_is_the_generators_row_count(mk, gen, size, block):
+    cols, _ = generators.generate(gen, list(size.values()), block)
+    assert mk.trace_rows(gen, size) == len(next(iter(cols.values())))
+
+
+def test_traced_size_halves_the_scale_parameter_until_the_trace_holds(mk):
+    # vecadd: 3 rows a warp; 2^26 -> 6.3 M rows, 2^25 -> 3,145,728 > 3 M, 2^24 -> 1.57 M
+    assert mk.traced_size("vecadd", {"n": 1 << 26}) == {"n": 1 << 24}
+    assert mk.traced_size("vecadd", {"n": 1 << 24}) == {"n": 1 << 24}
+    # conv2d_channels 2048^2, 3 channels, 3x3: 55 rows a warp; height 1024 -> 3.6 M, 512 -> 1.8 M (width kept)
+    assert mk.traced_size("conv2d_channels", {"width": 2048, "height": 2048, "channels": 3, "mask": 3}) == {
+        "width": 2048, "height": 512, "channels": 3, "mask": 3}
+    # matvec 8192^2: (2 * cols + 1) * 256 warps; cols 4096 -> 2.1 M (rows, the grid, kept)
+    assert mk.traced_size("matvec", {"rows": 8192, "cols": 8192}) == {"rows": 8192, "cols": 4096}
+    # matmul W: (2W + 1) W^2 / 32; 512 -> 8.4 M, 256 -> 1.05 M
+    assert mk.traced_size("matmul", {"W": 2048}) == {"W": 256}
+
+
+def test_variant_codes_map_to_placements(mk):
+    assert mk.h100_placement("vecadd", "a=G,b=G") == ("", "")
+    assert mk.h100_placement("vecadd", "a=T,b=R") == ("a=T,b=R", "")
+    assert mk.h100_placement("conv1d", "in=S/G,mask=C") == ("in=S/G,mask=C", "")
+    assert mk.h100_placement("matmul", "M=S/G,N=S/G;windows=4") == ("M=S/G,N=S/G", "")
+    assert mk.h100_placement("conv2d_channels", "in=S/G-bbox,mask=G") == ("in=S/G", "")
+    for kernel, v in (("conv1d", "in=R*,mask=G"), ("conv1d", "in=G,mask=R*"), ("matmul", "tiled")):
+        p, why = mk.h100_placement(kernel, v)
+        assert p is None and why
+
+
+HEADER = ["group", "kernel", "variant", "size", "block", "grid", "smem_bytes", "med_us", "check", "note"]
+
+
+def _write(path: Path, rows: list[tuple]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for kernel, variant, size, block, smem, med in rows:
+            w.writerow(["gen", kernel, variant, size, block, "1x1x1", smem, med, "ok", ""])
+
+
+def test_h100_suite_from_hand_made_data(mk, tmp_path):
+    d = tmp_path / "h100-placements"
+    d.mkdir()
+    # histogram 2^16, 256 bins, block 256: privatized bins are 1024 B (the tool's tile); 2048 B is not
+    run1 = [("vecadd", "a=G,b=G", "n=67108864", "256x1x1", 0, "10.0"),
+            ("vecadd", "a=G,b=R", "n=67108864", "256x1x1", 0, "20.0"),
+            ("conv1d", "in=G,mask=G", "n=4096;mask_width=7", "128x1x1", 0, "5.0"),
+            ("conv1d", "in=R*,mask=G", "n=4096;mask_width=7", "128x1x1", 0, "4.0"),
+            ("histogram", "bins=G", "n=65536;bins=256", "256x1x1", 0, "30.0"),
+            ("histogram", "bins=S/G", "n=65536;bins=256", "256x1x1", 1024, "3.0"),
+            ("histogram", "bins=G", "n=65536;bins=256", "512x1x1", 0, "30.0"),
+            ("histogram", "bins=S/G", "n=65536;bins=256", "512x1x1", 2048, "3.0")]  # fmt: skip
+    run2 = [r[:5] + ({"10.0": "12.0", "20.0": "21.0"}.get(r[5], r[5]),) for r in run1]
+    _write(d / "variants-run1.csv", run1)
+    _write(d / "variants-run2.csv", run2)
+    _write(d / "variants-extra.csv", [("empty", "empty", "grid=1", "256x1x1", 0, "3.9"),
+                                      ("histogram", "bins=G", "n=131072;bins=256", "256x1x1", 0, "60.0")])
+    text = mk.h100_suite(tmp_path)
+    doc = tomllib.loads(text)
+    entries = {e["id"]: e for e in doc["entry"]}
+    assert list(entries) == ["vecadd-67108864-b256", "conv1d-4096-7-b128", "histogram-65536-256-b256",
+                             "histogram-65536-256-b512", "histogram-131072-256-b256"]  # fmt: skip
+    v = entries["vecadd-67108864-b256"]
+    assert v["size"] == [1 << 24] and v["block"] == [256]
+    assert v["placements"] == ["", "b=R"] and v["measured_ns"] == [11000.0, 20500.0]  # medians of two runs
+    assert mk.RATIOS_ONLY in v["note"] and "n=16777216" in v["note"]
+    c = entries["conv1d-4096-7-b128"]
+    assert c["placements"] == [""] and c["measured_ns"] == [5000.0] and mk.RATIOS_ONLY not in c["note"]
+    assert entries["histogram-65536-256-b256"]["placements"] == ["", "bins=S/G"]
+    assert entries["histogram-65536-256-b512"]["placements"] == [""]  # 2048 B measured: not the tool's tile
+    assert "variants-extra.csv" in entries["histogram-131072-256-b256"]["note"]
+    assert "conv1d in=R*,mask=G" in text and "histogram bins=S/G" in text and "2048 B measured" in text
+    assert "empty" not in entries
+
+
+def test_bundled_h100_suite_parses_and_holds(mk):
+    suite = load_suite(SUITE)
+    assert suite.gpus == ["h100"]
+    assert {e.source.generator for e in suite.entries} <= set(generators.names())
+    notes = {e["id"]: e["note"] for e in tomllib.loads(SUITE.read_text())["entry"]}
+    for e in suite.entries:
+        assert e.placements[0] == "" and len(e.measured_ns) == len(e.placements)
+        spec = generators.get(e.source.generator)
+        size = dict(zip((p.name for p in spec.size), e.source.size))
+        assert mk.trace_rows(e.source.generator, size) <= mk.MAX_TRACE_ROWS
+        measured = e.id.split("-")[1:-1]  # the measured size's values, in the generator's order
+        assert (list(map(int, measured)) != list(size.values())) == (mk.RATIOS_ONLY in notes[e.id]), e.id
+
+
+def _rows():
+    def r(entry, placement, measured, model, tau, kernel="k1"):
+        return {"entry": entry, "gpu": "h100", "kernel": kernel, "placement": placement, "measured_ns": measured,
+                "model_ns": model, "kendall_tau": tau}
+
+    return [
+        r("A", "sample", 100_000.0, 50_000.0, 1.0), r("A", "x=R", 80_000.0, 45_000.0, 1.0),
+        r("A", "x=T", 130_000.0, 55_000.0, 1.0),
+        r("B", "sample", 10_000.0, 10_000.0, -1.0, "k2"), r("B", "x=R", 9_500.0, 12_000.0, -1.0, "k2"),
+        r("C", "sample", 50_000.0, 10_000.0, 1.0, "k2"), r("C", "x=R", 60_000.0, 11_000.0, 1.0, "k2"),
+    ]  # fmt: skip
+
+
+def test_score_rows_hand_computed(acc):
+    s = acc.score_rows(_rows(), {"C"})
+    # ratio errors: A |0.9/0.8 - 1| = 0.125, |1.1/1.3 - 1| = 0.1538; B |1.2/0.95 - 1| = 0.2632; C |1.1/1.2 - 1| = 0.0833
+    assert s["placements"] == 4
+    assert s["median_ratio_error"] == pytest.approx((0.125 + 0.2 / 1.3) / 2)
+    assert s["significant_effects"] == 3 and s["sign_right"] == 3  # B's 5 % is no effect
+    assert s["top1_share"] == pytest.approx(2 / 3) and s["near_top1_share"] == pytest.approx(2 / 3)  # B: 10.0 > 9.69
+    assert s["median_kendall_tau"] == 1.0  # B and C have two placements: no tau
+    # absolute: A only (B under 20 us, C ratios only): |0.5 - 1|, |45/80 - 1|, |55/130 - 1|
+    assert s["abs_placements"] == 3 and s["median_abs_error"] == pytest.approx(0.5)
+    assert s["median_model_over_measured"] == pytest.approx(0.5)
+    none = acc.score_rows(_rows(), None, "no suite")
+    assert none["median_abs_error"] is None and none["abs_left_out"] == "no suite"
+    assert acc.score_rows(_rows(), set())["abs_placements"] == 5  # C's 50 and 60 us count too
+
+
+def test_score_reads_the_ratios_only_marks_from_the_suite(acc, tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[[entry]]\nid = "A"\nnote = "x"\n[[entry]]\nid = "C"\nnote = "traced smaller (ratios only): y"\n')
+    table = pa.Table.from_pylist(_rows())
+    meta = {"suite": {"path": str(suite), "resolved": str(suite), "sha256": hashlib.sha256(suite.read_bytes()).hexdigest()}}
+    out = tmp_path / "r.parquet"
+    pq.write_table(table.replace_schema_metadata({b"placement.batch": json.dumps(meta).encode()}), out)
+    assert acc.ratios_only_entries(str(out)) == ({"C"}, "")
+    s = acc.score(str(out))
+    assert s["abs_placements"] == 3 and s["median_abs_error"] == pytest.approx(0.5)
+    assert s["by_kernel"]["k1"]["median_ratio_error"] == pytest.approx((0.125 + 0.2 / 1.3) / 2)
+    assert s["by_kernel"]["k2"]["placements"] == 2 and math.isclose(s["by_kernel"]["k2"]["top1_share"], 0.5)
+    suite.write_text(suite.read_text() + "\n")
+    ids, why = acc.ratios_only_entries(str(out))
+    assert ids is None and "changed" in why
+    assert acc.score(str(out))["median_abs_error"] is None
