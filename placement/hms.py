@@ -730,14 +730,17 @@ class MemoryRun:
         self.queue.feed(piece.bank, arrival, busy, latency)
 
     def finish(self):
-        """:func:`terms`' memory function of the run."""
+        """:func:`terms`' memory function of the run. The hierarchy goes: its last rows and buffers are freed now,
+        not when the garbage collector finds the cycle its ``on_dram`` makes (a batch of many tasks grew by them)."""
         h = self.hier.finish()
+        blocks = self.hier.blocks_per_sm
+        self.hier = None
         tb = h.dram_bytes / h.dram_requests if h.dram_requests else float(self.gpu.memory.line_bytes)
         opts = self.opts
         mode = opts.queue if opts.queuing else "exact"
 
         def memory(blocks_per_sm: int, in_flight: float) -> _Memory:
-            assert blocks_per_sm == self.hier.blocks_per_sm
+            assert blocks_per_sm == blocks
             return _reduce(h, self.queue.result(mode, population=in_flight), tb, self.gpu, self.cfg, opts)
 
         return memory

@@ -209,3 +209,72 @@ def test_a_staged_evaluation_is_bounded_by_its_pieces(mode, tmp_path):
     peak, stores, rows = _peak(mode, 1 << 21, tmp_path / "h.parquet")
     assert rows == 131072 and stores > 15 * 65536  # zeroing a tile of up to 512 bins: up to 16 warp stores a block
     assert peak < PEAK_BOUND, f"{peak / 2**20:.0f} MiB"
+
+
+def test_a_finished_memory_run_lets_its_rows_go():
+    # MemoryRun (a placement's hierarchy and queues fed rows a piece at a time) and its HierarchyStream made a
+    # reference cycle (on_dram, a bound method), so a finished run kept its last wave of rows and its buffers
+    # until the garbage collector ran: a batch of many tasks grew by them. Finished, the stream goes at once.
+    import gc
+    import weakref
+
+    from placement.gpu import get_gpu
+    from placement.hms import MemoryRun, Options
+    from traces.generators import generate
+
+    cols, info = generate("histogram", [4096, 64], [32])
+    t = traces.Trace(**cols, info=info)
+    gc.collect()
+    gc.disable()
+    try:
+        run = MemoryRun(info, get_gpu("a100"), Options(), 8)
+        run.feed(t)
+        hier = weakref.ref(run.hier)
+        memory = run.finish()
+        assert hier() is None
+        assert memory(8, 100.0).requests > 0
+    finally:
+        gc.enable()
+
+
+BATCH = """\
+name = "four"
+gpu = "a100"
+""" + "".join(f"""
+[[entry]]
+id = "h{n}"
+generator = "histogram"
+size = [{n}, 64]
+block = [32]
+placements = ["", "bins=S/G"]
+""" for n in (8192, 16384, 24576, 32768))
+
+
+def test_a_batch_holds_no_more_than_its_largest_trace(tmp_path, monkeypatch):
+    # whenever a batch loads (generates) a trace, in planning or to run a task, the traces it still holds and the
+    # new one hold no more rows than its largest (issue 34: the plan kept every generated trace up to 4 M rows for
+    # the run, and each process's caches up to 8 M rows of traces and evaluators, so memory grew with the tasks)
+    import gc
+    import weakref
+
+    from placement import batch
+    from placement.batch import suite as suite_mod
+
+    alive: list[weakref.ref] = []
+    held: list[int] = []
+    real = suite_mod.TraceSource.load
+
+    def load(self):
+        t = real(self)
+        gc.collect()
+        alive.append(weakref.ref(t))
+        held.append(sum(len(x) for x in (r() for r in alive) if x is not None))
+        return t
+
+    monkeypatch.setattr(suite_mod.TraceSource, "load", load)
+    path = tmp_path / "four.toml"
+    path.write_text(BATCH)
+    r = batch.run(str(path), str(tmp_path / "out.parquet"), workers=1)
+    assert r.rows == 8
+    largest = 32768 // 16  # rows: a load and a reduction per warp
+    assert max(held) <= largest, held  # (before: 5,120, every trace the plan generated)

@@ -28,7 +28,8 @@ DASK_CONNECT_TIMEOUT = "10s"
 
 
 CACHE_ROWS = 8_000_000
-"""Rows of the traces a process keeps (evaluators and loaded traces), least recently used first out."""
+"""Rows of the traces a process's evaluator cache keeps, least recently used first out (a local batch holds
+less: ``_make_room``)."""
 
 
 class _EvaluatorCache:
@@ -54,6 +55,20 @@ class _EvaluatorCache:
                     self.items.popitem(last=False)
             self.items.move_to_end(key)
             return ev
+
+    def held(self) -> dict[str, int]:
+        """The rows of the trace (by trace key) of each evaluator, least recently used first."""
+        with self.lock:
+            out: dict[str, int] = {}
+            for key, ev in self.items.items():
+                out.setdefault(key[0], len(ev.trace))
+            return out
+
+    def drop(self, trace_key: str) -> None:
+        """Forget the evaluators of one trace."""
+        with self.lock:
+            for key in [k for k in self.items if k[0] == trace_key]:
+                del self.items[key]
 
 
 _CACHE = _EvaluatorCache()
@@ -90,14 +105,35 @@ def evaluate_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options
     return [r for t in chunk for r in evaluate_task(t, trace, gpu, options, options_key)]
 
 
-def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str
-                 ) -> list[dict[str, Any]]:  # fmt: skip
+def _make_room(key: str, rows: int, limit: int) -> None:
+    """Drop what this process holds of other traces (their traces and evaluators, oldest first) until it holds,
+    with trace ``key`` (``rows`` rows), no more than ``limit`` rows: the largest trace's, so that a batch holds no
+    more than its largest task however many tasks it runs (issue 34). Done before the trace is loaded, so that
+    the traces dropped are gone first."""
+    held = {k: len(t) for k, t in _TRACES.items()}
+    for k, n in _CACHE.held().items():
+        held.setdefault(k, n)
+    total = sum(held.values()) + (0 if key in held else rows)
+    for k in list(held):
+        if total <= limit:
+            break
+        if k == key:
+            continue
+        _TRACES.pop(k, None)
+        _CACHE.drop(k)
+        total -= held[k]
+        log.debug("batch: dropped trace %s (%d rows) to make room for %s", k, held[k], key)
+
+
+def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str,
+                 rows: int = 0, limit: int = CACHE_ROWS) -> list[dict[str, Any]]:  # fmt: skip
+    """``evaluate_chunk`` in a local process, with the chunk's trace (``rows`` rows) loaded once per process and
+    kept while room allows (``_make_room``: ``limit`` rows)."""
     key = chunk[0].trace_key
+    _make_room(key, rows, limit)
     trace = _TRACES.get(key)
     if trace is None:  # a trace file, or a generator's trace the plan did not keep: loaded once per process
         trace = _TRACES[key] = source.load()
-        while len(_TRACES) > 1 and sum(len(t) for t in _TRACES.values()) > CACHE_ROWS:
-            _TRACES.pop(next(k for k in _TRACES if k != key))
     return evaluate_chunk(chunk, trace, gpu, options, options_key)
 
 
@@ -143,10 +179,18 @@ def chunks(plan_: Plan, todo: Sequence[Task], workers: int) -> list[tuple[Task, 
 def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: dict[str, Gpu], okey: str
            ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
     opts = plan_.suite.options
+    # the plan's traces move to this process's cache, where they are dropped to make room (_make_room)
+    _TRACES.update(plan_.loaded)
+    plan_.loaded.clear()
+    limit = max(plan_.trace_rows.values(), default=0)
+
+    def run(c: tuple[Task, ...]) -> list[dict]:
+        key = c[0].trace_key
+        return _local_chunk(c, plan_.sources[key], gpus[c[0].gpu], opts, okey, plan_.trace_rows.get(key, 0), limit)
+
     if workers <= 1 or len(work) <= 1:
-        _TRACES.update(plan_.loaded)
         for c in work:
-            yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+            yield c, run(c)
         return
     methods = multiprocessing.get_all_start_methods()
     fork = "fork" in methods
@@ -154,19 +198,18 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
     if fork:
         # The first chunk here: the workers forked after it inherit the kernels it compiled or
         # loaded from numba's cache (and its evaluator), so none of them compiles them again.
-        _TRACES.update(plan_.loaded)
         c, *work = work
-        yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+        yield c, run(c)
         if len(work) <= 1:
             log.info("batch: the last chunk in this process (one chunk does not need workers)")
             for c in work:
-                yield c, _local_chunk(c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey)
+                yield c, run(c)
             return
     log.info("batch: %d chunks over %d worker processes (%s)", len(work), workers, ctx.get_start_method())
     # With fork the initializer's arguments are inherited, not pickled.
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(plan_.loaded, os.getpid())) as pool:
-        futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey): c
-                   for c in work}  # fmt: skip
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(dict(_TRACES), os.getpid())) as pool:
+        futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey,
+                               plan_.trace_rows.get(c[0].trace_key, 0), limit): c for c in work}  # fmt: skip
         try:
             for f in as_completed(futures):
                 yield futures[f], f.result()
