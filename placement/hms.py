@@ -761,21 +761,6 @@ def staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
     return added, detail
 
 
-_MOVED = {"Evaluator": ("evaluate_whole", "WholeTraceEvaluator"),
-          "StreamEvaluator": ("evaluate_stream", "StreamEvaluator"),
-          "StreamOrderError": ("evaluate_stream", "StreamOrderError")}  # fmt: skip
-"""Names that moved out of this module, for the callers not yet updated (api, training): to be removed."""
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        module, attr = _MOVED[name]
-        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["Evaluation", "Issue", "MemoryRun", "Options", "Residency", "Target", "Terms", "addr_cost_table",
            "dram_stream", "evaluation", "parallelism", "residency", "t_comp", "t_kernel", "t_mem", "t_overlap", "terms",
            "w_serial", "whole_memory"]
