@@ -196,10 +196,10 @@ def _peak(mode: str, n: int, path) -> tuple[int, int, int]:
 
 PEAK_BOUND = 640 << 20
 """Bytes an evaluation of the histogram's bins=S/G may allocate (traced by tracemalloc) beyond its evaluator: the
-pieces' columns (buffers of ``STAGE_PIECE_ROWS`` rows of 289 bytes, 145 MiB) and the hierarchy's work on one piece.
+pieces' columns (buffers of ``STAGE_PIECE_ROWS`` rows of 289 bytes, 72 MiB) and the hierarchy's work on one piece.
 The whole staged trace of 2**21 elements (3.18 M rows of 289 bytes, 0.9 GiB) went well over it: 1,278 MiB allocated
 by the whole-trace evaluator, 1,118 MiB by the streamed one with its trace in one group (both measured before the
-pieces); in pieces they allocate 354 and 453 MiB."""
+pieces); in pieces of 2**18 rows they allocate 229 and 294 MiB."""
 
 
 @pytest.mark.parametrize("mode", ["whole", "stream"])
