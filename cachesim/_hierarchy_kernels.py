@@ -30,6 +30,9 @@ NDRAM = CLOCK + 1  # DRAM requests written so far
 LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per space (see walk)
 L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
 STATS_LEN = L2SECT + N_SPACES
+# per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
+# for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
+OBJ_STRIDE = N_LEVELS * 3
 
 # hp (int64 parameters); the first Q.N_PARAMS are the coalescing parameters (Q.P_*)
 HP_SECT_LOG2, HP_BANKS, HP_TEX_LOG2 = Q.P_SECT_LOG2, Q.P_BANKS, Q.P_TEX_LOG2
@@ -102,13 +105,20 @@ def schedule(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb, sm_out, slot_out
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _count(stats, level, space, outcome):
+def _count(stats, level, space, obj, outcome):
+    """One request of ``level``: counted per (level, space) and per (level, object) (see OBJ_STRIDE)."""
     k = COUNTS + (level * N_SPACES + space) * 3
+    last = (stats.shape[0] - STATS_LEN) // OBJ_STRIDE - 1
+    o = obj if obj >= 0 and obj < last else last
+    ko = STATS_LEN + o * OBJ_STRIDE + level * 3
     stats[k] += 1
+    stats[ko] += 1
     if outcome == C.HIT:
         stats[k + 1] += 1
+        stats[ko + 1] += 1
     else:
         stats[k + 2] += 1
+        stats[ko + 2] += 1
 
 
 @nb.njit(**LEAF)
@@ -173,7 +183,7 @@ def _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write,
     stats[CLOCK] = t
     res = C.access_rows(cfg, tags, valid, dirty, stamp, sl_id, p, smask, is_write, False, t)
     outcome = res[0]
-    _count(stats, L2, space, outcome)
+    _count(stats, L2, space, obj, outcome)
     gsec = np.uint64(1) << gsec_log2  # the transaction sector, whatever the L2's own line
     stats[L2SECT + space] += np.int64((stop - a + gsec - np.uint64(1)) >> gsec_log2)  # // gsec, a power of two
     if res[2] != np.uint64(0):
@@ -278,7 +288,7 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
         stats[CLOCK] = t
         res = C.access(cfg, state, inst, a, smask, is_write, is_local, t)
         outcome = res[0]
-        _count(stats, level, space, outcome)
+        _count(stats, level, space, obj, outcome)
         if level == CONST and outcome != C.HIT:
             stats[REPLAYS + Q.REPLAY_CONST_MISS] += 1
         if res[2] != np.uint64(0):

@@ -149,7 +149,10 @@ class HierarchyResult:
     ``sm`` and ``cycle`` give each trace row's SM and issue cycle. ``lsu_cycles`` per space:
     the cycles the SMs' load/store data path spends on the space's accesses, all SMs
     together (see ``_hierarchy_kernels.walk``); ``l2_sectors`` per space: the sector-sized pieces
-    of the accesses that reached the L2 (hits, misses and writes alike).
+    of the accesses that reached the L2 (hits, misses and writes alike). ``obj_requests``, ``obj_hits``,
+    ``obj_misses``: the same counts per object, int64 arrays (len(LEVELS), n_ids + 1), column ``o`` for object
+    id ``o`` and the last for requests of no object (write-backs of evicted lines); summed over the objects they
+    are ``requests`` etc. summed over the spaces.
     """
 
     requests: np.ndarray
@@ -169,11 +172,19 @@ class HierarchyResult:
     cycle: np.ndarray
     lsu_cycles: np.ndarray
     l2_sectors: np.ndarray
+    obj_requests: np.ndarray
+    obj_hits: np.ndarray
+    obj_misses: np.ndarray
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
         i, j = LEVELS.index(level), SPACES.index(space)
         return int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j])
+
+    def obj_stat(self, level: str, obj: int) -> tuple[int, int, int]:
+        """(requests, hits, misses) of one level for one object id (-1: no object)."""
+        i = LEVELS.index(level)
+        return int(self.obj_requests[i, obj]), int(self.obj_hits[i, obj]), int(self.obj_misses[i, obj])
 
     def summary(self) -> dict:
         return self.totals().summary()
@@ -185,7 +196,8 @@ class HierarchyResult:
             transactions=self.transactions, replays=self.replays, lsu_cycles=self.lsu_cycles,
             l2_sectors=self.l2_sectors, dram_requests=int(self.dram_addr.shape[0]),
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
-            n_banks=self.dram.n_banks,
+            n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
+            obj_misses=self.obj_misses,
         )  # fmt: skip
 
 
@@ -206,11 +218,16 @@ class HierarchyTotals:
     dram_bytes: int
     row_buffer: dict[str, int]
     n_banks: int
+    obj_requests: np.ndarray
+    obj_hits: np.ndarray
+    obj_misses: np.ndarray
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
         i, j = LEVELS.index(level), SPACES.index(space)
         return int(self.requests[i, j]), int(self.hits[i, j]), int(self.misses[i, j])
+
+    obj_stat = HierarchyResult.obj_stat
 
     def summary(self) -> dict:
         out = {}
@@ -283,8 +300,14 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
-    stats = np.zeros(H.STATS_LEN, np.int64)
+    stats = np.zeros(H.STATS_LEN + (info.n_ids + 1) * H.OBJ_STRIDE, np.int64)  # the per-object counts after STATS_LEN
     return cfgs, state, hp, lat, stats, object_table(info)
+
+
+def _per_object(stats: np.ndarray) -> dict[str, np.ndarray]:
+    """The walk's per-object counts: obj_requests, obj_hits, obj_misses (len(LEVELS), n_ids + 1)."""
+    per = stats[H.STATS_LEN :].reshape(-1, H.N_LEVELS, 3)
+    return {k: np.ascontiguousarray(per[:, :, i].T) for i, k in enumerate(("obj_requests", "obj_hits", "obj_misses"))}
 
 
 def _check_args(config, blocks_per_sm) -> int:
@@ -347,7 +370,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
-        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
+        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), **_per_object(stats),
     )  # fmt: skip
 
 
@@ -466,7 +489,7 @@ class HierarchyStream:
             lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
-            row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks,
+            row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, **_per_object(stats),
         )  # fmt: skip
 
     def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:
