@@ -3,7 +3,7 @@
 The model's terms (``placement.hms.Terms``) are per kernel and per space; a developer asks
 per array. The accesses and the addressing change are exactly per object (one row of the
 trace is one object's access, and ``traces.rewrite`` prices each row for its object);
-cache requests and hits stay per space (``Terms.caches``), shared by the objects in it.
+cache requests and hits are per space (``Terms.caches``) and per object (``Terms.object_caches``).
 """
 
 from __future__ import annotations

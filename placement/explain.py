@@ -1,8 +1,8 @@
 """Why a placement is faster or slower than the sample, in a developer's words.
 
 Per moved object: how it is accessed, the addressing instructions the move saves or
-costs, which cache now serves it and how often it hits (per space, with the other
-objects in that space named), and for a staged object its tile, windows and write-back.
+costs, which cache now serves it and how often it hits (its own requests, then those of the
+space with the other objects in it named), and for a staged object its tile, windows and write-back.
 Per kernel: the change of each time term, trips to DRAM, replays by cause (bank
 conflicts, divergent constant reads, ...), the staging code's loads, stores and
 barriers, occupancy. ``moved_events`` keeps the earlier, model-internal summary that
@@ -122,19 +122,12 @@ def _served(caches: Mapping[str, Mapping[str, int]], space: str) -> str | None:
     return ", ".join(parts) + (f", {units.count(dram)} to DRAM" if dram is not None else "")
 
 
-def _share_of(caches: Mapping[str, Mapping[str, int]], space: str, name: str, share: float) -> str:
-    """An object's share of the requests and hits of the first cache ``space`` meets, which it pools with other
-    objects: the simulation (``cachesim``) counts them per space, not per object, so they are split by the
-    object's ``share`` of the space's warp accesses, and the text says so."""
-    for key, c in caches.items():
-        level, _, sp = key.partition(".")
-        if sp != space or not c.get("requests"):
-            continue
-        req, hits = c["requests"], c.get("hits", 0)
-        return (f" (the simulation counts hits per cache, not per object; split by {name}'s {units.share(share)} of "
-                f"their warp accesses, about {units.count(round(req * share))} of the {LEVEL_WORDS.get(level, level)}"
-                f"'s requests and {units.count(round(hits * share))} of its hits are {name}'s)")  # fmt: skip
-    return ""
+def _own(target: Terms, name: str, space: str) -> str | None:
+    """How the cache levels of ``space`` answered ``name``'s own requests (``Terms.object_caches``: ``cachesim``
+    counts them per object), in :func:`_served`'s words; None without per-object counts."""
+    levels = {key.partition(".")[0] for key in target.caches if key.partition(".")[2] == space}
+    own = {f"{lvl}.{space}": c for lvl, c in target.object_caches.get(name, {}).items() if lvl in levels}
+    return _served(own, space)
 
 
 def _accesses(a: ObjectAccesses) -> str:
@@ -156,8 +149,8 @@ def _tile(info: traces.KernelInfo, name: str, staging: Mapping[str, Any]) -> str
 
 
 def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses, addr: int, target: Terms,
-                   together: list[str], writeback: str, share: float = 1.0) -> ObjectReason:  # fmt: skip
-    """``share``: the object's part of the warp accesses of the objects ``together`` with it in its space."""
+                   together: list[str], writeback: str) -> ObjectReason:  # fmt: skip
+    """``together``: the other objects in its space (sharing its caches)."""
     facts = []
     if is_staged(after) or (after == "S" and before != "S"):
         tile = _tile(info, name, target.staging)
@@ -190,9 +183,11 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
                      f"({per:.3g} per access)")  # fmt: skip
     if not (is_staged(after) or after == "S"):
         served = _served(target.caches, space_of(after))
-        if served and together:
-            facts.append(f"{served}, for {name} and {', '.join(together)} together"
-                         + _share_of(target.caches, space_of(after), name, share))  # fmt: skip
+        own = _own(target, name, space_of(after)) if together else None
+        if served and own:
+            facts.append(f"{own}; {name} and {', '.join(together)} together: {served}")
+        elif served and together:
+            facts.append(f"{served}, for {name} and {', '.join(together)} together")
         elif served:
             facts.append(served)
     return ObjectReason(name, before, after, tuple(facts))
@@ -289,10 +284,8 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
         if before == after:
             continue
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
-        pooled = accesses[name].total + sum(accesses[n].total for n in together)
-        share = accesses[name].total / pooled if pooled else 1.0
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
-                                      together, (writeback or {}).get(name, "none"), share))  # fmt: skip
+                                      together, (writeback or {}).get(name, "none")))  # fmt: skip
     return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block)))
 
 

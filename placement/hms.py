@@ -165,9 +165,15 @@ class Terms:
     staging: dict[str, Any] = field(default_factory=dict)
     """For staged placements: the windows, each object's tile, the instructions the staging
     code adds, and the window counts tried with their times."""
+    object_caches: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """Per object, per cache level its requests reached: {"requests", "hits", "misses"} (``cachesim`` counts them
+    per object as well as per space; ``caches`` has the per-space counts). For the explanations; not in
+    :meth:`as_dict` (the ranking JSON keeps its fields)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["object_caches"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -683,7 +689,20 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         smem_per_block=target.smem_per_block,
         events={f: float(v) for f, v in zip(FEATURES, features)},
         staging=target.staging or {},
+        object_caches=object_caches(info, h),
     )
+
+
+def object_caches(info: traces.KernelInfo, h: cachesim.HierarchyTotals) -> dict[str, dict[str, dict[str, int]]]:
+    """:attr:`Terms.object_caches` from the hierarchy's per-object counts (levels an object's requests reached)."""
+    out = {}
+    for o in info.objects:
+        out[o.name] = {
+            lvl: {"requests": int(h.obj_requests[i, o.id]), "hits": int(h.obj_hits[i, o.id]),
+                  "misses": int(h.obj_misses[i, o.id])}
+            for i, lvl in enumerate(cachesim.LEVELS) if h.obj_requests[i, o.id]
+        }  # fmt: skip
+    return out
 
 
 def evaluation(info: traces.KernelInfo, gpu: Gpu, options: Options, sample: Terms, target: Terms) -> Evaluation:
