@@ -255,7 +255,8 @@ def test_mt4g(name):
     assert g.compute_capability == (cc["major"], cc["minor"])
     assert g.compute.sms == comp["multiProcessorCount"]
     assert g.compute.cores_per_sm == comp["numberOfCoresPerMultiProcessor"]
-    assert g.compute.clock_mhz == d["general"]["clockRate"]["value"] / 1000
+    if name != "h100":  # the H100's clock is the measured one (test_h100_microbenchmarks)
+        assert g.compute.clock_mhz == d["general"]["clockRate"]["value"] / 1000
     assert g.compute.warp_size == comp["warpSize"]
     assert g.compute.max_threads_per_block == comp["maxThreadsPerBlock"]
     assert g.compute.max_threads_per_sm == comp["maxThreadsPerMultiProcessor"]
@@ -278,6 +279,8 @@ def test_mt4g(name):
     assert abs(mem["texture"]["size"]["size"] / cache_bytes(g.caches.l1) - 1) < 0.03
     # constant L1: mt4g's 2112 B is 2 KB plus one 64-byte line (the p-chase overshoot)
     assert cache_bytes(g.caches.const) == mem["constant"]["l1"]["size"]["size"] - mem["constant"]["l1"]["lineSize"]["size"]
+    if name == "h100":
+        return  # its latencies are microbenchmarks.csv's (test_h100_microbenchmarks)
     # latencies are mt4g's p50, with two documented exceptions on the A100
     p50 = lambda *path: _dig(mem, *path)["latency"]["p50"]  # noqa: E731
     assert g.memory.dram_latency == p50("main")
@@ -296,6 +299,43 @@ def _dig(d: dict, *path: str) -> dict:
     for p in path:
         d = d[p]
     return d
+
+
+def h100_microbenchmarks() -> dict[str, dict[str, str]]:
+    """../shared/data/h100-placements/microbenchmarks.csv by test name (the names hold unquoted commas:
+    the test is every cell between the kind and the last six columns)."""
+    rows = {}
+    with open(_need(SHARED_DATA / "h100-placements" / "microbenchmarks.csv"), newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        for cells in reader:
+            rows[",".join(cells[1:-6])] = dict(zip(header, [cells[0], ",".join(cells[1:-6]), *cells[-6:]]))
+    return rows
+
+
+def test_h100_microbenchmarks():
+    """The H100's clock and latencies are its microbenchmarks.csv rows (those `placement calibrate` reads: the
+    int-index pointer chases); bandwidth_gbs stays the datasheet peak, above every measured one, and the
+    departure delays are derived from it at the measured clock."""
+    from placement.catalog import departure_delays
+
+    rows, g = h100_microbenchmarks(), get_gpu("h100")
+
+    def cyc(test: str) -> float:
+        return float(rows[test]["cycles_per_hop"])
+
+    assert g.compute.clock_mhz == float(re.search(r"SM clock ([0-9.]+) MHz", rows["spin_all"]["note"])[1]) == 1974.7
+    assert g.memory.dram_latency == cyc("DRAM (ld, 1 GiB random)") == 696.91
+    assert g.caches.l1_latency == cyc("L1 hit (ld, 16 KiB)") == 39.56
+    assert g.caches.l2_latency == cyc("L2 hit (ld, 8 MiB)") == 290.02
+    assert g.caches.tex_latency == cyc("L1 hit (tex1Dfetch, 16 KiB)") == 88.0
+    assert g.caches.const_latency == cyc("constant cache hit (1 KiB)") == 34.0
+    assert g.memory.smem_latency == cyc("shared memory (LDS)") == 28.94
+    assert g.dram.row_miss_ns == pytest.approx(float(rows["DRAM (ld, 1 GiB random)"]["ns_per_hop_or_us"]), abs=0.051)
+    measured = [float(r["GBps"]) for r in rows.values() if r["kind"] == "bandwidth"]
+    assert len(measured) == 5 and max(measured) < g.memory.bandwidth_gbs == 3350.0
+    coal, uncoal = departure_delays(3350.0, 132, 1974.7, 128, 32)
+    assert (g.memory.departure_del_coal, g.memory.departure_del_uncoal) == (round(coal, 2), round(uncoal, 2)) == (9.96, 2.49)
 
 
 def test_a100_l1_latency_corroborated_by_gpu_benches():
