@@ -7,17 +7,9 @@ import re
 import pytest
 
 from conftest import ROOT
+from expect import one_line
 
 EX = ROOT / "configs" / "examples"
-
-
-def one_line(code: int, out: str, err: str, *words: str) -> str:
-    assert code == 2, err
-    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    for w in words:
-        assert w in err, (w, err)
-    return err
 
 
 # ---- input files ------------------------------------------------------------------------------------

@@ -10,15 +10,7 @@ import pytest
 import traces
 
 from tracemaker import vecadd
-
-
-def one_line(code: int, out: str, err: str, *words: str) -> str:
-    assert code == 2, err
-    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "Warning" not in err
-    for w in words:
-        assert w in err, (w, err)
-    return err
+from expect import one_line
 
 
 def _empty(tmp_path: Path) -> Path:
@@ -54,8 +46,6 @@ def test_a_suite_entry_with_no_rows(tmp_path, run_cli):
     suite.write_text('gpu = "k80"\n\n[[entry]]\ntrace = "empty.parquet"\nplacements = [""]\n')
     one_line(*run_cli("batch", suite, "-o", tmp_path / "b.parquet"), "entry 1", f"{p}: no rows")
     assert sorted(q.name for q in tmp_path.iterdir()) == ["empty.parquet", "s.toml"]
-
-
 
 
 def test_training_on_a_trace_with_no_rows(tmp_path, run_cli):

@@ -15,6 +15,7 @@ import traces
 from traces.atomic import check_output_folder
 
 from conftest import ROOT
+from expect import one_line
 
 EX = ROOT / "configs" / "examples"
 SUITE = """\
@@ -25,15 +26,6 @@ generator = "vecadd"
 size = [256]
 placements = [""]
 """
-
-
-def one_line(code: int, out: str, err: str, *words: str) -> str:
-    assert code == 2, err
-    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    for w in words:
-        assert w in err, (w, err)
-    return err
 
 
 def test_missing_folder_is_refused_not_made(tmp_path):

@@ -14,15 +14,7 @@ from traces.launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, SHARED_WINDOW
 from traces.schema import kernel_info_from_dict
 
 from tracemaker import vecadd
-
-
-def one_line(code: int, out: str, err: str, *words: str) -> str:
-    assert code == 2, err
-    assert out == "" and err.endswith("\n") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "Warning" not in err
-    for w in words:
-        assert w in err, (w, err)
-    return err
+from expect import one_line
 
 
 def _metadata(**obj) -> dict:
