@@ -44,6 +44,11 @@ def add_arguments(p) -> None:
     r = sub.add_parser("porple", help="PORPLE array-level access trace")
     r.add_argument("path", help="the trace file")
     common(r)
+    z = sub.add_parser("sanitizer", help="record file of `placement trace`'s injection library (traces/sanitizer/records.py)")
+    z.add_argument("path", help="the record file")
+    z.add_argument("--ctas", metavar="SPEC", help="the blocks the records hold, as --ctas was given (kept in the metadata)")
+    z.add_argument("--max-rows", type=int, metavar="N", help="keep the first N warp-level memory instructions")
+    common(z, skip=False)
 
 
 def run(args) -> int:
@@ -56,12 +61,14 @@ def run(args) -> int:
     objects = load_objects_toml(args.objects) if args.objects else ()
     t0 = time.perf_counter()
     option = {"accelsim": "kernel", "nvbit": "launch"}.get(args.format)
+    more = {"ctas": args.ctas, "max_rows": args.max_rows} if args.format == "sanitizer" else {}
     cols, info = import_trace(
         args.format,
         args.path,
         objects=objects,
-        skip_bad_lines=getattr(args, "skip_bad_lines", False),
+        **({"skip_bad_lines": args.skip_bad_lines} if hasattr(args, "skip_bad_lines") else {}),
         **({option: getattr(args, option)} if option else {}),
+        **more,
     )
     traces.write(args.output, cols, info)
     dt = time.perf_counter() - t0

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..schema import KernelInfo
 
-FORMATS = ("accelsim", "nvbit", "porple")
+FORMATS = ("accelsim", "nvbit", "porple", "sanitizer")
 
 
 def import_trace(fmt: str, path, **options: Any) -> tuple[dict[str, np.ndarray], KernelInfo]:
@@ -30,4 +30,8 @@ def import_trace(fmt: str, path, **options: Any) -> tuple[dict[str, np.ndarray],
         from .porple import import_porple
 
         return import_porple(path, **options)
+    if fmt == "sanitizer":
+        from .sanitizer import import_sanitizer
+
+        return import_sanitizer(path, **options)
     raise InputError(f"unknown trace format '{fmt}' (expected one of {', '.join(FORMATS)})")

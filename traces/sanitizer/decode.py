@@ -1,0 +1,257 @@
+"""Records of one traced launch -> trace columns and metadata (the trace contract, DESIGN.md).
+
+Vectorized over the access records (numpy structured arrays, no per-row Python):
+
+- ``op`` from the access flags: atomic that returns a value (read) -> atomic, atomic without
+  read -> reduction, else write -> store, read -> load;
+- ``space`` as recorded (0 global, 1 local, 2 shared); shared addresses become offsets in the
+  block's window (the launch record's ``shared_base`` subtracted; inactive lanes 0);
+- ``seq``: the position among the warp's memory instructions, in record order (the records
+  hold no other instructions): estimated, and ``source`` says so, as the NVBit importer does;
+  the instruction totals count the memory instructions only;
+- objects: every allocation that global accesses touch is an object (its base and size),
+  named after the kernel's pointer parameter holding its base (``arg0``, ``arg1``, ... by the
+  parameter's index; ``param@OFFSET`` when the driver gave no parameter list), else
+  ``alloc<N>`` (its allocation record); ``--objects`` tables win over allocations they
+  overlap. A global row outside every object, or across two, gets ``obj`` -1 and is counted
+  in ``source["unknown_rows"]``. Shared and local rows are grouped as the other importers do
+  (``importers.objects``). ``written``: a store, atomic or reduction was seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from typing import Any
+
+import numpy as np
+
+from ..importers import _object_kernels as K
+from ..importers.objects import ObjectSpec, _family_of, infer_objects
+from ..launch import SHARED_WINDOW, launch_problem
+from ..schema import (
+    ATOMIC,
+    GLOBAL,
+    LOAD,
+    LOCAL,
+    REDUCTION,
+    SHARED,
+    STORE,
+    WARP_SIZE,
+    WIDTHS,
+    Instructions,
+    KernelInfo,
+    ObjectInfo,
+)
+from .records import F_ATOMIC, F_READ, F_WRITE, RecordError, RecordFile
+
+log = logging.getLogger(__name__)
+
+SEQ_NOTE = "position among the warp's memory instructions (the records hold no other instructions)"
+
+
+def demangle(name: str) -> str:
+    """The demangled kernel name (``c++filt``; the mangled name where it is absent)."""
+    exe = shutil.which("c++filt")
+    if not exe or not name.startswith("_Z"):
+        return name
+    try:
+        out = subprocess.run([exe, name], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return name
+    return out or name
+
+
+def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:
+    """The first access record that breaks the format is an error naming it."""
+    f = acc["flags"]
+    bad_flags = (f == 0) | (f > 7) | ((f & F_ATOMIC == 0) & (f == F_READ | F_WRITE))
+    checks = (
+        (~np.isin(acc["space"], (GLOBAL, LOCAL, SHARED)), "space {} (expected 0 global, 1 local or 2 shared)", "space"),
+        (~np.isin(acc["width"], WIDTHS), "width {} (expected one of 1, 2, 4, 8, 16)", "width"),
+        (bad_flags, "access flags {} (expected read 1, write 2, atomic 4 + read/write)", "flags"),
+        (acc["cta"].astype(np.int64) >= nctas, f"block {{}} beyond the launch's {nctas} blocks", "cta"),
+        (acc["warp"].astype(np.int64) >= wpb, f"warp {{}} beyond the block's {wpb} warps", "warp"),
+    )
+    for bad, msg, col in checks:
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise RecordError(rf.path, int(rf.access_records[i]), msg.format(int(acc[col][i])))
+
+
+def _seq(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """Position of each row among the rows of its key, in row order; and the number of keys."""
+    n = key.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    start = np.r_[True, sk[1:] != sk[:-1]]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    seq = np.empty(n, np.int64)
+    seq[order] = np.arange(n) - first
+    return seq, int(start.sum())
+
+
+def _param_names(rf: RecordFile) -> dict[int, str]:
+    """Pointer-sized parameter values -> names (first parameter holding a value wins)."""
+    L = rf.launch
+    buf = L.param_buffer
+    names: dict[int, str] = {}
+    if L.params.shape[0]:
+        for i, (off, size) in enumerate(zip(L.params["offset"].tolist(), L.params["size"].tolist())):
+            if size == 8:
+                names.setdefault(int.from_bytes(buf[off : off + 8], "little"), f"arg{i}")
+    else:
+        for off in range(0, len(buf) - 7, 8):
+            names.setdefault(int.from_bytes(buf[off : off + 8], "little"), f"param@{off}")
+    return names
+
+
+def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
+    """Assign global rows to explicit objects or allocations; returns (objects, origins, unknown rows)."""
+    cands: list[dict[str, Any]] = []
+    for s in specs:
+        cands.append({"name": s.name, "base": s.base, "size": s.size, "spec": s, "origin": "--objects"})
+    taken = [(s.base, s.base + s.size) for s in specs]
+    names = _param_names(rf)
+    for k, (b, z) in enumerate(zip(rf.allocations["base"].tolist(), rf.allocations["size"].tolist())):
+        if z == 0 or any(b < e and a < b + z for a, e in taken):
+            continue
+        nm = names.get(b, f"alloc{k}")
+        cands.append({"name": nm, "base": b, "size": z, "spec": None,
+                      "origin": f"allocation record {k}" + (f", parameter {nm}" if b in names else "")})  # fmt: skip
+    # Overlapping allocation records (a pool re-reported): keep the first of each base.
+    seen_base: set[int] = set()
+    cands = [c for c in cands if not (c["spec"] is None and (c["base"] in seen_base or seen_base.add(c["base"])))]
+    cands.sort(key=lambda c: c["base"])
+    if rows.size and cands:
+        base = np.array([c["base"] for c in cands], np.uint64)
+        end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
+        j = np.searchsorted(base, lo[rows], side="right") - 1
+        jj = np.maximum(j, 0)
+        inside = (j >= 0) & (lo[rows] >= base[jj]) & (hi[rows] <= end[jj])
+        cand = np.where(inside, jj, -1)
+    else:
+        cand = np.full(rows.size, -1, np.int64)
+    objects, origins = [], {}
+    for ci in np.unique(cand[cand >= 0]).tolist():
+        c = cands[ci]
+        sel = rows[cand == ci]
+        oid = len(objects)
+        obj[sel] = oid
+        s = c["spec"]
+        elem = s.elem_bytes if s is not None and s.elem_bytes else int(np.bincount(width[sel]).argmax())
+        objects.append(ObjectInfo(oid, c["name"], "global", c["base"], c["size"], elem,
+                                  s.shape if s is not None else None, bool((op[sel] != LOAD).any())))  # fmt: skip
+        origins[c["name"]] = c["origin"]
+    return objects, origins, int((cand < 0).sum())
+
+
+def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
+           max_rows: int | None = None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
+    """The trace of the launch a record file holds (module docstring)."""
+    L = rf.launch
+    problem = launch_problem(L.grid, L.block)
+    if problem:
+        raise RecordError(rf.path, 1, f"launch record: {problem}")
+    nctas = L.grid[0] * L.grid[1] * L.grid[2]
+    wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
+    acc = rf.accesses
+    _check(rf, acc, nctas, wpb)
+    mask = acc["mask"].copy()
+    live = mask != 0
+    empty_rows = int((~live).sum())
+    cut = False
+    if not live.all():
+        acc, mask = acc[live], mask[live]
+    if max_rows is not None and acc.shape[0] > max_rows:
+        acc, mask, cut = acc[:max_rows], mask[:max_rows], True
+    n = acc.shape[0]
+    flags = acc["flags"]
+    op = np.where(flags & F_ATOMIC != 0, np.where(flags & F_READ != 0, ATOMIC, REDUCTION),
+                  np.where(flags & F_WRITE != 0, STORE, LOAD)).astype(np.int8)  # fmt: skip
+    space = acc["space"].astype(np.int8)
+    width = acc["width"].astype(np.int8)
+    lanes = ((mask[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32)) & 1).astype(bool)
+    addr = np.where(lanes, acc["addr"], np.uint64(0)).astype(np.uint64)
+    sh = space == SHARED
+    if sh.any():
+        if L.shared_base:
+            low = lanes & sh[:, None] & (addr < np.uint64(L.shared_base))
+            if low.any():
+                i = int(np.flatnonzero(low.any(axis=1))[0])
+                raise RecordError(
+                    rf.path, int(rf.access_records[i]), f"shared address below the window base {L.shared_base:#x}"
+                )
+            addr[sh] = np.where(lanes[sh], addr[sh] - np.uint64(L.shared_base), np.uint64(0))
+        over = lanes & sh[:, None] & (addr + width.astype(np.uint64)[:, None] > np.uint64(SHARED_WINDOW))
+        if over.any():
+            i = int(np.flatnonzero(over.any(axis=1))[0])
+            raise RecordError(rf.path, int(rf.access_records[i]), "shared address beyond the 32-bit shared window")
+    cta = acc["cta"].astype(np.int32)
+    warp = acc["warp"].astype(np.int32)
+    seq, warps = _seq(cta.astype(np.int64) * wpb + warp)
+    lo = np.zeros(n, np.uint64)
+    hi = np.zeros(n, np.uint64)
+    if n:
+        K.row_bounds(mask, addr, width, lo, hi)
+    obj = np.full(n, -1, np.int16)
+    g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
+    glob = np.flatnonzero(space == GLOBAL)
+    objs, origins, unknown = _global_objects(rf, glob, lo, hi, op, width, g_specs, obj)
+    other = np.flatnonzero(space != GLOBAL)
+    if other.size:
+        o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
+        found = infer_objects(space[other], acc["pc"][other].astype(np.int32), op[other], width[other], mask[other],
+                              addr[other], explicit=o_specs)  # fmt: skip
+        shift = len(objs)
+        sub = found.obj.astype(np.int64)
+        obj[other] = np.where(sub >= 0, sub + shift, -1)
+        taken = {o.name for o in objs}
+        for o in found.objects:
+            name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
+            objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
+            origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+    if unknown:
+        log.warning("%s: %d global rows touch no allocation (obj -1)", rf.path, unknown)
+    cols = {"cta": cta, "warp": warp, "seq": seq, "pc": acc["pc"].astype(np.int32), "op": op, "space": space,
+            "width": width, "mask": mask.astype(np.uint32), "addr": addr, "obj": obj}  # fmt: skip
+    source: dict[str, Any] = {
+        "format": "sanitizer",
+        "file": os.path.abspath(rf.path),
+        "launch": L.launch,
+        "mangled": L.name,
+        "estimated": ["seq", "instructions"],
+        "seq": SEQ_NOTE,
+        "instructions": "memory instructions only (no SASS counts)",
+        "ctas": ctas or "all",
+        "rows_recorded": rf.rows_written,
+        "rows_without_lanes": empty_rows,
+        "max_rows_reached": bool(rf.max_rows_reached or cut),
+        "unknown_rows": unknown,
+        "allocations": int(rf.allocations.shape[0]),
+        "objects": origins,
+    }
+    info = KernelInfo(
+        kernel=demangle(L.name),
+        grid=L.grid,
+        block=L.block,
+        objects=tuple(objs),
+        instructions=Instructions(executed=n, warps=warps, ldst=n),
+        regs_per_thread=L.regs,
+        smem_per_block=L.static_smem + L.dynamic_smem,
+        source=source,
+        extra={"static_smem": L.static_smem, "dynamic_smem": L.dynamic_smem, "ctas": ctas or "all"},
+    )
+    return cols, info
+
+
+def import_sanitizer(path, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
+                     max_rows: int | None = None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
+    """Read a record file and decode it (module docstring)."""
+    from .records import read_records
+
+    return decode(read_records(path), objects=objects, ctas=ctas, max_rows=max_rows)

@@ -1,0 +1,260 @@
+"""The record file the injection library writes (version 1), and its reader.
+
+All integers little-endian. A file is a 16-byte header, then chunks, each an 8-byte chunk
+header (``kind`` u32, ``count`` u32) and its payload:
+
+- header: magic ``b"PLSNTRC\\0"``, version u32 (1), header bytes u32 (16);
+- ``LAUNCH`` (kind 1, once, first): ``count`` = payload bytes: :data:`LAUNCH_DTYPE`, then
+  ``n_params`` x (offset u32, size u32) of the kernel's parameters (0 when the driver did
+  not say), ``param_bytes`` bytes of the parameter buffer, ``name_bytes`` bytes of the
+  mangled kernel name (UTF-8);
+- ``ALLOC`` (kind 2): ``count`` x :data:`ALLOC_DTYPE` (base, size) of device allocations
+  live at the launch;
+- ``ACCESS`` (kind 3): ``count`` x :data:`ACCESS_DTYPE`, one per warp-level memory
+  instruction, in each warp's program order (the device buffer drained as it fills);
+- ``END`` (kind 4, once, last): ``count`` = 16: rows written u64, flags u64
+  (:data:`END_MAX_ROWS`: ``--max-rows`` reached).
+
+Records are numbered from 1 in file order (the launch record, each allocation, each access,
+the end record); an error names the file and the record. A file without its end record was
+cut short (the program or the tracer was killed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..inputfile import read_error, require_file
+from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
+
+MAGIC = b"PLSNTRC\0"
+VERSION = 1
+HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4")])
+CHUNK = np.dtype([("kind", "<u4"), ("count", "<u4")])
+LAUNCH, ALLOC, ACCESS, END = 1, 2, 3, 4
+KIND_NAMES = {LAUNCH: "launch", ALLOC: "allocation", ACCESS: "access", END: "end"}
+
+LAUNCH_DTYPE = np.dtype(
+    [
+        ("launch", "<u4"),  # index of this launch among the program's launches (0-based)
+        ("grid", "<u4", (3,)),
+        ("block", "<u4", (3,)),
+        ("regs", "<u4"),
+        ("static_smem", "<u4"),
+        ("dynamic_smem", "<u4"),
+        ("n_params", "<u4"),
+        ("param_bytes", "<u4"),
+        ("name_bytes", "<u4"),
+        ("flags", "<u4"),
+        ("shared_base", "<u8"),  # subtracted from shared addresses (0: the device wrote window offsets)
+        ("local_base", "<u8"),
+    ]
+)
+PARAM_DTYPE = np.dtype([("offset", "<u4"), ("size", "<u4")])
+ALLOC_DTYPE = np.dtype([("base", "<u8"), ("size", "<u8")])
+# Access flags (the device maps the sanitizer's flags to these).
+F_READ, F_WRITE, F_ATOMIC = 1, 2, 4
+ACCESS_DTYPE = np.dtype(
+    [
+        ("cta", "<u4"),  # linear block id x + y*gx + z*gx*gy
+        ("warp", "<u4"),  # linear thread id // 32
+        ("pc", "<u4"),  # byte offset of the instruction in the function
+        ("flags", "<u4"),  # F_READ | F_WRITE | F_ATOMIC
+        ("space", "u1"),  # the contract's codes: 0 global, 1 local, 2 shared
+        ("width", "u1"),  # bytes per lane
+        ("pad", "<u2"),
+        ("mask", "<u4"),  # active lanes
+        ("addr", "<u8", (32,)),  # per-lane address, 0 for inactive lanes
+    ]
+)
+END_DTYPE = np.dtype([("rows", "<u8"), ("flags", "<u8")])
+END_MAX_ROWS = 1
+MAX_NAME_BYTES = 1 << 16
+MAX_PARAM_BYTES = 1 << 15  # CUDA 12.1+: 32,764 bytes of kernel parameters
+MAX_PARAMS = MAX_PARAM_BYTES
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    launch: int
+    name: str  # mangled
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    regs: int
+    static_smem: int
+    dynamic_smem: int
+    params: np.ndarray  # PARAM_DTYPE
+    param_buffer: bytes
+    shared_base: int
+    local_base: int
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    path: str
+    launch: LaunchRecord
+    allocations: np.ndarray  # ALLOC_DTYPE
+    accesses: np.ndarray  # ACCESS_DTYPE, concatenated
+    access_records: np.ndarray  # record number (1-based) of each access
+    rows_written: int
+    max_rows_reached: bool
+
+
+class RecordError(InputError):
+    def __init__(self, path: str, record: int | None, message: str):
+        where = f"{path}: record {record}" if record is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
+    if len(payload) < LAUNCH_DTYPE.itemsize:
+        raise RecordError(
+            path, record, f"launch record of {len(payload)} bytes, expected at least {LAUNCH_DTYPE.itemsize}"
+        )
+    h = np.frombuffer(payload, LAUNCH_DTYPE, count=1)[0]
+    n_params, param_bytes, name_bytes = int(h["n_params"]), int(h["param_bytes"]), int(h["name_bytes"])
+    if n_params > MAX_PARAMS or param_bytes > MAX_PARAM_BYTES or not 1 <= name_bytes <= MAX_NAME_BYTES:
+        raise RecordError(path, record, f"launch record claims {n_params} parameters, {param_bytes} parameter bytes and "
+                          f"a {name_bytes}-byte name (at most {MAX_PARAMS}, {MAX_PARAM_BYTES} and {MAX_NAME_BYTES}, name non-empty)")  # fmt: skip
+    need = LAUNCH_DTYPE.itemsize + n_params * PARAM_DTYPE.itemsize + param_bytes + name_bytes
+    if need != len(payload):
+        raise RecordError(path, record, f"launch record of {len(payload)} bytes, its fields say {need}")
+    o = LAUNCH_DTYPE.itemsize
+    params = np.frombuffer(payload, PARAM_DTYPE, count=n_params, offset=o).copy()
+    o += n_params * PARAM_DTYPE.itemsize
+    pbuf = bytes(payload[o : o + param_bytes])
+    o += param_bytes
+    try:
+        name = bytes(payload[o : o + name_bytes]).decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordError(path, record, "kernel name is not UTF-8") from None
+    if "\0" in name:
+        raise RecordError(path, record, "kernel name holds a NUL byte")
+    grid, block = tuple(int(v) for v in h["grid"]), tuple(int(v) for v in h["block"])
+    problem = launch_problem(grid, block)
+    regs, smem = int(h["regs"]), int(h["static_smem"]) + int(h["dynamic_smem"])
+    if problem is None and not (regs <= MAX_REGS_PER_THREAD and smem <= MAX_SMEM_PER_BLOCK):
+        problem = f"{regs} registers per thread or {smem} bytes of shared memory beyond {MAX_REGS_PER_THREAD} and {MAX_SMEM_PER_BLOCK}"
+    if problem:
+        raise RecordError(path, record, f"launch record: {problem}")
+    if n_params and np.any(params["offset"].astype(np.int64) + params["size"] > param_bytes):
+        raise RecordError(path, record, f"a parameter lies beyond the {param_bytes}-byte parameter buffer")
+    return LaunchRecord(int(h["launch"]), name, grid, block, regs, int(h["static_smem"]), int(h["dynamic_smem"]), params, pbuf,
+                        int(h["shared_base"]), int(h["local_base"]))  # fmt: skip
+
+
+def read_records(path) -> RecordFile:
+    """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`."""
+    p = str(path)
+    require_file(p)
+    try:
+        with open(p, "rb") as f:
+            size = f.seek(0, 2)
+            if size == 0:
+                raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
+            f.seek(0)
+            data = f.read()
+    except OSError as exc:
+        raise read_error(p, exc) from None
+    return _parse(p, memoryview(data), len(data))
+
+
+def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
+    if size < HEADER.itemsize:
+        raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
+    h = np.frombuffer(buf, HEADER, count=1)[0]
+    if bytes(h["magic"]).ljust(8, b"\0") != MAGIC:
+        raise RecordError(p, None, "not a placement trace record file (bad magic)")
+    if int(h["version"]) != VERSION or int(h["header_bytes"]) != HEADER.itemsize:
+        raise RecordError(p, None, f"record file version {int(h['version'])} (header {int(h['header_bytes'])} bytes); this reader reads {VERSION}")  # fmt: skip
+    off = HEADER.itemsize
+    record = 0
+    launch = None
+    allocs: list[np.ndarray] = []
+    chunks: list[np.ndarray] = []
+    numbers: list[np.ndarray] = []
+    end = None
+    while off < size:
+        if end is not None:
+            raise RecordError(p, record + 1, f"data after the end record (byte {off})")
+        if size - off < CHUNK.itemsize:
+            raise RecordError(p, record + 1, f"truncated chunk header at byte {off}")
+        c = np.frombuffer(buf, CHUNK, count=1, offset=off)[0]
+        kind, count = int(c["kind"]), int(c["count"])
+        off += CHUNK.itemsize
+        if kind not in KIND_NAMES:
+            raise RecordError(p, record + 1, f"unknown record kind {kind} at byte {off - CHUNK.itemsize}")
+        if (kind == LAUNCH) != (launch is None):
+            raise RecordError(p, record + 1, "the launch record must come first, once")
+        item = {ALLOC: ALLOC_DTYPE.itemsize, ACCESS: ACCESS_DTYPE.itemsize}.get(kind, 1)
+        if kind == END and count != END_DTYPE.itemsize:
+            raise RecordError(p, record + 1, f"end record of {count} bytes, expected {END_DTYPE.itemsize}")
+        nbytes = count * item
+        if nbytes > size - off:
+            whole = (size - off) // item if kind in (ALLOC, ACCESS) else 0
+            raise RecordError(p, record + 1 + whole, f"truncated {KIND_NAMES[kind]} record: the file ends at byte "
+                              f"{size}, the chunk at byte {off} claims {nbytes} bytes (the tracer was killed?)")  # fmt: skip
+        payload = buf[off : off + nbytes]
+        if kind == LAUNCH:
+            record += 1
+            launch = _launch(p, payload, record)
+        elif kind == ALLOC:
+            a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
+            bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise RecordError(p, record + 1 + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
+                                  "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
+            allocs.append(a)
+            record += count
+        elif kind == ACCESS:
+            chunks.append(np.frombuffer(payload, ACCESS_DTYPE, count=count))
+            numbers.append(np.arange(record + 1, record + 1 + count, dtype=np.int64))
+            record += count
+        else:
+            record += 1
+            end = np.frombuffer(payload, END_DTYPE, count=1)[0]
+        off += nbytes
+    if launch is None:
+        raise RecordError(p, None, "no launch record (the kernel never launched?)")
+    if end is None:
+        raise RecordError(
+            p, record + 1, "no end record: the file was cut short (the program or the tracer was killed?)"
+        )
+    accesses = np.concatenate(chunks) if chunks else np.zeros(0, ACCESS_DTYPE)  # copies out of the map
+    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)
+    nums = np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
+    if int(end["rows"]) != accesses.shape[0]:
+        raise RecordError(
+            p, record, f"end record counts {int(end['rows'])} accesses, the file holds {accesses.shape[0]}"
+        )
+    return RecordFile(p, launch, allocations, accesses, nums, int(end["rows"]), bool(int(end["flags"]) & END_MAX_ROWS))
+
+
+def encode(
+    launch: LaunchRecord, allocations=(), accesses=None, *, chunk_rows: int = 1 << 12, max_rows_reached: bool = False
+) -> bytes:
+    """The bytes of a record file (what the injection library writes): for tests and tools."""
+    out = [np.array([(MAGIC, VERSION, HEADER.itemsize)], HEADER).tobytes()]
+    name = launch.name.encode()
+    h = np.zeros(1, LAUNCH_DTYPE)
+    h["launch"], h["grid"], h["block"], h["regs"] = launch.launch, launch.grid, launch.block, launch.regs
+    h["static_smem"], h["dynamic_smem"] = launch.static_smem, launch.dynamic_smem
+    params = np.asarray(launch.params, PARAM_DTYPE)
+    h["n_params"], h["param_bytes"], h["name_bytes"] = params.shape[0], len(launch.param_buffer), len(name)
+    h["shared_base"], h["local_base"] = launch.shared_base, launch.local_base
+    body = h.tobytes() + params.tobytes() + launch.param_buffer + name
+    out.append(np.array([(LAUNCH, len(body))], CHUNK).tobytes() + body)
+    a = np.asarray(allocations, ALLOC_DTYPE) if len(allocations) else np.zeros(0, ALLOC_DTYPE)
+    if a.size:
+        out.append(np.array([(ALLOC, a.shape[0])], CHUNK).tobytes() + a.tobytes())
+    acc = np.zeros(0, ACCESS_DTYPE) if accesses is None else np.asarray(accesses, ACCESS_DTYPE)
+    for i in range(0, acc.shape[0], chunk_rows):
+        part = acc[i : i + chunk_rows]
+        out.append(np.array([(ACCESS, part.shape[0])], CHUNK).tobytes() + part.tobytes())
+    e = np.array([(acc.shape[0], END_MAX_ROWS if max_rows_reached else 0)], END_DTYPE)
+    out.append(np.array([(END, END_DTYPE.itemsize)], CHUNK).tobytes() + e.tobytes())
+    return b"".join(out)
