@@ -47,6 +47,9 @@ class WholeTraceEvaluator(Evaluator):
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
         self.n_rows = len(trace)
         self.evaluations = 0
+        self._staged_rows: dict[tuple, int] = {}
+        """Rows of the last staging per (staged objects, windows): the next one's ``rows_hint`` (S/G, S/T and S/R
+        stage the same rows), sparing ``traces.staging.stage_pieces`` a second pass into longer buffers."""
 
     @property
     def accesses(self) -> dict[str, attribution.ObjectAccesses]:
@@ -71,10 +74,11 @@ class WholeTraceEvaluator(Evaluator):
         The trace is rewritten once; per window count, staged once for the first placement and
         re-sourced (``traces.staging.restage``: the same rows, other staging loads) for the others,
         which ``stage`` would give row for row. One staged trace is alive at a time, and only when it is
-        short: a longer one is staged in pieces of ``traces.staging.STAGE_PIECE_ROWS`` rows, fed to each
-        placement's hierarchy one after the other (``_option_terms``; every count the same, the times to
-        1e-12 relative: the DRAM queues' moments are summed in another order), so that memory stays bounded
-        by the trace, not by its staging code (a privatized histogram's is 24 rows a row)."""
+        short (``traces.staging.STAGE_WHOLE_ROWS``): a longer one is staged in pieces of
+        ``traces.staging.STAGE_PIECE_ROWS`` rows, fed to each placement's hierarchy one after the other
+        (``_option_terms``; every count the same, the times to 1e-12 relative: the DRAM queues' moments are
+        summed in another order), so that memory stays bounded by the trace, not by its staging code (a
+        privatized histogram's is 24 rows a row)."""
         first = placements[0]
         staged = [self.info.object(n).id for n, s in first.spaces if is_staged(s)]
         rw = traces.rewrite(self.trace, legals[0].layout, self.cost, staged=staged, context=self.context)
@@ -88,8 +92,11 @@ class WholeTraceEvaluator(Evaluator):
         for option in choice.options:
             occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
-            pieces = ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
-                                     option.smem_per_block, order=self.staging.order)  # fmt: skip
+            key = (tuple(staged), option.windows)
+            pieces = _counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
+                                              option.smem_per_block, order=self.staging.order,
+                                              whole=ts.STAGE_WHOLE_ROWS, rows_hint=self._staged_rows.get(key)),
+                              self._staged_rows, key)  # fmt: skip
             for k, t in enumerate(_option_terms(self, placements, plans, option, occ, costs, pieces)):
                 tried[k].append((option, t))
         return [fastest(t) for t in tried]
@@ -103,6 +110,18 @@ class WholeTraceEvaluator(Evaluator):
         for g in groups([p for p in legal if p != self.sample_placement]):
             targets.update(zip(g, self._targets(g, [legal[p] for p in g])))
         return [evaluation(self.info, self.gpu, self.options, self.sample, targets[p]) for p in placements]
+
+
+def _counted(pieces: Iterator[ts.Staged], rows: dict, key) -> Iterator[ts.Staged]:
+    """``pieces``, the staged rows so far kept in ``rows[key]``."""
+    n = 0
+    p = next(pieces, None)
+    while p is not None:
+        n += len(p.trace)
+        rows[key] = n
+        yield p
+        p = None  # gone before the next piece is made
+        p = next(pieces, None)
 
 
 def _option_terms(ev: WholeTraceEvaluator, placements: list[Placement], plans: list, option, occ: Occupancy, costs,

@@ -42,22 +42,23 @@ def _concat(pieces):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_traces(), st.integers(1, 40))
-def test_pieces_are_the_staging(case, rows):
+@given(random_traces(), st.integers(1, 40), st.sampled_from([None, 0, 60]), st.sampled_from([None, 1, 35, 500]))
+def test_pieces_are_the_staging(case, rows, whole, hint):
     # pieces of at most `rows` staged rows (a block with more alone), concatenated: stage()'s rows, deltas and
-    # counts; one piece, not a part, exactly when the whole staged trace fits
+    # counts; one piece, not a part, exactly when the whole staged trace fits `rows` or `whole`; buffers of any
+    # expected length (`rows_hint`) give the same
     t, windows = case
     order, fp, plan = _plan(t, windows)
     delta = (np.arange(len(t)) % 3).astype(np.int16)
     ref = S.stage(t, delta, plan, windows, barrier=1, smem_per_block=fp.bytes[0])
     pieces = list(S.stage_pieces(t, delta, plan, windows, barrier=1, smem_per_block=fp.bytes[0], order=order,
-                                 rows=rows))  # fmt: skip
+                                 rows=rows, whole=whole, rows_hint=hint))  # fmt: skip
     n = len(ref.trace)
-    assert (len(pieces) == 1) == (n <= rows or len(np.unique(t.cta)) == 1)
+    assert (len(pieces) == 1) == (n <= max(rows, whole or 0) or len(np.unique(t.cta)) == 1)
     assert all(p.part == (len(pieces) > 1) for p in pieces)
     for p in pieces:
         blocks = np.unique(p.trace.cta)
-        assert len(p.trace) <= rows or len(blocks) == 1
+        assert len(p.trace) <= (rows if len(pieces) > 1 else max(rows, whole or 0)) or len(blocks) == 1
     got = _concat(pieces)
     for c, v in ref.trace.columns().items():
         assert np.array_equal(got[c], v), c
@@ -125,6 +126,7 @@ def test_evaluations_from_pieces_equal_the_whole(monkeypatch):
     ps = [parse_placement(x, info) for x in PLACEMENTS]
     whole = [e.target.as_dict() for e in WholeTraceEvaluator(t, gpu).evaluate_many(ps)]
     monkeypatch.setattr(S, "STAGE_PIECE_ROWS", 500)
+    monkeypatch.setattr(S, "STAGE_WHOLE_ROWS", 500)
     parts = _count_parts(monkeypatch)
     ev = WholeTraceEvaluator(t, gpu)
     pieces = [e.target.as_dict() for e in ev.evaluate_many(ps)]
@@ -199,7 +201,8 @@ PEAK_BOUND = 640 << 20
 pieces' columns (buffers of ``STAGE_PIECE_ROWS`` rows of 289 bytes, 72 MiB) and the hierarchy's work on one piece.
 The whole staged trace of 2**21 elements (3.18 M rows of 289 bytes, 0.9 GiB) went well over it: 1,278 MiB allocated
 by the whole-trace evaluator, 1,118 MiB by the streamed one with its trace in one group (both measured before the
-pieces); in pieces of 2**18 rows they allocate 229 and 294 MiB."""
+pieces); in pieces of 2**18 rows they allocate 178 and 180 MiB. (A staged trace of up to
+``STAGE_WHOLE_ROWS``, 2**21 rows, is still evaluated whole by the whole-trace evaluator: this one has 3.18 M.)"""
 
 
 @pytest.mark.parametrize("mode", ["whole", "stream"])
