@@ -28,6 +28,7 @@ COMMANDS = (
     "bench",
     "model",
     "import_",
+    "trace",
     "convert",
     "evaluate",
     "rank",

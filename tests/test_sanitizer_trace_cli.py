@@ -1,0 +1,109 @@
+"""`placement trace` without a GPU: the error paths, and the host side of a run with a stand-in program that
+writes the record file the injection library would (the device side awaits a GPU: README)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+from test_sanitizer_records import ALLOCS, _accesses, _launch
+
+import traces
+from placement.cli import main
+from traces.sanitizer import build
+from traces.sanitizer.records import encode
+
+
+def _err(capsys) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines, "nothing on stderr"
+    return lines[-1]
+
+
+@pytest.mark.skipif(build.driver_problem() is None, reason="a GPU and its driver are present here")
+def test_no_driver_is_one_line_exit_2(tmp_path, capsys):
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--", sys.executable, "-c", "pass"]) == 2
+    line = _err(capsys)
+    assert line.startswith("placement trace: error: no NVIDIA driver") and not out.exists()
+
+
+def test_missing_nvcc_and_sanitizer_say_how_to_get_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(build, "driver_problem", lambda: None)
+    monkeypatch.setattr(build, "find_nvcc", lambda: None)
+    assert main(["trace", "-o", str(tmp_path / "t.parquet"), "--", "true"]) == 2
+    line = _err(capsys)
+    assert "nvcc not found" in line and "pip install 'gpu-placement[trace]'" in line
+    monkeypatch.setattr(build, "find_nvcc", lambda: tmp_path / "nvcc")
+    monkeypatch.setattr(build, "find_sanitizer", lambda nvcc=None: None)
+    assert main(["trace", "-o", str(tmp_path / "t.parquet"), "--", "true"]) == 2
+    assert "Compute Sanitizer API" in _err(capsys)
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        ([], "no program to run"),
+        (["--ctas", "x", "--", "true"], "--ctas 'x'"),
+        (["--max-rows", "0", "--", "true"], "--max-rows must be at least 1"),
+        (["--time", "--", "true"], "--time is not implemented yet"),
+    ],
+)
+def test_bad_options(tmp_path, capsys, argv, message):
+    assert main(["trace", "-o", str(tmp_path / "t.parquet"), *argv]) == 2
+    assert message in _err(capsys)
+
+
+STAND_IN = """
+import os, sys
+names = open(os.environ["PLACEMENT_TRACE_LAUNCHES"], "a")
+for line in {launches!r}:
+    names.write(line + "\\n")
+names.close()
+open(os.environ["PLACEMENT_TRACE_OUT"], "wb").write(open({records!r}, "rb").read())
+print("stand-in stderr", file=sys.stderr)
+sys.exit({code})
+"""
+
+
+def _stand_in(
+    tmp_path, monkeypatch, code=0, launches=("_Z6vecaddPfPKfS1_i\tvecadd(float*, float const*, float const*, int)",)
+):
+    monkeypatch.setattr(build, "driver_problem", lambda: None)
+    monkeypatch.setattr(build, "build", lambda tc=None: (tmp_path / "lib.so", tmp_path / "patches.fatbin"))
+    rec = tmp_path / "rec.bin"
+    rec.write_bytes(encode(_launch(), ALLOCS, _accesses()))
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(STAND_IN.format(launches=list(launches), records=str(rec), code=code)))
+    return [sys.executable, str(script)]
+
+
+def test_run_writes_the_trace(tmp_path, capsys, monkeypatch):
+    app = _stand_in(tmp_path, monkeypatch)
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--json", "--ctas", "0-1", "--", *app]) == 0
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["rows"] == 15 and doc["unknown_rows"] == 1 and doc["ctas"] == "0-1"
+    t = traces.read(out)
+    assert len(t) == 15 and {o.name for o in t.info.objects} >= {"arg0", "arg1", "arg2"}
+    assert t.info.source["format"] == "sanitizer" and t.info.source["ctas"] == "0-1"
+
+
+def test_program_exit_code_and_stderr_pass_through(tmp_path, capfd, monkeypatch):
+    app = _stand_in(tmp_path, monkeypatch, code=3)
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--", *app]) == 3
+    err = capfd.readouterr().err
+    assert "stand-in stderr" in err and "exited with 3; no trace written" in err and not out.exists()
+
+
+def test_several_kernels_need_kernel(tmp_path, capsys, monkeypatch):
+    app = _stand_in(tmp_path, monkeypatch, launches=("_Z4initPf\tinit(float*)", "_Z6vecaddPfPKfS1_i\tvecadd(float*)"))
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--", *app]) == 2
+    assert "launches 2 kernels; pick one with --kernel" in _err(capsys) and not out.exists()
+    assert main(["trace", "-o", str(out), "--kernel", "vecadd", "--launch", "1", "--", *app]) == 2
+    assert "--launch 1: the chosen kernel was launched 1 time" in _err(capsys)

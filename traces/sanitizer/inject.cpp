@@ -1,0 +1,320 @@
+// Injection library of `placement trace` (loaded by the CUDA driver through CUDA_INJECTION64_PATH).
+//
+// Resource callbacks keep the live device allocations and patch every loaded module with the device callbacks
+// of patches.cu (its cubin is kept for nvdisasm when PLACEMENT_TRACE_CUBIN_DIR is set); driver-API callbacks on
+// cuLaunchKernel(Ex) keep the kernel's parameter values; the launch callback picks the launch
+// (PLACEMENT_TRACE_KERNEL: name or ECMAScript regex on the demangled name, PLACEMENT_TRACE_LAUNCH: N-th match),
+// hands the device callbacks their state (sanitizerSetCallbackData with the launch's function; the CUDA 13
+// memory calls take the launch's stream handle, sanitizerAllocHost its context), and writes the record file
+// (traces/sanitizer/records.py) at PLACEMENT_TRACE_OUT: launch record, allocations, the access records a drain
+// thread copies out of the ring as it fills, and the end record. Every launch's name goes to
+// PLACEMENT_TRACE_LAUNCHES (one "mangled<TAB>demangled" line each) so the command can list them.
+// NOT YET RUN ON A GPU (README, "Trace your own kernel").
+#include <cuda.h>
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <sanitizer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trace_state.h"
+
+namespace {
+
+// The parameters of the driver calls behind a launch, as generated_cuda_meta.h declares them (that header
+// needs the driver's internal v1 types, so the two used here are repeated).
+struct cuLaunchKernel_params {
+    CUfunction f;
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    CUstream hStream;
+    void** kernelParams;
+    void** extra;
+};
+struct cuLaunchKernelEx_params {
+    const CUlaunchConfig* config;
+    CUfunction f;
+    void** kernelParams;
+    void** extra;
+};
+
+struct Params {
+    CUfunction f = nullptr;
+    void** kernel_params = nullptr;
+    unsigned shared_bytes = 0;
+};
+
+std::mutex g_mutex;
+std::map<uint64_t, uint64_t> g_allocs;  // base -> size of live device allocations
+Params g_last_launch;                    // the driver call behind the next launch callback (same thread)
+uint64_t g_seen = 0, g_matched = 0;
+bool g_done = false, g_active = false;
+TraceState* g_state = nullptr;
+FILE* g_out = nullptr;
+std::thread g_drain;
+std::atomic<bool> g_stop{false};
+std::string g_patches;
+
+const char* env(const char* name, const char* dflt = nullptr) {
+    const char* v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+void die(const char* what, int code) {
+    fprintf(stderr, "placement trace: %s (sanitizer error %d)\n", what, code);
+    _exit(86);  // the command reads 86 as "the tracer failed"
+}
+
+#define CHECK(call)                             \
+    do {                                        \
+        SanitizerResult r_ = (call);            \
+        if (r_ != SANITIZER_SUCCESS) die(#call, (int)r_); \
+    } while (0)
+
+void write_chunk(uint32_t kind, uint32_t count, const void* data, size_t bytes) {
+    uint32_t h[2] = {kind, count};
+    fwrite(h, sizeof h, 1, g_out);
+    if (bytes) fwrite(data, 1, bytes, g_out);
+}
+
+std::string demangle(const char* name) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string out = (status == 0 && d) ? d : name;
+    free(d);
+    return out;
+}
+
+bool matches(const char* pattern, const std::string& mangled, const std::string& demangled) {
+    if (!pattern) return true;
+    std::string base = demangled.substr(0, demangled.find('('));
+    std::string last = base.substr(base.rfind("::") == std::string::npos ? 0 : base.rfind("::") + 2);
+    if (mangled == pattern || demangled == pattern || base == pattern || last == pattern) return true;
+    try {
+        return std::regex_search(demangled, std::regex(pattern));
+    } catch (const std::regex_error&) {
+        return false;
+    }
+}
+
+template <typename F>
+F driver_fn(const char* name) {
+    return (F)dlsym(RTLD_DEFAULT, name);
+}
+
+void drain() {  // copy ready records out of the ring, in slot order, as they come
+    unsigned long long next = 0;
+    std::vector<AccessRecord> batch;
+    for (;;) {
+        batch.clear();
+        while (batch.size() < 4096) {
+            unsigned long long i = next % g_state->capacity;
+            if (*(volatile unsigned long long*)&g_state->ready[i] != next + 1) break;
+            batch.push_back(g_state->ring[i]);
+            ++next;
+        }
+        if (!batch.empty()) {
+            write_chunk(3, (uint32_t)batch.size(), batch.data(), batch.size() * sizeof(AccessRecord));
+            __atomic_store_n(&g_state->tail, next, __ATOMIC_RELEASE);
+        } else if (g_stop.load()) {
+            unsigned long long reserved = __atomic_load_n(&g_state->head, __ATOMIC_ACQUIRE);
+            if (next >= reserved || next >= g_state->max_rows) break;
+        } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+}
+
+void begin_launch(Sanitizer_LaunchData* ld) {
+    const std::string mangled = ld->functionName ? ld->functionName : "?";
+    const std::string demangled = demangle(mangled.c_str());
+    if (const char* lf = env("PLACEMENT_TRACE_LAUNCHES")) {
+        if (FILE* f = fopen(lf, "a")) {
+            fprintf(f, "%s\t%s\n", mangled.c_str(), demangled.c_str());
+            fclose(f);
+        }
+    }
+    const uint64_t index = g_seen++;
+    if (g_done || !matches(env("PLACEMENT_TRACE_KERNEL"), mangled, demangled)) return;
+    if (g_matched++ != strtoull(env("PLACEMENT_TRACE_LAUNCH", "0"), nullptr, 10)) return;
+    g_done = g_active = true;
+
+    // state and ring in pinned host memory that the device reaches (the launch's context)
+    const unsigned long long capacity = strtoull(env("PLACEMENT_TRACE_RING", "65536"), nullptr, 10);
+    void* p = nullptr;
+    CHECK(sanitizerAllocHost(ld->context, &p, sizeof(TraceState)));
+    g_state = (TraceState*)p;
+    memset(g_state, 0, sizeof(TraceState));
+    CHECK(sanitizerAllocHost(ld->context, &p, capacity * sizeof(AccessRecord)));
+    g_state->ring = (AccessRecord*)p;
+    CHECK(sanitizerAllocHost(ld->context, &p, capacity * sizeof(unsigned long long)));
+    g_state->ready = (unsigned long long*)p;
+    memset(g_state->ready, 0, capacity * sizeof(unsigned long long));
+    g_state->capacity = capacity;
+    g_state->max_rows = strtoull(env("PLACEMENT_TRACE_MAX_ROWS", "18446744073709551615"), nullptr, 10);
+    uint64_t fpc = 0, fsize = 0;
+    CHECK(sanitizerGetFunctionPcAndSize(ld->module, ld->functionName, &fpc, &fsize));
+    g_state->function_pc = fpc;
+
+    const uint32_t nctas = ld->gridDim_x * ld->gridDim_y * ld->gridDim_z;
+    const uint32_t threads = ld->blockDim_x * ld->blockDim_y * ld->blockDim_z;
+    int regs = 0, static_smem = 0;
+    auto getattr = driver_fn<CUresult (*)(int*, CUfunction_attribute, CUfunction)>("cuFuncGetAttribute");
+    if (getattr) {
+        getattr(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, ld->function);
+        getattr(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, ld->function);
+    }
+    const unsigned dyn = g_last_launch.f == ld->function ? g_last_launch.shared_bytes : 0;
+    if (const char* spec = env("PLACEMENT_TRACE_CTAS")) {  // "w:W" or "a-b,c-d" (traces/sanitizer/ctas.py)
+        if (spec[0] == 'w') {
+            int per_sm = 0, sms = 0;
+            auto occ = driver_fn<CUresult (*)(int*, CUfunction, int, size_t)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+            auto attr = driver_fn<CUresult (*)(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
+            if (occ) occ(&per_sm, ld->function, (int)threads, dyn);
+            if (attr) attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ld->device);
+            unsigned long long n = strtoull(spec + 2, nullptr, 10) * (unsigned long long)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
+            g_state->n_ranges = 1;
+            g_state->range_lo[0] = 0;
+            g_state->range_hi[0] = (uint32_t)((n < nctas ? n : nctas) - 1);
+        } else {
+            const char* s = spec;
+            while (*s && g_state->n_ranges < MAX_CTA_RANGES) {
+                char* e;
+                unsigned long a = strtoul(s, &e, 10), b = a;
+                if (*e == '-') b = strtoul(e + 1, &e, 10);
+                g_state->range_lo[g_state->n_ranges] = (uint32_t)a;
+                g_state->range_hi[g_state->n_ranges++] = (uint32_t)b;
+                s = *e == ',' ? e + 1 : e;
+                if (e == s && *s) break;
+            }
+        }
+    }
+
+    // the launch record: records.py LAUNCH_DTYPE, the parameter list, the parameter buffer, the name
+    std::vector<uint32_t> plist;
+    std::vector<uint8_t> pbuf;
+    auto pinfo = driver_fn<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
+    if (pinfo && g_last_launch.f == ld->function && g_last_launch.kernel_params) {
+        for (size_t i = 0;; ++i) {
+            size_t off = 0, size = 0;
+            if (pinfo(ld->function, i, &off, &size) != CUDA_SUCCESS) break;
+            plist.push_back((uint32_t)off);
+            plist.push_back((uint32_t)size);
+            if (pbuf.size() < off + size) pbuf.resize(off + size);
+            memcpy(pbuf.data() + off, g_last_launch.kernel_params[i], size);
+        }
+    }
+    struct {
+        uint32_t launch, grid[3], block[3], regs, static_smem, dynamic_smem, n_params, param_bytes, name_bytes, flags;
+        uint64_t shared_base, local_base;
+    } h = {(uint32_t)index, {ld->gridDim_x, ld->gridDim_y, ld->gridDim_z}, {ld->blockDim_x, ld->blockDim_y, ld->blockDim_z},
+           (uint32_t)regs, (uint32_t)static_smem, dyn, (uint32_t)(plist.size() / 2), (uint32_t)pbuf.size(),
+           (uint32_t)mangled.size(), 0, 0, 0};
+    static_assert(sizeof(h) == 72, "launch record must match records.py LAUNCH_DTYPE");
+    std::vector<uint8_t> body(sizeof h);
+    memcpy(body.data(), &h, sizeof h);
+    body.insert(body.end(), (uint8_t*)plist.data(), (uint8_t*)(plist.data() + plist.size()));
+    body.insert(body.end(), pbuf.begin(), pbuf.end());
+    body.insert(body.end(), mangled.begin(), mangled.end());
+    write_chunk(1, (uint32_t)body.size(), body.data(), body.size());
+    std::vector<uint64_t> allocs;
+    for (auto& kv : g_allocs) {
+        allocs.push_back(kv.first);
+        allocs.push_back(kv.second);
+    }
+    if (!allocs.empty()) write_chunk(2, (uint32_t)(allocs.size() / 2), allocs.data(), allocs.size() * 8);
+    CHECK(sanitizerSetCallbackData(ld->function, g_state));
+    g_stop = false;
+    g_drain = std::thread(drain);
+}
+
+void end_launch(Sanitizer_LaunchData* ld) {
+    if (!g_active) return;
+    g_active = false;
+    CHECK(sanitizerStreamSynchronize(ld->hStream));
+    g_stop = true;
+    g_drain.join();
+    CHECK(sanitizerSetCallbackData(ld->function, nullptr));
+    uint64_t end[2] = {__atomic_load_n(&g_state->tail, __ATOMIC_ACQUIRE), g_state->max_rows_reached ? 1ull : 0ull};
+    write_chunk(4, sizeof end, end, sizeof end);
+    fflush(g_out);
+}
+
+void SANITIZERAPI callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (domain == SANITIZER_CB_DOMAIN_RESOURCE) {
+        if (cbid == SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC) {
+            auto* m = (const Sanitizer_ResourceMemoryData*)data;
+            g_allocs[m->address] = m->size;
+        } else if (cbid == SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE) {
+            g_allocs.erase(((const Sanitizer_ResourceMemoryData*)data)->address);
+        } else if (cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED) {
+            auto* m = (const Sanitizer_ResourceModuleData*)data;
+            if (const char* dir = env("PLACEMENT_TRACE_CUBIN_DIR")) {  // for nvdisasm
+                char path[4096];
+                snprintf(path, sizeof path, "%s/module-%p.cubin", dir, (void*)m->module);
+                if (FILE* f = fopen(path, "wb")) {
+                    fwrite(m->pCubin, 1, m->cubinSize, f);
+                    fclose(f);
+                }
+            }
+            CHECK(sanitizerAddPatchesFromFile(g_patches.c_str(), m->context));
+            CHECK(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, "placement_global"));
+            CHECK(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_SHARED_MEMORY_ACCESS, m->module, "placement_shared"));
+            CHECK(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_LOCAL_MEMORY_ACCESS, m->module, "placement_local"));
+            CHECK(sanitizerPatchModule(m->module));
+        }
+    } else if (domain == SANITIZER_CB_DOMAIN_DRIVER_API) {
+        auto* c = (const Sanitizer_CallbackData*)data;
+        if (c->callbackSite != SANITIZER_API_ENTER) return;
+        if (cbid == SANITIZER_CBID_DRIVER_API_cuLaunchKernel || cbid == SANITIZER_CBID_DRIVER_API_cuLaunchKernel_ptsz) {
+            auto* p = (const cuLaunchKernel_params*)c->functionParams;  // the _ptsz form has the same layout
+            g_last_launch = {p->f, p->kernelParams, p->sharedMemBytes};
+        } else if (cbid == SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx ||
+                   cbid == SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx_ptsz) {
+            auto* p = (const cuLaunchKernelEx_params*)c->functionParams;
+            g_last_launch = {p->f, p->kernelParams, p->config ? p->config->sharedMemBytes : 0u};
+        }
+    } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH) {
+        auto* ld = (Sanitizer_LaunchData*)data;
+        if (cbid == SANITIZER_CBID_LAUNCH_BEGIN) begin_launch(ld);
+        else if (cbid == SANITIZER_CBID_LAUNCH_END) end_launch(ld);
+    }
+}
+
+}  // namespace
+
+extern "C" int InitializeInjection() {
+    const char* out = env("PLACEMENT_TRACE_OUT");
+    const char* patches = env("PLACEMENT_TRACE_PATCHES");
+    if (!out || !patches) {
+        fprintf(stderr, "placement trace: PLACEMENT_TRACE_OUT and PLACEMENT_TRACE_PATCHES must be set\n");
+        _exit(86);
+    }
+    g_patches = patches;
+    g_out = fopen(out, "wb");
+    if (!g_out) {
+        fprintf(stderr, "placement trace: cannot write %s\n", out);
+        _exit(86);
+    }
+    const char magic[8] = {'P', 'L', 'S', 'N', 'T', 'R', 'C', 0};
+    uint32_t version[2] = {1, 16};
+    fwrite(magic, 8, 1, g_out);
+    fwrite(version, sizeof version, 1, g_out);
+    Sanitizer_SubscriberHandle handle;
+    CHECK(sanitizerSubscribe(&handle, callback, nullptr));
+    CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RESOURCE));
+    CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_LAUNCH));
+    CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_DRIVER_API));
+    return 0;
+}
