@@ -46,3 +46,37 @@ def test_cache_key_changes_with_the_sources(monkeypatch, tmp_path):
     (tmp_path / "patches.cu").write_bytes(b"// edited\n" + (build.HERE / "patches.cu").read_bytes())
     monkeypatch.setattr(build, "HERE", tmp_path)
     assert build.sources_hash() != before
+
+
+LAYOUT_PROGRAM = r"""
+#include <stddef.h>
+#include <stdio.h>
+#include "trace_state.h"
+int main() {
+    printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(AccessRecord), offsetof(AccessRecord, cta),
+           offsetof(AccessRecord, warp), offsetof(AccessRecord, pc), offsetof(AccessRecord, flags),
+           offsetof(AccessRecord, space), offsetof(AccessRecord, width), offsetof(AccessRecord, mask),
+           offsetof(AccessRecord, addr));
+    printf("%u %u %u %d %d %d\n", F_READ, F_WRITE, F_ATOMIC, SPACE_GLOBAL, SPACE_LOCAL, SPACE_SHARED);
+}
+"""
+
+
+def test_device_record_layout_matches_the_reader(tmp_path):
+    """trace_state.h's AccessRecord and codes are what records.py reads (compiled with the host C++ compiler)."""
+    import shutil
+    import subprocess
+
+    from traces.sanitizer import records as R
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler here")
+    (tmp_path / "layout.cpp").write_text(LAYOUT_PROGRAM)
+    subprocess.run([cxx, "-std=c++17", "-I", str(build.HERE), "-o", str(tmp_path / "layout"), str(tmp_path / "layout.cpp")],
+                   check=True)  # fmt: skip
+    out = subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True, text=True).stdout.split("\n")
+    d = R.ACCESS_DTYPE
+    want = [d.itemsize] + [d.fields[f][1] for f in ("cta", "warp", "pc", "flags", "space", "width", "mask", "addr")]
+    assert [int(v) for v in out[0].split()] == want
+    assert [int(v) for v in out[1].split()] == [R.F_READ, R.F_WRITE, R.F_ATOMIC, 0, 1, 2]
