@@ -48,6 +48,32 @@ struct cuLaunchKernelEx_params {
     void** extra;
 };
 
+// The runtime's launches (cudaLaunchKernel, cudaLaunchKernelExC and their _ptsz forms), as
+// generated_cuda_runtime_api_meta.h declares them: their host stub is no CUfunction, so the arguments are
+// taken for the next launch callback on the same thread.
+struct Dim3 {
+    unsigned x, y, z;
+};
+struct cudaLaunchKernel_params {
+    const void* func;
+    Dim3 gridDim, blockDim;
+    void** args;
+    size_t sharedMem;
+    void* stream;
+};
+struct cudaLaunchConfig {
+    Dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    void* stream;
+    void* attrs;
+    unsigned numAttrs;
+};
+struct cudaLaunchKernelExC_params {
+    const cudaLaunchConfig* config;
+    const void* func;
+    void** args;
+};
+
 struct Params {
     CUfunction f = nullptr;
     void** kernel_params = nullptr;
@@ -56,7 +82,7 @@ struct Params {
 
 std::mutex g_mutex;
 std::map<uint64_t, uint64_t> g_allocs;  // base -> size of live device allocations
-Params g_last_launch;                    // the driver call behind the next launch callback (same thread)
+thread_local Params g_last_launch;  // the API call behind the next launch callback on this thread (f null: runtime)
 uint64_t g_seen = 0, g_matched = 0;
 bool g_done = false, g_active = false;
 TraceState* g_state = nullptr;
@@ -174,7 +200,8 @@ void begin_launch(Sanitizer_LaunchData* ld) {
         getattr(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, ld->function);
         getattr(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, ld->function);
     }
-    const unsigned dyn = g_last_launch.f == ld->function ? g_last_launch.shared_bytes : 0;
+    const bool have_call = g_last_launch.kernel_params && (g_last_launch.f == ld->function || g_last_launch.f == nullptr);
+    const unsigned dyn = have_call ? g_last_launch.shared_bytes : 0;
     if (const char* spec = env("PLACEMENT_TRACE_CTAS")) {  // "w:W" or "a-b,c-d" (traces/sanitizer/ctas.py)
         if (spec[0] == 'w') {
             int per_sm = 0, sms = 0;
@@ -204,7 +231,7 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     std::vector<uint32_t> plist;
     std::vector<uint8_t> pbuf;
     auto pinfo = driver_fn<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
-    if (pinfo && g_last_launch.f == ld->function && g_last_launch.kernel_params) {
+    if (pinfo && have_call) {
         for (size_t i = 0;; ++i) {
             size_t off = 0, size = 0;
             if (pinfo(ld->function, i, &off, &size) != CUDA_SUCCESS) break;
@@ -285,9 +312,23 @@ void SANITIZERAPI callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
             auto* p = (const cuLaunchKernelEx_params*)c->functionParams;
             g_last_launch = {p->f, p->kernelParams, p->config ? p->config->sharedMemBytes : 0u};
         }
+    } else if (domain == SANITIZER_CB_DOMAIN_RUNTIME_API) {
+        auto* c = (const Sanitizer_CallbackData*)data;
+        if (c->callbackSite != SANITIZER_API_ENTER) return;
+        if (cbid == SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel || cbid == SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel_ptsz) {
+            auto* p = (const cudaLaunchKernel_params*)c->functionParams;
+            g_last_launch = {nullptr, p->args, (unsigned)p->sharedMem};
+        } else if (cbid == SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC ||
+                   cbid == SANITIZER_CBID_RUNTIME_API_cudaLaunchKernelExC_ptsz) {
+            auto* p = (const cudaLaunchKernelExC_params*)c->functionParams;
+            g_last_launch = {nullptr, p->args, p->config ? (unsigned)p->config->dynamicSmemBytes : 0u};
+        }
     } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH) {
         auto* ld = (Sanitizer_LaunchData*)data;
-        if (cbid == SANITIZER_CBID_LAUNCH_BEGIN) begin_launch(ld);
+        if (cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
+            begin_launch(ld);
+            g_last_launch = Params();
+        }
         else if (cbid == SANITIZER_CBID_LAUNCH_END) end_launch(ld);
     }
 }
@@ -316,5 +357,6 @@ extern "C" int InitializeInjection() {
     CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RESOURCE));
     CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_LAUNCH));
     CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_DRIVER_API));
+    CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RUNTIME_API));
     return 0;
 }
