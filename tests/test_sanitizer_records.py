@@ -151,6 +151,8 @@ def test_shared_base_zero_keeps_offsets(tmp_path):
         ("space", 5, "record 6: space 5"),
         ("width", 3, "record 6: width 3"),
         ("flags", 0, "record 6: access flags 0"),
+        ("flags", 3, "record 6: access flags 3"),
+        ("flags", 5, "record 6: access flags 5"),
         ("cta", 2, "record 6: block 2 beyond the launch's 2 blocks"),
         ("warp", 2, "record 6: warp 2 beyond the block's 2 warps"),
     ],

@@ -49,6 +49,9 @@ from .records import F_ATOMIC, F_READ, F_WRITE, RecordError, RecordFile
 
 log = logging.getLogger(__name__)
 
+# What the device callbacks write (patches.cu, access_flags): a load, a store, an atomic that returns its
+# value, an atomic that only writes (a reduction).
+VALID_FLAGS = (F_READ, F_WRITE, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_WRITE)
 SEQ_NOTE = "position among the warp's memory instructions (the records hold no other instructions)"
 
 
@@ -67,11 +70,11 @@ def demangle(name: str) -> str:
 def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:
     """The first access record that breaks the format is an error naming it."""
     f = acc["flags"]
-    bad_flags = (f == 0) | (f > 7) | ((f & F_ATOMIC == 0) & (f == F_READ | F_WRITE))
+    bad_flags = ~np.isin(f, VALID_FLAGS)
     checks = (
         (~np.isin(acc["space"], (GLOBAL, LOCAL, SHARED)), "space {} (expected 0 global, 1 local or 2 shared)", "space"),
         (~np.isin(acc["width"], WIDTHS), "width {} (expected one of 1, 2, 4, 8, 16)", "width"),
-        (bad_flags, "access flags {} (expected read 1, write 2, atomic 4 + read/write)", "flags"),
+        (bad_flags, "access flags {} (expected 1 read, 2 write, 7 atomic or 6 reduction)", "flags"),
         (acc["cta"].astype(np.int64) >= nctas, f"block {{}} beyond the launch's {nctas} blocks", "cta"),
         (acc["warp"].astype(np.int64) >= wpb, f"warp {{}} beyond the block's {wpb} warps", "warp"),
     )
