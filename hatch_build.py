@@ -106,7 +106,9 @@ def _importer_inputs(folder: Path) -> None:
                      f"0040 ffffffff 0 STG.E 2 R6 R0 4 1 0x{_C + off:x} 4 0", "0050 ffffffff 0 EXIT 0 0 0", ""]  # fmt: skip
             for op, base in (("LDG.E", _A), ("LDG.E", _B), ("STG.E", _C)):
                 lanes = " ".join(f"0x{base + off + 4 * i:016x}" for i in range(32))
-                mem.append(f"MEMTRACE: CTX 0x0000565200000000 - grid_launch_id 0 - CTA {cta},0,0 - warp {warp} - {op} - {lanes} ")
+                mem.append(
+                    f"MEMTRACE: CTX 0x0000565200000000 - grid_launch_id 0 - CTA {cta},0,0 - warp {warp} - {op} - {lanes} "
+                )
         body.append("#END_TB")
     (acc / "kernel-1.traceg").write_text("\n".join(head + body) + "\n")
     (folder / "memtrace.log").write_text("\n".join(mem) + "\n")

@@ -33,8 +33,9 @@ def python() -> Path:
 
 def run(code: str, *args: str) -> str:
     # -I: isolated, so the working directory (maybe this repository, with our cachesim) is not on the path
-    done = subprocess.run([str(python()), "-I", "-c", code, *map(str, args)], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
+    done = subprocess.run(
+        [str(python()), "-I", "-c", code, *map(str, args)], capture_output=True, text=True, cwd=tempfile.gettempdir()
+    )
     if done.returncode:
         raise RuntimeError(f"pycachesim script failed:\n{done.stderr}")
     return done.stdout

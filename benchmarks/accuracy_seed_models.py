@@ -118,7 +118,13 @@ def load(data: Path):
             ok = [r for r in rows if r.params is not None and r.measured_s > 0]
             calib = [r for i, r in enumerate(rows) if i % 3 == 0 and r.params is not None and r.measured_s > 0]
             held = [r for i, r in enumerate(rows) if i % 3 != 0 and r.params is not None and r.measured_s > 0]
-            sets[(gpu, kern)] = {"calib": calib, "held": held, "all": ok, "skipped": len(rows) - len(ok), "total": len(rows)}
+            sets[(gpu, kern)] = {
+                "calib": calib,
+                "held": held,
+                "all": ok,
+                "skipped": len(rows) - len(ok),
+                "total": len(rows),
+            }
     return sets
 
 
@@ -216,11 +222,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
-    ap.add_argument("--arch-l2-rate", action="store_true",
-                    help="calibrated table: L2 bound at the architecture's rate (configs/architectures.toml) instead of each GPU's calibration peak")
+    ap.add_argument(
+        "--arch-l2-rate",
+        action="store_true",
+        help="calibrated table: L2 bound at the architecture's rate (configs/architectures.toml) instead of each GPU's calibration peak",
+    )
     args = ap.parse_args(argv)
     if not args.data.is_dir():
-        print(f"accuracy_seed_models: {args.data} is absent (the gpuperfpredict data lives in ../shared/data)", file=sys.stderr)
+        print(
+            f"accuracy_seed_models: {args.data} is absent (the gpuperfpredict data lives in ../shared/data)",
+            file=sys.stderr,
+        )
         return 2
     t0 = time.perf_counter()
     sets = load(args.data)
@@ -229,12 +241,17 @@ def main(argv=None) -> int:
         return 2
     unusable = check_usable(sets)
     if unusable:
-        print(f"accuracy_seed_models: {args.data}: no usable row (counters and a measured time) for GPU "
-              f"{', '.join(unusable)}; remove its files or complete them", file=sys.stderr)
+        print(
+            f"accuracy_seed_models: {args.data}: no usable row (counters and a measured time) for GPU "
+            f"{', '.join(unusable)}; remove its files or complete them",
+            file=sys.stderr,
+        )
         return 2
     gpus = sorted({g for g, _ in sets})
     results = {"gpus": gpus, "uncalibrated": uncalibrated(sets), "calibration": {}, "rows": []}
-    print("Uncalibrated: the rows' spec columns and configs/architectures.toml, nothing fitted; MAPE (%) over every usable row")
+    print(
+        "Uncalibrated: the rows' spec columns and configs/architectures.toml, nothing fitted; MAPE (%) over every usable row"
+    )
     print(f"{'gpu':12s} {'model':8s} {'median':>7s} {'mean':>7s}  per kernel")
     for gpu in gpus:
         for model, d in results["uncalibrated"][gpu].items():
@@ -254,15 +271,29 @@ def main(argv=None) -> int:
             if per_channel > 0:
                 base[gpu] = replace(base[gpu], l2_transactions_per_cycle=per_channel * g.dram.channels)
         results["calibration"][f"{gpu}/l2_transactions_per_cycle"] = {
-            "constant": "l2_transactions_per_cycle", "value": base[gpu].l2_transactions_per_cycle,
-            "default": machine_from_gpu(g).l2_transactions_per_cycle or math.nan, "calib_mape": math.nan}
+            "constant": "l2_transactions_per_cycle",
+            "value": base[gpu].l2_transactions_per_cycle,
+            "default": machine_from_gpu(g).l2_transactions_per_cycle or math.nan,
+            "calib_mape": math.nan,
+        }
         for model in PREDICT:
             name, value, err = calibrate(model, gpu, sets, base[gpu])
-            results["calibration"][f"{gpu}/{model}"] = {"constant": name, "value": value, "default": getattr(base[gpu], name), "calib_mape": err}
+            results["calibration"][f"{gpu}/{model}"] = {
+                "constant": name,
+                "value": value,
+                "default": getattr(base[gpu], name),
+                "calib_mape": err,
+            }
     for (gpu, kern), s in sets.items():
         held = s["held"]
         meas = [r.measured_s for r in held]
-        row = {"gpu": gpu, "kernel": kern, "held_rows": len(held), "calib_rows": len(s["calib"]), "skipped_rows": s["skipped"]}
+        row = {
+            "gpu": gpu,
+            "kernel": kern,
+            "held_rows": len(held),
+            "calib_rows": len(s["calib"]),
+            "skipped_rows": s["skipped"],
+        }
         for model in PREDICT:
             c = results["calibration"][f"{gpu}/{model}"]
             mach = replace(base[gpu], **{c["constant"]: c["value"]})
@@ -287,22 +318,39 @@ def main(argv=None) -> int:
     print("Calibrated constants (one per GPU and model, on every third row):")
     for key, c in results["calibration"].items():
         if key.endswith("l2_transactions_per_cycle"):
-            print(f"  {key:20s} (measured on calibration rows, not fitted) {c['value']:.4g} per cycle (architecture default {c['default']:.4g})")
+            print(
+                f"  {key:20s} (measured on calibration rows, not fitted) {c['value']:.4g} per cycle (architecture default {c['default']:.4g})"
+            )
             continue
-        print(f"  {key:20s} {c['constant']} = {c['value']:.4g} (default {c['default']:.4g}); calibration MAPE {c['calib_mape']:.1f} %")
+        print(
+            f"  {key:20s} {c['constant']} = {c['value']:.4g} (default {c['default']:.4g}); calibration MAPE {c['calib_mape']:.1f} %"
+        )
     print()
     cols = ["mwp-cwp", "gpuperf", "bsp", "bsp (block 16 only)", "bsp (authors' lambda)", "mwp-cwp (uncalibrated)",
             "gpuperf (uncalibrated)", "floor (work)", "floor (DRAM)"]  # fmt: skip
-    head = f"{'gpu':10s} {'kernel':34s} {'held':>4s} {'skip':>4s} " + " ".join(f"{c[:14]:>14s}" for c in cols) + f" {'lambda fit/auth':>16s}"
+    head = (
+        f"{'gpu':10s} {'kernel':34s} {'held':>4s} {'skip':>4s} "
+        + " ".join(f"{c[:14]:>14s}" for c in cols)
+        + f" {'lambda fit/auth':>16s}"
+    )
     print("MAPE (%) on the held-back two thirds")
     print(head)
     print("-" * len(head))
     for r in results["rows"]:
         mark = "*" if r["kernel"] in GOAL_KERNELS else " "
         vals = " ".join(f"{r[c]:14.1f}" for c in cols)
-        print(f"{r['gpu']:10s} {mark}{r['kernel']:33s} {r['held_rows']:4d} {r['skipped_rows']:4d} {vals} {r['bsp_lambda']:7.3g}/{r['bsp_authors_lambda']:<7g}")
+        print(
+            f"{r['gpu']:10s} {mark}{r['kernel']:33s} {r['held_rows']:4d} {r['skipped_rows']:4d} {vals} {r['bsp_lambda']:7.3g}/{r['bsp_authors_lambda']:<7g}"
+        )
     print()
-    for c in ("mwp-cwp", "gpuperf", "bsp", "bsp (block 16 only)", "bsp (authors' lambda)", "bsp block-16 (authors' lambda)"):
+    for c in (
+        "mwp-cwp",
+        "gpuperf",
+        "bsp",
+        "bsp (block 16 only)",
+        "bsp (authors' lambda)",
+        "bsp block-16 (authors' lambda)",
+    ):
         goal = [r[c] for r in results["rows"] if r["kernel"] in GOAL_KERNELS and r[c] == r[c]]
         if not goal:
             continue

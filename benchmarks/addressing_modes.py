@@ -166,33 +166,47 @@ ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_11
 # section of configs/addressing.toml each arch's counts go to
 FAMILY = {
     "sm_75": "turing",
-    "sm_80": "ampere", "sm_86": "ampere",
+    "sm_80": "ampere",
+    "sm_86": "ampere",
     "sm_89": "ada",
     "sm_90": "hopper",
-    "sm_100": "blackwell", "sm_103": "blackwell", "sm_110": "blackwell",
-    "sm_120": "blackwell_rtx", "sm_121": "blackwell_rtx",
+    "sm_100": "blackwell",
+    "sm_103": "blackwell",
+    "sm_110": "blackwell",
+    "sm_120": "blackwell_rtx",
+    "sm_121": "blackwell_rtx",
 }
-SPACES = ("G", "T", "2T", "C", "R", "S")     # the table's columns
-COMPARE = ("2G", "2C", "2S", "R_restrict")   # 2D kernels of the other spaces, const __restrict__, for comparison
+SPACES = ("G", "T", "2T", "C", "R", "S")  # the table's columns
+COMPARE = ("2G", "2C", "2S", "R_restrict")  # 2D kernels of the other spaces, const __restrict__, for comparison
 ALL_SPACES = SPACES + COMPARE
 # the kind of load each column's kernel addresses (R and R_restrict load with LDG.E.CONSTANT)
-LOAD_KIND = {"G": "G", "2G": "G", "R": "G", "R_restrict": "G", "T": "T", "2T": "T",
-             "C": "C", "2C": "C", "S": "S", "2S": "S"}
+LOAD_KIND = {
+    "G": "G",
+    "2G": "G",
+    "R": "G",
+    "R_restrict": "G",
+    "T": "T",
+    "2T": "T",
+    "C": "C",
+    "2C": "C",
+    "S": "S",
+    "2S": "S",
+}
 
-N1 = 1024          # elements of the 1D constant / shared arrays
-W2 = 32            # the 2D constant / shared arrays are W2 x W2
+N1 = 1024  # elements of the 1D constant / shared arrays
+W2 = 32  # the 2D constant / shared arrays are W2 x W2
 
 # The "offset" contexts: eight accesses of one array `a` whose indices differ by compile-time
 # constants. Context -> the constants, in source order.
 OFFSETS = {
-    "offset": tuple(range(0, 8)),             # a[i], a[i+1], ..., a[i+7]: the base access first
-    "offset_leading": tuple(range(-7, 1)),    # a[i-7], ..., a[i-1], a[i]: the base access last
+    "offset": tuple(range(0, 8)),  # a[i], a[i+1], ..., a[i+7]: the base access first
+    "offset_leading": tuple(range(-7, 1)),  # a[i-7], ..., a[i-1], a[i]: the base access last
 }
-OFFSET_SPACES = ("G", "T", "C", "R", "S")    # the offset tables' columns
+OFFSET_SPACES = ("G", "T", "C", "R", "S")  # the offset tables' columns
 OFFSET_COMPARE = ("R_restrict",)
 OFFSET_ALL = OFFSET_SPACES + OFFSET_COMPARE
-PAD = max(abs(k) for ks in OFFSETS.values() for k in ks)   # the shared array's margin
-HALF = Fraction(1, 2)                                       # rounding to the nearest integer, halves up
+PAD = max(abs(k) for ks in OFFSETS.values() for k in ks)  # the shared array's margin
+HALF = Fraction(1, 2)  # rounding to the nearest integer, halves up
 # the parameters of each column's offset kernel and how it reads element `i` of `a`
 OFFSET_READ = {
     "G": ("const T* a, T* v, int n", "a[{i}]"),
@@ -208,8 +222,8 @@ OFFSET_READ = {
 class ElemType:
     name: str
     bytes: int
-    tex: str            # type fetched from the texture object
-    from_tex: str       # expression turning the fetched value `t` into a T
+    tex: str  # type fetched from the texture object
+    from_tex: str  # expression turning the fetched value `t` into a T
 
 
 TYPES = {
@@ -224,6 +238,7 @@ DEFAULT_TYPES = ("char", "short", "int", "float", "double", "float4")
 
 
 # ----------------------------------------------------------------------------- kernels
+
 
 def kernel_source(t: ElemType) -> str:
     """One translation unit with the kernels ``k_<space>`` (every column of ``ALL_SPACES``) for element type ``t``."""
@@ -317,32 +332,36 @@ def offset_kernel(context: str, space: str) -> str:
         expr = f"add({expr}, {term})"
     fill = ""
     if space == "S":
-        fill = ("    __shared__ T s_o[N + 2 * PAD];\n"
-                "    int t = threadIdx.x + PAD;\n"
-                "    s_o[t] = a[id];\n"
-                "    __syncthreads();\n")
-    return (f'extern "C" __global__ void {context}_{space}({params}) {{\n'
-            f"    int id = blockIdx.x * blockDim.x + threadIdx.x;\n"
-            f"{fill}"
-            f"    if (id < n) v[id] = {expr};\n"
-            f"}}\n")
+        fill = (
+            "    __shared__ T s_o[N + 2 * PAD];\n"
+            "    int t = threadIdx.x + PAD;\n"
+            "    s_o[t] = a[id];\n"
+            "    __syncthreads();\n"
+        )
+    return (
+        f'extern "C" __global__ void {context}_{space}({params}) {{\n'
+        f"    int id = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"{fill}"
+        f"    if (id < n) v[id] = {expr};\n"
+        f"}}\n"
+    )
 
 
 # ----------------------------------------------------------------------------- staging kernels
 
-STAGING_TYPE = "float"           # the staging loops are measured for 4-byte float elements
-NS = 4096                        # elements of the 1D loop forms' shared array
-B1 = 128                         # the unrolled 1D forms assume blockDim.x == B1
-BX, BY = 16, 8                   # the 2D forms' block (blockDim.x, blockDim.y)
-TH, TW = 20, 48                  # the 2D loop form's tile: a halo tile, TH not a multiple of BY
-TWF = 40                         # the flattened 2D form's tile width (rows straddle warps: not a divisor of B1)
-KMAX = 4                         # the unrolled forms' arrays hold KMAX elements per thread and dimension
-UNROLL_1D = (1, 2, 3, 4)         # elements per thread of the unrolled 1D kernels (all must agree)
-UNROLL_2D = ((1, 1), (2, 2), (3, 3), (4, 4))   # (rows, columns) per thread of the unrolled 2D kernels
-TILE_2D = (2, 2)                 # the unrolled 2D shape the table gives (the others: --verbose)
+STAGING_TYPE = "float"  # the staging loops are measured for 4-byte float elements
+NS = 4096  # elements of the 1D loop forms' shared array
+B1 = 128  # the unrolled 1D forms assume blockDim.x == B1
+BX, BY = 16, 8  # the 2D forms' block (blockDim.x, blockDim.y)
+TH, TW = 20, 48  # the 2D loop form's tile: a halo tile, TH not a multiple of BY
+TWF = 40  # the flattened 2D form's tile width (rows straddle warps: not a divisor of B1)
+KMAX = 4  # the unrolled forms' arrays hold KMAX elements per thread and dimension
+UNROLL_1D = (1, 2, 3, 4)  # elements per thread of the unrolled 1D kernels (all must agree)
+UNROLL_2D = ((1, 1), (2, 2), (3, 3), (4, 4))  # (rows, columns) per thread of the unrolled 2D kernels
+TILE_2D = (2, 2)  # the unrolled 2D shape the table gives (the others: --verbose)
 STAGING_SOURCES = ("G", "T", "R")
-WRITEBACK = "writeback"          # the write-back loops (destination in global memory)
-BARRIERS = (0, 1, 2)             # __syncthreads() calls of the barrier kernels
+WRITEBACK = "writeback"  # the write-back loops (destination in global memory)
+BARRIERS = (0, 1, 2)  # __syncthreads() calls of the barrier kernels
 # the source parameter of a staging kernel and how it reads element `i`
 STAGING_READ = {
     "G": ("const T* src", "src[{i}]"),
@@ -355,40 +374,75 @@ STAGING_READ = {
 class Form:
     """A staging loop nest: its shared array, loops, the copied element's shared and global index."""
 
-    array: str          # the shared array's dimensions
-    setup: str          # per-thread values the loop uses
-    loops: str          # the loop headers, `{ky}` / `{kx}` / `{k}` for the unrolled trip counts
-    shared: str         # the element's shared-memory reference
-    glob: str           # the element's index in the global array
-    size: str           # the kernel's int parameter (a runtime trip count or row width)
-    mine: str           # the calling thread's own element of the shared array
-    other: str          # an element another thread stored (read after the barrier)
-    out: str            # the calling thread's index in the global output
+    array: str  # the shared array's dimensions
+    setup: str  # per-thread values the loop uses
+    loops: str  # the loop headers, `{ky}` / `{kx}` / `{k}` for the unrolled trip counts
+    shared: str  # the element's shared-memory reference
+    glob: str  # the element's index in the global array
+    size: str  # the kernel's int parameter (a runtime trip count or row width)
+    mine: str  # the calling thread's own element of the shared array
+    other: str  # an element another thread stored (read after the barrier)
+    out: str  # the calling thread's index in the global output
 
 
 _SETUP_2D = "int tx = threadIdx.x, ty = threadIdx.y; int bx = blockIdx.x * {bw}, by = blockIdx.y * {bh};"
 FORMS = {
-    "loop_1d": Form("[NS]", "int base = blockIdx.x * n;",
-                    "#pragma unroll 1\n    for (int i = threadIdx.x; i < n; i += blockDim.x)",
-                    "s[i]", "base + i", "n", "s[threadIdx.x]", "s[threadIdx.x ^ 1]",
-                    "blockIdx.x * blockDim.x + threadIdx.x"),
-    "loop_2d": Form("[TH][TW]", _SETUP_2D.format(bw="BX", bh="BY"),
-                    "#pragma unroll 1\n    for (int i = ty; i < TH; i += BY)\n"
-                    "#pragma unroll 1\n    for (int j = tx; j < TW; j += BX)",
-                    "s[i][j]", "(by + i) * w + bx + j", "w", "s[ty][tx]", "s[ty ^ 1][tx]", "(by + ty) * w + bx + tx"),
-    "unrolled_1d": Form("[B1 * KMAX]", "int t = threadIdx.x, base = blockIdx.x * (B1 * KMAX);",
-                        "#pragma unroll\n    for (int k = 0; k < {k}; ++k)",
-                        "s[t + k * B1]", "base + t + k * B1", "n", "s[t]", "s[t ^ 1]", "blockIdx.x * B1 + t"),
-    "unrolled_flat": Form("[(B1 * KMAX + TWF - 1) / TWF][TWF]",
-                          "int t = threadIdx.x; int bx = blockIdx.x * TWF, by = blockIdx.y * ((B1 * KMAX) / TWF);",
-                          "#pragma unroll\n    for (int k = 0; k < {k}; ++k)",
-                          "s[(t + k * B1) / TWF][(t + k * B1) % TWF]", "(by + (t + k * B1) / TWF) * w + bx + (t + k * B1) % TWF",
-                          "w", "s[t / TWF][t % TWF]", "s[(t ^ 1) / TWF][(t ^ 1) % TWF]", "blockIdx.x * B1 + t"),
-    "unrolled_2d": Form("[BY * KMAX][BX * KMAX]", _SETUP_2D.format(bw="(BX * KMAX)", bh="(BY * KMAX)"),
-                        "#pragma unroll\n    for (int ki = 0; ki < {ky}; ++ki)\n"
-                        "#pragma unroll\n    for (int kj = 0; kj < {kx}; ++kj)",
-                        "s[ty + ki * BY][tx + kj * BX]", "(by + ty + ki * BY) * w + bx + tx + kj * BX", "w",
-                        "s[ty][tx]", "s[ty ^ 1][tx]", "(by + ty) * w + bx + tx"),
+    "loop_1d": Form(
+        "[NS]",
+        "int base = blockIdx.x * n;",
+        "#pragma unroll 1\n    for (int i = threadIdx.x; i < n; i += blockDim.x)",
+        "s[i]",
+        "base + i",
+        "n",
+        "s[threadIdx.x]",
+        "s[threadIdx.x ^ 1]",
+        "blockIdx.x * blockDim.x + threadIdx.x",
+    ),
+    "loop_2d": Form(
+        "[TH][TW]",
+        _SETUP_2D.format(bw="BX", bh="BY"),
+        "#pragma unroll 1\n    for (int i = ty; i < TH; i += BY)\n"
+        "#pragma unroll 1\n    for (int j = tx; j < TW; j += BX)",
+        "s[i][j]",
+        "(by + i) * w + bx + j",
+        "w",
+        "s[ty][tx]",
+        "s[ty ^ 1][tx]",
+        "(by + ty) * w + bx + tx",
+    ),
+    "unrolled_1d": Form(
+        "[B1 * KMAX]",
+        "int t = threadIdx.x, base = blockIdx.x * (B1 * KMAX);",
+        "#pragma unroll\n    for (int k = 0; k < {k}; ++k)",
+        "s[t + k * B1]",
+        "base + t + k * B1",
+        "n",
+        "s[t]",
+        "s[t ^ 1]",
+        "blockIdx.x * B1 + t",
+    ),
+    "unrolled_flat": Form(
+        "[(B1 * KMAX + TWF - 1) / TWF][TWF]",
+        "int t = threadIdx.x; int bx = blockIdx.x * TWF, by = blockIdx.y * ((B1 * KMAX) / TWF);",
+        "#pragma unroll\n    for (int k = 0; k < {k}; ++k)",
+        "s[(t + k * B1) / TWF][(t + k * B1) % TWF]",
+        "(by + (t + k * B1) / TWF) * w + bx + (t + k * B1) % TWF",
+        "w",
+        "s[t / TWF][t % TWF]",
+        "s[(t ^ 1) / TWF][(t ^ 1) % TWF]",
+        "blockIdx.x * B1 + t",
+    ),
+    "unrolled_2d": Form(
+        "[BY * KMAX][BX * KMAX]",
+        _SETUP_2D.format(bw="(BX * KMAX)", bh="(BY * KMAX)"),
+        "#pragma unroll\n    for (int ki = 0; ki < {ky}; ++ki)\n#pragma unroll\n    for (int kj = 0; kj < {kx}; ++kj)",
+        "s[ty + ki * BY][tx + kj * BX]",
+        "(by + ty + ki * BY) * w + bx + tx + kj * BX",
+        "w",
+        "s[ty][tx]",
+        "s[ty ^ 1][tx]",
+        "(by + ty) * w + bx + tx",
+    ),
 }
 
 
@@ -412,38 +466,52 @@ def staging_kernel(who: str, form: str, size: dict[str, int]) -> str:
     loops = f.loops.format(**size)
     if who == WRITEBACK:
         params = f"const T* in, T* dst, int {f.size}"
-        body = (f"    {f.mine} = in[{f.out}];\n    __syncthreads();\n"
-                f"    {loops}\n        dst[{f.glob}] = {f.shared};\n")
+        body = f"    {f.mine} = in[{f.out}];\n    __syncthreads();\n    {loops}\n        dst[{f.glob}] = {f.shared};\n"
     else:
         param, read = STAGING_READ[who]
         params = f"{param}, T* out, int {f.size}"
-        body = (f"    {loops}\n        {f.shared} = {read.format(i=f.glob)};\n"
-                f"    __syncthreads();\n    out[{f.out}] = {f.other};\n")
-    return (f'extern "C" __global__ void {staging_name(who, form, size)}({params}) {{\n'
-            f"    __shared__ T s{f.array};\n    {f.setup}\n{body}}}\n")
+        body = (
+            f"    {loops}\n        {f.shared} = {read.format(i=f.glob)};\n"
+            f"    __syncthreads();\n    out[{f.out}] = {f.other};\n"
+        )
+    return (
+        f'extern "C" __global__ void {staging_name(who, form, size)}({params}) {{\n'
+        f"    __shared__ T s{f.array};\n    {f.setup}\n{body}}}\n"
+    )
 
 
 def barrier_kernel(count: int) -> str:
     syncs = "    __syncthreads();\n" * count
-    return (f'extern "C" __global__ void barrier_{count}(const T* in, T* out) {{\n'
-            "    __shared__ T s[NS];\n    int t = threadIdx.x;\n"
-            "    s[t] = in[blockIdx.x * blockDim.x + t];\n"
-            f"{syncs}    out[blockIdx.x * blockDim.x + t] = s[t ^ 1];\n}}\n")
+    return (
+        f'extern "C" __global__ void barrier_{count}(const T* in, T* out) {{\n'
+        "    __shared__ T s[NS];\n    int t = threadIdx.x;\n"
+        "    s[t] = in[blockIdx.x * blockDim.x + t];\n"
+        f"{syncs}    out[blockIdx.x * blockDim.x + t] = s[t ^ 1];\n}}\n"
+    )
 
 
 def staging_source() -> str:
     """The translation unit of the staging, write-back and barrier kernels (STAGING_TYPE elements)."""
-    head = (f"// generated by benchmarks/addressing_modes.py -- staging loops, element type {STAGING_TYPE}\n"
-            "#include <cuda_runtime.h>\n"
-            + "".join(f"#define {k} {v}\n" for k, v in
-                      {"NS": NS, "B1": B1, "BX": BX, "BY": BY, "TH": TH, "TW": TW, "TWF": TWF, "KMAX": KMAX}.items())
-            + f"typedef {STAGING_TYPE} T;\n")
-    kernels = [staging_kernel(who, form, size)
-               for who in (*STAGING_SOURCES, WRITEBACK) for form in FORMS for size in form_sizes(form)]
+    head = (
+        f"// generated by benchmarks/addressing_modes.py -- staging loops, element type {STAGING_TYPE}\n"
+        "#include <cuda_runtime.h>\n"
+        + "".join(
+            f"#define {k} {v}\n"
+            for k, v in {"NS": NS, "B1": B1, "BX": BX, "BY": BY, "TH": TH, "TW": TW, "TWF": TWF, "KMAX": KMAX}.items()
+        )
+        + f"typedef {STAGING_TYPE} T;\n"
+    )
+    kernels = [
+        staging_kernel(who, form, size)
+        for who in (*STAGING_SOURCES, WRITEBACK)
+        for form in FORMS
+        for size in form_sizes(form)
+    ]
     return head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS)
 
 
 # ----------------------------------------------------------------------------- tools
+
 
 def tool(name: str) -> str | None:
     found = shutil.which(name)
@@ -467,8 +535,9 @@ def compile_cubin(src: str, arch: str, workdir: Path, stem: str, nvcc: str) -> P
     cu = workdir / f"{stem}.cu"
     cu.write_text(src)
     cubin = workdir / f"{stem}.{arch}.cubin"
-    res = subprocess.run([nvcc, "-cubin", "-O3", f"-arch={arch}", "-o", str(cubin), str(cu)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [nvcc, "-cubin", "-O3", f"-arch={arch}", "-o", str(cubin), str(cu)], capture_output=True, text=True
+    )
     if res.returncode != 0:
         raise RuntimeError(f"nvcc -arch={arch} failed on {cu}:\n{res.stderr}")
     return cubin
@@ -503,7 +572,7 @@ class Inst:
     pc: int
     text: str
     guard: str | None
-    opcode: str          # with modifiers, e.g. IMAD.WIDE.U32
+    opcode: str  # with modifiers, e.g. IMAD.WIDE.U32
     operands: list[str]
     dests: list[str] = field(default_factory=list)
     srcs: list[str] = field(default_factory=list)
@@ -590,9 +659,12 @@ def parse(line: str) -> Inst:
         if inst.guard:
             inst.srcs += _regs(inst.guard)
         return inst
-    first_is_dest = bool(operands) and not is_memref(operands[0]) and base not in {
-        "EXIT", "BRA", "BAR", "RET", "NOP", "BSYNC", "WARPSYNC", "CALL", "JMP", "BSSY"} \
+    first_is_dest = (
+        bool(operands)
+        and not is_memref(operands[0])
+        and base not in {"EXIT", "BRA", "BAR", "RET", "NOP", "BSYNC", "WARPSYNC", "CALL", "JMP", "BSSY"}
         and not base.startswith(("ST", "RED", "MEMBAR"))
+    )
     rest = operands
     if first_is_dest:
         inst.dests = _regs(operands[0], dw)
@@ -606,13 +678,17 @@ def parse(line: str) -> Inst:
     alu64 = "64" in mods and not base.startswith(("LD", "ST", "ATOM", "RED"))
     for k, o in enumerate(rest):
         w = 1
-        if wide and k == 2:                       # IMAD.WIDE Rd, Ra, Rb, Rc(64-bit)
+        if wide and k == 2:  # IMAD.WIDE Rd, Ra, Rb, Rc(64-bit)
             w = 2
-        if alu64:                                 # IADD.64 Rd, Ra, Rb: 64-bit sources
+        if alu64:  # IADD.64 Rd, Ra, Rb: 64-bit sources
             w = 2
-        if is_memref(o) and base in ("LDG", "STG", "LD", "ST", "ATOM", "ATOMG", "RED") \
-                and ".E" in "." + ".".join(opcode.split(".")[1:]) and "U" not in o.split("[")[-1][:2]:
-            w = 2                                 # sm_75 prints [R2] for a 64-bit .E address
+        if (
+            is_memref(o)
+            and base in ("LDG", "STG", "LD", "ST", "ATOM", "ATOMG", "RED")
+            and ".E" in "." + ".".join(opcode.split(".")[1:])
+            and "U" not in o.split("[")[-1][:2]
+        ):
+            w = 2  # sm_75 prints [R2] for a 64-bit .E address
         inst.srcs += _regs(o, w)
     if inst.guard:
         inst.srcs += _regs(inst.guard)
@@ -628,8 +704,8 @@ def address_regs(inst: Inst) -> list[str]:
         return [r for r in inst.srcs if not re.fullmatch(r"U?P\w+", r)]
     ref = next(o for o in inst.operands if is_memref(o))
     ref = re.sub(r"desc\[[^\]]*\]", "", ref)
-    if ref.startswith("c["):                      # c[bank][Rx+imm]: the index register only
-        ref = ref[ref.index("]") + 1:]
+    if ref.startswith("c["):  # c[bank][Rx+imm]: the index register only
+        ref = ref[ref.index("]") + 1 :]
     w = 2
     if base in ("LDS", "LDC") or (".64" not in ref and ".E" not in "." + ".".join(inst.opcode.split(".")[1:])):
         w = 1
@@ -642,10 +718,19 @@ def address_regs(inst: Inst) -> list[str]:
 
 
 def is_copy(inst: Inst) -> bool:
-    if inst.base in ("MOV", "UMOV") and len(inst.operands) >= 2 and re.fullmatch(r"U?R\d+", inst.operands[1].split(".")[0]):
+    if (
+        inst.base in ("MOV", "UMOV")
+        and len(inst.operands) >= 2
+        and re.fullmatch(r"U?R\d+", inst.operands[1].split(".")[0])
+    ):
         return True
-    if inst.opcode.startswith("IMAD.MOV") and len(inst.operands) == 4 \
-            and inst.operands[1] == "RZ" and inst.operands[2] == "RZ" and re.fullmatch(r"R\d+", inst.operands[3]):
+    if (
+        inst.opcode.startswith("IMAD.MOV")
+        and len(inst.operands) == 4
+        and inst.operands[1] == "RZ"
+        and inst.operands[2] == "RZ"
+        and re.fullmatch(r"R\d+", inst.operands[3])
+    ):
         return True
     return False
 
@@ -659,7 +744,7 @@ def is_space_load(inst: Inst, space: str) -> bool:
         return b == "LDS"
     if kind == "T":
         return b in TEX_OPS
-    if kind == "C":                                # LDC c[bank!=0][R...]: a user constant array
+    if kind == "C":  # LDC c[bank!=0][R...]: a user constant array
         ref = next((o for o in inst.operands if o.startswith("c[")), "")
         return b == "LDC" and not ref.startswith("c[0x0]") and bool(re.search(r"\]\[.*R\d", ref))
     raise ValueError(space)
@@ -711,8 +796,11 @@ def reaching(body: list[Inst], i: int, reg: str) -> int | None:
 def index_values(body: list[Inst], bound_check: bool = True, kernel: str = "", arch: str = "") -> set[int]:
     """Rule 2: the instructions defining index values (S2R of threadIdx / blockIdx, and with
     ``bound_check`` the values the guarded EXIT's ISETP chain compares)."""
-    index_defs: set[int] = {j for j, x in enumerate(body) if x.base in ("S2R", "S2UR")
-                            and re.search(r"SR_(TID|CTAID)", " ".join(x.operands))}
+    index_defs: set[int] = {
+        j
+        for j, x in enumerate(body)
+        if x.base in ("S2R", "S2UR") and re.search(r"SR_(TID|CTAID)", " ".join(x.operands))
+    }
     if not bound_check:
         return index_defs
     exits = [i for i, x in enumerate(body) if x.base == "EXIT" and x.guard]
@@ -797,8 +885,8 @@ class OffsetCount:
     space: str
     elem: str
     context: str
-    base: LoadCount          # the access the others are offsets of: the smallest slice
-    extra: list[Inst]        # counted slice instructions of the other accesses, not in the base's slice
+    base: LoadCount  # the access the others are offsets of: the smallest slice
+    extra: list[Inst]  # counted slice instructions of the other accesses, not in the base's slice
     accesses: int
 
     @property
@@ -810,8 +898,9 @@ class OffsetCount:
         return math.floor(self.exact + HALF)
 
 
-def count_offset_kernel(lines: list[str], space: str, context: str, kernel: str = "", arch: str = "",
-                        elem: str = "") -> OffsetCount:
+def count_offset_kernel(
+    lines: list[str], space: str, context: str, kernel: str = "", arch: str = "", elem: str = ""
+) -> OffsetCount:
     """Address instructions per offset access: the counted slice instructions of all accesses
     beyond the base access's slice, divided by the number of non-base accesses."""
     kc = count_kernel(lines, space, kernel, arch, elem)
@@ -821,8 +910,7 @@ def count_offset_kernel(lines: list[str], space: str, context: str, kernel: str 
     base = min(kc.loads, key=lambda lc: len(lc.counted))
     in_base = {y.pc for y in base.counted}
     extra = {y.pc: y for lc in kc.loads for y in lc.counted if y.pc not in in_base}
-    return OffsetCount(kernel, arch, space, elem, context, base, sorted(extra.values(), key=lambda y: y.pc),
-                       accesses)
+    return OffsetCount(kernel, arch, space, elem, context, base, sorted(extra.values(), key=lambda y: y.pc), accesses)
 
 
 # ----------------------------------------------------------------------------- staging counts
@@ -853,9 +941,9 @@ class LoopCount:
 
     kernel: str
     arch: str
-    inner: list[Inst]                  # the innermost loop
-    elements: int                      # elements it copies per iteration (its stores)
-    outer: list[Inst] | None = None    # 2D: the outer loop's instructions outside the inner loop
+    inner: list[Inst]  # the innermost loop
+    elements: int  # elements it copies per iteration (its stores)
+    outer: list[Inst] | None = None  # 2D: the outer loop's instructions outside the inner loop
 
     @property
     def per_element(self) -> Fraction:
@@ -873,7 +961,7 @@ def count_loop(lines: list[str], nested: bool, kernel: str = "", arch: str = "")
     if len(spans) != (2 if nested else 1):
         raise ValueError(f"{kernel}/{arch}: {len(spans)} loops, expected {2 if nested else 1}")
     first, last = spans[0]
-    inner = insts[first: last + 1]
+    inner = insts[first : last + 1]
     stores = [x for x in inner if x.base in STORES]
     loads = [x for x in inner if x.base in LOADS]
     if not stores or len(stores) != len(loads):
@@ -883,7 +971,7 @@ def count_loop(lines: list[str], nested: bool, kernel: str = "", arch: str = "")
     o_first, o_last = spans[1]
     if not o_first <= first <= last <= o_last:
         raise ValueError(f"{kernel}/{arch}: the two loops are not nested")
-    outer = insts[o_first: first] + insts[last + 1: o_last + 1]
+    outer = insts[o_first:first] + insts[last + 1 : o_last + 1]
     if any(is_memory(x) for x in outer):
         raise ValueError(f"{kernel}/{arch}: the outer loop copies elements outside the inner loop")
     return LoopCount(kernel, arch, inner, len(stores), outer)
@@ -910,7 +998,7 @@ class UnrolledCount:
 
     kernel: str
     arch: str
-    unions: dict[tuple[int, ...], int]     # elements per thread (per dimension) -> union of the copy's slices
+    unions: dict[tuple[int, ...], int]  # elements per thread (per dimension) -> union of the copy's slices
 
     def per_element(self, shape: tuple[int, ...]) -> Fraction:
         one = min(self.unions)
@@ -924,8 +1012,8 @@ class UnrolledCount:
 @dataclass
 class BarrierCount:
     arch: str
-    totals: dict[int, int]            # __syncthreads() calls -> instructions of the kernel
-    added: list[Inst]                 # the instructions the last barrier added
+    totals: dict[int, int]  # __syncthreads() calls -> instructions of the kernel
+    added: list[Inst]  # the instructions the last barrier added
 
     @property
     def steps(self) -> set[int]:
@@ -948,7 +1036,7 @@ def count_barrier(sass: dict[str, list[str]], arch: str = "") -> BarrierCount:
     fewer, most = kernels[BARRIERS[-2]], kernels[BARRIERS[-1]]
     extra = Counter(x.opcode for x in most) - Counter(x.opcode for x in fewer)
     added = []
-    for x in reversed(most):                  # the last instructions of each opcode the extra barrier added
+    for x in reversed(most):  # the last instructions of each opcode the extra barrier added
         if extra[x.opcode] > 0:
             extra[x.opcode] -= 1
             added.insert(0, x)
@@ -962,19 +1050,21 @@ STAGING_KEYS = ("loop_1d", "loop_2d", "loop_2d_row", "unrolled_1d", "unrolled_2d
 
 @dataclass
 class Results:
-    indexed: dict[tuple[str, str, str], KernelCount] = field(default_factory=dict)          # (arch, type, space)
-    offset: dict[tuple[str, str, str, str], OffsetCount] = field(default_factory=dict)      # (arch, type, context, space)
+    indexed: dict[tuple[str, str, str], KernelCount] = field(default_factory=dict)  # (arch, type, space)
+    offset: dict[tuple[str, str, str, str], OffsetCount] = field(default_factory=dict)  # (arch, type, context, space)
     # (arch, source space or WRITEBACK, STAGING_KEYS entry) -> (instructions, the steps agree)
     staging: dict[tuple[str, str, str], tuple[Fraction, bool]] = field(default_factory=dict)
-    barrier: dict[str, BarrierCount] = field(default_factory=dict)                         # arch ->
+    barrier: dict[str, BarrierCount] = field(default_factory=dict)  # arch ->
 
 
 def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
     nvcc = nvcc or tool("nvcc")
     cuobjdump = cuobjdump or tool("cuobjdump")
     if not nvcc or not cuobjdump:
-        sys.exit("addressing_modes: nvcc and cuobjdump are needed "
-                 "(pip install nvidia-cuda-cuobjdump; nvcc from the CUDA toolkit)")
+        sys.exit(
+            "addressing_modes: nvcc and cuobjdump are needed "
+            "(pip install nvidia-cuda-cuobjdump; nvcc from the CUDA toolkit)"
+        )
     results = Results()
     tmp = tempfile.TemporaryDirectory(prefix="addressing_") if workdir is None else None
     wd = Path(tmp.name) if tmp else workdir
@@ -1022,14 +1112,17 @@ def count_staging(sass: dict[str, list[str]], arch: str, results: Results, verbo
             if verbose:
                 print_loop_snippet(who, form, lc)
         for form in ("unrolled_1d", "unrolled_flat", "unrolled_2d"):
-            slices = {tuple(size.values()): copy_slices(sass[staging_name(who, form, size)], who == WRITEBACK,
-                                                        staging_name(who, form, size), arch)
-                      for size in form_sizes(form)}
+            slices = {
+                tuple(size.values()): copy_slices(
+                    sass[staging_name(who, form, size)], who == WRITEBACK, staging_name(who, form, size), arch
+                )
+                for size in form_sizes(form)
+            }
             uc = UnrolledCount(staging_name(who, form, {}), arch, {k: union_size(v) for k, v in slices.items()})
-            if form != "unrolled_2d":        # 1D and flattened copies are regular: every length must give one value
+            if form != "unrolled_2d":  # 1D and flattened copies are regular: every length must give one value
                 values = {uc.per_element(k) for k in uc.shapes}
                 got[form] = (max(values), len(values) == 1)
-            else:                            # 2D copies are not (the table's shape; --verbose: the others)
+            else:  # 2D copies are not (the table's shape; --verbose: the others)
                 got[form] = (uc.per_element(TILE_2D), True)
             if verbose:
                 print_unrolled_snippet(who, form, uc, slices[max(slices)])
@@ -1055,8 +1148,10 @@ def print_loop_snippet(who: str, form: str, lc: LoopCount) -> None:
 def print_unrolled_snippet(who: str, form: str, uc: UnrolledCount, largest: list[LoadCount]) -> None:
     shapes = ", ".join(f"{'x'.join(map(str, k))}: {_fmt(uc.per_element(k))}" for k in uc.shapes)
     print(f"--- {uc.arch} staging {who} {form} ({uc.kernel}_*): per element, by elements per thread: {shapes}")
-    print("    union of the copy's counted slices: "
-          + ", ".join(f"{'x'.join(map(str, k))}: {v}" for k, v in sorted(uc.unions.items())))
+    print(
+        "    union of the copy's counted slices: "
+        + ", ".join(f"{'x'.join(map(str, k))}: {v}" for k, v in sorted(uc.unions.items()))
+    )
     print(f"    the copy of {'x'.join(map(str, max(uc.unions)))} (+1 once per instruction):")
     seen: set[int] = set()
     for lc in largest:
@@ -1075,8 +1170,10 @@ def print_barrier_snippet(bc: BarrierCount) -> None:
 
 
 def print_snippet(kc: KernelCount) -> None:
-    print(f"--- {kc.arch} {kc.elem} {kc.space} ({kc.kernel}): {kc.count}"
-          + ("" if kc.agree else "  (loads disagree: " + ", ".join(str(len(l.counted)) for l in kc.loads) + ")"))
+    print(
+        f"--- {kc.arch} {kc.elem} {kc.space} ({kc.kernel}): {kc.count}"
+        + ("" if kc.agree else "  (loads disagree: " + ", ".join(str(len(l.counted)) for l in kc.loads) + ")")
+    )
     for lc in kc.loads:
         print(f"    load  {lc.load.text}")
         for y in lc.counted:
@@ -1086,8 +1183,10 @@ def print_snippet(kc: KernelCount) -> None:
 
 
 def print_offset_snippet(oc: OffsetCount) -> None:
-    print(f"--- {oc.arch} {oc.elem} {oc.space} {oc.context} ({oc.kernel}): {oc.count}"
-          f"  (= {len(oc.extra)}/{oc.accesses - 1} = {float(oc.exact):.3f})")
+    print(
+        f"--- {oc.arch} {oc.elem} {oc.space} {oc.context} ({oc.kernel}): {oc.count}"
+        f"  (= {len(oc.extra)}/{oc.accesses - 1} = {float(oc.exact):.3f})"
+    )
     print(f"    base  {oc.base.load.text}   (smallest slice, {len(oc.base.counted)}: not counted here)")
     for y in oc.base.counted:
         print(f"       0  {y.text}")
@@ -1173,16 +1272,19 @@ def family_rows(fam: str, members: list[str], types, cols, count) -> tuple[dict,
             got = {a: count(a, tname, c) for a in members}
             vals = {v for v, _ in got.values()}
             if len(vals) != 1 or not all(ok for _, ok in got.values()):
-                raise SystemExit(f"--toml: {fam} ({', '.join(members)}) {tname} {c} is not one number: "
-                                 + ", ".join(f"{a}={v}{'' if ok else '*'}" for a, (v, ok) in got.items()))
+                raise SystemExit(
+                    f"--toml: {fam} ({', '.join(members)}) {tname} {c} is not one number: "
+                    + ", ".join(f"{a}={v}{'' if ok else '*'}" for a, (v, ok) in got.items())
+                )
             row[c] = vals.pop()
         rows[tname] = row
     by_bytes: dict[int, tuple[str, dict[str, int]]] = {}
     for tname in types:
         b = TYPES[tname].bytes
         if b in by_bytes and by_bytes[b][1] != rows[tname]:
-            raise SystemExit(f"--toml: {fam}: {by_bytes[b][0]} and {tname} ({b} bytes) differ: "
-                             f"{by_bytes[b][1]} vs {rows[tname]}")
+            raise SystemExit(
+                f"--toml: {fam}: {by_bytes[b][0]} and {tname} ({b} bytes) differ: {by_bytes[b][1]} vs {rows[tname]}"
+            )
         by_bytes.setdefault(b, (tname, rows[tname]))
     return rows, by_bytes
 
@@ -1204,9 +1306,11 @@ def toml_rows(results: Results, archs, types) -> str:
     """
     out = []
     for fam, members in families_of(archs).items():
+
         def indexed(a, t, c):
             kc = results.indexed[(a, t, c)]
             return kc.count, kc.agree
+
         rows, by_bytes = family_rows(fam, members, types, ALL_SPACES, indexed)
         out += [f"[{fam}]", "sm = [" + ", ".join(f'"{m}"' for m in members) + "]", 'source = "measured"', ""]
         out += bytes_section(f"{fam}.bytes", by_bytes, types, ALL_SPACES)
@@ -1214,8 +1318,10 @@ def toml_rows(results: Results, archs, types) -> str:
         out += [f"{t} = {{ bytes = {TYPES[t].bytes}, {_inline(rows[t], ALL_SPACES)} }}" for t in types]
         out.append("")
         for context in OFFSETS:
+
             def offset(a, t, c, context=context):
                 return results.offset[(a, t, context, c)].count, True
+
             _, by_bytes = family_rows(fam, members, types, OFFSET_ALL, offset)
             out += bytes_section(f"{fam}.{context}", by_bytes, types, OFFSET_ALL)
         out += staging_section(fam, members, results)
@@ -1226,8 +1332,10 @@ def _one(fam: str, members: list[str], what: str, got: dict[str, tuple[Fraction,
     """The family's one value of a staging entry, else refuse."""
     vals = {v for v, _ in got.values()}
     if len(vals) != 1 or not all(ok for _, ok in got.values()):
-        raise SystemExit(f"--toml: {fam} ({', '.join(members)}) staging {what} is not one number: "
-                         + ", ".join(f"{a}={_fmt(v)}{'' if ok else '*'}" for a, (v, ok) in got.items()))
+        raise SystemExit(
+            f"--toml: {fam} ({', '.join(members)}) staging {what} is not one number: "
+            + ", ".join(f"{a}={_fmt(v)}{'' if ok else '*'}" for a, (v, ok) in got.items())
+        )
     return vals.pop()
 
 
@@ -1236,12 +1344,15 @@ def _number(v: Fraction) -> str:
 
 
 def staging_section(fam: str, members: list[str], results: Results) -> list[str]:
-    barrier = _one(fam, members, "barrier",
-                   {a: (Fraction(results.barrier[a].count), results.barrier[a].agree) for a in members})
+    barrier = _one(
+        fam, members, "barrier", {a: (Fraction(results.barrier[a].count), results.barrier[a].agree) for a in members}
+    )
     out = [f"[{fam}.staging]", f"barrier = {barrier}"]
     for who in (*STAGING_SOURCES, WRITEBACK):
-        row = {key: _number(_one(fam, members, f"{who}.{key}", {a: results.staging[(a, who, key)] for a in members}))
-               for key in STAGING_KEYS}
+        row = {
+            key: _number(_one(fam, members, f"{who}.{key}", {a: results.staging[(a, who, key)] for a in members}))
+            for key in STAGING_KEYS
+        }
         out.append(f"{who} = {{ {_inline(row, STAGING_KEYS)} }}")
     return out + [""]
 

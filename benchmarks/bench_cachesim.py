@@ -72,8 +72,10 @@ def bench_cache(n: int, repeat: int) -> None:
             ratios.append(theirs_cpu / ours.cpu_s)
             wall_ratios.append(theirs_wall / ours.wall_s)
             agree = "agree" if int(h) == int(hits.sum()) else "DIFFER"
-            print(f"run {k + 1}: simulate_cache('{SPEC}') {n:,} accesses: {ours.describe()} = "
-                  f"{n / ours.cpu_s / 1e6:.1f} M accesses per CPU second, {int(hits.sum()):,} hits")
+            print(
+                f"run {k + 1}: simulate_cache('{SPEC}') {n:,} accesses: {ours.describe()} = "
+                f"{n / ours.cpu_s / 1e6:.1f} M accesses per CPU second, {int(hits.sum()):,} hits"
+            )
             print(f"       pycachesim load(array), same cache and stream: wall {theirs_wall:.2f} s, CPU {theirs_cpu:.2f} s = "
                   f"{n / theirs_cpu / 1e6:.1f} M accesses per CPU second, {int(h):,} hits ({agree}); "
                   f"ratio {ratios[-1]:.2f}x CPU, {wall_ratios[-1]:.2f}x wall")  # fmt: skip

@@ -113,7 +113,10 @@ def bench_source(args, tmp: Path) -> None:
         pyc = source_env(PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
         pyc.pop("PYTHONDONTWRITEBYTECODE")
         run_child(rank_argv(py, VECADD), pyc)
-        report("rank vecadd (second run, bytecode cached)", [run_child(rank_argv(py, VECADD), pyc) for _ in range(args.runs)])
+        report(
+            "rank vecadd (second run, bytecode cached)",
+            [run_child(rank_argv(py, VECADD), pyc) for _ in range(args.runs)],
+        )
     trace = imported_trace(args.porple, tmp)
     if trace is not None:
         run_child(rank_argv(py, trace, "--workers", "1"), env)  # its kernels in the cache
@@ -232,8 +235,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="runs per row (medians; default 3)")
     ap.add_argument("--fresh-install", action="store_true", help="also build a wheel and time it in a new venv")
-    ap.add_argument("--cold", action="store_true",
-                    help="also the runs with an empty numba cache (every kernel compiles: ~30-70 s CPU each)")
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="also the runs with an empty numba cache (every kernel compiles: ~30-70 s CPU each)",
+    )
     ap.add_argument("--pool", action="store_true", help="only the worker-pool figures placement.workers cites")
     ap.add_argument("--porple", type=Path, default=PORPLE, help=f"PORPLE trace to import (default {PORPLE})")
     args = ap.parse_args()

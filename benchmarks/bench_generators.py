@@ -75,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             del cols
         sz = "x".join(map(str, size or []))
         cpu = max(best_cpu, 1e-9)
-        print(f"{name:28s} {sz:>14s} {rows:12,d} {best:8.3f} {rows / best / 1e6:10.1f} M {best_cpu:8.3f} {rows / cpu / 1e6:10.1f} M "
-              f"{peak_rss_mib():6,.0f} MiB")  # peak RSS: the process's high-water mark so far
+        print(
+            f"{name:28s} {sz:>14s} {rows:12,d} {best:8.3f} {rows / best / 1e6:10.1f} M {best_cpu:8.3f} {rows / cpu / 1e6:10.1f} M "
+            f"{peak_rss_mib():6,.0f} MiB"
+        )  # peak RSS: the process's high-water mark so far
         sys.stdout.flush()
     print(run_footer(t_start, c_start))
     return 0

@@ -88,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xz", action="store_true", help="compress the synthesized trace with xz")
     args = ap.parse_args(argv)
     if not SAMPLE.is_file():
-        print(f"the Accel-Sim sample {SAMPLE} is absent (a fresh clone has no ../shared); nothing to measure", file=sys.stderr)
+        print(
+            f"the Accel-Sim sample {SAMPLE} is absent (a fresh clone has no ../shared); nothing to measure",
+            file=sys.stderr,
+        )
         return 2
     numba.set_num_threads(1)
     t_start, c_start = time.perf_counter(), time.process_time()
@@ -99,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         n = synthesize(path, args.lines, args.mode0, args.mode2, args.xz)
         size = os.path.getsize(path)
-        print(f"synthesized {n:,} lines ({size / 2**20:.0f} MiB{' xz' if args.xz else ''}) in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"synthesized {n:,} lines ({size / 2**20:.0f} MiB{' xz' if args.xz else ''}) in {time.perf_counter() - t0:.1f} s"
+        )
         parse_traceg(str(SAMPLE))  # warm-up: load the compiled kernels
         with measure("parse") as m:
             parsed = parse_traceg(path)

@@ -100,8 +100,10 @@ def main() -> None:
     small = traces.Trace(**{k: v[:5000] for k, v in trace.columns().items()}, info=trace.info)
     solve(WholeTraceEvaluator(small, gpu), options=SearchOptions(top=2, pair_budget=2))
     with measure("rank") as m:
-        r = solve(WholeTraceEvaluator(trace, gpu),
-                  options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget))
+        r = solve(
+            WholeTraceEvaluator(trace, gpu),
+            options=SearchOptions(top=args.top, workers=args.workers, pair_budget=args.pair_budget),
+        )
     f = m.figures
     print(f"rank top {args.top} on {gpu.name} with {args.workers} worker(s): {f.describe()} (goal: under 60 s wall); "
           f"{r.evaluations} exact evaluations of 5^12 = {5**12:,} placements, {f.total_cpu_s / max(r.evaluations, 1):.2f} s CPU each "
@@ -109,8 +111,10 @@ def main() -> None:
     sample_ns = r.sample.sample.time_ns
     for i, e in enumerate(r.ranking, start=1):
         moved = {k: v for k, v in e.target.placement.items() if r.sample.sample.placement[k] != v}
-        print(f"  {i:2d}. {e.target.time_ns:12,.0f} ns  x{sample_ns / e.target.time_ns:5.3f}  "
-              + (",".join(f"{k}={v}" for k, v in moved.items()) or "(sample)"))
+        print(
+            f"  {i:2d}. {e.target.time_ns:12,.0f} ns  x{sample_ns / e.target.time_ns:5.3f}  "
+            + (",".join(f"{k}={v}" for k, v in moved.items()) or "(sample)")
+        )
     if args.json:
         out = {"evaluations": r.evaluations, "sample_ns": sample_ns,
                "ranking": [{"placement": e.target.placement, "time_ns": e.target.time_ns} for e in r.ranking]}  # fmt: skip

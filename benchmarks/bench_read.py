@@ -102,9 +102,13 @@ def read_all(path: str, batch: int) -> None:
             for b in traces.iter_batches(path, rows=batch, validate=validate):
                 n += len(b)
         f = m.figures
-        print(f"iter_batches(rows={batch}, validate={validate}): {n:,} rows, {f.describe()} = "
-              f"{n / f.wall_s / 1e6:.2f} M rows/s wall, {n / f.cpu_s / 1e6:.2f} M rows per CPU second")
-    print(f"peak resident memory of the reading process: {peak_rss_mib():.0f} MiB (after imports and one batch: {rss0:.0f} MiB)")
+        print(
+            f"iter_batches(rows={batch}, validate={validate}): {n:,} rows, {f.describe()} = "
+            f"{n / f.wall_s / 1e6:.2f} M rows/s wall, {n / f.cpu_s / 1e6:.2f} M rows per CPU second"
+        )
+    print(
+        f"peak resident memory of the reading process: {peak_rss_mib():.0f} MiB (after imports and one batch: {rss0:.0f} MiB)"
+    )
 
 
 def ceiling(path: str, rows: int) -> None:
@@ -122,8 +126,10 @@ def ceiling(path: str, rows: int) -> None:
         return min(times)
 
     cpu = best(lambda: addr.copy())
-    print(f"ceiling: copy of the decoded addresses alone: {rows / cpu / 1e6:.1f} M rows per CPU second "
-          f"({addr.nbytes / cpu / 1e9:.1f} GB/s)")
+    print(
+        f"ceiling: copy of the decoded addresses alone: {rows / cpu / 1e6:.1f} M rows per CPU second "
+        f"({addr.nbytes / cpu / 1e9:.1f} GB/s)"
+    )
     variants = {
         "zstd-1 plain (the writer's)": dict(compression="zstd", compression_level=1),
         "uncompressed plain": dict(compression="none"),
@@ -136,8 +142,10 @@ def ceiling(path: str, rows: int) -> None:
         q = os.path.join(d, "ceiling.parquet")
         pq.write_table(table, q, use_dictionary=False, row_group_size=traces.io.ROW_GROUP_ROWS, **kw)
         cpu = best(lambda: pq.read_table(q, use_threads=False))
-        print(f"ceiling: pyarrow decode, {label}: {os.path.getsize(q) / rows:.0f} B/row, "
-              f"{rows / cpu / 1e6:.2f} M rows per CPU second")
+        print(
+            f"ceiling: pyarrow decode, {label}: {os.path.getsize(q) / rows:.0f} B/row, "
+            f"{rows / cpu / 1e6:.2f} M rows per CPU second"
+        )
         os.remove(q)
     # the same rows under another contract: a row's first address and its lanes' offsets from it, or, where
     # the lanes are evenly spaced (all of these rows), the first address and the spacing alone
@@ -164,8 +172,10 @@ def ceiling(path: str, rows: int) -> None:
         pq.write_table(t, q, use_dictionary=False, row_group_size=traces.io.ROW_GROUP_ROWS, compression="zstd",
                        compression_level=1)  # fmt: skip
         cpu = best(lambda: pq.read_table(q, use_threads=False))
-        print(f"ceiling: another contract, {label}, zstd-1: {os.path.getsize(q) / rows:.0f} B/row, "
-              f"{rows / cpu / 1e6:.2f} M rows per CPU second")
+        print(
+            f"ceiling: another contract, {label}, zstd-1: {os.path.getsize(q) / rows:.0f} B/row, "
+            f"{rows / cpu / 1e6:.2f} M rows per CPU second"
+        )
         os.remove(q)
 
 

@@ -74,7 +74,9 @@ def streams(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         try:
             cols, info = gen.generate(name)
         except Exception as exc:  # the generators are young; fall back rather than skip the trace case
-            print(f"note: trace generator '{name}' failed ({type(exc).__name__}: {exc}); using a synthetic vecadd-like stream")
+            print(
+                f"note: trace generator '{name}' failed ({type(exc).__name__}: {exc}); using a synthetic vecadd-like stream"
+            )
             s["synthetic vecadd-like stream (stands in for a bundled trace)"] = vecadd_like(n)
             continue
         active = ((cols["mask"][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
@@ -105,10 +107,16 @@ def main() -> int:
                 ours = cachesim.simulate_cache(spec, a)
                 diff = int((ours != theirs[k]).sum())
                 total += 1
-                status = "agree" if diff == 0 else f"DIFFER at {diff} accesses (first {int(np.argmax(ours != theirs[k]))})"
-                print(f"{name:42s} {spec:24s} {a.size:7d} accesses, hits {int(ours.sum()):7d} vs {int(theirs[k].sum()):7d}: {status}")
+                status = (
+                    "agree" if diff == 0 else f"DIFFER at {diff} accesses (first {int(np.argmax(ours != theirs[k]))})"
+                )
+                print(
+                    f"{name:42s} {spec:24s} {a.size:7d} accesses, hits {int(ours.sum()):7d} vs {int(theirs[k].sum()):7d}: {status}"
+                )
                 bad += diff != 0
-    print(f"{total - bad} of {total} cases agree exactly ({time.perf_counter() - t0:.0f} s wall; pycachesim's CPU is the children's below)")
+    print(
+        f"{total - bad} of {total} cases agree exactly ({time.perf_counter() - t0:.0f} s wall; pycachesim's CPU is the children's below)"
+    )
     return 1 if bad else 0
 
 

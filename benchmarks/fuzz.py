@@ -228,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per input before it counts as a hang")
     ap.add_argument("--keep", type=Path, help="folder to write each crashing or hanging input to")
-    ap.add_argument("--replay", type=int, metavar="I", help="materialize input I into --keep and read it in this process")
+    ap.add_argument(
+        "--replay", type=int, metavar="I", help="materialize input I into --keep and read it in this process"
+    )
     args = ap.parse_args(argv)
     if args.replay is not None:
         if args.target == "all" or args.keep is None:

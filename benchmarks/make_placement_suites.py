@@ -96,7 +96,9 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
             skipped.append(f"{dn} (no configuration '{g}')")
             continue
         naive = pd.read_csv(base / f"matMul_gpu-{dn}.csv").groupby(["Input.Size", "Block.X"])["Duration"].median()
-        tiled = pd.read_csv(base / f"matMul_gpu_sharedmem-{dn}.csv").groupby(["Input.Size", "Block.X"])["Duration"].median()
+        tiled = (
+            pd.read_csv(base / f"matMul_gpu_sharedmem-{dn}.csv").groupby(["Input.Size", "Block.X"])["Duration"].median()
+        )
         for w in MATMUL_SIZES:
             for b in MATMUL_BLOCKS:
                 t0, t1 = float(naive[(w, b)]) * 1e9, float(tiled[(w, b)]) * 1e9
@@ -131,7 +133,9 @@ def conv_suite(data: Path) -> str:
         t = v.get("time")
         if not isinstance(t, (int, float)) or v["use_padding"] != 0:
             continue
-        times[(v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])] = t
+        times[
+            (v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])
+        ] = t
     out = [
         "# Kernel Tuner's 2D convolution on an NVIDIA A100-PCIE-40GB (4096 x 4096 outputs, 15 x 15 filter in",
         "# constant memory), the four measured variants of the input image per (block, tile) shape: G, R (__ldg),",
@@ -179,9 +183,11 @@ RATIOS_ONLY = "(ratios only)"
 """In an entry's note: its trace is smaller than the measured run, so its measured_ns are compared as ratios
 to its sample's, never as absolute times (benchmarks/placement_accuracy.py reads this mark)."""
 
-STAGING_MISMATCH = ("shared bytes per block measured that are none of the tiles the tool stages (the window counts "
-                    "it tries, at the measured size; for a size whose trace does not hold, as at the largest measured "
-                    "size of the kind whose trace does):")
+STAGING_MISMATCH = (
+    "shared bytes per block measured that are none of the tiles the tool stages (the window counts "
+    "it tries, at the measured size; for a size whose trace does not hold, as at the largest measured "
+    "size of the kind whose trace does):"
+)
 # measured kernel -> (generator, the size parameter halved until the trace fits, the size parameters that
 # must be equal for two sizes to share a staged variant's check: see h100_suite)
 H100_KERNELS = {
@@ -233,7 +239,9 @@ def _h100_measured(data: Path) -> tuple[dict[tuple, list[dict]], list[tuple]]:
                 if r["kernel"] not in H100_KERNELS:
                     continue  # the empty kernel: the launch floor, no placements
                 if r["check"] != "ok":
-                    raise ValueError(f"{name}: {r['kernel']} {r['variant']} {r['size']} {r['block']}: check {r['check']!r}")
+                    raise ValueError(
+                        f"{name}: {r['kernel']} {r['variant']} {r['size']} {r['block']}: check {r['check']!r}"
+                    )
                 key = (r["kernel"], r["size"], r["block"], r["variant"])
                 if key not in rows:
                     order.append(key)
@@ -306,8 +314,10 @@ def h100_suite(data: Path) -> str:
             tried = _staged_tiles(H100_KERNELS[kernel][0], at, _block(kernel, block), staged)
             where = ", ".join(f"{k}={v}" for k, v in at.items())
             tool = " or ".join(f"{w} window{'s' if w > 1 else ''} of {b} B" for w, b in tried)
-            verdicts[key] = (any(b == smem for _, b in tried),
-                             f"{kernel} {staged}, block {block}, {where}: {smem} B measured; the tool stages {tool}")
+            verdicts[key] = (
+                any(b == smem for _, b in tried),
+                f"{kernel} {staged}, block {block}, {where}: {smem} B measured; the tool stages {tool}",
+            )
         return verdicts[key]
 
     def staged_ok(kernel: str, size: str, block: str, variant: str, placement: str) -> tuple[bool, str]:
@@ -322,8 +332,13 @@ def h100_suite(data: Path) -> str:
                 if k == kernel and b == block and h100_placement(k, v)[0] == placement
                 and all(_size(s)[p] == sz[p] for p in shape) and trace_rows(gen, _size(s)) <= MAX_TRACE_ROWS]  # fmt: skip
         if not like:
-            return check(kernel, traced_size(kernel, sz), block, staged,
-                         int(rows[(kernel, size, block, variant)][0]["smem_bytes"]))
+            return check(
+                kernel,
+                traced_size(kernel, sz),
+                block,
+                staged,
+                int(rows[(kernel, size, block, variant)][0]["smem_bytes"]),
+            )
         s, v = max(like, key=lambda x: trace_rows(gen, _size(x[0])))
         return check(kernel, _size(s), block, staged, int(rows[(kernel, s, block, v)][0]["smem_bytes"]))
 
@@ -387,7 +402,7 @@ def h100_suite(data: Path) -> str:
         "#     python benchmarks/placement_accuracy.py h100.parquet",
         "#",
         "# One entry per (kernel, size, block) of variants-run1.csv / variants-run2.csv and the histogram rows of",
-        "# variants-extra.csv. Variant codes -> placements: G = the sample (\"\"), R = R (__ldg), T = T, C = C,",
+        '# variants-extra.csv. Variant codes -> placements: G = the sample (""), R = R (__ldg), T = T, C = C,',
         "# S/G = S/G (the tool picks its windows; matmul's measured windows are in the note). measured_ns: the",
         "# median of med_us (30 launches, each after an L2 flush) over the two runs, i.e. their mean; one run for",
         "# variants-extra.csv.",

@@ -140,8 +140,10 @@ def score_rows(rows: list[dict], ratios_only: set[str] | None = frozenset(), why
         "median_model_over_measured": statistics.median(abs_ratios) if abs_ratios else None,
         "abs_left_out": why if ratios_only is None else f"{len(ratios_only)} entries marked {RATIOS_ONLY}",
         "misses": misses,
-        "rows": [{"entry": e, "gpu": g, "placement": p, "measured_ratio": m, "predicted_ratio": q, "error": x}
-                 for e, g, p, m, q, x in lines],
+        "rows": [
+            {"entry": e, "gpu": g, "placement": p, "measured_ratio": m, "predicted_ratio": q, "error": x}
+            for e, g, p, m, q, x in lines
+        ],
     }
 
 
@@ -157,29 +159,45 @@ def main(argv: list[str] | None = None) -> int:
     for s in scores:
         print(f"{s['file']}: {s['entries']} entries, {s['placements']} placements against their sample")
         for r in s["rows"]:
-            print(f"  {r['entry']:28s} {r['gpu']:7s} {r['placement']:12s} measured {r['measured_ratio']:6.3f}  "
-                  f"predicted {r['predicted_ratio']:6.3f}  error {100 * r['error']:5.1f} %")
-        print(f"  sign of effects > 10 %: {s['sign_right']}/{s['significant_effects']} ({_fmt(s['sign_share'])})"
-              f"{_goal(s, 'sign_share')}")
-        print(f"  ratio error: median {_fmt(s['median_ratio_error'])}{_goal(s, 'median_ratio_error')}, "
-              f"mean {_fmt(s['mean_ratio_error'])}")
-        print(f"  predicted best = measured best: {_fmt(s['top1_share'])} of entries; "
-              f"within {NEAR:.0%} of the measured best: {_fmt(s['near_top1_share'])}{_goal(s, 'near_top1_share')}")
-        print(f"  Kendall tau per entry, median: {_fmt(s['median_kendall_tau'], False)}{_goal(s, 'median_kendall_tau')}")
-        print(f"  absolute time error, placements of {ABS_MIN_NS / 1e3:g} us or more: median "
-              f"{_fmt(s['median_abs_error'])}{_goal(s, 'median_abs_error')} over {s['abs_placements']}, model / "
-              f"measured median {_fmt(s['median_model_over_measured'], False)} (left out: {s['abs_left_out']})")
+            print(
+                f"  {r['entry']:28s} {r['gpu']:7s} {r['placement']:12s} measured {r['measured_ratio']:6.3f}  "
+                f"predicted {r['predicted_ratio']:6.3f}  error {100 * r['error']:5.1f} %"
+            )
+        print(
+            f"  sign of effects > 10 %: {s['sign_right']}/{s['significant_effects']} ({_fmt(s['sign_share'])})"
+            f"{_goal(s, 'sign_share')}"
+        )
+        print(
+            f"  ratio error: median {_fmt(s['median_ratio_error'])}{_goal(s, 'median_ratio_error')}, "
+            f"mean {_fmt(s['mean_ratio_error'])}"
+        )
+        print(
+            f"  predicted best = measured best: {_fmt(s['top1_share'])} of entries; "
+            f"within {NEAR:.0%} of the measured best: {_fmt(s['near_top1_share'])}{_goal(s, 'near_top1_share')}"
+        )
+        print(
+            f"  Kendall tau per entry, median: {_fmt(s['median_kendall_tau'], False)}{_goal(s, 'median_kendall_tau')}"
+        )
+        print(
+            f"  absolute time error, placements of {ABS_MIN_NS / 1e3:g} us or more: median "
+            f"{_fmt(s['median_abs_error'])}{_goal(s, 'median_abs_error')} over {s['abs_placements']}, model / "
+            f"measured median {_fmt(s['median_model_over_measured'], False)} (left out: {s['abs_left_out']})"
+        )
         for m in s["misses"]:
             print(f"  wrong sign: {m}")
         kernels = s["by_kernel"]
         if len(kernels) > 1:
-            print("  per kernel: entries, sign right / effects > 10 %, median ratio error, predicted best within "
-                  f"{NEAR:.0%}, median tau, median absolute error (n), model / measured")
+            print(
+                "  per kernel: entries, sign right / effects > 10 %, median ratio error, predicted best within "
+                f"{NEAR:.0%}, median tau, median absolute error (n), model / measured"
+            )
             for k, v in kernels.items():
-                print(f"    {k:24s} {v['entries']:3d}  {v['sign_right']:3d}/{v['significant_effects']:<3d}  "
-                      f"{_fmt(v['median_ratio_error']):>7s}  {_fmt(v['near_top1_share']):>7s}  "
-                      f"{_fmt(v['median_kendall_tau'], False):>5s}  {_fmt(v['median_abs_error']):>7s} "
-                      f"({v['abs_placements']})  {_fmt(v['median_model_over_measured'], False)}")
+                print(
+                    f"    {k:24s} {v['entries']:3d}  {v['sign_right']:3d}/{v['significant_effects']:<3d}  "
+                    f"{_fmt(v['median_ratio_error']):>7s}  {_fmt(v['near_top1_share']):>7s}  "
+                    f"{_fmt(v['median_kendall_tau'], False):>5s}  {_fmt(v['median_abs_error']):>7s} "
+                    f"({v['abs_placements']})  {_fmt(v['median_model_over_measured'], False)}"
+                )
     return 0
 
 

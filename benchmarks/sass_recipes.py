@@ -45,7 +45,22 @@ CLASSES = ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch")
 # One letter per instruction in a block's ``cls`` string, so a generator can cost part of a block.
 LETTER = {"int": "i", "fp32": "f", "fp64": "d", "sfu": "s", "ldst": "m", "sync": "y", "branch": "b"}
 
-FP32 = {"FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSET", "FSEL", "FCHK", "FRND", "FSWZADD", "HFMA2", "HADD2", "HMUL2", "FCMP"}
+FP32 = {
+    "FADD",
+    "FMUL",
+    "FFMA",
+    "FMNMX",
+    "FSETP",
+    "FSET",
+    "FSEL",
+    "FCHK",
+    "FRND",
+    "FSWZADD",
+    "HFMA2",
+    "HADD2",
+    "HMUL2",
+    "FCMP",
+}
 SFU = {"MUFU", "F2F", "F2I", "I2F", "I2I", "F2FP"}
 SYNC = {"BAR", "MEMBAR", "DEPBAR", "WARPSYNC", "ERRBAR", "CCTL"}
 BRANCH = {"BRA", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "BRX", "JMP", "JMX", "KILL", "BMOV"}
@@ -85,7 +100,26 @@ def class_counts(blocks: list[dict]) -> dict[str, int]:
 
 def is_mem(op: str, operands: str) -> bool:
     base = op.split(".")[0]
-    if base in ("LDG", "STG", "LDS", "STS", "LD", "ST", "ATOM", "ATOMS", "ATOMG", "RED", "TEX", "TLD", "TLD4", "TLDS", "LDL", "STL", "SULD", "SUST"):
+    if base in (
+        "LDG",
+        "STG",
+        "LDS",
+        "STS",
+        "LD",
+        "ST",
+        "ATOM",
+        "ATOMS",
+        "ATOMG",
+        "RED",
+        "TEX",
+        "TLD",
+        "TLD4",
+        "TLDS",
+        "LDL",
+        "STL",
+        "SULD",
+        "SUST",
+    ):
         return True
     # LDC with a register index is a constant-memory load; c[0x0][imm] is a parameter read.
     return base == "LDC" and re.search(r"c\[0x[0-9a-f]+\]\[R", operands) is not None
@@ -209,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--listing", action="store_true", help="print the SASS of every block")
     args = ap.parse_args(argv)
     nvcc, nvdisasm, cuobjdump = tool("nvcc"), tool("nvdisasm"), tool("cuobjdump")
-    version = re.search(r"release ([\d.]+), V([\d.]+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout)
+    version = re.search(
+        r"release ([\d.]+), V([\d.]+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    )
     lines = [
         "# Instruction recipes of the benchmark kernels, one table per kernel, one entry per",
         "# SASS basic block: start pc, instruction count, count per class, memory instructions",
@@ -241,11 +277,11 @@ def main(argv: list[str] | None = None) -> int:
                             # An operand in the user constant bank (__constant__ data): a constant read
                             # with no load instruction of its own. Listed with opcode CONST.
                             imm = re.search(r"c\[0x3\]\[(0x[0-9a-f]+)\]", operands).group(1)
-                            mem.append(f"[{k}, \"CONST\", \"c[0x3][{imm}]\"]")
+                            mem.append(f'[{k}, "CONST", "c[0x3][{imm}]"]')
                     cls = ", ".join(f"{c} = {v}" for c, v in counts.items() if v)
                     lines.append(
                         f"  {{ label = {toml_str(b['label'])}, pc = {b['insns'][0][0]}, n = {len(b['insns'])}, {cls}, "
-                        f"mem = [{', '.join(mem)}], cls = \"{''.join(letters)}\" }},"
+                        f'mem = [{", ".join(mem)}], cls = "{"".join(letters)}" }},'
                     )
                     if args.listing:
                         print(f"{name} {b['label']} (pc {b['insns'][0][0]:#x}, {len(b['insns'])} insns)")

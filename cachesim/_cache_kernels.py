@@ -78,7 +78,9 @@ def is_write_back(cfg, is_local):
 @nb.njit(**LEAF)
 def access(cfg, state, inst, addr, smask, is_write, is_local, t):
     """:func:`access_rows` on the rows of ``state``."""
-    return access_rows(cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], inst, addr, smask, is_write, is_local, t)
+    return access_rows(
+        cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], inst, addr, smask, is_write, is_local, t
+    )
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -224,4 +226,3 @@ def run_reads(addresses, line_log2, nsets, assoc, lru, out):
                     victim = k
             ways[base + victim] = block
             ways[sbase + victim] = t
-

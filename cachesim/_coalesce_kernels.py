@@ -357,7 +357,9 @@ def coalesce_rows(space, width, mask, addr, obj, obj_info, params, lines_out, se
         if path == PATH_LINES:
             s = 0
             for j in range(k):
-                s += active_lanes(np.uint32(smasks[j] & np.uint64(0xFFFFFFFF))) + active_lanes(np.uint32(smasks[j] >> np.uint64(32)))
+                s += active_lanes(np.uint32(smasks[j] & np.uint64(0xFFFFFFFF))) + active_lanes(
+                    np.uint32(smasks[j] >> np.uint64(32))
+                )
             sectors_out[i] = s
         elif path == PATH_TEXTURE:
             sectors_out[i] = k

@@ -116,8 +116,24 @@ def serve_state():
 
 
 @nb.njit(cache=True, nogil=True)
-def serve_chunk(addresses, order, masks, dramid, channels, bank_bits, times, keys, ids, numbers, open_row, nb_,
-                bank_out, row_out, outcome_out, service_out):
+def serve_chunk(
+    addresses,
+    order,
+    masks,
+    dramid,
+    channels,
+    bank_bits,
+    times,
+    keys,
+    ids,
+    numbers,
+    open_row,
+    nb_,
+    bank_out,
+    row_out,
+    outcome_out,
+    service_out,
+):
     """Decode and serve the requests ``addresses[order]`` through the row buffers of the state
     (keys, ids, numbers, open_row, nb_) left by the previous chunk; returns the state after them.
 
@@ -176,8 +192,21 @@ def serve_chunk(addresses, order, masks, dramid, channels, bank_bits, times, key
 
 
 @nb.njit(cache=True, nogil=True)
-def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
-          arrival_out, bank_out, row_out, outcome_out, service_out):
+def serve(
+    addresses,
+    arrival,
+    order,
+    masks,
+    dramid,
+    channels,
+    bank_bits,
+    times,
+    arrival_out,
+    bank_out,
+    row_out,
+    outcome_out,
+    service_out,
+):
     """Decode and serve the requests in ``order`` (row_buffer's whole pass); returns bank_number.
 
     One :func:`serve_chunk` over every request; the first-seen bank ids are then renumbered
@@ -188,9 +217,24 @@ def serve(addresses, arrival, order, masks, dramid, channels, bank_bits, times,
     for i in range(n):
         arrival_out[i] = arrival[order[i]]
     keys, ids, numbers, open_row, nb_ = serve_state()
-    keys, ids, numbers, open_row, nb_ = serve_chunk(addresses, order, masks, dramid, channels, bank_bits, times,
-                                                    keys, ids, numbers, open_row, nb_,
-                                                    bank_out, row_out, outcome_out, service_out)
+    keys, ids, numbers, open_row, nb_ = serve_chunk(
+        addresses,
+        order,
+        masks,
+        dramid,
+        channels,
+        bank_bits,
+        times,
+        keys,
+        ids,
+        numbers,
+        open_row,
+        nb_,
+        bank_out,
+        row_out,
+        outcome_out,
+        service_out,
+    )
     perm = np.argsort(numbers[:nb_])
     rank = np.empty(nb_, np.int32)
     for k in range(nb_):

@@ -262,7 +262,9 @@ def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, 
 
 
 @nb.njit(**LEAF)
-def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle):
+def upper_span(
+    level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle
+):
     """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``.
 
     Missing data is fetched from the L2 (the whole line of a normal cache, the wanted
@@ -298,7 +300,21 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
                 ssz = np.uint64(1) << sl
                 for s in range(cfg[C.NSECT]):
                     if (res[2] >> np.uint64(s)) & np.uint64(1):
-                        l2_span(cfgs, state, stats, out, hp, lat, evb + np.uint64(s) * ssz, np.int64(ssz), True, space, -1, -1, c2)
+                        l2_span(
+                            cfgs,
+                            state,
+                            stats,
+                            out,
+                            hp,
+                            lat,
+                            evb + np.uint64(s) * ssz,
+                            np.int64(ssz),
+                            True,
+                            space,
+                            -1,
+                            -1,
+                            c2,
+                        )
             else:
                 l2_span(cfgs, state, stats, out, hp, lat, evb, np.int64(csz), True, space, -1, -1, c2)
         if is_write:
@@ -396,7 +412,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             stats[LINES + sp] += k
             stats[REPLAYS + Q.REPLAY_WORDS] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[Q.P_TXN])
         else:
-            k, cause, replays = Q.coalesce_row(path, sp, m, addr[i], w, o, obj_info, hp, lines, smasks, words, counts, row)
+            k, cause, replays = Q.coalesce_row(
+                path, sp, m, addr[i], w, o, obj_info, hp, lines, smasks, words, counts, row
+            )
             stats[LINES + sp] += k
             stats[REPLAYS + cause] += replays
         if path == Q.PATH_LINES:
@@ -413,7 +431,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             if o_p > STORE or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
                 l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= STORE, sp, o, g, cyc)
                 continue
-            upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local, sp, o, g, cyc)
+            upper_runs(
+                lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local, sp, o, g, cyc
+            )
         elif path == Q.PATH_BANKS:
             stats[LSU + sp] += k * path_bytes
         elif path == Q.PATH_DISTINCT:
@@ -424,5 +444,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
-            upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc)
+            upper_runs(
+                TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc
+            )
     return n

@@ -40,7 +40,9 @@ class CoalesceConfig:
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise HierarchyConfigError(name, f"expected a power of two >= 1, got {v!r}")
         if self.line_bytes % self.sector_bytes or self.line_bytes // self.sector_bytes > 64:
-            raise HierarchyConfigError("line_bytes", f"must be 1 to 64 sectors of {self.sector_bytes} B, got {self.line_bytes}")
+            raise HierarchyConfigError(
+                "line_bytes", f"must be 1 to 64 sectors of {self.sector_bytes} B, got {self.line_bytes}"
+            )
         if not isinstance(self.smem_banks, int) or not 1 <= self.smem_banks <= 64:
             raise HierarchyConfigError("smem_banks", f"expected 1..64 banks, got {self.smem_banks!r}")
 

@@ -172,7 +172,9 @@ def row_buffer(addresses: np.ndarray, arrival: np.ndarray, config: DramConfig) -
     row = np.empty(n, np.uint64)
     outcome = np.empty(n, np.int8)
     service = np.empty(n, np.float64)
-    bank_number = K.serve(a, t, order, am.masks, am.dramid, am.channels, am.bank_bits, times, arr, bank, row, outcome, service)
+    bank_number = K.serve(
+        a, t, order, am.masks, am.dramid, am.channels, am.bank_bits, times, arr, bank, row, outcome, service
+    )
     return DramResult(order, arr, bank, bank_number, row, outcome, service)
 
 

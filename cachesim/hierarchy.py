@@ -117,9 +117,13 @@ class HierarchyConfig:
                 raise HierarchyConfigError(level, str(exc)) from None
         for level, s in specs.items():
             if s is not None and s.line < self.sector_bytes:
-                raise HierarchyConfigError(level, f"line of {s.line} B is smaller than sector_bytes {self.sector_bytes}")
+                raise HierarchyConfigError(
+                    level, f"line of {s.line} B is smaller than sector_bytes {self.sector_bytes}"
+                )
         if specs["l2"] is not None and specs["l2"].line > self.l2_slice_bytes:
-            raise HierarchyConfigError("l2_slice_bytes", f"{self.l2_slice_bytes} is smaller than the L2 line {specs['l2'].line} B")
+            raise HierarchyConfigError(
+                "l2_slice_bytes", f"{self.l2_slice_bytes} is smaller than the L2 line {specs['l2'].line} B"
+            )
         if self.tex_in_l1:
             specs["tex"] = specs["l1"]
         object.__setattr__(self, "specs", specs)
@@ -299,7 +303,9 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_GLOBAL_LVL] = H.L1 if config.global_in_l1 else H.NO_LEVEL
     hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
-    lat = np.array([config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles])
+    lat = np.array(
+        [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles]
+    )
     stats = np.zeros(H.STATS_LEN + (info.n_ids + 1) * H.OBJ_STRIDE, np.int64)  # the per-object counts after STATS_LEN
     return cfgs, state, hp, lat, stats, object_table(info)
 
@@ -342,7 +348,16 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     order = np.argsort(slot * config.sms + sm, kind="stable")
 
     cfgs, state, hp, lat, stats, obj_info = _setup(config, info)
-    cols = _readonly(trace.cta, trace.warp, trace.op, trace.space, trace.width, trace.mask, np.ascontiguousarray(trace.addr), trace.obj)
+    cols = _readonly(
+        trace.cta,
+        trace.warp,
+        trace.op,
+        trace.space,
+        trace.width,
+        trace.mask,
+        np.ascontiguousarray(trace.addr),
+        trace.obj,
+    )
 
     cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
     out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
@@ -512,7 +527,9 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            walk_cols = _readonly(cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8])
+            walk_cols = _readonly(
+                cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8]
+            )
             issue = float(cfg.issue_cycles)
             start = 0
             while True:

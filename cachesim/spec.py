@@ -125,14 +125,17 @@ def parse_spec(s: str) -> CacheSpec:
     sectored = g["t"] == "S"
     if sectored and line != SECTOR_BYTES * SECTORS_PER_LINE:
         raise SpecError(
-            "line", f"a sectored cache needs {SECTORS_PER_LINE} sectors of {SECTOR_BYTES} B per line (128 B), got {line} in '{s}'"
+            "line",
+            f"a sectored cache needs {SECTORS_PER_LINE} sectors of {SECTOR_BYTES} B per line (128 B), got {line} in '{s}'",
         )
     r = _choice("replacement", g["r"], REPLACEMENT, s)
     w = _choice("write policy", g["w"], WRITE, s)
     a = _choice("allocation", g["a"], ALLOC, s)
     wa = _choice("write allocation", g["wa"], WRITE_ALLOC, s)
     if g["i"] == "C":
-        raise SpecError("set index", f"'C' (custom) in cache string '{s}' has no function in GPGPU-Sim; use L, X, P or H")
+        raise SpecError(
+            "set index", f"'C' (custom) in cache string '{s}' has no function in GPGPU-Sim; use L, X, P or H"
+        )
     i = _choice("set index", g["i"], INDEX, s)
     if i == "P" and nsets not in IPOLY:
         raise SpecError("set index", f"IPOLY hashing needs 16, 32 or 64 sets, got {nsets} in '{s}'")

@@ -50,7 +50,7 @@ CONTEXTS = {
     "offset_leading": ("offset_leading", "offset_spaces"),
 }
 STAGING = "staging"
-STAGING_SOURCES = ("G", "T", "R")       # how a staged tile is read: plain loads, tex1Dfetch, __ldg
+STAGING_SOURCES = ("G", "T", "R")  # how a staged tile is read: plain loads, tex1Dfetch, __ldg
 WRITEBACK = "writeback"
 
 
@@ -75,18 +75,19 @@ STAGING_KEYS = tuple(f.name for f in fields(StagingLoop))
 class StagingCost:
     """What staging a tile in shared memory costs on one family ([<family>.staging])."""
 
-    family: str                              # the section the numbers come from
-    sources: Mapping[str, StagingLoop]       # "G", "T", "R": copying global -> shared
-    writeback: StagingLoop                   # copying shared -> global
-    barrier: int                             # instructions of one __syncthreads()
+    family: str  # the section the numbers come from
+    sources: Mapping[str, StagingLoop]  # "G", "T", "R": copying global -> shared
+    writeback: StagingLoop  # copying shared -> global
+    barrier: int  # instructions of one __syncthreads()
 
     def load(self, space: str) -> StagingLoop:
         """The copy-in loops for a tile read from ``space`` (``G``/``global``, ``T``/``texture1d``,
         ``R``/``readonly``)."""
         key = _space_key(space)
         if key not in self.sources:
-            raise InputError(f"{table_path()}: [{self.family}.{STAGING}] has no {key!r} row "
-                             f"(sources: {', '.join(self.sources)})")
+            raise InputError(
+                f"{table_path()}: [{self.family}.{STAGING}] has no {key!r} row (sources: {', '.join(self.sources)})"
+            )
         return self.sources[key]
 
 
@@ -116,10 +117,10 @@ def _validate_rows(p: Path, fam: str, table: str, rows, columns: list[str]) -> N
             raise InputError(f"{p}: [{fam}.{table}] key {key!r} is not an element size in bytes")
         for s in columns:
             if s not in row:
-                raise InputError(f"{p}: [{fam}.{table}] \"{key}\" has no {s!r} entry")
+                raise InputError(f'{p}: [{fam}.{table}] "{key}" has no {s!r} entry')
         for s, v in row.items():
             if not _is_count(v):
-                raise InputError(f"{p}: [{fam}.{table}] \"{key}\".{s} = {v!r} is not a non-negative integer")
+                raise InputError(f'{p}: [{fam}.{table}] "{key}".{s} = {v!r} is not a non-negative integer')
 
 
 def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> None:
@@ -129,8 +130,9 @@ def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> No
     if "use" in sec:
         target = sec["use"]
         if target not in fams or "use" in data[target].get(STAGING, {}):
-            raise InputError(f"{p}: [{fam}.{STAGING}] uses {target!r}, which is not a section "
-                             "with its own staging numbers")
+            raise InputError(
+                f"{p}: [{fam}.{STAGING}] uses {target!r}, which is not a section with its own staging numbers"
+            )
         return
     if not _is_count(sec.get("barrier")):
         raise InputError(f"{p}: [{fam}.{STAGING}] barrier = {sec.get('barrier')!r} is not a non-negative integer")
@@ -140,14 +142,15 @@ def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> No
             raise InputError(f"{p}: [{fam}.{STAGING}] has no {who!r} row")
         for key in STAGING_KEYS:
             if not _is_count(row.get(key), whole=False):
-                raise InputError(f"{p}: [{fam}.{STAGING}] {who}.{key} = {row.get(key)!r} "
-                                 "is not a non-negative number")
+                raise InputError(f"{p}: [{fam}.{STAGING}] {who}.{key} = {row.get(key)!r} is not a non-negative number")
 
 
 def _validate(p: Path, data: dict) -> None:
     if data.get("schema") != SCHEMA:
-        raise InputError(f"{p}: schema = {data.get('schema')!r}, this reader expects {SCHEMA} "
-                         "(regenerate with benchmarks/addressing_modes.py --toml)")
+        raise InputError(
+            f"{p}: schema = {data.get('schema')!r}, this reader expects {SCHEMA} "
+            "(regenerate with benchmarks/addressing_modes.py --toml)"
+        )
     for _, columns_key in CONTEXTS.values():
         columns = data.get(columns_key)
         if not isinstance(columns, list) or not columns:
@@ -204,8 +207,9 @@ def resolve_arch(arch: str) -> str:
             if sm in fb.get("sm", []):
                 return fb["use"]
     known = ", ".join(fams + sorted(fallback))
-    raise InputError(f"{table_path()}: no addressing-mode entry for architecture {arch!r} (known: {known}, "
-                     "or an sm_XX they list)")
+    raise InputError(
+        f"{table_path()}: no addressing-mode entry for architecture {arch!r} (known: {known}, or an sm_XX they list)"
+    )
 
 
 def _space_key(space: str) -> str:
@@ -216,8 +220,7 @@ def _space_key(space: str) -> str:
             return key
     if s.lower() in SHORT_OF_SPACE:
         return SHORT_OF_SPACE[s.lower()]
-    raise InputError(f"unknown memory space {space!r} (use {', '.join(SPACE_SHORT)} or "
-                     f"{', '.join(SHORT_OF_SPACE)})")
+    raise InputError(f"unknown memory space {space!r} (use {', '.join(SPACE_SHORT)} or {', '.join(SHORT_OF_SPACE)})")
 
 
 def addressing_cost(arch: str, elem_bytes: int, space: str, context: str = "indexed") -> int:
@@ -233,19 +236,21 @@ def addressing_cost(arch: str, elem_bytes: int, space: str, context: str = "inde
     rows = data[fam][table]
     row = rows.get(str(elem_bytes))
     if row is None:
-        raise InputError(f"{table_path()}: [{fam}.{table}] has no \"{elem_bytes}\" row "
-                         f"(element sizes: {', '.join(sorted(rows, key=int))})")
+        raise InputError(
+            f'{table_path()}: [{fam}.{table}] has no "{elem_bytes}" row '
+            f"(element sizes: {', '.join(sorted(rows, key=int))})"
+        )
     key = _space_key(space)
     if key not in row:
-        raise InputError(f"{table_path()}: [{fam}.{table}] \"{elem_bytes}\" has no {key!r} entry "
-                         f"(spaces: {', '.join(row)})")
+        raise InputError(
+            f'{table_path()}: [{fam}.{table}] "{elem_bytes}" has no {key!r} entry (spaces: {", ".join(row)})'
+        )
     return row[key]
 
 
 def addressing_delta(arch: str, elem_bytes: int, source: str, target: str, context: str = "indexed") -> int:
     """Change in address instructions per access when an array moves from ``source`` to ``target``."""
-    return (addressing_cost(arch, elem_bytes, target, context)
-            - addressing_cost(arch, elem_bytes, source, context))
+    return addressing_cost(arch, elem_bytes, target, context) - addressing_cost(arch, elem_bytes, source, context)
 
 
 def _staging_loop(row: dict) -> StagingLoop:

@@ -256,5 +256,12 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     )  # fmt: skip
 
 
-__all__ = ["HINTS_CHECKED", "STREAM_MODES", "WHOLE_BYTES_PER_ROW", "WHOLE_TRACE_BUDGET", "evaluate", "model_options",
-           "rank"]
+__all__ = [
+    "HINTS_CHECKED",
+    "STREAM_MODES",
+    "WHOLE_BYTES_PER_ROW",
+    "WHOLE_TRACE_BUDGET",
+    "evaluate",
+    "model_options",
+    "rank",
+]

@@ -184,7 +184,9 @@ def _load(path: str) -> tuple[CatalogEntry, ...]:
 
 def _entry(path: str, lineno: int, rec: dict, archs: set[str]) -> CatalogEntry:
     def bad(col: str, want: str):
-        return CatalogError(f"{path} line {lineno} ({rec.get('name') or '?'}): {col}: expected {want}, got {rec.get(col)!r}")
+        return CatalogError(
+            f"{path} line {lineno} ({rec.get('name') or '?'}): {col}: expected {want}, got {rec.get(col)!r}"
+        )
 
     def num(col: str, kind=float):
         try:
@@ -327,7 +329,9 @@ def _tex_string(geometry: str, policy: str, size_bytes: int) -> str:
     return f"{kind}:{sets}:{line}:{ways},{policy}"
 
 
-def departure_delays(bandwidth_gbs: float, sms: int, clock_mhz: float, line_bytes: int, sector_bytes: int) -> tuple[float, float]:
+def departure_delays(
+    bandwidth_gbs: float, sms: int, clock_mhz: float, line_bytes: int, sector_bytes: int
+) -> tuple[float, float]:
     """(coalesced, uncoalesced) departure delays: a line, or one sector, over the SM's share of
     the bandwidth per SM cycle (the rule of configs/gpus/k40.toml)."""
     share = bandwidth_gbs * 1e9 / sms / (clock_mhz * 1e6)

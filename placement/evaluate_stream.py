@@ -19,8 +19,18 @@ from traces.context import INDEXED, OFFSET, ContextStream
 from . import staging as stg
 from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
-from .hms import (Evaluation, MemoryRun, Options, Target, Terms, addr_cost_table, evaluation, residency, sample_issue,
-                  terms)
+from .hms import (
+    Evaluation,
+    MemoryRun,
+    Options,
+    Target,
+    Terms,
+    addr_cost_table,
+    evaluation,
+    residency,
+    sample_issue,
+    terms,
+)
 from .occupancy import occupancy
 from .placements import IllegalPlacement, Legality, Placement, check, is_staged, sample_placement
 
@@ -163,8 +173,9 @@ class StreamEvaluator(Evaluator):
         except traces.TraceError:
             raise
         except (ValueError, cachesim.HierarchyConfigError) as exc:  # rows out of block order
-            raise StreamOrderError(path, f"{exc}; use placement.evaluate_whole.WholeTraceEvaluator on the whole "
-                                         "trace") from None
+            raise StreamOrderError(
+                path, f"{exc}; use placement.evaluate_whole.WholeTraceEvaluator on the whole trace"
+            ) from None
         self.contexts.finish()
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
                         sample_issue(self.info.instructions, options))  # fmt: skip
@@ -324,7 +335,9 @@ class _StreamJob:
         """The addressing deltas of ``g``'s rows, rewritten to ``rw``, per object."""
         keep = g.obj >= 0
         weights = rw.addr_inst_delta[keep].astype(np.float64)
-        self.per_object += np.bincount(g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0])
+        self.per_object += np.bincount(
+            g.obj[keep].astype(np.int64), weights=weights, minlength=self.per_object.shape[0]
+        )
 
     def stage(self, rw, k: int) -> Iterator[ts.Staged]:
         """The rewritten rows ``rw`` staged with option ``k``, in pieces (``traces.staging.stage_pieces``: a

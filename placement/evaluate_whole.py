@@ -15,8 +15,19 @@ from . import attribution, tiles
 from . import staging as stg
 from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
-from .hms import (Evaluation, MemoryRun, Options, Target, Terms, addr_cost_table, evaluation, residency, sample_issue,
-                  terms, whole_memory)
+from .hms import (
+    Evaluation,
+    MemoryRun,
+    Options,
+    Target,
+    Terms,
+    addr_cost_table,
+    evaluation,
+    residency,
+    sample_issue,
+    terms,
+    whole_memory,
+)
 from .occupancy import Occupancy, occupancy
 from .placements import Legality, Placement, check, is_staged, sample_placement
 

@@ -225,8 +225,14 @@ def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     else:
         serial += ")"
     di = target.issued_instructions - sample.issued_instructions
-    issued = (f": {units.count(abs(di))} {'fewer' if di < 0 else 'more'} issued instructions, "
-              f"{units.count(sample.issued_instructions)} -> {units.count(target.issued_instructions)}") if di else ""
+    issued = (
+        (
+            f": {units.count(abs(di))} {'fewer' if di < 0 else 'more'} issued instructions, "
+            f"{units.count(sample.issued_instructions)} -> {units.count(target.issued_instructions)}"
+        )
+        if di
+        else ""
+    )
     return (f"T_comp {_signed_ns(d, ns_per_cycle)} is {serial} and the parallel part "
             f"{_signed_ns(par[1] - par[0], ns_per_cycle)} (max(W_parallel, T_LSU) {units.count(par[0])} -> "
             f"{units.count(par[1])} cycles{issued})")  # fmt: skip

@@ -307,11 +307,13 @@ def _cross_checks(g: Gpu) -> None:
     if k.l1_tex_unified and not k.l1.strip():
         raise ConfigError(p, "caches.l1_tex_unified", "is true but caches.l1 is empty (no L1 array to share)")
     if k.l1_tex_unified and k.tex.strip():
-        raise ConfigError(p, "caches.tex", "must be \"\" when caches.l1_tex_unified is true (texture requests use the l1 array)")
+        raise ConfigError(
+            p, "caches.tex", 'must be "" when caches.l1_tex_unified is true (texture requests use the l1 array)'
+        )
     if k.readonly_cache == "l1" and not k.l1.strip():
-        raise ConfigError(p, "caches.readonly_cache", "is \"l1\" but caches.l1 is empty")
+        raise ConfigError(p, "caches.readonly_cache", 'is "l1" but caches.l1 is empty')
     if k.readonly_cache == "tex" and not (k.tex.strip() or k.l1_tex_unified):
-        raise ConfigError(p, "caches.readonly_cache", "is \"tex\" but there is no texture cache (caches.tex is empty)")
+        raise ConfigError(p, "caches.readonly_cache", 'is "tex" but there is no texture cache (caches.tex is empty)')
     bits = list(d.row_bits) + list(d.column_bits) + list(d.byte_bits)
     if len(bits) != len(set(bits)):
         raise ConfigError(p, "dram.row_bits", "row, column and byte bits must not overlap")
@@ -326,7 +328,17 @@ def gpu_from_dict(data: dict, path: str) -> Gpu:
     """Validate a configuration given as the TOML's tables (``name``, ``arch``, ...,
     ``compute``, ``memory``, ``caches``, ``dram``) and build it; ``path`` names its
     origin in every error (a file, or ``catalog.csv:NAME``)."""
-    top = {"name", "description", "arch", "compute_capability", "compute", "memory", "caches", "dram", CALIBRATION_TABLE}
+    top = {
+        "name",
+        "description",
+        "arch",
+        "compute_capability",
+        "compute",
+        "memory",
+        "caches",
+        "dram",
+        CALIBRATION_TABLE,
+    }
     unknown = sorted(set(data) - top)
     if unknown:
         raise ConfigError(path, unknown[0], f"unknown key; known keys: {', '.join(sorted(top))}")
@@ -417,7 +429,9 @@ def get_gpu(name_or_path: str) -> Gpu:
         return gpu_from_entry(entry)
     near = catalog.suggest(name_or_path)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    raise InputError(f"unknown GPU {name_or_path!r}{hint} (`placement gpus` lists the catalog; or give a path to a .toml file)")
+    raise InputError(
+        f"unknown GPU {name_or_path!r}{hint} (`placement gpus` lists the catalog; or give a path to a .toml file)"
+    )
 
 
 def build_gpu(s: catalog.Spec) -> Gpu:

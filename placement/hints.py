@@ -100,9 +100,7 @@ def translation_unit(hs: "tuple[Hint, ...] | list[Hint]") -> str:
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
         "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "    (void)i; (void)row; (void)col;\n"
-        + "".join(f"{_indent(h.kernel, 4)}\n" for h in hs if h.kernel)
-        + "}\n\n"
+        "    (void)i; (void)row; (void)col;\n" + "".join(f"{_indent(h.kernel, 4)}\n" for h in hs if h.kernel) + "}\n\n"
         f"{host}"
     )
 
@@ -128,8 +126,9 @@ def _type_why(o: traces.ObjectInfo, t: str, writeback: str = "none") -> str:
     """Where the element type ``t`` of ``o`` comes from (a comment beside the declaration)."""
     if writeback == "atomic" and o.elem_bytes in ATOMIC_TYPES:
         return f"{t}: {o.name} is written by atomics only, a histogram's counts; use the array's own type"
-    return (f"{t}: {o.name}'s element type is not in the trace, only its size ({o.elem_bytes} bytes); use the "
-            "array's own")
+    return (
+        f"{t}: {o.name}'s element type is not in the trace, only its size ({o.elem_bytes} bytes); use the array's own"
+    )
 
 
 def _index(o: traces.ObjectInfo) -> str:
@@ -150,7 +149,10 @@ def constant(o: traces.ObjectInfo, gpu: Gpu, divergent_replays: int) -> Hint:
                      f"distinct addresses (predicted: {units.count(divergent_replays)} replays); it pays where a warp "
                      "reads one address")  # fmt: skip
     return Hint(
-        o.name, "", "C", f"constant memory: a __constant__ array filled by cudaMemcpyToSymbol; drop the {o.name} parameter",
+        o.name,
+        "",
+        "C",
+        f"constant memory: a __constant__ array filled by cudaMemcpyToSymbol; drop the {o.name} parameter",
         declarations=f"__constant__ {t} c_{n}[{elems}];",
         kernel=f"{t} v_{n} = c_{n}[{_index(o)}];   // was {o.name}[{_index(o)}]",
         host_params=f"const {t}* h_{n}",
@@ -173,17 +175,22 @@ def readonly(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         notes.append("a const T* __restrict__ pointer lets nvcc use the read-only path for plain loads too; __ldg "
                      "makes it explicit")  # fmt: skip
     return Hint(
-        o.name, "", "R", "the read-only data path: a const __restrict__ pointer, reads through __ldg",
+        o.name,
+        "",
+        "R",
+        "the read-only data path: a const __restrict__ pointer, reads through __ldg",
         kernel_params=f"const {t}* __restrict__ {n}",
         kernel=f"{t} v_{n} = __ldg(&{n}[{_index(o)}]);   // was {o.name}[{_index(o)}]",
         notes=tuple(notes),
     )
 
 
-ALIGN_1D = ("the bound pointer d_{n} must be a multiple of the device's texture alignment "
-            "(cudaDeviceProp::textureAlignment, cudaDevAttrTextureAlignment); cudaMalloc's pointers are. For an "
-            "array that starts at an offset inside an allocation, bind the allocation's start instead (devPtr and "
-            "sizeInBytes of the whole allocation) and add the offset, in elements, to tex1Dfetch's index")
+ALIGN_1D = (
+    "the bound pointer d_{n} must be a multiple of the device's texture alignment "
+    "(cudaDeviceProp::textureAlignment, cudaDevAttrTextureAlignment); cudaMalloc's pointers are. For an "
+    "array that starts at an offset inside an allocation, bind the allocation's start instead (devPtr and "
+    "sizeInBytes of the whole allocation) and add the offset, in elements, to tex1Dfetch's index"
+)
 
 
 def _texture1d_host(o: traces.ObjectInfo) -> str:
@@ -209,13 +216,19 @@ def texture1d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
     n, t = _ident(o.name), _type(o)
     elems = o.size // o.elem_bytes
     return Hint(
-        o.name, "", "T", "a 1D texture object over the existing device array, read with tex1Dfetch",
+        o.name,
+        "",
+        "T",
+        "a 1D texture object over the existing device array, read with tex1Dfetch",
         kernel_params=f"cudaTextureObject_t t_{n}",
         kernel=f"{t} v_{n} = tex1Dfetch<{t}>(t_{n}, {_index(o)});   // was {o.name}[{_index(o)}]",
         host_params=f"{t}* d_{n}",
         host=_texture1d_host(o),
-        notes=(f"{units.count(elems)} elements of the {units.count(gpu.memory.tex1d_max_elems)} a 1D texture of linear "
-               "memory may hold", ALIGN_1D.format(n=n)),  # fmt: skip
+        notes=(
+            f"{units.count(elems)} elements of the {units.count(gpu.memory.tex1d_max_elems)} a 1D texture of linear "
+            "memory may hold",
+            ALIGN_1D.format(n=n),
+        ),
     )
 
 
@@ -246,19 +259,24 @@ def texture2d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         f"// launch with t_{n}; afterwards cudaDestroyTextureObject(t_{n}); cudaFree(d_{n}2);"
     )
     return Hint(
-        o.name, "", "2T", f"a 2D texture object ({rows} rows x {cols} columns) over a pitched copy, read with tex2D",
+        o.name,
+        "",
+        "2T",
+        f"a 2D texture object ({rows} rows x {cols} columns) over a pitched copy, read with tex2D",
         kernel_params=f"cudaTextureObject_t t_{n}",
         kernel=f"{t} v_{n} = tex2D<{t}>(t_{n}, col, row);   // x = column, y = row; was {o.name}[{_index(o)}]",
         host_params=f"const {t}* h_{n}",
         host=host,
-        notes=(f"{gpu.name}'s 2D texture limit: {units.count(gpu.memory.tex2d_max_height)} rows x "
-               f"{units.count(gpu.memory.tex2d_max_width)} columns; cudaMallocPitch aligns each row",
-               "a pitch2D texture needs its start aligned to cudaDeviceProp::textureAlignment and its row pitch a "
-               "multiple of cudaDeviceProp::texturePitchAlignment: cudaMallocPitch's copy has both. To bind an "
-               "existing device array instead, it needs both too (else copy it, or use cudaMallocArray, "
-               "cudaMemcpy2DToArray and a cudaResourceTypeArray resource); an array at an offset inside an "
-               "allocation is bound from an aligned row and read with the offset's rows and columns added to "
-               "tex2D's y and x"),  # fmt: skip
+        notes=(
+            f"{gpu.name}'s 2D texture limit: {units.count(gpu.memory.tex2d_max_height)} rows x "
+            f"{units.count(gpu.memory.tex2d_max_width)} columns; cudaMallocPitch aligns each row",
+            "a pitch2D texture needs its start aligned to cudaDeviceProp::textureAlignment and its row pitch a "
+            "multiple of cudaDeviceProp::texturePitchAlignment: cudaMallocPitch's copy has both. To bind an "
+            "existing device array instead, it needs both too (else copy it, or use cudaMallocArray, "
+            "cudaMemcpy2DToArray and a cudaResourceTypeArray resource); an array at an offset inside an "
+            "allocation is bound from an aligned row and read with the offset's rows and columns added to "
+            "tex2D's y and x",
+        ),
     )
 
 
@@ -268,7 +286,10 @@ def plain_global(o: traces.ObjectInfo, before: str, writeback: str = "none") -> 
     was = {"T": f"tex1Dfetch<{t}>(t_{n}, i)", "2T": f"tex2D<{t}>(t_{n}, col, row)", "C": f"c_{n}[...]",
            "R": f"__ldg(&{n}[...])"}.get(before, f"{n}[...]")  # fmt: skip
     return Hint(
-        o.name, before, "G", "a plain device pointer in global memory",
+        o.name,
+        before,
+        "G",
+        "a plain device pointer in global memory",
         kernel_params=f"{const}{t}* {n}",
         kernel=f"{t} v_{n} = {n}[{_index(o)}];   // was {was}",
     )
@@ -278,10 +299,15 @@ def out_of_shared(o: traces.ObjectInfo, info: traces.KernelInfo) -> Hint:
     n, t = _ident(o.name), _type(o)
     elems = o.size // o.elem_bytes
     return Hint(
-        o.name, "S", "G", "the block's shared array becomes its slice of a global array (one slice per block)",
+        o.name,
+        "S",
+        "G",
+        "the block's shared array becomes its slice of a global array (one slice per block)",
         kernel_params=f"{t}* g_{n}",
-        kernel=(f"{t}* {n} = g_{n} + (size_t){elems} * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));"
-                f"   // was __shared__ {t} {n}[{elems}]\n{t} v_{n} = {n}[i % {elems}];"),  # fmt: skip
+        kernel=(
+            f"{t}* {n} = g_{n} + (size_t){elems} * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));"
+            f"   // was __shared__ {t} {n}[{elems}]\n{t} v_{n} = {n}[i % {elems}];"
+        ),
         host_params=f"{t}** d_{n}",
         host=f"cudaMalloc((void**)d_{n}, (size_t){info.ctas} * {elems} * sizeof({t}));   // {info.ctas} blocks",
     )
@@ -413,15 +439,20 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     body += ["    " + line for block in inner if block is not None for line in block.splitlines()]
     body.append("}")
     kernel = "\n".join([decl] + body)
-    where_from = {"global": "global memory", "readonly": "the read-only path (__ldg)", "texture1d": "a 1D texture"}[source]
+    where_from = {"global": "global memory", "readonly": "the read-only path (__ldg)", "texture1d": "a 1D texture"}[
+        source
+    ]
     shape = f"{rows} x {pitch}" if two_d else f"{size}-element"
     summary = (f"staged in shared memory: each block copies its {shape} tile ({units.nbytes(int(tile['bytes']))}) "
                f"from {where_from}, {windows} window{'s' if windows != 1 else ''}, then reads it there")  # fmt: skip
     if writeback == "atomic":
         summary = f"privatized in shared memory: a {shape} tile per block, zeroed, added back with atomicAdd"
     elif writeback == "store":
-        first = f"copies its {shape} tile ({units.nbytes(int(tile['bytes']))}) from {where_from}, " if loads else \
-            f"keeps its {shape} tile ({units.nbytes(int(tile['bytes']))}) in shared memory, "
+        first = (
+            f"copies its {shape} tile ({units.nbytes(int(tile['bytes']))}) from {where_from}, "
+            if loads
+            else f"keeps its {shape} tile ({units.nbytes(int(tile['bytes']))}) in shared memory, "
+        )
         summary = (f"staged in shared memory: each block {first}writes it there and stores it back to global memory, "
                    f"{windows} window{'s' if windows != 1 else ''}")  # fmt: skip
     host_params = host = ""

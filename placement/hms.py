@@ -386,8 +386,23 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
     on_chip_lat += shared * gpu.memory.smem_latency
     off = requests - on_chip
     off_lat = latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency - on_chip_lat
-    return _Memory(h, q, dram_lat, requests, amat, miss_ratio, shmem_ratio, avg_trans, tb, norm, caches,
-                   on_chip, on_chip_lat / on_chip if on_chip else 0.0, off, off_lat / off if off else 0.0)
+    return _Memory(
+        h,
+        q,
+        dram_lat,
+        requests,
+        amat,
+        miss_ratio,
+        shmem_ratio,
+        avg_trans,
+        tb,
+        norm,
+        caches,
+        on_chip,
+        on_chip_lat / on_chip if on_chip else 0.0,
+        off,
+        off_lat / off if off else 0.0,
+    )
 
 
 def whole_memory(trace: traces.Trace, gpu: Gpu, opts: Options):
@@ -745,7 +760,8 @@ class MemoryRun:
 
     def _dram(self, piece: cachesim.DramPiece) -> None:
         arrival, busy, latency, self._g, self._m = _dram_piece(
-            self.gpu, piece.nbytes, piece.cycle, piece.service_ns, self._g, self._m)
+            self.gpu, piece.nbytes, piece.cycle, piece.service_ns, self._g, self._m
+        )
         self.queue.feed(piece.bank, arrival, busy, latency)
 
     def finish(self):
@@ -780,6 +796,24 @@ def staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
     return added, detail
 
 
-__all__ = ["Evaluation", "Issue", "MemoryRun", "Options", "Residency", "Target", "Terms", "addr_cost_table",
-           "dram_stream", "evaluation", "parallelism", "residency", "t_comp", "t_kernel", "t_mem", "t_overlap", "terms",
-           "w_serial", "whole_memory"]
+__all__ = [
+    "Evaluation",
+    "Issue",
+    "MemoryRun",
+    "Options",
+    "Residency",
+    "Target",
+    "Terms",
+    "addr_cost_table",
+    "dram_stream",
+    "evaluation",
+    "parallelism",
+    "residency",
+    "t_comp",
+    "t_kernel",
+    "t_mem",
+    "t_overlap",
+    "terms",
+    "w_serial",
+    "whole_memory",
+]

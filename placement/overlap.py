@@ -86,13 +86,14 @@ def load(path) -> OverlapModel:
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise InputError(f"{p}: coefficients.{n}: expected a number, got {shown(v)}")
         if not (isinstance(v, float) or abs(v) <= MAX_COEFFICIENT) or not abs(float(v)) <= MAX_COEFFICIENT:
-            raise InputError(f"{p}: coefficients.{n}: expected a finite number of magnitude at most {MAX_COEFFICIENT:g}, got {shown(v)}")
+            raise InputError(
+                f"{p}: coefficients.{n}: expected a finite number of magnitude at most {MAX_COEFFICIENT:g}, got {shown(v)}"
+            )
         values.append(float(v))
     gpu = d.get("gpu", "")
     if not isinstance(gpu, str):
         raise InputError(f"{p}: gpu: expected a GPU name, got {shown(gpu)}")
     return OverlapModel(tuple(values), gpu=gpu, source=p)
-
 
 
 def save(model: OverlapModel, path) -> None:

@@ -59,6 +59,7 @@ _ALIASES = {
 }  # fmt: skip
 _SOURCES = {"G", "T", "R"}
 
+
 class IllegalPlacement(InputError):
     """A placement that breaks a rule; ``rule`` names it."""
 
@@ -210,12 +211,14 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         o = objs[name]
         if o.written and space not in ("G", "S", "S/G"):
             raise IllegalPlacement(
-                "written", f"{name} is written by the kernel, so it can only be in G or S/G (staged from global), not {space}"
+                "written",
+                f"{name} is written by the kernel, so it can only be in G or S/G (staged from global), not {space}",
             )
         if space in ("R", "S/R") and gpu.caches.readonly_cache == "none":
             raise IllegalPlacement(
-                "readonly", f"{gpu.name} ({gpu.arch}, cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]}) has no "
-                f"read-only data path (__ldg needs cc 3.5, and GK104 has none), so {name} cannot be in {space}"
+                "readonly",
+                f"{gpu.name} ({gpu.arch}, cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]}) has no "
+                f"read-only data path (__ldg needs cc 3.5, and GK104 has none), so {name} cannot be in {space}",
             )
         if space == "C":
             const_bytes += o.size
@@ -223,7 +226,8 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
             elems = o.size // o.elem_bytes
             if elems > m.tex1d_max_elems:
                 raise IllegalPlacement(
-                    "texture1d", f"{name} has {elems:,} elements; {gpu.name}'s 1D texture limit is {m.tex1d_max_elems:,}"
+                    "texture1d",
+                    f"{name} has {elems:,} elements; {gpu.name}'s 1D texture limit is {m.tex1d_max_elems:,}",
                 )
         elif space == "2T":
             if o.shape is None:
@@ -238,7 +242,8 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
     if const_bytes > m.const_bank_bytes:
         in_c = ", ".join(n for n, s in placement.spaces if s == "C")
         raise IllegalPlacement(
-            "constant", f"the objects in C ({in_c}) need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}"
+            "constant",
+            f"the objects in C ({in_c}) need {const_bytes:,} bytes; the constant bank holds {m.const_bank_bytes:,}",
         )
     layout = _layout(info, placement)
     smem = layout.smem_per_block
@@ -261,4 +266,3 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
     if occ.blocks_per_sm < 1:
         raise IllegalPlacement("launch", f"no block fits on an SM of {gpu.name} ({occ.limiter})")
     return Legality(smem_per_block=smem, const_bytes=const_bytes, occupancy=occ, layout=layout, staging=choice)
-

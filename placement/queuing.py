@@ -299,7 +299,9 @@ class QueueStream:
         self._latency_sum = 0.0
         self._requests = 0
 
-    def feed(self, bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, latency: np.ndarray | None = None) -> None:
+    def feed(
+        self, bank: np.ndarray, arrival: np.ndarray, service: np.ndarray, latency: np.ndarray | None = None
+    ) -> None:
         bank = np.asarray(bank, dtype=np.uint64)
         if bank.shape[0] == 0:
             return

@@ -89,7 +89,9 @@ def speedup_chart(r: RankResult) -> str:
     best = max(values)
     ax.axvspan(1 / (1 + e), 1 + e, color="#9e9e9e", alpha=0.15, lw=0, label=f"within {units.share(e)} of the sample")
     if best > 1 + e:
-        ax.axvspan(best / (1 + e), best, color="#4c78a8", alpha=0.12, lw=0, label=f"within {units.share(e)} of the best")
+        ax.axvspan(
+            best / (1 + e), best, color="#4c78a8", alpha=0.12, lw=0, label=f"within {units.share(e)} of the best"
+        )
     ax.axvline(1.0, color="#444", lw=1)
     ax.scatter([1.0 for _, _, s in entries if s], [y for y, (_, _, s) in zip(ys, entries) if s], marker="D",
                color="#616161", zorder=3, label="the sample")  # fmt: skip
@@ -111,7 +113,11 @@ def terms_chart(r: RankResult) -> str:
     entries = _entries(r)
     fig = _figure(len(entries) * 1.6)
     ax = fig.subplots()
-    k = r.sample.evaluation.sample.time_ns / r.sample.evaluation.sample.cycles if r.sample.evaluation.sample.cycles else 0
+    k = (
+        r.sample.evaluation.sample.time_ns / r.sample.evaluation.sample.cycles
+        if r.sample.evaluation.sample.cycles
+        else 0
+    )
     scale, unit = _unit(max(max(p.evaluation.target.t_comp, p.evaluation.target.t_mem) * k for _, p, _ in entries))
     ys = [3.2 * i for i in range(len(entries))][::-1]
     h = 0.9

@@ -21,4 +21,3 @@ def config_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return _HERE.parent / "configs"
-

@@ -295,7 +295,9 @@ class _Runner:
         try:
             self._head.evaluate_many([q for q in todo if group_key(q) == key])
         except InputError as exc:  # e.g. a staged tile that the head's footprints make illegal
-            log.debug("%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc)
+            log.debug(
+                "%s not evaluated on the trace's head (%s); evaluated here", p.label(self.ev.sample_placement), exc
+            )
             return False
         return True
 
@@ -396,7 +398,8 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
                 e = runner.exact.get(p)
                 err = errors[sig(p)]
                 pair[(a[0], a[1], b[0], b[1])] = (
-                    e.target.time_ns - base - single[a] - single[b] if e is not None else sum(err) / len(err))
+                    e.target.time_ns - base - single[a] - single[b] if e is not None else sum(err) / len(err)
+                )
         # 3. CP-SAT for the best K under the surrogate
         candidates = _best_k(info, gpu, dom, single, pair, options, ev.staging,
                              settled=lambda p: p in runner.exact and _legal(info, gpu, p, ev.staging))  # fmt: skip
@@ -435,8 +438,12 @@ def signature(p: Placement, resource: dict[str, str]) -> tuple[tuple[str, tuple[
     return tuple(sorted((r, tuple(sorted(ns))) for r, ns in out.items()))
 
 
-def _calibrate(runner: "_Runner", placements: list[Placement], estimate: Callable[[Placement], float],
-               signature: Callable[[Placement], tuple]) -> tuple[list[Placement], dict[tuple, list[float]]]:
+def _calibrate(
+    runner: "_Runner",
+    placements: list[Placement],
+    estimate: Callable[[Placement], float],
+    signature: Callable[[Placement], tuple],
+) -> tuple[list[Placement], dict[tuple, list[float]]]:
     """Evaluate the first of ``placements`` of each signature exactly (one batch); returns the others not yet
     exact, in their order, and the surrogate's errors (``exact - estimate``) per signature, from every one of
     ``placements`` that is exact."""
@@ -461,8 +468,14 @@ def _learn(errors: dict[tuple, list[float]], signature: Callable[[Placement], tu
     errors.setdefault(signature(p), []).append(e.target.time_ns - estimate(p))
 
 
-def _evaluate_in_rounds(runner: "_Runner", candidates: list[Placement], estimate: Callable[[Placement], float],
-                        signature: Callable[[Placement], tuple], top: int, batch: int = ROUND_SIZE) -> int:
+def _evaluate_in_rounds(
+    runner: "_Runner",
+    candidates: list[Placement],
+    estimate: Callable[[Placement], float],
+    signature: Callable[[Placement], tuple],
+    top: int,
+    batch: int = ROUND_SIZE,
+) -> int:
     """Evaluate the ``candidates`` that could enter the ranking's ``top`` exactly, ``batch`` at a time, best first;
     returns how many were skipped.
 
@@ -599,7 +612,9 @@ def _best_k(info, gpu, dom, single, pair, options: SearchOptions, staging: Stagi
     return [placement(chosen) for chosen in _best_k_cpsat(model, k, options)]
 
 
-def _best_k_enumerated(model: _SurrogateModel, k: int, settled: Callable[[dict[str, str]], bool]) -> list[dict[str, str]] | None:
+def _best_k_enumerated(
+    model: _SurrogateModel, k: int, settled: Callable[[dict[str, str]], bool]
+) -> list[dict[str, str]] | None:
     """Every placement's surrogate and capacity use at once (numpy over the product of the
     domains); the K best feasible ones, or None where CP-SAT must decide (a tie across the
     K-th place with a placement not ``settled``, a limit below zero, coefficients that
@@ -685,7 +700,9 @@ def rank(trace: traces.Trace, gpu: Gpu, options: SearchOptions = SearchOptions()
     return solve(WholeTraceEvaluator(trace, gpu, model_options), options=options, progress=progress)
 
 
-def count_legal(info: traces.KernelInfo, gpu: Gpu, limit: int = 1_000_000, staging: StagingFacts | None = None) -> int | None:
+def count_legal(
+    info: traces.KernelInfo, gpu: Gpu, limit: int = 1_000_000, staging: StagingFacts | None = None
+) -> int | None:
     """Number of legal placements, or None when the candidate space exceeds ``limit``."""
     dom = domains(info, gpu, staging)
     if _product(dom) > limit:

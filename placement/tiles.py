@@ -120,7 +120,7 @@ def corners(trace, rows: np.ndarray, name: str, ordinals: int, windows: int) -> 
     first = np.maximum.accumulate(np.where(start, np.arange(len(key)), 0))
     window = (np.arange(len(key)) - first) // length
     lanes = ((trace.mask[rows][:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-    elem = ((trace.addr[rows].astype(np.int64) - o.base) // o.elem_bytes)
+    elem = (trace.addr[rows].astype(np.int64) - o.base) // o.elem_bytes
     cols = o.shape[1] if o.shape else 0
     r = elem // cols if cols else np.zeros_like(elem)
     c = elem % cols if cols else elem

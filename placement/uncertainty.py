@@ -34,7 +34,7 @@ def notes(sample_ns: float, times_ns: list[float], labels: list[str], error: flo
     if not times_ns:
         return []
     err = units.share(error)
-    source = "the model's median error of predicted ratios (README \"Placement accuracy\")"
+    source = 'the model\'s median error of predicted ratios (README "Placement accuracy")'
     out = []
     best = times_ns[0]
     gain = sample_ns / best if best > 0 else float("inf")

@@ -114,14 +114,20 @@ def _accelsim_kernel(version: int) -> str:
         f"0050 ffffffff 0 EXIT 0 0{t}",
     ]
     w1 = [f"0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x10080 4{t}", f"0050 ffffffff 0 EXIT 0 0{t}"]
-    return accelsim_header(version) + accelsim_block(0, [w0, w1]) + accelsim_block(1, [[f"0050 ffffffff 0 EXIT 0 0{t}"]])
+    return (
+        accelsim_header(version) + accelsim_block(0, [w0, w1]) + accelsim_block(1, [[f"0050 ffffffff 0 EXIT 0 0{t}"]])
+    )
 
 
 def seeds_accelsim(d: Path) -> list[Seed]:
     out = []
-    for i, (version, name) in enumerate([(5, "kernel-1.traceg"), (6, "kernel-1-ctx_0x5581.traceg"), (3, "kernel-2.traceg")]):
+    for i, (version, name) in enumerate(
+        [(5, "kernel-1.traceg"), (6, "kernel-1-ctx_0x5581.traceg"), (3, "kernel-2.traceg")]
+    ):
         f = d / f"a{i}"
-        kl = _write(f / "kernelslist.g", f"MemcpyHtoD,0x0000000000010000,256\nMemcpyHtoD,0x0000000000020000,512\n{name}\n")
+        kl = _write(
+            f / "kernelslist.g", f"MemcpyHtoD,0x0000000000010000,256\nMemcpyHtoD,0x0000000000020000,512\n{name}\n"
+        )
         tr = _write(f / name, _accelsim_kernel(version))
         out += [Seed(f, tr), Seed(f, kl)]
     out.append(Seed(d / "a2" / "kernel-2.traceg", d / "a2" / "kernel-2.traceg"))
@@ -137,8 +143,11 @@ def seeds_nvbit(d: Path) -> list[Seed]:
     new = [
         f"{ctx} - LAUNCH - Kernel pc 0x7f65 - Kernel name _Z3fooPf - grid launch id 0 - grid size 2,1,1 - "
         "block size 64,1,1 - nregs 16 - shmem 0 - cuda stream id 0",
-        *(f"{ctx} - grid_launch_id 0 - CTA {c},0,0 - warp {w} - LDG.E - {_addrs(0x10000 + 256 * c + 128 * w)} "
-          for c in range(2) for w in range(2)),
+        *(
+            f"{ctx} - grid_launch_id 0 - CTA {c},0,0 - warp {w} - LDG.E - {_addrs(0x10000 + 256 * c + 128 * w)} "
+            for c in range(2)
+            for w in range(2)
+        ),
         f"{ctx} - grid_launch_id 0 - CTA 0,0,0 - warp 1 - STG.E - {_addrs(0x90000, 20, 4)} ",
         f"{ctx} - grid_launch_id 0 - CTA 1,0,0 - warp 0 - LDS - {_addrs(0x40, 32, 8)} ",
     ]
@@ -159,8 +168,13 @@ def seeds_nvbit(d: Path) -> list[Seed]:
 
 
 def seeds_porple(d: Path) -> list[Seed]:
-    one = "dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n" + "\n".join(
-        [f"0 0 0 0 {t} {t}" for t in range(40)] + [f"1 1 0 0 {t} {t}" for t in range(8)] + ["[k1]: 0 0 0 1 0 63"]) + "\n"
+    one = (
+        "dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n"
+        + "\n".join(
+            [f"0 0 0 0 {t} {t}" for t in range(40)] + [f"1 1 0 0 {t} {t}" for t in range(8)] + ["[k1]: 0 0 0 1 0 63"]
+        )
+        + "\n"
+    )
     two = "dimension 2 1\nsizeof 4 4\nblock_X 16 1\nblock_Y 16 1\narray_size 1024 256\n" + "\n".join(
         [f"0 0 {e} {l} {t} {(t * 16 + l) % 256}" for e in range(2) for l in range(2) for t in range(70)]
         + [f"1 1 0 0 {t} {t % 64}" for t in range(70)]) + "\n"  # fmt: skip
@@ -231,7 +245,9 @@ def seeds_suite(d: Path) -> list[Seed]:
     _tiny_trace(d / "t.parquet")
     _write(d / "coef.toml", OVERLAP_TEXT)
     p = _write(d / "suite.toml", SUITE_TEXT)
-    q = _write(d / "short.toml", 'gpu = ["k80"]\n[[entry]]\ntrace = "t.parquet"\nplacements = ["C=S"]\nmeasured_ns = [10]\n')
+    q = _write(
+        d / "short.toml", 'gpu = ["k80"]\n[[entry]]\ntrace = "t.parquet"\nplacements = ["C=S"]\nmeasured_ns = [10]\n'
+    )
     return [Seed(p, p), Seed(q, q)]
 
 
@@ -389,7 +405,9 @@ def m_junk(rng: random.Random, data: bytes) -> bytes:
     if kind == 0:
         junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
     elif kind == 1:
-        junk = rng.choice((b"\x00", b"\xff\xfe", b"\xc3\x28", b"\r", b"\t", b"\x1b[0m", "\u00e9\u2028".encode(), b"\xef\xbb\xbf"))
+        junk = rng.choice(
+            (b"\x00", b"\xff\xfe", b"\xc3\x28", b"\r", b"\t", b"\x1b[0m", "\u00e9\u2028".encode(), b"\xef\xbb\xbf")
+        )
     elif kind == 2:
         return bytes(rng.randrange(256) for _ in range(rng.randint(0, 512)))
     else:
@@ -458,7 +476,9 @@ def _mutate_table(rng: random.Random, seed_member: Path, out: Path, ipc: bool) -
                 addr[i, rng.randrange(32)] = rng.choice((0, 1, 2**63, 2**64 - 1, int(addr[i, 0]) + 4096))
             else:
                 info = np.iinfo(cols[name].dtype)
-                cols[name][i] = rng.choice((info.min, info.max, -1 if info.min < 0 else 0, 0, 1, 7, min(int(cols[name][i]) + 1, info.max)))
+                cols[name][i] = rng.choice(
+                    (info.min, info.max, -1 if info.min < 0 else 0, 0, 1, 7, min(int(cols[name][i]) + 1, info.max))
+                )
         arrays = [pa.FixedSizeListArray.from_arrays(pa.array(addr.reshape(-1)), 32) if n == "addr" else pa.array(cols[n])
                   for n in table.column_names]  # fmt: skip
         table = pa.Table.from_arrays(arrays, schema=table.schema)

@@ -11,7 +11,9 @@ DATA = ROOT / ".." / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("accuracy_seed_models", ROOT / "benchmarks" / "accuracy_seed_models.py")
+    spec = importlib.util.spec_from_file_location(
+        "accuracy_seed_models", ROOT / "benchmarks" / "accuracy_seed_models.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -123,7 +123,9 @@ def test_vecadd_texture_reason_in_a_developers_words():
     (a,) = e.target.explanation.objects
     # Kepler float: G 2 -> T 0 addressing instructions per load (Huang & Li Sec. III-B); 2,048 warp loads of a
     assert (a.object, a.before, a.after) == ("a", "G", "T")
-    assert "2,048 warp reads" in a.facts and "4,096 fewer instructions to compute its addresses (2 per access)" in a.facts
+    assert (
+        "2,048 warp reads" in a.facts and "4,096 fewer instructions to compute its addresses (2 per access)" in a.facts
+    )
     assert e.target.within_model_error
     assert "within the model's median error" in e.text()
 
@@ -141,8 +143,10 @@ def test_staged_reason_names_tile_and_windows():
     assert m.facts[0].startswith("staged in shared memory: a tile of 16 x 64 elements (4 KiB) per block, 1 window")
     assert n.facts[0].startswith("staged in shared memory: a tile of 64 x 16 elements (4 KiB) per block, 1 window")
     assert any("__syncthreads()" in k for k in e.target.explanation.kernel)
-    l2 = [sum(c["requests"] for k, c in t.caches.items() if k.startswith("l2.")) for t in (e.sample.evaluation.target,
-                                                                                        e.target.evaluation.target)]
+    l2 = [
+        sum(c["requests"] for k, c in t.caches.items() if k.startswith("l2."))
+        for t in (e.sample.evaluation.target, e.target.evaluation.target)
+    ]
     assert f"L2 lookups {l2[0]:,} -> {l2[1]:,}" in "; ".join(e.target.explanation.kernel) and l2[1] < l2[0]
     assert e.target.evaluation.target.staging["tiles"]["M"] == {"bytes": 4096, "pitch": 64}
     assert np.isclose(e.speedup, e.sample.time_ns / e.time_ns)
@@ -154,4 +158,6 @@ def test_placements_illegal_only_together_are_counted():
     # two 40,000-byte read-only objects: each fits the 64 KiB constant bank alone, not both
     r = placement.rank(_kernel_with([(40000, False, False), (40000, False, False)]), "k80", top=3)
     assert r.candidates == 7 * 7 and r.legal_placements == 48
-    assert "48 legal placements (the other 1 of the 49 the per-object rules allow break a rule only together" in r.text()
+    assert (
+        "48 legal placements (the other 1 of the 49 the per-object rules allow break a rule only together" in r.text()
+    )

@@ -31,8 +31,13 @@ def one_line_error(code: int, out: str, err: str, *words: str) -> str:
 
 
 def test_input_error_message_is_one_line():
-    e = InputError("t.parquet: not a readable Parquet file: Couldn't deserialize thrift\nDeserializing page header failed.\n")
-    assert str(e) == "t.parquet: not a readable Parquet file: Couldn't deserialize thrift Deserializing page header failed."
+    e = InputError(
+        "t.parquet: not a readable Parquet file: Couldn't deserialize thrift\nDeserializing page header failed.\n"
+    )
+    assert (
+        str(e)
+        == "t.parquet: not a readable Parquet file: Couldn't deserialize thrift Deserializing page header failed."
+    )
     t = TraceError("t.parquet", "line one\r\n  line two", row=3, field="seq")
     assert str(t) == "t.parquet row 3: seq: line one line two"
 
@@ -190,8 +195,16 @@ def _with_metadata(tmp_path: Path, edit) -> Path:
         (lambda d: d.update(grid=[(1 << 31) - 1, 1, 1]), "grid", "is 4294967294 warps, but the trace has 12 rows"),
         (lambda d: d.update(regs_per_thread=256), "regs_per_thread", "must be in 0..255"),
         (lambda d: d["instructions"].update(executed=1 << 70), "instructions.executed", "must be in 0..2^62"),
-        (lambda d: d["instructions"].update(warps=5), "instructions.warps", "5 warps, but grid (2, 1, 1) x block (64, 1, 1) runs 4"),
-        (lambda d: d["objects"][0].update(base=(1 << 64) - 8), "objects[0].size", "ends beyond the global address space"),
+        (
+            lambda d: d["instructions"].update(warps=5),
+            "instructions.warps",
+            "5 warps, but grid (2, 1, 1) x block (64, 1, 1) runs 4",
+        ),
+        (
+            lambda d: d["objects"][0].update(base=(1 << 64) - 8),
+            "objects[0].size",
+            "ends beyond the global address space",
+        ),
         (lambda d: d.update(measured={"time_ns": 1 << 1100, "gpu": "k80"}), "measured.time_ns", "finite number of ns"),
     ],
 )
@@ -274,7 +287,11 @@ def _accelsim_folder(tmp_path: Path, names: list[str], header_edit=lambda h: h, 
     (d / "kernelslist.g").write_text(copies + "".join(f"{n}\n" for n in names))
     w = ["0010 ffffffff 1 R2 LDG.E 1 R4 4 1 0x10000 4 0", "0050 ffffffff 0 EXIT 0 0 0"]
     for n in names:
-        text = header_edit(accelsim_header(5, grid=(2, 1, 1), block=(32, 1, 1))) + accelsim_block(0, [w]) + accelsim_block(1, [w])
+        text = (
+            header_edit(accelsim_header(5, grid=(2, 1, 1), block=(32, 1, 1)))
+            + accelsim_block(0, [w])
+            + accelsim_block(1, [w])
+        )
         if n.endswith(".xz"):
             import lzma
 
@@ -295,7 +312,9 @@ def test_accelsim_context_named_kernels_import(tmp_path, run_cli):
         code, _, err = run_cli("import", "accelsim", d, "--kernel", k, "-o", out)
         assert code == 0, err
         t = traces.read(out)
-        assert len(t) == 2 and t.info.source["file"].endswith(f"kernel-{k}-ctx_0x55962a553360.traceg" + ("" if k == 1 else ".xz"))
+        assert len(t) == 2 and t.info.source["file"].endswith(
+            f"kernel-{k}-ctx_0x55962a553360.traceg" + ("" if k == 1 else ".xz")
+        )
         assert [o.base for o in t.info.objects] == [0x10000] and "MemcpyHtoD" in t.info.source["objects"]["htod0"]
     one_line_error(*run_cli("import", "accelsim", d, "-o", out), "lists 2 kernels (1, 2); pick one with --kernel N")
     one_line_error(*run_cli("import", "accelsim", d, "--kernel", 3, "-o", out), "no kernel-3 (it lists 1, 2)")
@@ -307,13 +326,27 @@ def test_accelsim_context_named_kernels_import(tmp_path, run_cli):
 @pytest.mark.parametrize(
     "edit, line, words",
     [
-        (lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483648,1,1)"), 3, "grid x is 2147483648, CUDA allows"),
-        (lambda h: h.replace("-block dim = (32,1,1)", "-block dim = (32,64,1)"), 4, "has 2048 threads, CUDA allows at most 1024"),
+        (
+            lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483648,1,1)"),
+            3,
+            "grid x is 2147483648, CUDA allows",
+        ),
+        (
+            lambda h: h.replace("-block dim = (32,1,1)", "-block dim = (32,64,1)"),
+            4,
+            "has 2048 threads, CUDA allows at most 1024",
+        ),
         (lambda h: h.replace("-nregs = 16", "-nregs = 300"), 6, "'-nregs' must be an integer in 0..255"),
-        (lambda h: h.replace("-shmem base_addr = 0x00007f0000000000", "-shmem base_addr = 0x" + "f" * 20), 9,
-         "'-shmem base_addr' must be an integer in 0..0x3fffffffffffffff"),
-        (lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483647,1,1)"), None,
-         "is 2147483647 warps, but the trace has 2 rows"),
+        (
+            lambda h: h.replace("-shmem base_addr = 0x00007f0000000000", "-shmem base_addr = 0x" + "f" * 20),
+            9,
+            "'-shmem base_addr' must be an integer in 0..0x3fffffffffffffff",
+        ),
+        (
+            lambda h: h.replace("-grid dim = (2,1,1)", "-grid dim = (2147483647,1,1)"),
+            None,
+            "is 2147483647 warps, but the trace has 2 rows",
+        ),
     ],
 )
 def test_accelsim_header_sizes_refused(tmp_path, run_cli, edit, line, words):
@@ -335,7 +368,9 @@ def test_importers_name_an_unreadable_file(tmp_path, run_cli):
     for fmt in ("accelsim", "nvbit", "porple"):
         f = tmp_path / f"kernel-1.{fmt}"
         f.symlink_to(PROC_MEM)
-        one_line_error(*run_cli("import", fmt, f, "-o", tmp_path / "t.parquet"), str(f), "cannot be read (Input/output error)")
+        one_line_error(
+            *run_cli("import", fmt, f, "-o", tmp_path / "t.parquet"), str(f), "cannot be read (Input/output error)"
+        )
 
 
 # ---- NVBit ----------------------------------------------------------------------------------------------
@@ -372,7 +407,10 @@ def test_nvbit_several_launches_listed(tmp_path, run_cli):
     [
         (_launch_line(0, "k", grid="2147483648,1,1"), "line 1: launch line: grid x is 2147483648, CUDA allows"),
         (_launch_line(0, "k", block="64,64,1"), "line 1: launch line: block (64, 64, 1) has 4096 threads"),
-        (_launch_line(0, "k", grid="2147483647,1,1"), ": launch 0: grid (2147483647, 1, 1) x block (64, 1, 1) is 4294967294 warps"),
+        (
+            _launch_line(0, "k", grid="2147483647,1,1"),
+            ": launch 0: grid (2147483647, 1, 1) x block (64, 1, 1) is 4294967294 warps",
+        ),
         ("", "line 2: CTA (0, 0, 99999) or warp 0 beyond CUDA's grid"),
         ("", "line 2: a MEMTRACE line that does not parse"),
     ],
@@ -452,16 +490,28 @@ def _counters(tmp_path: Path, column: str, value: str) -> Path:
 @pytest.mark.parametrize(
     "column, value, words",
     [
-        ("Block.Y", "nan", "row 1: Block.Y: expected a positive whole number, got 'nan'"),  # was ValueError from int(nan)
+        (
+            "Block.Y",
+            "nan",
+            "row 1: Block.Y: expected a positive whole number, got 'nan'",
+        ),  # was ValueError from int(nan)
         ("Grid.X", "inf", "row 1: Grid.X: expected a positive whole number, got 'inf'"),  # was OverflowError
         ("Block.Y", "32", "row 1: Grid/Block: block (64, 32, 1) has 2048 threads"),
         ("Duration", "1e999", "row 1: Duration: expected a number in [0, 1e+18], got '1e999'"),
         ("inst_executed", "-5", "row 1: inst_executed: expected a number in [0, 1e+18], got '-5'"),
-        ("L2.Hit.Rate..L1.Reads.", "59918", "row 1: L2.Hit.Rate..L1.Reads.: expected a number in [0, 100]"),  # gave negative times
+        (
+            "L2.Hit.Rate..L1.Reads.",
+            "59918",
+            "row 1: L2.Hit.Rate..L1.Reads.: expected a number in [0, 100]",
+        ),  # gave negative times
         ("Registers.Per.Thread", "300000", "row 1: Registers.Per.Thread: expected a number in [0, 255]"),
         ("bandwith", "1e-300", "row 1: bandwith: expected a number in [0.001, 1e+06]"),  # was ZeroDivisionError
         ("num_of_cores", "inf", "row 1: num_of_cores: expected a number in [1, 262144]"),
-        ("L2", "inf", "row 1: L2: expected a number in [0.001, 10000]"),  # was OverflowError (benchmarks/fuzz.py counters, input 903)
+        (
+            "L2",
+            "inf",
+            "row 1: L2: expected a number in [0.001, 10000]",
+        ),  # was OverflowError (benchmarks/fuzz.py counters, input 903)
     ],
 )
 def test_counters_values_refused(tmp_path, run_cli, column, value, words):
@@ -493,11 +543,17 @@ def test_counters_file_that_is_a_folder(tmp_path, run_cli):
 @pytest.mark.parametrize(
     "csv, words",
     [
-        (b"trace,placement,measured_ns\nt.parquet,,1e999\n", "line 2: measured_ns: expected a time in ns in (0, 1e+18], got '1e999'"),
+        (
+            b"trace,placement,measured_ns\nt.parquet,,1e999\n",
+            "line 2: measured_ns: expected a time in ns in (0, 1e+18], got '1e999'",
+        ),
         (b"trace,placement,measured_ns\nt.parquet\n", "line 2: measured_ns: missing"),  # was TypeError on None
-        (b"trace,placement,measured_ns\n\"t\x00.parquet\",,5\n", "line 2: trace: a path holding a NUL character"),
+        (b'trace,placement,measured_ns\n"t\x00.parquet",,5\n', "line 2: trace: a path holding a NUL character"),
         (b"trace,placement,measured_ns\nt.parquet,\xff\xfe,5\n", "not a text file (byte 38 is not UTF-8)"),
-        (b"trace,placement,measured_ns\nt.parquet,\"" + b"x" * 200_000 + b"\",5\n", "line 2: not a CSV row (field larger than field limit"),
+        (
+            b'trace,placement,measured_ns\nt.parquet,"' + b"x" * 200_000 + b'",5\n',
+            "line 2: not a CSV row (field larger than field limit",
+        ),
     ],
 )
 def test_measurements_refused(tmp_path, run_cli, csv, words):
@@ -522,8 +578,14 @@ def test_measurements_refused(tmp_path, run_cli, csv, words):
         ("base = 0xfffffffffffffff0", "base 0xfffffffffffffff0 + size 256 ends beyond the 64-bit address space"),
         ("elem_bytes = true", "elem_bytes must be one of (1, 2, 4, 8, 16), got True"),
         ("space = [1]", "space [1] is not one of"),  # was TypeError (unhashable list)
-        ("shape = [0x" + "f" * 4000 + ", 2]", "shape a tuple holding an integer too long to print x 4 B exceeds size 256"),
-        ("base = 0x" + "f" * 4000, "'base' must be a non-negative integer below 2^64, got an integer of 16000 bits"),  # was ValueError from repr()
+        (
+            "shape = [0x" + "f" * 4000 + ", 2]",
+            "shape a tuple holding an integer too long to print x 4 B exceeds size 256",
+        ),
+        (
+            "base = 0x" + "f" * 4000,
+            "'base' must be a non-negative integer below 2^64, got an integer of 16000 bits",
+        ),  # was ValueError from repr()
     ],
 )
 def test_objects_file_values_refused(tmp_path, run_cli, line, words):
@@ -544,7 +606,9 @@ def test_model_parameter_file_numbers_finite(tmp_path, run_cli, value):
     text = (ROOT / "configs" / "examples" / "hong-kim-table2.toml").read_text()
     p = tmp_path / "k.toml"
     p.write_text(re.sub(r"^comp_insts = 27", f"comp_insts = {value}", text, flags=re.M))
-    one_line_error(*run_cli("model", "mwp-cwp", "--kernel", p), f"{p}: kernel.comp_insts: expected a finite number in [0, 1e+18]")
+    one_line_error(
+        *run_cli("model", "mwp-cwp", "--kernel", p), f"{p}: kernel.comp_insts: expected a finite number in [0, 1e+18]"
+    )
 
 
 def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_cli):
@@ -552,7 +616,9 @@ def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_
     p = tmp_path / "k.toml"
     p.write_text(re.sub(r"^clock_mhz = 1000.0", "clock_mhz = 0", text, flags=re.M))  # was ZeroDivisionError in BSP
     for model in ("mwp-cwp", "gpuperf", "bsp"):
-        one_line_error(*run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be at least 1e-06, got 0.0")
+        one_line_error(
+            *run_cli("model", model, "--kernel", p), f"{p}: machine.clock_mhz: must be at least 1e-06, got 0.0"
+        )
 
 
 @pytest.mark.parametrize(
@@ -566,7 +632,9 @@ def test_model_parameter_file_machine_values_the_models_divide_by(tmp_path, run_
 )
 def test_porple_lines_refused(tmp_path, run_cli, line, where, words):
     p = tmp_path / "t.txt"
-    p.write_text("dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n" + line + "\n0 0 0 0 1 1\n")
+    p.write_text(
+        "dimension 1 2\nsizeof 4 8\nblock_X 64 8\nblock_Y 1 8\narray_size 256 512\n" + line + "\n0 0 0 0 1 1\n"
+    )
     one_line_error(*run_cli("import", "porple", p, "-o", tmp_path / "p.parquet"), f"{p} {where}: ", words)
 
 

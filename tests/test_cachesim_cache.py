@@ -111,7 +111,7 @@ def test_ipoly_hand_worked():
     # 33 ways of one set would miss on a 32-way cache if all went to one set; IPOLY spreads
     # lines 0 and 32*5... check directly: lines 5 and 32 collide (both set 5), line 0 does not
     spec = "N:32:128:1,L:R:m:N:P"
-    a = np.array([5 * 128, 32 * 128, 5 * 128, 0, 5 * 128]) 
+    a = np.array([5 * 128, 32 * 128, 5 * 128, 0, 5 * 128])
     assert cachesim.simulate_cache(spec, a).tolist() == [False, False, False, False, True]
     # and the linear index maps line 32 to set 0, not 5
     assert cachesim.simulate_cache("N:32:128:1,L:R:m:N:L", a).tolist() == [False, False, True, False, True]
@@ -170,9 +170,7 @@ def test_write_policies():
     # allocation on fill gives the same hits as on miss in this timing-free model
     rng = np.random.default_rng(1)
     r = rng.integers(0, 4096, 2000)
-    assert (
-        cachesim.simulate_cache("N:8:32:2,L:T:f:N:L", r) == cachesim.simulate_cache("N:8:32:2,L:T:m:N:L", r)
-    ).all()
+    assert (cachesim.simulate_cache("N:8:32:2,L:T:f:N:L", r) == cachesim.simulate_cache("N:8:32:2,L:T:m:N:L", r)).all()
 
 
 def test_lru_with_writes_matches_reference():
@@ -258,4 +256,6 @@ def test_load_kernel_matches_general_kernel(repl, geom):
     K.run_reads(a, line.bit_length() - 1, nsets, assoc, repl == "L", fast)
     np.testing.assert_array_equal(fast, general == K.HIT)
     assert 0 < fast.sum() < fast.shape[0]
-    np.testing.assert_array_equal(cachesim.simulate_cache(spec.text or f"N:{nsets}:{line}:{assoc},{repl}:R:m:N:L", a), fast)
+    np.testing.assert_array_equal(
+        cachesim.simulate_cache(spec.text or f"N:{nsets}:{line}:{assoc},{repl}:R:m:N:L", a), fast
+    )

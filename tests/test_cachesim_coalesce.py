@@ -52,7 +52,9 @@ def test_bank_conflicts_hand_worked():
 
 
 def ref_degree(addrs, width, bank_bytes, banks=32):
-    words = {int(a) // bank_bytes + k for a in addrs for k in range((int(a) % bank_bytes + width - 1) // bank_bytes + 1)}
+    words = {
+        int(a) // bank_bytes + k for a in addrs for k in range((int(a) % bank_bytes + width - 1) // bank_bytes + 1)
+    }
     per_bank = {}
     for w in words:
         per_bank.setdefault(w % banks, set()).add(w)
@@ -234,8 +236,9 @@ def test_lines_touched_coalesced_rows_against_reference(base, width, geometry, n
     base=st.integers(0, (1 << 40)),
     width=st.sampled_from([1, 2, 4, 8, 16]),
     geometry=st.sampled_from([(7, 5), (7, 7), (5, 5), (6, 5), (7, 2)]),
-    steps=st.one_of(st.integers(0, 300).map(lambda k: [k] * 31), st.lists(st.integers(0, 200), min_size=31,
-                                                                            max_size=31)),
+    steps=st.one_of(
+        st.integers(0, 300).map(lambda k: [k] * 31), st.lists(st.integers(0, 200), min_size=31, max_size=31)
+    ),
     shuffle=st.booleans(),
     mask=st.sampled_from([FULL, FULL ^ 1, 0x0F0F0F0F, 1 << 31, 1 << 9]),
 )
@@ -250,8 +253,12 @@ def test_lines_touched_strided_and_scattered_rows_against_reference(base, width,
 
 def bank_degree_reference(mask, row, width, nbanks, bank_bytes):
     """The bank-conflict degree in plain Python: distinct words per bank, the largest count."""
-    words = {w for lane in range(32) if (mask >> lane) & 1
-             for w in range(int(row[lane]) // bank_bytes, (int(row[lane]) + width - 1) // bank_bytes + 1)}
+    words = {
+        w
+        for lane in range(32)
+        if (mask >> lane) & 1
+        for w in range(int(row[lane]) // bank_bytes, (int(row[lane]) + width - 1) // bank_bytes + 1)
+    }
     per_bank: dict[int, int] = {}
     for w in words:
         per_bank[w % nbanks] = per_bank.get(w % nbanks, 0) + 1

@@ -80,7 +80,10 @@ def test_writes_and_write_backs():
     # a write-back L2 of 1 set x 1 way: a store allocates (fetch on write), a read of another
     # line evicts it dirty -> a DRAM write-back with warp -1
     rows = [(0, 0, 0, 1, 0, 4, 0x0 + lanes * 4, 0), (0, 0, 1, 0, 0, 4, 0x4000 + lanes * 4, 1)]
-    objs = [traces.ObjectInfo(0, "A", "global", 0, 128, 4, None, True), traces.ObjectInfo(1, "B", "global", 0x4000, 128, 4, None, False)]
+    objs = [
+        traces.ObjectInfo(0, "A", "global", 0, 128, 4, None, True),
+        traces.ObjectInfo(1, "B", "global", 0x4000, 128, 4, None, False),
+    ]
     r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1, objs), config(l2="N:1:128:1,L:B:m:W:L"), blocks_per_sm=1)
     assert r.dram_addr.tolist() == [0x0, 0x0, 0x4000]
     assert r.dram_write.tolist() == [False, True, False]
@@ -123,7 +126,9 @@ def test_l2_matches_simulate_cache(spec):
     rng = np.random.default_rng(3)
     addrs = (rng.integers(0, 1 << 15, 400) // 4 * 4).astype(np.uint64)
     rows = [(0, 0, s, 0, 0, 4, np.full(32, a, np.uint64), -1) for s, a in enumerate(addrs)]
-    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(sms=1, l2=spec, l2_slice_bytes=1 << 20), blocks_per_sm=1)
+    r = cachesim.simulate_hierarchy(
+        make_trace(rows, 1, 1), config(sms=1, l2=spec, l2_slice_bytes=1 << 20), blocks_per_sm=1
+    )
     hits = cachesim.simulate_cache(spec, addrs)
     assert r.stat("l2", "global") == (400, int(hits.sum()), int((~hits).sum()))
     np.testing.assert_array_equal(r.dram_addr, (addrs[~hits] // 128) * 128)
@@ -134,7 +139,9 @@ def test_l2_slices():
     # each slice is 1 set x 1 way, so 0x000 and 0x400 evict each other and 0x100 does not
     a = [0x000, 0x100, 0x400, 0x100, 0x000]
     rows = [(0, 0, s, 0, 0, 4, np.full(32, x, np.uint64), -1) for s, x in enumerate(a)]
-    r = cachesim.simulate_hierarchy(make_trace(rows, 1, 1), config(sms=1, l2="N:1:128:1,L:R:m:N:L", l2_slices=4), blocks_per_sm=1)
+    r = cachesim.simulate_hierarchy(
+        make_trace(rows, 1, 1), config(sms=1, l2="N:1:128:1,L:R:m:N:L", l2_slices=4), blocks_per_sm=1
+    )
     assert r.stat("l2", "global") == (5, 1, 4)
     assert r.dram_addr.tolist() == [0x000, 0x100, 0x400, 0x000]
 
@@ -200,8 +207,24 @@ def test_writable_and_read_only_columns_share_one_kernel():
     cfg = config(l1="N:32:128:4,L:L:m:N:L")
     a = cachesim.simulate_hierarchy(writable, cfg, blocks_per_sm=2)
     b = cachesim.simulate_hierarchy(frozen, cfg, blocks_per_sm=2)
-    for name in ("requests", "hits", "misses", "instructions", "transactions", "replays", "lsu_cycles", "l2_sectors",
-                 "dram_addr", "dram_cycle", "dram_obj", "dram_warp", "dram_write", "dram_bytes", "sm", "cycle"):
+    for name in (
+        "requests",
+        "hits",
+        "misses",
+        "instructions",
+        "transactions",
+        "replays",
+        "lsu_cycles",
+        "l2_sectors",
+        "dram_addr",
+        "dram_cycle",
+        "dram_obj",
+        "dram_warp",
+        "dram_write",
+        "dram_bytes",
+        "sm",
+        "cycle",
+    ):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert a.stat("l1", "global")[0] > 0
     assert len(H.walk.signatures) == 1 and len(H.schedule.signatures) == 1
@@ -260,7 +283,11 @@ def _schedule_reference(cta, warp, seq, n_ctas, n_sms, blocks_per_sm, wpb):
 
 
 @given(
-    st.integers(1, 40), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**32 - 1),
+    st.integers(1, 40),
+    st.integers(1, 5),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
     st.booleans(),
 )
 @settings(max_examples=100, deadline=None)

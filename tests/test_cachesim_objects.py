@@ -15,12 +15,15 @@ DRAM = cachesim.DramConfig(
     row_bits=(14, 15, 16, 17, 18, 19, 20, 21, 30, 31, 32), column_bits=(8, 9, 10, 11, 12, 13), byte_bits=(0, 1, 2),
 )  # fmt: skip
 lanes = np.arange(32, dtype=np.uint64)
-OBJECTS = tuple(traces.ObjectInfo(i, n, "global", 0x10000 * (i + 1), 0x10000, 4, None, True) for i, n in enumerate("ABC"))
+OBJECTS = tuple(
+    traces.ObjectInfo(i, n, "global", 0x10000 * (i + 1), 0x10000, 4, None, True) for i, n in enumerate("ABC")
+)
 
 
 def make_trace(rows, ctas=1, wpb=1, objects=OBJECTS):
     """rows: (cta, warp, seq, op, space, lane addresses (32), obj); 4-byte lanes, all active."""
     n = len(rows)
+
     def col(k, dt):
         return np.array([r[k] for r in rows], dtype=dt)
 

@@ -94,7 +94,9 @@ DRAM_ARRAYS = ("order", "arrival", "bank", "bank_number", "row", "outcome", "ser
 def snapshot(r: cachesim.HierarchyResult) -> dict:
     out = {k: getattr(r, k).tolist() for k in ("requests", "hits", "misses", "instructions", "transactions", "replays")}
     out["row_buffer"] = r.dram.counts()
-    out["digests"] = {k: digest(getattr(r, k)) for k in ARRAYS} | {f"dram.{k}": digest(getattr(r.dram, k)) for k in DRAM_ARRAYS}
+    out["digests"] = {k: digest(getattr(r, k)) for k in ARRAYS} | {
+        f"dram.{k}": digest(getattr(r.dram, k)) for k in DRAM_ARRAYS
+    }
     return out
 
 

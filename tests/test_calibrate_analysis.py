@@ -242,7 +242,9 @@ def test_one_noisy_point_does_not_split_a_level():
     assert len(lv) == 1 and lv[0].latency.median == 100.0 and lv[0].leaves_at_bytes is None
 
 
-@pytest.mark.parametrize("f, y", [([], []), ([1, 2], [3]), ([1, -2], [3, 4]), ([1, 2], [3, float("nan")]), ([0, 1], [1, 1])])
+@pytest.mark.parametrize(
+    "f, y", [([], []), ([1, 2], [3]), ([1, -2], [3, 4]), ([1, 2], [3, float("nan")]), ([0, 1], [1, 1])]
+)
 def test_bad_curves_are_refused(f, y):
     with pytest.raises(InputError):
         find_levels(f, y)

@@ -127,14 +127,21 @@ def test_a_failing_benchmark_is_reported_and_skipped(tmp_path, run_cli, monkeypa
     code, stdout, err = run_cli("calibrate", "-o", out, "--json")
     assert code == 0, err
     doc = json.loads(stdout)
-    assert doc["skipped"] == [{"benchmark": "broken", "reason": "RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered"}]
+    assert doc["skipped"] == [
+        {
+            "benchmark": "broken",
+            "reason": "RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered",
+        }
+    ]
     assert doc["measured"]["l2_latency"]["value"] == 290.0 and doc["measured"]["l2_latency"]["n"] == 3
     assert dev.released
     data = tomllib.loads(out.read_text())
     base = get_gpu("h100")  # the detected name's catalog entry: the bundled h100.toml
     assert data["caches"]["l2_latency"] == 290.0
     assert data["caches"]["l1_latency"] == base.caches.l1_latency  # not measured: the base's, not a guess
-    assert data["calibration"]["skipped"] == ["broken: RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered"]
+    assert data["calibration"]["skipped"] == [
+        "broken: RuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered"
+    ]
     # the text summary names the skip too
     code, stdout, err = run_cli("calibrate", "-o", out)
     assert code == 0 and "skipped broken: RuntimeError" in stdout and f"wrote {out}" in stdout
@@ -216,7 +223,9 @@ def test_kernels_compile_with_nvcc(tmp_path):
 def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():
     """Where the extra is installed, NVRTC (what CuPy compiles with) takes each self-contained
     source the runner builds (common.cuh written in); no GPU is needed to compile."""
-    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="the optional extra 'gpu' (CuPy) is not installed")
+    nvrtc = pytest.importorskip(
+        "cupy_backends.cuda.libs.nvrtc", reason="the optional extra 'gpu' (CuPy) is not installed"
+    )
     for path in sorted(KERNELS.glob("*.cu")):
         source = runner.kernel_source(path.stem)
         assert '#include "common.cuh"' not in source

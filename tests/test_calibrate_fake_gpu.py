@@ -199,7 +199,9 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert within_one_step(m["l2_bytes"], g.l2_bytes, 1.15)
     assert within_one_step(m["ro_bytes"], g.l1_bytes, 1.15) and within_one_step(m["tex_bytes"], g.l1_bytes, 1.15)
     assert within_one_step(m["const_bytes"], g.const_l1_bytes, 1.15)
-    assert m["walk_l1_cycles"] == pytest.approx(g.l1_hit, abs=0.01) and m["walk_dram_cycles"] == pytest.approx(g.dram, abs=0.01)
+    assert m["walk_l1_cycles"] == pytest.approx(g.l1_hit, abs=0.01) and m["walk_dram_cycles"] == pytest.approx(
+        g.dram, abs=0.01
+    )
     assert (m["sector_bytes"], m["line_bytes"]) == (32, 128)
     assert m["dram_read_gbs"] == pytest.approx(3000) and m["dram_copy_gbs"] == pytest.approx(2800)
     assert m["l2_read_gbs"] == pytest.approx(8000) and m["smem_gbs"] == pytest.approx(30000)
@@ -208,17 +210,27 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert (m["syncthreads_1warp_cycles"], m["syncthreads_32warps_cycles"]) == (21, 52)
     assert m["atomic_global_same_cycles"] == 500 and m["atomic_shared_distinct_cycles"] == 60
     assert m["launch_1_block_us"] == pytest.approx(3.9) and m["launch_4096_blocks_us"] == pytest.approx(6.3)
-    assert m["fp32_latency"] == pytest.approx(g.fp32_latency, abs=0.01) and m["int_latency"] == pytest.approx(g.int_latency, abs=0.01)
+    assert m["fp32_latency"] == pytest.approx(g.fp32_latency, abs=0.01) and m["int_latency"] == pytest.approx(
+        g.int_latency, abs=0.01
+    )
     assert m["fp32_issue_cycles"] == pytest.approx(g.issue, abs=0.01)
-    assert cal.address_bits.found and cal.address_bits.column_bits == g.column_bits and cal.address_bits.row_bits == g.row_bits
+    assert (
+        cal.address_bits.found
+        and cal.address_bits.column_bits == g.column_bits
+        and cal.address_bits.row_bits == g.row_bits
+    )
     assert m["dram_row_miss_ns"] == pytest.approx(g.row_miss * 1e3 / g.clock_mhz)
     assert "walk_ld" in cal.curves and "stride_cold_ld" in cal.curves and "issue_fp32_ilp4" in cal.curves
     # the configuration
     out = tmp_path / "fake.toml"
     cfg, cal2 = write_config(out, base, cal)
     assert cal2.skipped == ()
-    assert cfg.caches.l1_latency == pytest.approx(g.l1_hit, abs=0.01) and cfg.memory.dram_latency == pytest.approx(g.dram, abs=0.01)
-    assert cfg.compute.clock_mhz == pytest.approx(g.clock_mhz) and cfg.compute.issue_cycles == pytest.approx(g.issue, abs=0.01)
+    assert cfg.caches.l1_latency == pytest.approx(g.l1_hit, abs=0.01) and cfg.memory.dram_latency == pytest.approx(
+        g.dram, abs=0.01
+    )
+    assert cfg.compute.clock_mhz == pytest.approx(g.clock_mhz) and cfg.compute.issue_cycles == pytest.approx(
+        g.issue, abs=0.01
+    )
     ways = int(cfg.caches.l1.split(",")[0].split(":")[3])
     assert within_one_step(ways * 4 * 128, g.l1_bytes, 1.15)
     assert cfg.dram.row_bits == g.row_bits and cfg.dram.column_bits == g.column_bits and cfg.dram.mapping == ""
@@ -238,5 +250,7 @@ def test_a_benchmark_error_on_the_simulated_gpu_is_a_skip():
     dev._run = run
     cal = runner.calibrate(dev, get_gpu("h100"), quick=True, progress=False,
                            benchmarks=[b for b in benchmarks.BENCHMARKS if b.name in ("clock", "bank_conflicts", "launch")])  # fmt: skip
-    assert [s.benchmark for s in cal.skipped] == ["bank_conflicts"] and "CUDA_ERROR_LAUNCH_FAILED" in cal.skipped[0].reason
+    assert [s.benchmark for s in cal.skipped] == ["bank_conflicts"] and "CUDA_ERROR_LAUNCH_FAILED" in cal.skipped[
+        0
+    ].reason
     assert "smem_1way_cycles" not in cal.measured and "launch_1_block_us" in cal.measured

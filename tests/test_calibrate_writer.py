@@ -44,7 +44,9 @@ def measured(key, value, unit="cycles", benchmark="test bench", spread=0.0, n=5)
 @pytest.fixture
 def csv_calibration(shared_data):
     rows = read_microbenchmarks(shared_data / "h100-placements" / "microbenchmarks.csv")
-    return Calibration(H100, DATE, False, measurements_from_microbenchmarks(rows, "h100-placements/microbenchmarks.csv"))
+    return Calibration(
+        H100, DATE, False, measurements_from_microbenchmarks(rows, "h100-placements/microbenchmarks.csv")
+    )
 
 
 def test_microbenchmarks_csv_gives_its_latencies(tmp_path, csv_calibration):
@@ -64,8 +66,15 @@ def test_microbenchmarks_csv_gives_its_latencies(tmp_path, csv_calibration):
     assert again == g
     # unmeasured values are the base's
     base = get_gpu("h100")
-    assert (g.compute.sms, g.caches.l1, g.caches.l2, g.dram.mapping) == (base.compute.sms, base.caches.l1, base.caches.l2, base.dram.mapping)
-    assert g.memory.bandwidth_gbs == base.memory.bandwidth_gbs  # the datasheet peak stays (the models apply the sustained share)
+    assert (g.compute.sms, g.caches.l1, g.caches.l2, g.dram.mapping) == (
+        base.compute.sms,
+        base.caches.l1,
+        base.caches.l2,
+        base.dram.mapping,
+    )
+    assert (
+        g.memory.bandwidth_gbs == base.memory.bandwidth_gbs
+    )  # the datasheet peak stays (the models apply the sustained share)
     text = out.read_text()
     line = next(t for t in text.splitlines() if t.startswith("l1_latency = "))
     # the comment names the benchmark, the device, the driver, the date and the spread
@@ -85,15 +94,24 @@ def test_mt4g_latencies_go_to_their_fields(tmp_path, shared_data):
     cal = Calibration(H100, DATE, False, measurements_from_mt4g(r, "mt4g/NVIDIA H100 80GB HBM3.json"))
     g, _ = write_config(tmp_path / "mt4g.toml", get_gpu("h100"), cal)
     base = get_gpu("h100")
-    assert (g.caches.l1_latency, g.caches.tex_latency, g.caches.const_latency, g.caches.l2_latency) == (38.0, 42.0, 17.0, 222.0)
+    assert (g.caches.l1_latency, g.caches.tex_latency, g.caches.const_latency, g.caches.l2_latency) == (
+        38.0,
+        42.0,
+        17.0,
+        222.0,
+    )
     assert (g.memory.dram_latency, g.memory.smem_latency) == (864.0, 30.0)
     lat = dict.fromkeys(("l1_latency", "tex_latency", "const_latency", "l2_latency"), 1.0)
     assert replace(g.caches, **lat) == replace(base.caches, **lat)
-    assert replace(g.memory, dram_latency=1.0, smem_latency=1.0) == replace(base.memory, dram_latency=1.0, smem_latency=1.0)
+    assert replace(g.memory, dram_latency=1.0, smem_latency=1.0) == replace(
+        base.memory, dram_latency=1.0, smem_latency=1.0
+    )
 
 
 def test_spread_and_repetitions_in_the_comment(tmp_path):
-    cal = Calibration(H100, DATE, True, {"l1_latency": measured("l1_latency", 39.6, spread=0.2, n=7, benchmark="pchase L1 hit")})
+    cal = Calibration(
+        H100, DATE, True, {"l1_latency": measured("l1_latency", 39.6, spread=0.2, n=7, benchmark="pchase L1 hit")}
+    )
     write_config(tmp_path / "c.toml", get_gpu("h100"), cal)
     line = next(t for t in (tmp_path / "c.toml").read_text().splitlines() if t.startswith("l1_latency = "))
     assert line.startswith("l1_latency = 39.6  # pchase L1 hit: NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-25;")
@@ -118,7 +136,9 @@ def test_capacities_from_a_recorded_walk_resize_the_caches(tmp_path, shared_data
     geom = base.caches.l2.split(",")[0].split(":")
     l2_bytes = int(geom[1]) * int(geom[2]) * int(g.caches.l2.split(",")[0].split(":")[3]) * g.caches.l2_slices
     assert abs(l2_bytes / named.l2_capacity_bytes - 1) < 0.03  # whole ways per slice
-    assert g.caches.l1_latency == pytest.approx(34.2, rel=0.01) and g.caches.l2_latency == pytest.approx(265.5, rel=0.01)
+    assert g.caches.l1_latency == pytest.approx(34.2, rel=0.01) and g.caches.l2_latency == pytest.approx(
+        265.5, rel=0.01
+    )
     data = tomllib.loads((tmp_path / "pcie.toml").read_text())
     walk = data["calibration"]["curves"]["walk_ld"]
     assert walk["x"] == list(c.footprint_bytes) and walk["y"] == list(c.cycles) and walk["x_name"] == "footprint_bytes"
@@ -143,7 +163,9 @@ def test_bad_measurements_are_dropped_not_written(tmp_path):
     assert g.caches.l2_latency == 290.0
     skipped = {s.benchmark: s.reason for s in cal2.skipped}
     assert set(skipped) == {"writer: l1_latency", "writer: sector_bytes"}
-    assert "caches.l1_latency" in skipped["writer: l1_latency"] and "memory.line_bytes" in skipped["writer: sector_bytes"]
+    assert (
+        "caches.l1_latency" in skipped["writer: l1_latency"] and "memory.line_bytes" in skipped["writer: sector_bytes"]
+    )
     data = tomllib.loads((tmp_path / "c.toml").read_text())
     assert any(s.startswith("writer: l1_latency: refused") for s in data["calibration"]["skipped"])
 

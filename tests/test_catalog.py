@@ -85,7 +85,9 @@ def test_datasheet_values(name, sms, gbs, l2_mib, cc, cores):
     assert cache_bytes(g.caches.l2) * g.caches.l2_slices == l2_mib * 1024 * 1024
 
 
-@pytest.mark.parametrize("spelling", ["rtx3080", "GeForce RTX 3080", "RTX-3080", "nvidia geforce rtx 3080", " Rtx 3080 "])
+@pytest.mark.parametrize(
+    "spelling", ["rtx3080", "GeForce RTX 3080", "RTX-3080", "nvidia geforce rtx 3080", " Rtx 3080 "]
+)
 def test_names_are_matched_forgivingly(spelling):
     assert get_gpu(spelling).name == "rtx3080"
 
@@ -180,7 +182,9 @@ def test_catalog_errors_name_the_file_and_row(tmp_path, monkeypatch):
     catalog._load.cache_clear()
     catalog._index.cache_clear()
     try:
-        with pytest.raises(InputError, match=r"catalog.csv line 2 \(bad\): sms: expected a positive number, got 'eight'"):
+        with pytest.raises(
+            InputError, match=r"catalog.csv line 2 \(bad\): sms: expected a positive number, got 'eight'"
+        ):
             catalog.entries()
     finally:
         catalog._load.cache_clear()

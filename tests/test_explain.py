@@ -38,8 +38,10 @@ def test_objects_sharing_a_cache_get_their_own_counts(conv1d_textures):
         c = own[o.object]
         assert line.startswith(f"texture cache {units.share(c['hits'] / c['requests'])} hits of {c['requests']:,} "
                                f"requests, ")  # fmt: skip
-        assert f"; {o.object} and {other} together: texture cache {units.share(tex['hits'] / tex['requests'])} " \
-               f"hits of 10,240 requests" in line
+        assert (
+            f"; {o.object} and {other} together: texture cache {units.share(tex['hits'] / tex['requests'])} "
+            f"hits of 10,240 requests" in line
+        )
         assert "warp accesses" not in line
     assert next(f for f in m.facts if f.startswith("texture cache")).startswith("texture cache 100 % hits of 3,584")
     # the object's counts are not in the ranking JSON's terms

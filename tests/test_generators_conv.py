@@ -112,9 +112,22 @@ def test_tile_one_and_partial_warps():
 
 def test_formula_counts_and_bad_block():
     # U = tile_size_x * 15 * rows; rows = (tile_size_y - 1) * block_size_y + 15 when block_size_y < 15
-    for shape, u in (((32, 4, 2, 2), 570), ((16, 8, 4, 4), 4 * 15 * 39), ((16, 16, 3, 2), 3 * 15 * 30), ((64, 1, 4, 4), 4 * 15 * 18)):
+    for shape, u in (
+        ((32, 4, 2, 2), 570),
+        ((16, 8, 4, 4), 4 * 15 * 39),
+        ((16, 16, 3, 2), 3 * 15 * 30),
+        ((64, 1, 4, 4), 4 * 15 * 18),
+    ):
         assert conv.load_offsets(*shape)[0].size == u
-    assert conv.warp_counts(16, 16, 1, 1) == {"int": 14, "fp32": 226, "fp64": 0, "sfu": 0, "ldst": 226, "sync": 0, "branch": 2}
+    assert conv.warp_counts(16, 16, 1, 1) == {
+        "int": 14,
+        "fp32": 226,
+        "fp64": 0,
+        "sfu": 0,
+        "ldst": 226,
+        "sync": 0,
+        "branch": 2,
+    }
     with pytest.raises(InputError):
         G.generate("conv2d_kt", [64, 64], [64, 32, 1, 1])
 
@@ -155,7 +168,9 @@ def sass(tmp_path_factory):
 
     def run(bsx, bsy, tsx, tsy, **extra):
         names = ("block_size_x", "block_size_y", "tile_size_x", "tile_size_y")
-        defines = tuple(f"{n}={v}" for n, v in zip(names, (bsx, bsy, tsx, tsy))) + tuple(f"{k}={v}" for k, v in extra.items())
+        defines = tuple(f"{n}={v}" for n, v in zip(names, (bsx, bsy, tsx, tsy))) + tuple(
+            f"{k}={v}" for k, v in extra.items()
+        )
         text = mod.compile_sass(CU, tmp / "k.cubin", "sm_80", nvcc, nvdisasm, defines)
         blocks = mod.parse(text)["conv2d_kt"]
         ops = {}

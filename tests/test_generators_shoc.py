@@ -204,7 +204,9 @@ def test_md5hash_one_lane_writes_the_key():
     assert len(cols["cta"]) == 9
     assert set(cols["op"].tolist()) == {1} and len(set(cols["mask"].tolist())) == 1
     k = rows_of(cols, info, "foundKey")
-    assert np.array_equal(np.sort(elems(cols, info, "foundKey")), np.arange(8)) and set(cols["width"][k].tolist()) == {1}
+    assert np.array_equal(np.sort(elems(cols, info, "foundKey")), np.arange(8)) and set(cols["width"][k].tolist()) == {
+        1
+    }
     assert info.instructions.executed > 1000 * len(cols["cta"])  # a compute-bound kernel
 
 
@@ -345,7 +347,7 @@ def test_qtc_first_cluster_matches_the_qt_definition():
     for b in (0, 3, 17, 100):
         w0 = _qtc_block_rows(cols, b, 0)
         st = w0[(cols["obj"][w0] == am.id) & (cols["op"][w0] == 1) & (cols["mask"][w0] == 1)]
-        marked = ((cols["addr"][st, 0] - np.uint64(am.base + b * n))).astype(np.int64)
+        marked = (cols["addr"][st, 0] - np.uint64(am.base + b * n)).astype(np.int64)
         # the first seed b marks itself, then every point the reduction picks, until the next seed's clear
         clear = w0[(cols["obj"][w0] == am.id) & (cols["op"][w0] == 1) & (cols["mask"][w0] != 1)]
         first = marked[st < clear[clear > st[0]][0]] if np.any(clear > st[0]) else marked

@@ -69,7 +69,9 @@ def test_conv2d_channels_rows_and_shapes():
     w = np.flatnonzero((cols["cta"] == 1) & (cols["warp"] == 3))  # block x 1, rows y = 6, 7
     # channel 1, tap (i, j) = (2, 1): row 2*(9*2) + ... ; rows in source order (in, mask) per tap
     r_in, r_mask = w[2 * (9 + 2 * 3 + 1)], w[2 * (9 + 2 * 3 + 1) + 1]
-    assert elems(cols, info, "in", r_in)[:17] == [(ih + 6 + 2) * iw + 16 + k + 1 for k in range(16)] + [(ih + 7 + 2) * iw + 16 + 1]
+    assert elems(cols, info, "in", r_in)[:17] == [(ih + 6 + 2) * iw + 16 + k + 1 for k in range(16)] + [
+        (ih + 7 + 2) * iw + 16 + 1
+    ]
     assert set(elems(cols, info, "mask", r_mask)) == {9 + 2 * 3 + 1}
     with pytest.raises(InputError):
         G.generate("conv2d_channels", [32, 16, 2, 4])

@@ -180,10 +180,10 @@ def _row(text: str, label: str, n: int, after: str = "") -> list[str]:
     """The n numbers after a table row's label (first line that starts with it, below ``after``)."""
     if after:
         assert after in text, f"no {after!r}"
-        text = text[text.index(after):]
+        text = text[text.index(after) :]
     for line in text.splitlines():
         if line.startswith(label):
-            nums = re.findall(r"\d+(?:\.\d+)?", line[len(label):])
+            nums = re.findall(r"\d+(?:\.\d+)?", line[len(label) :])
             assert len(nums) >= n, line
             return nums[:n]
     raise AssertionError(f"no row {label!r}")
@@ -278,7 +278,9 @@ def test_mt4g(name):
     assert 0 <= mem["l1"]["size"]["size"] - cache_bytes(g.caches.l1) < 4 * 128
     assert abs(mem["texture"]["size"]["size"] / cache_bytes(g.caches.l1) - 1) < 0.03
     # constant L1: mt4g's 2112 B is 2 KB plus one 64-byte line (the p-chase overshoot)
-    assert cache_bytes(g.caches.const) == mem["constant"]["l1"]["size"]["size"] - mem["constant"]["l1"]["lineSize"]["size"]
+    assert (
+        cache_bytes(g.caches.const) == mem["constant"]["l1"]["size"]["size"] - mem["constant"]["l1"]["lineSize"]["size"]
+    )
     if name == "h100":
         return  # its latencies are microbenchmarks.csv's (test_h100_microbenchmarks)
     # latencies are mt4g's p50, with two documented exceptions on the A100
@@ -335,7 +337,11 @@ def test_h100_microbenchmarks():
     measured = [float(r["GBps"]) for r in rows.values() if r["kind"] == "bandwidth"]
     assert len(measured) == 5 and max(measured) < g.memory.bandwidth_gbs == 3350.0
     coal, uncoal = departure_delays(3350.0, 132, 1974.7, 128, 32)
-    assert (g.memory.departure_del_coal, g.memory.departure_del_uncoal) == (round(coal, 2), round(uncoal, 2)) == (9.96, 2.49)
+    assert (
+        (g.memory.departure_del_coal, g.memory.departure_del_uncoal)
+        == (round(coal, 2), round(uncoal, 2))
+        == (9.96, 2.49)
+    )
 
 
 def test_a100_l1_latency_corroborated_by_gpu_benches():

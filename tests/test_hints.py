@@ -122,12 +122,19 @@ def test_copy_loop_of_a_1d_block_follows_the_tile_width(mm):
     origin_ = Origin("256 * blockIdx.x", "0", 0, 4)
     narrow = H.staged(img, "S/G", {"windows": 1, "tiles": {"img": {"bytes": 256 * 16 * 4, "pitch": 16}}}, origin_,
                       "none", block=(256, 1, 1))  # fmt: skip
-    assert "for (int q = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); q < 4096; q += " in \
-        narrow.kernel and "const int r = q / 16, c = q % 16;" in narrow.kernel
+    assert (
+        "for (int q = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); q < 4096; q += "
+        in narrow.kernel
+        and "const int r = q / 16, c = q % 16;" in narrow.kernel
+    )
     wide = H.staged(img, "S/G", {"windows": 1, "tiles": {"img": {"bytes": 4 * 256 * 4, "pitch": 256}}}, origin_,
                     "none", block=(256, 1, 1))  # fmt: skip
-    assert "for (int r = threadIdx.y + blockDim.y * threadIdx.z; r < 4; r += blockDim.y * blockDim.z) for (int c = " \
-        "threadIdx.x; c < 256; c += blockDim.x) {" in wide.kernel and "for (int q" not in wide.kernel
+    assert (
+        "for (int r = threadIdx.y + blockDim.y * threadIdx.z; r < 4; r += blockDim.y * blockDim.z) for (int c = "
+        "threadIdx.x; c < 256; c += blockDim.x) {"
+        in wide.kernel
+        and "for (int q" not in wide.kernel
+    )
 
 
 def _all_kinds(mm) -> list[H.Hint]:
@@ -174,8 +181,11 @@ def test_privatized_histogram_bins_are_counts_from_origin_0():
     (h,) = placement.evaluate(_generated("histogram"), K80, "bins=S/G", hints=True).hints
     assert h.kernel_params == "unsigned int* bins"
     assert "__shared__ unsigned int s_bins[256];" in h.kernel and "written by atomics only" in h.kernel
-    assert "const int bins_first = 0;\n" in h.kernel and "atomicAdd(&s_bins[i - bins_first], (unsigned int)1);" in \
-        h.kernel and "float" not in h.kernel
+    assert (
+        "const int bins_first = 0;\n" in h.kernel
+        and "atomicAdd(&s_bins[i - bins_first], (unsigned int)1);" in h.kernel
+        and "float" not in h.kernel
+    )
     assert h.incomplete == "" and not any("by hand" in n or "blocks x windows" in n for n in h.notes)
 
 
@@ -235,8 +245,10 @@ def test_rank_says_which_top3_hints_cannot_be_pasted(mm, monkeypatch):
                for w in r.hints_incomplete.values())  # fmt: skip
     text = r.text()
     p = staged[0]
-    assert f"#{p.rank} ({p.label}): --hints cannot give code to paste as is: no formula fits the origins of N's " \
+    assert (
+        f"#{p.rank} ({p.label}): --hints cannot give code to paste as is: no formula fits the origins of N's "
         "tiles: they are to be set by hand." in text
+    )
     assert r.to_dict()["hints"]["incomplete"] == r.hints_incomplete
     assert "cannot give code" not in replace(r, hints=None).text()
 

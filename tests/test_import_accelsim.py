@@ -134,7 +134,11 @@ def test_versions_and_address_modes(run_cli, tmp_path, version):
         f"0030 00000f00 0 STG.E.U8 2 R4 R3 1 2 0x30000 1 1 -2{t}",  # mode 2: base + deltas
         f"0040 ffffffff 0 EXIT 0 0{t}",
     ]
-    text = header(version) + block(0, [w0, [f"0000 ffffffff 0 EXIT 0 0{t}"]]) + block(1, [[f"0000 ffffffff 0 EXIT 0 0{t}"]])
+    text = (
+        header(version)
+        + block(0, [w0, [f"0000 ffffffff 0 EXIT 0 0{t}"]])
+        + block(1, [[f"0000 ffffffff 0 EXIT 0 0{t}"]])
+    )
     tr = imported(run_cli, tmp_path, write(tmp_path, text))
     assert len(tr) == 3
     assert tr.seq.tolist() == [1, 2, 3] and tr.pc.tolist() == [0x10, 0x20, 0x30]
@@ -167,7 +171,9 @@ def test_lineinfo_generic_shared_local_ldgsts_and_multiple_dests(run_cli, tmp_pa
     assert tr.addr[0, 0] == 0x40 and tr.addr[1, 0] == 0x100 and tr.addr[2, 0] == 0xFFFC00 and tr.addr[3, 0] == 0x200
     assert tr.width.tolist() == [4, 4, 4, 16, 16, 16]
     src = tr.info.source
-    assert src["ldgsts_shared_halves"] == 1 and src["ldgsts_global_halves"] == 1 and src["ldgsts_shared_half_missing"] == 0
+    assert (
+        src["ldgsts_shared_halves"] == 1 and src["ldgsts_global_halves"] == 1 and src["ldgsts_shared_half_missing"] == 0
+    )
     assert tr.info.instructions.executed == 6  # the LDGSTS pair is one instruction
     spaces = {o.name: o.space for o in tr.info.objects}
     assert sorted(spaces.values()) == ["global", "local", "shared", "shared"] or "local" in spaces.values()
@@ -213,7 +219,9 @@ def test_objects_toml_wins(run_cli, vectoradd, tmp_path):
 
 def test_kernelslist_with_two_kernels_needs_kernel(run_cli, tmp_path):
     t = tail(5)
-    text = header(5, grid=(1, 1, 1), block=(32, 1, 1)) + block(0, [[f"0000 ffffffff 1 R2 LDG.E 1 R10 4 1 0x10000 4{t}"]])
+    text = header(5, grid=(1, 1, 1), block=(32, 1, 1)) + block(
+        0, [[f"0000 ffffffff 1 R2 LDG.E 1 R10 4 1 0x10000 4{t}"]]
+    )
     write(tmp_path, text, "kernel-1.traceg")
     write(tmp_path, text.replace("0x10000", "0x90000"), "kernel-2.traceg")
     (tmp_path / "kernelslist.g").write_text("MemcpyHtoD,0x0000000000010000,128\nkernel-1.traceg\nkernel-2.traceg\n")

@@ -70,8 +70,12 @@ def test_nvbit_mixed_launches_need_launch(run_cli, tmp_path):
     log = need(NVBIT)
     code, out, err = run_cli("import", "nvbit", log, "-o", tmp_path / "t.parquet")
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"{log}: the log holds 18 launches; pick one with --launch N: launch 0 (unnamed: no launch line, 4 rows), " \
-           "launch 1 (unnamed: no launch line, 22 rows), launch 2 " in err and "launch 17 (unnamed: no launch line, 7 rows)" in err
+    assert (
+        f"{log}: the log holds 18 launches; pick one with --launch N: launch 0 (unnamed: no launch line, 4 rows), "
+        "launch 1 (unnamed: no launch line, 22 rows), launch 2 "
+        in err
+        and "launch 17 (unnamed: no launch line, 7 rows)" in err
+    )
 
 
 def test_nvbit_old_form_with_launch_lines_and_shared(run_cli, tmp_path):
@@ -128,8 +132,12 @@ def test_nvbit_file_mixing_launches_synthetic(run_cli, tmp_path):
     p = tmp_path / "m.log"
     p.write_text("\n".join([memtrace(3, "0,0,0", 0, "LDG.E", 0x1000), memtrace(4, "0,0,0", 0, "LDG.E", 0x1000)]) + "\n")
     code, _, err = run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet")
-    assert code == 2 and "the log holds 2 launches; pick one with --launch N: launch 3 (unnamed: no launch line, 1 row), " \
-                         "launch 4 (unnamed: no launch line, 1 row)" in err
+    assert (
+        code == 2
+        and "the log holds 2 launches; pick one with --launch N: launch 3 (unnamed: no launch line, 1 row), "
+        "launch 4 (unnamed: no launch line, 1 row)"
+        in err
+    )
     code, _, err = run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet", "--launch", "4")
     assert code == 0
     code, _, err = run_cli("import", "nvbit", p, "-o", tmp_path / "t.parquet", "--launch", "9")

@@ -243,14 +243,17 @@ def test_a_finished_memory_run_lets_its_rows_go():
 BATCH = """\
 name = "four"
 gpu = "a100"
-""" + "".join(f"""
+""" + "".join(
+    f"""
 [[entry]]
 id = "h{n}"
 generator = "histogram"
 size = [{n}, 64]
 block = [32]
 placements = ["", "bins=S/G"]
-""" for n in (8192, 16384, 24576, 32768))
+"""
+    for n in (8192, 16384, 24576, 32768)
+)
 
 
 def test_a_batch_holds_no_more_than_its_largest_trace(tmp_path, monkeypatch):

@@ -37,7 +37,9 @@ def test_a_parquet_trace_given_to_an_importer(tmp_path, run_cli, fmt, what):
 def test_a_binary_line_is_not_quoted(tmp_path, run_cli):
     bad = tmp_path / "p.txt"
     bad.write_bytes(b"sizeof 4\n\x01\x02\x03\xff\xfe" * 40 + b"\n")
-    err = one_line(*run_cli("import", "porple", bad, "-o", tmp_path / "t.parquet"), f"{bad} line 2: ", "got binary data")
+    err = one_line(
+        *run_cli("import", "porple", bad, "-o", tmp_path / "t.parquet"), f"{bad} line 2: ", "got binary data"
+    )
     assert "\\x" not in err and len(err) < 250 + len(str(bad))
 
 
@@ -45,7 +47,9 @@ def test_an_nvbit_log_without_accesses(tmp_path, run_cli):
     """Was: exit 0 and a trace of no rows."""
     log = tmp_path / "log.txt"
     log.write_text("hello\nworld\n")
-    one_line(*run_cli("import", "nvbit", log, "-o", tmp_path / "t.parquet"), f"{log}: no memory access lines", "in 2 lines")
+    one_line(
+        *run_cli("import", "nvbit", log, "-o", tmp_path / "t.parquet"), f"{log}: no memory access lines", "in 2 lines"
+    )
     assert not (tmp_path / "t.parquet").exists()
 
 

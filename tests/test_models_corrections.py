@@ -55,7 +55,9 @@ def test_gpuperf_osync_gamma_and_without():
     m = c2050()
     r = gpuperf.predict(k, m)  # Eq. 7-8 with Gamma 64
     assert r.o_sync == pytest.approx(2.0 * 84 * 8 / 14 * 64 * 440.0 * 2 / 22)
-    r0 = gpuperf.predict(k, replace(m, gamma=None))  # Hong & Kim Eq. 26, Delta = 20, MWP = min(440 / 20, 48) capped at 8 warps
+    r0 = gpuperf.predict(
+        k, replace(m, gamma=None)
+    )  # Hong & Kim Eq. 26, Delta = 20, MWP = min(440 / 20, 48) capped at 8 warps
     assert r0.o_sync == pytest.approx(20.0 * (8 - 1) * 2.0 * 6 * 1.0)
     assert machine_from_gpu(get_gpu("k40")).gamma is None
 
@@ -75,8 +77,26 @@ def test_gpuperf_uncoalesced_bytes_load_bandwidth():
 
 def test_spec_row_memory_timing_matches_bundled_configs():
     for spec, name in (
-        ({"compute_version": "3.5", "gpu_name": "Tesla-K40", "max_clock_rate": "745", "num_of_cores": "2880", "bandwith": "288,384"}, "k40"),
-        ({"compute_version": "3", "gpu_name": "GTX-680", "max_clock_rate": "1058", "num_of_cores": "1536", "bandwith": "192,256"}, "gtx680"),
+        (
+            {
+                "compute_version": "3.5",
+                "gpu_name": "Tesla-K40",
+                "max_clock_rate": "745",
+                "num_of_cores": "2880",
+                "bandwith": "288,384",
+            },
+            "k40",
+        ),
+        (
+            {
+                "compute_version": "3",
+                "gpu_name": "GTX-680",
+                "max_clock_rate": "1058",
+                "num_of_cores": "1536",
+                "bandwith": "192,256",
+            },
+            "gtx680",
+        ),
     ):
         g, cfg = gpu_from_spec(spec), get_gpu(name)
         for f in ("departure_del_coal", "departure_del_uncoal", "dram_latency"):

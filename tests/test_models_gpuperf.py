@@ -18,7 +18,9 @@ MWP = min(440.0 / 20.0, PEAK)  # Eq. A.5: 22
 
 
 def k(**kw):
-    base = dict(threads_per_block=256, blocks=84, active_blocks_per_sm=6, active_sms=14, comp_insts=20.0, coal_mem_insts=2.0)
+    base = dict(
+        threads_per_block=256, blocks=84, active_blocks_per_sm=6, active_sms=14, comp_insts=20.0, coal_mem_insts=2.0
+    )
     base.update(kw)
     return KernelParams(**base)
 

@@ -64,7 +64,9 @@ def test_mwp_cwp_ldst_bound_hand_worked():
     assert off.case == "eq24" and off.exec_cycles == pytest.approx(420.0 + 164.0 * 8)
     # A kernel whose issue outweighs its LD/ST work is unchanged
     light = _mk(shared_insts=5.0)  # (1 + 5) x 8 = 48 < 164
-    assert mwp_cwp.predict(light, m).exec_cycles == pytest.approx(mwp_cwp.predict(light, hong_kim_example()).exec_cycles)
+    assert mwp_cwp.predict(light, m).exec_cycles == pytest.approx(
+        mwp_cwp.predict(light, hong_kim_example()).exec_cycles
+    )
 
 
 def test_gpuperf_ldst_bound_hand_worked():

@@ -32,7 +32,13 @@ def test_table2_library():
 def test_table2_cli_json(capsys):
     assert main(["model", "mwp-cwp", "--kernel", str(TABLE2), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    for key, want in (("mwp", 2.28), ("cwp", 20), ("exec_cycles_app", 38450), ("synch_cost", 12288), ("exec_cycles", 50738)):
+    for key, want in (
+        ("mwp", 2.28),
+        ("cwp", 20),
+        ("exec_cycles_app", 38450),
+        ("synch_cost", 12288),
+        ("exec_cycles", 50738),
+    ):
         assert close(doc[key], want), (key, doc[key], want)
 
 
@@ -54,7 +60,9 @@ def test_mwp_greater_than_cwp_eq24():
 
 def test_not_enough_warps_eq22():
     # One block of 2 warps per SM: MWP = CWP = N = 2.
-    r = mwp_cwp.predict(_k(threads_per_block=64, blocks=16, active_blocks_per_sm=1, comp_insts=9, coal_mem_insts=1), hong_kim_example())
+    r = mwp_cwp.predict(
+        _k(threads_per_block=64, blocks=16, active_blocks_per_sm=1, comp_insts=9, coal_mem_insts=1), hong_kim_example()
+    )
     assert r.n == 2 and r.mwp == 2 and r.cwp == 2 and r.case == "eq22"
     assert close(r.exec_cycles_app, 420 + 40 + 40 * (2 - 1))  # Eq. 22
 

@@ -49,7 +49,9 @@ def _details_page(tmp_path, metrics):
     head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
     lines = ["==PROF== Connected to process 7 (./k)", head]
     for name, unit, value in metrics:
-        lines.append(f'"0","7","k","h","k(float*)","1","7","(128, 1, 1)","(1024, 1, 1)","0","7.5","Command line profiler metrics","{name}","{unit}","{value}"')
+        lines.append(
+            f'"0","7","k","h","k(float*)","1","7","(128, 1, 1)","(1024, 1, 1)","0","7.5","Command line profiler metrics","{name}","{unit}","{value}"'
+        )
     p = tmp_path / "details.csv"
     p.write_text("\n".join(lines) + "\n")
     return p

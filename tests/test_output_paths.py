@@ -30,7 +30,9 @@ placements = [""]
 
 def test_missing_folder_is_refused_not_made(tmp_path):
     for out in (tmp_path / "no" / "such" / "r.html", tmp_path / "no" / "r.html"):
-        with pytest.raises(traces.InputError, match=f"{out}: cannot write there \\(folder {out.parent} does not exist\\)"):
+        with pytest.raises(
+            traces.InputError, match=f"{out}: cannot write there \\(folder {out.parent} does not exist\\)"
+        ):
             check_output_folder(out)
         with pytest.raises(traces.InputError, match="does not exist"):
             traces.atomic.write_text(out, "x")
@@ -42,7 +44,9 @@ def test_missing_folder_is_refused_not_made(tmp_path):
 def test_a_file_where_a_folder_should_be_is_named(tmp_path):
     (tmp_path / "afile").write_text("x")
     for out in (tmp_path / "afile" / "b.parquet", tmp_path / "afile" / "sub" / "b.parquet"):
-        with pytest.raises(traces.InputError, match=f"{out}: cannot write there \\({tmp_path / 'afile'} is not a folder\\)"):
+        with pytest.raises(
+            traces.InputError, match=f"{out}: cannot write there \\({tmp_path / 'afile'} is not a folder\\)"
+        ):
             check_output_folder(out)
 
 
@@ -58,10 +62,15 @@ def test_import_and_bench_under_a_regular_file(tmp_path, run_cli):
     """Was: "cannot write there (File exists)"."""
     (tmp_path / "afile").write_text("x")
     out = tmp_path / "afile" / "t.parquet"
-    one_line(*run_cli("bench", "gen", "vecadd", "-o", out), f"{out}: cannot write there ({tmp_path / 'afile'} is not a folder)")
+    one_line(
+        *run_cli("bench", "gen", "vecadd", "-o", out),
+        f"{out}: cannot write there ({tmp_path / 'afile'} is not a folder)",
+    )
     log = tmp_path / "log.txt"
     log.write_text("")
-    one_line(*run_cli("import", "nvbit", log, "-o", out), f"{out}: cannot write there ({tmp_path / 'afile'} is not a folder)")
+    one_line(
+        *run_cli("import", "nvbit", log, "-o", out), f"{out}: cannot write there ({tmp_path / 'afile'} is not a folder)"
+    )
 
 
 @pytest.mark.parametrize("where", ["afile", "missing", "proc"])

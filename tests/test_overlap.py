@@ -65,7 +65,7 @@ def test_train_command_fits_times_made_by_known_coefficients(tmp_path, run_cli):
             t = ev.evaluate(parse_placement(p, info)).target
             feats = np.array([t.events[f] for f in FEATURES])
             ns = gpu.cycles_to_ns(t.t_comp + t.t_mem - truth.t_overlap(feats, t.t_comp, t.t_mem))
-            rows.append(f"{path.name},\"{p}\",{ns!r}")
+            rows.append(f'{path.name},"{p}",{ns!r}')
     csv = tmp_path / "m.csv"
     csv.write_text("trace,placement,measured_ns\n" + "\n".join(rows) + "\n")
     code, out, err = run_cli("train", csv, "--gpu", "k80", "-o", tmp_path / "c.toml", "--json")

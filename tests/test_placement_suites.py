@@ -56,7 +56,11 @@ def test_traced_size_halves_the_scale_parameter_until_the_trace_holds(mk):
     assert mk.traced_size("vecadd", {"n": 1 << 24}) == {"n": 1 << 24}
     # conv2d_channels 2048^2, 3 channels, 3x3: 55 rows a warp; height 1024 -> 3.6 M, 512 -> 1.8 M (width kept)
     assert mk.traced_size("conv2d_channels", {"width": 2048, "height": 2048, "channels": 3, "mask": 3}) == {
-        "width": 2048, "height": 512, "channels": 3, "mask": 3}
+        "width": 2048,
+        "height": 512,
+        "channels": 3,
+        "mask": 3,
+    }
     # matvec 8192^2: (2 * cols + 1) * 256 warps; cols 4096 -> 2.1 M (rows, the grid, kept)
     assert mk.traced_size("matvec", {"rows": 8192, "cols": 8192}) == {"rows": 8192, "cols": 4096}
     # matmul W: (2W + 1) W^2 / 32; 512 -> 8.4 M, 256 -> 1.05 M
@@ -100,8 +104,13 @@ def test_h100_suite_from_hand_made_data(mk, tmp_path):
     run2 = [r[:5] + ({"10.0": "12.0", "20.0": "21.0"}.get(r[5], r[5]),) for r in run1]
     _write(d / "variants-run1.csv", run1)
     _write(d / "variants-run2.csv", run2)
-    _write(d / "variants-extra.csv", [("empty", "empty", "grid=1", "256x1x1", 0, "3.9"),
-                                      ("histogram", "bins=G", "n=131072;bins=256", "256x1x1", 0, "60.0")])
+    _write(
+        d / "variants-extra.csv",
+        [
+            ("empty", "empty", "grid=1", "256x1x1", 0, "3.9"),
+            ("histogram", "bins=G", "n=131072;bins=256", "256x1x1", 0, "60.0"),
+        ],
+    )
     text = mk.h100_suite(tmp_path)
     doc = tomllib.loads(text)
     entries = {e["id"]: e for e in doc["entry"]}
@@ -136,8 +145,15 @@ def test_bundled_h100_suite_parses_and_holds(mk):
 
 def _rows():
     def r(entry, placement, measured, model, tau, kernel="k1"):
-        return {"entry": entry, "gpu": "h100", "kernel": kernel, "placement": placement, "measured_ns": measured,
-                "model_ns": model, "kendall_tau": tau}
+        return {
+            "entry": entry,
+            "gpu": "h100",
+            "kernel": kernel,
+            "placement": placement,
+            "measured_ns": measured,
+            "model_ns": model,
+            "kendall_tau": tau,
+        }
 
     return [
         r("A", "sample", 100_000.0, 50_000.0, 1.0), r("A", "x=R", 80_000.0, 45_000.0, 1.0),
@@ -167,7 +183,9 @@ def test_score_reads_the_ratios_only_marks_from_the_suite(acc, tmp_path):
     suite = tmp_path / "s.toml"
     suite.write_text('[[entry]]\nid = "A"\nnote = "x"\n[[entry]]\nid = "C"\nnote = "traced smaller (ratios only): y"\n')
     table = pa.Table.from_pylist(_rows())
-    meta = {"suite": {"path": str(suite), "resolved": str(suite), "sha256": hashlib.sha256(suite.read_bytes()).hexdigest()}}
+    meta = {
+        "suite": {"path": str(suite), "resolved": str(suite), "sha256": hashlib.sha256(suite.read_bytes()).hexdigest()}
+    }
     out = tmp_path / "r.parquet"
     pq.write_table(table.replace_schema_metadata({b"placement.batch": json.dumps(meta).encode()}), out)
     assert acc.ratios_only_entries(str(out)) == ({"C"}, "")

@@ -29,11 +29,20 @@ def kernel(objects, smem=0, threads=256, regs=16):
 
 
 K80 = get_gpu("k80")
-VEC = kernel([("A", "global", 4000, None, False), ("B", "global", 4000, (10, 100), False), ("C", "global", 4000, None, True)])
+VEC = kernel(
+    [("A", "global", 4000, None, False), ("B", "global", 4000, (10, 100), False), ("C", "global", 4000, None, True)]
+)
 
 
 def test_spellings():
-    assert [space_short(s) for s in ("g", "texture", "TEXTURE2D", "2t", "const", "Shared")] == ["G", "T", "2T", "2T", "C", "S"]
+    assert [space_short(s) for s in ("g", "texture", "TEXTURE2D", "2t", "const", "Shared")] == [
+        "G",
+        "T",
+        "2T",
+        "2T",
+        "C",
+        "S",
+    ]
     assert [space_short(s) for s in ("r", "readonly", "LDG", "s/g", "S/T", "shared/readonly", "S / r")] == [
         "R", "R", "R", "S/G", "S/T", "S/R", "S/R"]  # fmt: skip
     with pytest.raises(InputError, match="unknown space 'L1'"):
@@ -70,7 +79,9 @@ def test_parse_errors(text, message):
 
 def test_written_objects_only_global_or_staged_from_global():
     for space in ("T", "2T", "C", "R", "S/T", "S/R"):
-        with pytest.raises(IllegalPlacement, match=r"\(written\): C is written by the kernel, so it can only be in G or S/G"):
+        with pytest.raises(
+            IllegalPlacement, match=r"\(written\): C is written by the kernel, so it can only be in G or S/G"
+        ):
             check(VEC, K80, parse_placement(f"C={space}", VEC))
 
 
@@ -89,7 +100,10 @@ def test_staged_placements_need_the_trace():
 def test_constant_bank_capacity():
     k = kernel([("A", "global", 40000, None, False), ("B", "global", 30000, None, False)])
     check(k, K80, parse_placement("A=C", k))
-    with pytest.raises(IllegalPlacement, match=r"\(constant\): the objects in C \(A, B\) need 70,000 bytes; the constant bank holds 65,536"):
+    with pytest.raises(
+        IllegalPlacement,
+        match=r"\(constant\): the objects in C \(A, B\) need 70,000 bytes; the constant bank holds 65,536",
+    ):
         check(k, K80, parse_placement("A=C,B=C", k))
 
 
@@ -97,8 +111,12 @@ def test_shared_bytes_are_the_kernels_own_arrays():
     k = kernel([("A", "global", 40000, None, False), ("s", "shared", 8000, None, True)], smem=9500)
     assert shared_bytes(k, sample_placement(k)) == 9500
     assert shared_bytes(k, parse_placement("s=G", k)) == 1500  # moving s out frees its bytes
-    big = dataclasses.replace(k, smem_per_block=60000, objects=(k.objects[0], dataclasses.replace(k.objects[1], size=58500)))
-    with pytest.raises(IllegalPlacement, match=r"\(shared\): the kernel's shared arrays \(s\) need 60,000 bytes per block"):
+    big = dataclasses.replace(
+        k, smem_per_block=60000, objects=(k.objects[0], dataclasses.replace(k.objects[1], size=58500))
+    )
+    with pytest.raises(
+        IllegalPlacement, match=r"\(shared\): the kernel's shared arrays \(s\) need 60,000 bytes per block"
+    ):
         check(big, K80, sample_placement(big))
 
 

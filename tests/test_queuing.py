@@ -176,9 +176,15 @@ def _bank_stats_reference(bank, arrival, service):
 
 
 @given(
-    st.lists(st.tuples(st.sampled_from([0, 1, 2, 5, 9, -3, 10**9]), st.sampled_from([0.0, 0.5, 1.0, 3.0]),
-                       st.sampled_from([0.0, 2.0, 3.5, 7.0])),
-             min_size=1, max_size=200),
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 2, 5, 9, -3, 10**9]),
+            st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+            st.sampled_from([0.0, 2.0, 3.5, 7.0]),
+        ),
+        min_size=1,
+        max_size=200,
+    ),
     st.booleans(),
 )
 @settings(max_examples=200, deadline=None)

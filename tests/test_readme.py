@@ -12,7 +12,7 @@ from conftest import ROOT
 
 def _api_block() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python API"):]
+    section = text[text.index("## Python API") :]
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
 

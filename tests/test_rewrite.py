@@ -124,7 +124,10 @@ def test_batches_rewrite_like_the_whole(tmp_path):
     cols, info = vecadd(ctas=4, warps_per_block=2, mask=0x00FF00FF)
     traces.write(tmp_path / "t.parquet", cols, info)
     whole_r = traces.rewrite(traces.read(tmp_path / "t.parquet"), {"A": "S", "C": "S"}, cost_table(info))
-    parts = [traces.rewrite(b, {"A": "S", "C": "S"}, cost_table(info)) for b in traces.iter_batches(tmp_path / "t.parquet", rows=5)]
+    parts = [
+        traces.rewrite(b, {"A": "S", "C": "S"}, cost_table(info))
+        for b in traces.iter_batches(tmp_path / "t.parquet", rows=5)
+    ]
     np.testing.assert_array_equal(np.concatenate([p.trace.addr for p in parts]), whole_r.trace.addr)
     np.testing.assert_array_equal(np.concatenate([p.addr_inst_delta for p in parts]), whole_r.addr_inst_delta)
     # inactive lanes stay 0

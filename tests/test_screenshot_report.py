@@ -78,7 +78,7 @@ def test_a_given_height_and_the_cap(tmp_path, fake_chromium):
 def test_the_measuring_page():
     text = '<!doctype html>\n<html><head><meta charset="utf-8"></head><body><p>x</p></body></html>'
     out = S.measuring_page(text, Path("/some/folder"))
-    assert out.startswith("<!doctype html>\n<html><head><base href=\"file:///some/folder/\">")  # standards mode kept
+    assert out.startswith('<!doctype html>\n<html><head><base href="file:///some/folder/">')  # standards mode kept
     assert out.endswith(S._MEASURE + "</body></html>")
     assert S.measuring_page("<p>x</p>", Path("/f")) == "<p>x</p>" + S._MEASURE  # no head, no body: appended
     assert S.parse_height('<html lang="en" data-page-height="3640"><head>') == 3640

@@ -26,7 +26,11 @@ from traces.generators import generate, names
 K80 = get_gpu("k80")
 # Small sizes for the micro-benchmarks, whose uncoalesced variants make 32 requests a load, and for spmv,
 # whose 7,056 legal placements at its default 2,048 rows made its exhaustive search ~5 min of CI (75 s at 512).
-SMALL = {n: [16, 16] for n in names() if n.startswith("mb")} | {"matmul_naive": [64], "matmul_naive_uncoalesced": [64], "spmv": [512]}
+SMALL = {n: [16, 16] for n in names() if n.startswith("mb")} | {
+    "matmul_naive": [64],
+    "matmul_naive_uncoalesced": [64],
+    "spmv": [512],
+}
 
 
 # Kernels whose exhaustive search is long (thousands of legal placements, or many rows): run by .ci/run only.
@@ -136,7 +140,9 @@ def test_rank_is_deterministic_and_reports(run_cli, tmp_path):
     traces.write(path, cols, info)
     outs = []
     for k in range(2):
-        code, out, err = run_cli("rank", path, "--gpu", "k80", "--top", "5", "--json", "--report", tmp_path / f"r{k}.html")
+        code, out, err = run_cli(
+            "rank", path, "--gpu", "k80", "--top", "5", "--json", "--report", tmp_path / f"r{k}.html"
+        )
         assert code == 0, err
         outs.append(json.loads(out))
     assert outs[0] == outs[1]
@@ -166,7 +172,9 @@ def test_an_object_no_instruction_accesses_stays_put():
     trace = dataclasses.replace(t, info=dataclasses.replace(t.info, objects=t.info.objects + (extra,)))
     why = {}
     dom = domains(trace.info, K80, StagingFacts(trace), why)
-    assert dom["filter"] == ["C"] and why["filter"] == {"*": "no memory instruction of the trace accesses it; it stays where it is"}
+    assert dom["filter"] == ["C"] and why["filter"] == {
+        "*": "no memory instruction of the trace accesses it; it stays where it is"
+    }
     assert len(dom["o0"]) > 1
 
 
@@ -185,14 +193,16 @@ def surrogate_models(draw):
     dom = {f"o{i}": ["G"] + draw(st.lists(st.sampled_from(spaces[1:]), unique=True, max_size=4))
            for i in range(draw(st.integers(1, 4)))}  # fmt: skip
     keys = [(n, s) for n, ss in dom.items() for s in ss]
-    costs = st.integers(-3, 3) if draw(st.booleans()) else st.integers(-10**9, 10**9)  # many ties, or few
+    costs = st.integers(-3, 3) if draw(st.booleans()) else st.integers(-(10**9), 10**9)  # many ties, or few
     single = {k: draw(costs) for k in keys if k[1] != "G"}
     moves = [k for k in keys if k[1] != "G"]
     pair = {}
     for a, b in draw(st.lists(st.tuples(st.sampled_from(moves), st.sampled_from(moves)), max_size=4)) if moves else []:
         if a[0] != b[0]:
             pair[(*a, *b)] = draw(costs)
-    rows = tuple(({k: draw(st.integers(0, 5)) for k in keys if k[1] == s}, draw(st.integers(0, 8))) for s in ("C", "S/G"))
+    rows = tuple(
+        ({k: draw(st.integers(0, 5)) for k in keys if k[1] == s}, draw(st.integers(0, 8))) for s in ("C", "S/G")
+    )
     return search._SurrogateModel(dom, single, pair, rows)
 
 
@@ -351,9 +361,14 @@ def test_pairs_are_calibrated_once_per_signature():
     assert errors == {"A": [20.0, 30.0], "B": [5.0]}
 
 
-@pytest.mark.parametrize("field, value, words", [("top", 0, "--top must be >= 1, got 0"),
-                                                ("workers", 0, "--workers must be >= 1, got 0"),
-                                                ("pair_budget", -1, "--pair-budget must be >= 0, got -1")])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("top", 0, "--top must be >= 1, got 0"),
+        ("workers", 0, "--workers must be >= 1, got 0"),
+        ("pair_budget", -1, "--pair-budget must be >= 0, got -1"),
+    ],
+)
 def test_search_options_out_of_range_are_refused(field, value, words):
     with pytest.raises(InputError, match=words):
         search.SearchOptions(**{field: value})
@@ -366,8 +381,9 @@ def test_signature_groups_objects_by_shared_resource():
     resource = search.shared_resource(K80)
     p = Placement((("a", "T"), ("b", "R"), ("c", "S/G"), ("d", "S/R"), ("e", "G")))
     q = Placement((("a", "R"), ("b", "T"), ("c", "S/T"), ("d", "S/G"), ("e", "G")))
-    assert search.signature(p, resource) == search.signature(q, resource) == (
-        ("shared", ("c", "d")), ("tex", ("a", "b")))
+    assert (
+        search.signature(p, resource) == search.signature(q, resource) == (("shared", ("c", "d")), ("tex", ("a", "b")))
+    )
     r = Placement((("a", "G"), ("b", "T"), ("c", "S/T"), ("d", "S/G"), ("e", "G")))
     assert search.signature(r, resource) == (("shared", ("c", "d")), ("tex", ("b",)))
 

@@ -333,7 +333,7 @@ def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
         a_ = s.addr[i][np.array(act, bool)]
         assert (a_ >= 64).all() and (a_ + 4 <= 64 + tile).all()
     # every staging load reads the object from the read-only path, inside the object
-    ld = (s.space == traces.SPACE_CODES["readonly"])
+    ld = s.space == traces.SPACE_CODES["readonly"]
     assert ld.sum() == ins["loads"]
     # instructions added: each staging row of a warp costs its load, its store and 2 int; barriers
     assert ins["int"] == 2 * ins["stores"]
@@ -362,7 +362,7 @@ def test_staged_accesses_read_their_element_of_the_tile(case):
         k = seen.get(g, 0)
         seen[g] = k + 1
         act = ((int(t.mask[i]) >> np.arange(32)) & 1).astype(bool)
-        e = ((t.addr[i].astype(np.int64) - BASE) // 4)
+        e = (t.addr[i].astype(np.int64) - BASE) // 4
         rc = [(int(x // ncols), int(x % ncols)) if ncols else (0, int(x)) for x in e]
         where[int(i)] = (g[0], k // length, act, rc)
     origin = {}

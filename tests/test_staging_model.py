@@ -101,7 +101,9 @@ def test_written_objects_stage_only_where_blocks_write_apart():
     apart = trace_of([(b, 0, 0, 1, 0, 32 * b + lanes, 0xFFFFFFFF) for b in range(2)], [Y])
     check(apart.info, K40, parse_placement("Y=S", apart.info), StagingFacts(apart))
     same = trace_of([(b, 0, 0, 1, 0, lanes, 0xFFFFFFFF) for b in range(2)], [Y])
-    with pytest.raises(IllegalPlacement, match=r"\(shared-overlap\): Y is written by blocks 0 and 1 at the same element 0"):
+    with pytest.raises(
+        IllegalPlacement, match=r"\(shared-overlap\): Y is written by blocks 0 and 1 at the same element 0"
+    ):
         check(same.info, K40, parse_placement("Y=S", same.info), StagingFacts(same))
     # written only by atomics: privatized, legal despite the overlap
     atomics = trace_of([(b, 0, 0, 2, 0, lanes, 0xFFFFFFFF) for b in range(2)], [Y])

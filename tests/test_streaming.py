@@ -281,8 +281,10 @@ def test_stream_evaluator_names_the_overlapping_blocks(tmp_path):
     traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
     p = parse_placement("v=S/G", info)
     msgs = []
-    for ev in (WholeTraceEvaluator(traces.read(path), get_gpu("k80")),
-               StreamEvaluator(path, get_gpu("k80"), rows=1000)):
+    for ev in (
+        WholeTraceEvaluator(traces.read(path), get_gpu("k80")),
+        StreamEvaluator(path, get_gpu("k80"), rows=1000),
+    ):
         with pytest.raises(IllegalPlacement, match="is written by blocks 0 and 255") as exc:
             ev.evaluate(p)
         msgs.append(str(exc.value))
@@ -306,7 +308,9 @@ def test_stream_equals_whole_on_staged_traces(name, place):
     rw = traces.rewrite(t, unstaged(p), ev.cost, staged=staged, context=ev.context)
     option = legal.staging.options[0]
     plan = stg.plan(ev.staging, gpu, p, option, legal.staging.own_smem)
-    st = ts.stage(rw.trace, rw.addr_inst_delta, plan, option.windows, stg.costs(gpu).barrier, option.smem_per_block).trace
+    st = ts.stage(
+        rw.trace, rw.addr_inst_delta, plan, option.windows, stg.costs(gpu).barrier, option.smem_per_block
+    ).trace
     order = np.argsort(st.cta, kind="stable")  # block order for the stream (the whole run does not depend on it)
     st = traces.Trace(**{k: v[order] for k, v in st.columns().items()}, info=st.info)
     cfg = hierarchy_config(gpu)

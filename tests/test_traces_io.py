@@ -174,6 +174,7 @@ def _bad_rows(tmp_path, mutate, validate_write=False):
 def test_non_increasing_seq(tmp_path):
     def m(c):
         c["seq"][7] = 0  # row 7 is warp 2's second access: seq 0 after 0
+
     path = _bad_rows(tmp_path, m)
     with pytest.raises(traces.TraceError, match=r"bad\.parquet row 7: seq: seq 0 after 0 for \(cta 1, warp 0\)"):
         traces.read(path)
@@ -185,13 +186,17 @@ def test_non_increasing_seq(tmp_path):
 def test_unknown_object_id(tmp_path):
     def m(c):
         c["obj"][4] = 9
-    with pytest.raises(traces.TraceError, match=r"row 4: obj: obj 9 is not an object id in the metadata \(ids: 0, 1, 2"):
+
+    with pytest.raises(
+        traces.TraceError, match=r"row 4: obj: obj 9 is not an object id in the metadata \(ids: 0, 1, 2"
+    ):
         traces.read(_bad_rows(tmp_path, m))
 
 
 def test_bad_width(tmp_path):
     def m(c):
         c["width"][2] = 3
+
     with pytest.raises(traces.TraceError, match="row 2: width: width 3 is not one of 1, 2, 4, 8, 16"):
         traces.read(_bad_rows(tmp_path, m))
 
@@ -199,6 +204,7 @@ def test_bad_width(tmp_path):
 def test_address_on_inactive_lane(tmp_path):
     def m(c):
         c["addr"][5, 20] = 0x10000  # mask 0x0000ffff: lane 20 is inactive
+
     with pytest.raises(traces.TraceError, match="row 5: addr: lane 20 is inactive"):
         traces.read(_bad_rows(tmp_path, m))
 
@@ -206,6 +212,7 @@ def test_address_on_inactive_lane(tmp_path):
 def test_address_outside_its_object(tmp_path):
     def m(c):
         c["addr"][3, 1] = 0x10000 - 4  # just below A's base
+
     with pytest.raises(traces.TraceError, match=r"row 3: addr: lane 1 address 0xfffc \(\+4 B\) is outside object 'A'"):
         traces.read(_bad_rows(tmp_path, m))
 
@@ -213,6 +220,7 @@ def test_address_outside_its_object(tmp_path):
 def test_warp_outside_block(tmp_path):
     def m(c):
         c["warp"][0] = 2  # the block has 2 warps: 0 and 1
+
     with pytest.raises(traces.TraceError, match="row 0: warp: warp 2 outside the block's 2 warps"):
         traces.read(_bad_rows(tmp_path, m))
 

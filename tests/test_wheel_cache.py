@@ -73,7 +73,11 @@ def test_warm_up_covers_the_importers_and_the_generators(monkeypatch, tmp_path, 
 
     for mod in (kern, qtc, shoc):
         for name, v in vars(mod).items():
-            if isinstance(v, Dispatcher) and v.py_func.__module__ == mod.__name__ and v.targetoptions.get("inline") != "always":
+            if (
+                isinstance(v, Dispatcher)
+                and v.py_func.__module__ == mod.__name__
+                and v.targetoptions.get("inline") != "always"
+            ):
                 assert v.signatures, f"{mod.__name__}.{name}: no warm-up command compiles it"
 
 

@@ -24,7 +24,9 @@ OUTSIDE_OBJ = 9
 
 
 @nb.njit(cache=True, nogil=True)
-def check_rows(cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_per_block, obj_lo, obj_hi, last_seq, slots):
+def check_rows(
+    cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_per_block, obj_lo, obj_hi, last_seq, slots
+):
     """Check rows against the trace contract; return (code, row, lane or previous seq).
 
     ``obj_lo``/``obj_hi`` are indexed by object id (hi == 0 marks an id with no

@@ -518,13 +518,30 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         cur += barrier
                         totals[T_BARRIERS] += 1
                         if any_wb:
-                            r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
-                                                     totals, tbox, gaddr, saddr)
+                            r, cur = _writeback_pass(
+                                write,
+                                out,
+                                delta_out,
+                                r,
+                                b,
+                                w,
+                                threads,
+                                plan,
+                                rbox,
+                                wbox,
+                                cw,
+                                cur,
+                                totals,
+                                tbox,
+                                gaddr,
+                                saddr,
+                            )
                             cur += barrier
                             totals[T_BARRIERS] += 1
                     if any_stage:
-                        r, cur = _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals,
-                                               tbox, gaddr, saddr)
+                        r, cur = _staging_pass(
+                            write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals, tbox, gaddr, saddr
+                        )
                         cur += barrier
                         totals[T_BARRIERS] += 1
                     shift = cur - p
@@ -533,8 +550,24 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                     if any_wb and cw >= 0:
                         cur = p + shift + barrier
                         totals[T_BARRIERS] += 1
-                        r, cur = _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, cw, cur,
-                                                 totals, tbox, gaddr, saddr)
+                        r, cur = _writeback_pass(
+                            write,
+                            out,
+                            delta_out,
+                            r,
+                            b,
+                            w,
+                            threads,
+                            plan,
+                            rbox,
+                            wbox,
+                            cw,
+                            cur,
+                            totals,
+                            tbox,
+                            gaddr,
+                            saddr,
+                        )
                     break
                 # the original row, shifted; a staged access goes to its tile in shared memory
                 if write and r < cap:

@@ -188,4 +188,5 @@ class ContextStream:
         known = (self._pcs[k] == pc) if self._pcs.shape[0] else np.zeros(pc.shape[0], np.bool_)
         return np.where(known & (self._state[k] == 1) if self._pcs.shape[0] else known, OFFSET, INDEXED).astype(np.int8)
 
+
 __all__ = ["CONTEXTS", "INDEXED", "OFFSET", "ContextStream", "access_context"]

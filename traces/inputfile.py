@@ -101,7 +101,6 @@ def read_text(path, missing: str = "no such file") -> str:
         raise InputError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
 
 
-
 def numbered_lines(path, missing: str = "no such file"):
     """(line number, line) of a text file, undecodable bytes replaced; an I/O error names the file."""
     try:

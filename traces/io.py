@@ -136,13 +136,17 @@ class _Checker:
         if code == K.BAD_WIDTH:
             raise TraceError(p, f"width {t.width[i]} is not one of 1, 2, 4, 8, 16", row=row, field="width")
         if code == K.BAD_OP:
-            raise TraceError(p, f"op {t.op[i]} is not 0 (load), 1 (store), 2 (atomic) or 3 (reduction)", row=row, field="op")
+            raise TraceError(
+                p, f"op {t.op[i]} is not 0 (load), 1 (store), 2 (atomic) or 3 (reduction)", row=row, field="op"
+            )
         if code == K.BAD_SPACE:
             names = ", ".join(f"{c} {n}" for c, n in enumerate(SPACE_NAMES))
             raise TraceError(p, f"space {t.space[i]} is not one of {names}", row=row, field="space")
         if code == K.BAD_OBJ:
             ids = ", ".join(str(o.id) for o in self.info.objects) or "none"
-            raise TraceError(p, f"obj {t.obj[i]} is not an object id in the metadata (ids: {ids}; -1 for none)", row=row, field="obj")
+            raise TraceError(
+                p, f"obj {t.obj[i]} is not an object id in the metadata (ids: {ids}; -1 for none)", row=row, field="obj"
+            )
         if code == K.BAD_CTA:
             raise TraceError(p, f"cta {t.cta[i]} outside the grid of {self.info.ctas} blocks", row=row, field="cta")
         if code == K.BAD_WARP:
@@ -156,7 +160,10 @@ class _Checker:
             )
         if code == K.INACTIVE_ADDR:
             raise TraceError(
-                p, f"lane {extra} is inactive (mask {t.mask[i]:#010x}) but has address {t.addr[i, extra]:#x}", row=row, field="addr"
+                p,
+                f"lane {extra} is inactive (mask {t.mask[i]:#010x}) but has address {t.addr[i, extra]:#x}",
+                row=row,
+                field="addr",
             )
         if code == K.OUTSIDE_OBJ:
             o = self.info.object(int(t.obj[i]))
@@ -186,7 +193,11 @@ def _check_coverage(path: str, info: KernelInfo, rows: int) -> None:
 def _metadata(path: str, schema: pa.Schema) -> KernelInfo:
     meta = schema.metadata or {}
     if METADATA_KEY not in meta:
-        raise TraceError(path, f"missing schema metadata key '{METADATA_KEY.decode()}' (not a placement trace?)", field=METADATA_KEY.decode())
+        raise TraceError(
+            path,
+            f"missing schema metadata key '{METADATA_KEY.decode()}' (not a placement trace?)",
+            field=METADATA_KEY.decode(),
+        )
     return KernelInfo.from_json(meta[METADATA_KEY], path)
 
 
@@ -234,7 +245,9 @@ def _open(path, streaming: bool = False) -> tuple[str, pq.ParquetFile | IpcTrace
             pf = IpcTraceFile(p)
         else:
             kind = "Parquet"
-            pf = pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
+            pf = (
+                pq.ParquetFile(p, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False) if streaming else pq.ParquetFile(p)
+            )
         schema = pf.schema_arrow
     except TraceError:
         raise

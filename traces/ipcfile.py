@@ -124,4 +124,3 @@ class IpcTraceFile:
         batches = [self._batch(i) for i in range(self.metadata.num_row_groups)]
         table = pa.Table.from_batches(batches, schema=self.schema_arrow)
         return table.select(list(columns)) if columns is not None else table
-

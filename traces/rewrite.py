@@ -269,9 +269,7 @@ def rewrite(trace: Trace, target: Mapping[int | str, str] | Layout, addr_cost: n
     cols = trace.columns()
     cols["space"] = out_space
     cols["addr"] = out_addr
-    return Rewritten(
-        trace=Trace(**cols, info=new_info, start=trace.start), addr_inst_delta=delta, moved=tb.moved
-    )
+    return Rewritten(trace=Trace(**cols, info=new_info, start=trace.start), addr_inst_delta=delta, moved=tb.moved)
 
 
 def addr_inst_delta(trace: Trace, target: Mapping[int | str, str] | Layout, addr_cost: np.ndarray | None = None,
@@ -292,4 +290,13 @@ def addr_inst_delta(trace: Trace, target: Mapping[int | str, str] | Layout, addr
     return delta
 
 
-__all__ = ["Layout", "Rewritten", "addr_inst_delta", "rewrite", "target_layout", "SHARED", "SHARED_ALIGN", "OFFCHIP_ALIGN"]
+__all__ = [
+    "Layout",
+    "Rewritten",
+    "addr_inst_delta",
+    "rewrite",
+    "target_layout",
+    "SHARED",
+    "SHARED_ALIGN",
+    "OFFCHIP_ALIGN",
+]

@@ -225,7 +225,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     version = _req(d, "schema_version", int, path, "")
     if version != SCHEMA_VERSION:
         raise TraceError(
-            path, f"schema_version {version} is not supported (this tool reads {SCHEMA_VERSION})", field="schema_version"
+            path,
+            f"schema_version {version} is not supported (this tool reads {SCHEMA_VERSION})",
+            field="schema_version",
         )
     kernel = _req(d, "kernel", str, path, "")
     grid = _dim3(d, "grid", path)
@@ -236,9 +238,13 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     regs = _req(d, "regs_per_thread", int, path, "")
     smem = _req(d, "smem_per_block", int, path, "")
     if not 0 <= regs <= MAX_REGS_PER_THREAD:
-        raise TraceError(path, f"regs_per_thread must be in 0..{MAX_REGS_PER_THREAD}, got {shown(regs)}", field="regs_per_thread")
+        raise TraceError(
+            path, f"regs_per_thread must be in 0..{MAX_REGS_PER_THREAD}, got {shown(regs)}", field="regs_per_thread"
+        )
     if not 0 <= smem <= MAX_SMEM_PER_BLOCK:
-        raise TraceError(path, f"smem_per_block must be in 0..{MAX_SMEM_PER_BLOCK}, got {shown(smem)}", field="smem_per_block")
+        raise TraceError(
+            path, f"smem_per_block must be in 0..{MAX_SMEM_PER_BLOCK}, got {shown(smem)}", field="smem_per_block"
+        )
 
     objects = []
     seen_ids, seen_names = set(), set()
@@ -282,7 +288,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             raise TraceError(path, f"object '{name}' [{base:#x}, +{size}) ends beyond the {space} address space "
                              f"({top:#x})", field=w + "size")  # fmt: skip
         if shape is not None and shape[0] * shape[1] * elem > size:
-            raise TraceError(path, f"object '{name}' shape {shape} x {elem} B exceeds its size {size}", field=w + "shape")
+            raise TraceError(
+                path, f"object '{name}' shape {shape} x {elem} B exceeds its size {size}", field=w + "shape"
+            )
         seen_ids.add(oid)
         seen_names.add(name)
         objects.append(ObjectInfo(oid, name, space, base, size, elem, shape, written))
@@ -306,7 +314,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         m = _req(d, "measured", dict, path, "")
         t = _req(m, "time_ns", float, path, "measured.")
         if not (isinstance(t, float) or abs(t) < 1e300) or not 0 <= float(t) < math.inf:
-            raise TraceError(path, f"measured time must be a finite number of ns >= 0, got {shown(t)}", field="measured.time_ns")
+            raise TraceError(
+                path, f"measured time must be a finite number of ns >= 0, got {shown(t)}", field="measured.time_ns"
+            )
         measured = Measured(float(t), _req(m, "gpu", str, path, "measured."))
     source = d.get("source") or {}
     extra = d.get("extra") or {}

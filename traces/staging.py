@@ -393,8 +393,16 @@ class _Run:
 
     def staged(self, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
         staged = Trace(**dict(zip(COLUMNS, (a[:n] for a in out))), info=self.info)
-        return Staged(staged, delta_out[:n], inserted_counts(totals), self.windows, self.objects, self.pc_top,
-                      int(totals[K.T_INT]), part)
+        return Staged(
+            staged,
+            delta_out[:n],
+            inserted_counts(totals),
+            self.windows,
+            self.objects,
+            self.pc_top,
+            int(totals[K.T_INT]),
+            part,
+        )
 
 
 def copy_columns(block: tuple[int, int, int], pitch: int, two_d: bool) -> int:
@@ -464,8 +472,9 @@ def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
     cols["seq"], cols["space"] = seq, space
     inserted = dict(staged.inserted)
     inserted["int"] = float(int_milli) / K.MILLI
-    return replace(staged, trace=Trace(**cols, info=t.info), inserted=inserted, objects=tuple(objects),
-                   int_milli=int_milli)
+    return replace(
+        staged, trace=Trace(**cols, info=t.info), inserted=inserted, objects=tuple(objects), int_milli=int_milli
+    )
 
 
 INSERTED = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
@@ -487,6 +496,22 @@ def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
             np.empty((n, 32), np.uint64), np.empty(n, np.int16))  # fmt: skip
 
 
-__all__ = ["INSERTED", "STAGE_PIECE_ROWS", "STAGE_WHOLE_ROWS", "Access", "Footprint", "Staged", "StagedObject",
-           "access", "footprint", "inserted_counts", "object_rows", "program_order", "restage", "stage", "stage_pieces",
-           "window_counts", "write_overlap"]
+__all__ = [
+    "INSERTED",
+    "STAGE_PIECE_ROWS",
+    "STAGE_WHOLE_ROWS",
+    "Access",
+    "Footprint",
+    "Staged",
+    "StagedObject",
+    "access",
+    "footprint",
+    "inserted_counts",
+    "object_rows",
+    "program_order",
+    "restage",
+    "stage",
+    "stage_pieces",
+    "window_counts",
+    "write_overlap",
+]

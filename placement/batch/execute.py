@@ -83,7 +83,9 @@ def _init_worker(loaded: dict[str, traces.Trace], parent_pid: int) -> None:
     _TRACES.update(loaded)
 
 
-def evaluate_task(task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str) -> list[dict[str, Any]]:
+def evaluate_task(
+    task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+) -> list[dict[str, Any]]:
     """The rows of one task; a pure function of its arguments (the evaluator is cached per process)."""
     ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: WholeTraceEvaluator(trace, gpu, options))
     sample = ev.sample_placement
@@ -207,7 +209,9 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
             return
     log.info("batch: %d chunks over %d worker processes (%s)", len(work), workers, ctx.get_start_method())
     # With fork the initializer's arguments are inherited, not pickled.
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(dict(_TRACES), os.getpid())) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(dict(_TRACES), os.getpid())
+    ) as pool:
         futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey,
                                plan_.trace_rows.get(c[0].trace_key, 0), limit): c for c in work}  # fmt: skip
         try:
@@ -220,7 +224,7 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
 
 def dask_address(executor: str) -> str:
     """``dask://HOST:PORT`` -> ``tcp://HOST:PORT`` (``dask://tcp://...``, ``dask://inproc://...`` as given)."""
-    rest = executor[len("dask://"):]
+    rest = executor[len("dask://") :]
     if not rest:
         raise InputError(f"--executor {executor!r}: expected dask://HOST:PORT (the scheduler's address)")
     return rest if "://" in rest else f"tcp://{rest}"
@@ -232,7 +236,9 @@ def _dask(plan_: Plan, todo: Sequence[Task], address: str, gpus: dict[str, Gpu],
         from distributed import Client
         from distributed import as_completed as dask_completed
     except ImportError:
-        raise InputError("--executor dask://...: needs dask's distributed scheduler; pip install 'dask[distributed]'") from None
+        raise InputError(
+            "--executor dask://...: needs dask's distributed scheduler; pip install 'dask[distributed]'"
+        ) from None
     opts = plan_.suite.options
     try:
         client = Client(address, timeout=DASK_CONNECT_TIMEOUT)

@@ -134,7 +134,9 @@ def _where(path: str, i: int | None, eid: str | None) -> str:
 def _ints(v: Any, where: str, key: str) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in v):
+    if not isinstance(v, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in v
+    ):
         raise SuiteError(f"{where}: {key} must be an integer or a list of integers in 0..{MAX_INT}, got {shown(v)}")
     return tuple(v)
 
@@ -187,7 +189,9 @@ def load_suite(path: str | os.PathLike) -> Suite:
         entries.append(_entry(e, i, ps, base, default_gpu))
         eid = entries[-1].id
         if eid in ids:
-            raise SuiteError(f"{_where(ps, i, eid)}: id {shown(eid)} is already entry {ids[eid] + 1}'s; give each entry its own id")
+            raise SuiteError(
+                f"{_where(ps, i, eid)}: id {shown(eid)} is already entry {ids[eid] + 1}'s; give each entry its own id"
+            )
         ids[eid] = i
     return Suite(
         path=ps, sha256=sha, name=data.get("name", p.stem), description=data.get("description", ""),
@@ -216,7 +220,9 @@ def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:
         from ..overlap import load as load_overlap
 
         if not isinstance(d["overlap"], str):
-            raise SuiteError(f"{ps}: [options] overlap must be a path to a coefficients file, got {shown(d['overlap'])}")
+            raise SuiteError(
+                f"{ps}: [options] overlap must be a path to a coefficients file, got {shown(d['overlap'])}"
+            )
         op = Path(d["overlap"])
         op = op if op.is_absolute() else base / op
         overlap = load_overlap(op)
@@ -277,7 +283,9 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if not isinstance(rank, bool):
         raise SuiteError(f"{where}: rank must be true or false, got {shown(rank)}")
     if rank == ("placements" in e):
-        raise SuiteError(f"{where}: expected exactly one of 'placements' (a list of \"OBJ=SPACE,...\") or 'rank = true'")
+        raise SuiteError(
+            f"{where}: expected exactly one of 'placements' (a list of \"OBJ=SPACE,...\") or 'rank = true'"
+        )
     top = e.get("top", 10)
     if "top" in e and not rank:
         raise SuiteError(f"{where}: 'top' goes with 'rank = true'")
@@ -287,7 +295,9 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if not rank:
         pl = e["placements"]
         if not isinstance(pl, list) or not pl or not all(isinstance(x, str) for x in pl):
-            raise SuiteError(f"{where}: placements must be a non-empty list of strings like \"A=T,B=2T\" (\"\" for the sample)")
+            raise SuiteError(
+                f'{where}: placements must be a non-empty list of strings like "A=T,B=2T" ("" for the sample)'
+            )
         placements = tuple(pl)
     measured = None
     if "measured_ns" in e:

@@ -185,7 +185,9 @@ def _walk(walker: Walker, ctx, footprints, node: int, warm_limit: float) -> tupl
 
 
 def _curve(name: str, x, y, spread, x_name="footprint_bytes", y_name="cycles") -> Curve:
-    return Curve(name, x_name, y_name, tuple(float(v) for v in x), tuple(float(v) for v in y), tuple(float(v) for v in spread))
+    return Curve(
+        name, x_name, y_name, tuple(float(v) for v in x), tuple(float(v) for v in y), tuple(float(v) for v in spread)
+    )
 
 
 def _capacity_stat(level) -> Stat:
@@ -248,7 +250,13 @@ def bench_latency(dev, ctx) -> Result:
     vals = []
     for _ in ctx.repetitions(reps):
         start = np.uint32(ctx.rng.integers(n))
-        dev.launch(fn, 1, WARM_THREADS, (src, np.uint32(n), start, np.int32(SETTLE_HOPS), np.int32(hops), out), shared=L1_POINT_BYTES)
+        dev.launch(
+            fn,
+            1,
+            WARM_THREADS,
+            (src, np.uint32(n), start, np.int32(SETTLE_HOPS), np.int32(hops), out),
+            shared=L1_POINT_BYTES,
+        )
         vals.append(float(dev.download(out)[0]) / hops)
     r.add("smem_latency", vals, "cycles", "pchase shared memory (LDS, 16 KiB)")
     # 64-bit pointers: the load-to-use latency without index arithmetic
@@ -260,7 +268,12 @@ def bench_latency(dev, ctx) -> Result:
     fn = dev.function("pchase", "chase_ptr64", max_l1=True)
     vals = []
     for _ in ctx.repetitions(reps):
-        dev.launch(fn, 1, WARM_THREADS, (np.uint64(base), np.uint64(nodes * NODE_BYTES // 8), np.int32(SETTLE_HOPS), np.int32(hops), out))
+        dev.launch(
+            fn,
+            1,
+            WARM_THREADS,
+            (np.uint64(base), np.uint64(nodes * NODE_BYTES // 8), np.int32(SETTLE_HOPS), np.int32(hops), out),
+        )
         vals.append(float(dev.download(out)[0]) / hops)
     r.add("l1_latency_ptr64", vals, "cycles", "pchase L1 hit (ld, 64-bit pointers, 16 KiB)")
     return r
@@ -275,10 +288,14 @@ def bench_walk(dev, ctx) -> Result:
     top = int(min(4 * l2, dev.free_bytes() // 4, 1024 * MIB))
     w = Walker(dev, ctx, "ld", top)
     warm_limit = 2 * l2
-    f, y, s = _walk(w, ctx, walk_footprints(WALK_MIN_BYTES, top, _pick(ctx, WALK_STEP), NODE_BYTES), NODE_BYTES, warm_limit)
+    f, y, s = _walk(
+        w, ctx, walk_footprints(WALK_MIN_BYTES, top, _pick(ctx, WALK_STEP), NODE_BYTES), NODE_BYTES, warm_limit
+    )
     gi = bool(ctx.base.caches.global_in_l1)
     named = name_levels(find_levels(f, y), gi, ctx.value("dram_latency"))
-    extra = [refine_footprints(lv, _pick(ctx, REFINE_POINTS)) for lv in ([named.l1] if named.l1 else []) + list(named.l2)]
+    extra = [
+        refine_footprints(lv, _pick(ctx, REFINE_POINTS)) for lv in ([named.l1] if named.l1 else []) + list(named.l2)
+    ]
     if extra:
         f2, y2, s2 = _walk(w, ctx, np.unique(np.concatenate(extra) // NODE_BYTES * NODE_BYTES), NODE_BYTES, warm_limit)
         f, y, s = np.concatenate([f, f2]), np.concatenate([y, y2]), np.concatenate([s, s2])
@@ -293,7 +310,9 @@ def bench_walk(dev, ctx) -> Result:
             r.add("l1_bytes", _capacity_stat(named.l1), "bytes", f"{bench}: the L1 plateau ends between "
                   f"{named.l1.last_bytes:.0f} and {named.l1.leaves_at_bytes:.0f} B")  # fmt: skip
     for i, lv in enumerate(named.l2):  # the near half (or the whole L2), then the far half where it is split
-        r.add(("walk_l2_cycles", "walk_l2_far_cycles")[i] if i < 2 else f"walk_l2_{i}_cycles", lv.latency, "cycles", bench)
+        r.add(
+            ("walk_l2_cycles", "walk_l2_far_cycles")[i] if i < 2 else f"walk_l2_{i}_cycles", lv.latency, "cycles", bench
+        )
     if named.l2 and named.l2[-1].leaves_at_bytes is not None:
         last = named.l2[-1]
         r.add("l2_bytes", _capacity_stat(last), "bytes", f"{bench}: the last L2 plateau ends between "
@@ -312,14 +331,22 @@ def bench_walk_paths(dev, ctx) -> Result:
     top = 1 * MIB
     for kind, key in (("ldg", "ro"), ("tex", "tex")):
         w = Walker(dev, ctx, kind, top)
-        f, y, s = _walk(w, ctx, walk_footprints(WALK_MIN_BYTES, top, _pick(ctx, WALK_STEP), NODE_BYTES), NODE_BYTES, top)
+        f, y, s = _walk(
+            w, ctx, walk_footprints(WALK_MIN_BYTES, top, _pick(ctx, WALK_STEP), NODE_BYTES), NODE_BYTES, top
+        )
         r.curves[f"walk_{kind}"] = _curve(f"walk_{kind}", f, y, s)
         levels = find_levels(f, y)
         if levels and levels[0].leaves_at_bytes is not None:
             r.add(f"{key}_bytes", _capacity_stat(levels[0]), "bytes", f"walk ({kind}): the first plateau ends between "
                   f"{levels[0].last_bytes:.0f} and {levels[0].leaves_at_bytes:.0f} B")  # fmt: skip
     w = Walker(dev, ctx, "const", CONST_BANK_BYTES)
-    f, y, s = _walk(w, ctx, walk_footprints(256, CONST_BANK_BYTES, _pick(ctx, WALK_STEP), CONST_NODE_BYTES), CONST_NODE_BYTES, CONST_BANK_BYTES)
+    f, y, s = _walk(
+        w,
+        ctx,
+        walk_footprints(256, CONST_BANK_BYTES, _pick(ctx, WALK_STEP), CONST_NODE_BYTES),
+        CONST_NODE_BYTES,
+        CONST_BANK_BYTES,
+    )
     r.curves["walk_const"] = _curve("walk_const", f, y, s)
     levels = find_levels(f, y)
     if levels and levels[0].leaves_at_bytes is not None:
@@ -376,7 +403,9 @@ def bench_stride(dev, ctx) -> Result:
         if not lv or lv[0].leaves_at_bytes is None:
             raise RuntimeError(f"the walk with nodes {s} B apart did not leave its first plateau below {hi:.0f} B")
         caps.append(lv[0].capacity_bytes)
-    r.curves["line_capacity"] = _curve("line_capacity", line_strides, caps, [0] * len(caps), x_name="stride_bytes", y_name="capacity_bytes")
+    r.curves["line_capacity"] = _curve(
+        "line_capacity", line_strides, caps, [0] * len(caps), x_name="stride_bytes", y_name="capacity_bytes"
+    )
     r.add("line_bytes", Stat(float(line_from_capacities(line_strides, caps)), 0.0, reps), "bytes",
           "stride: the L1 capacity the walk finds with nodes 32-512 B apart stays put up to the line size")  # fmt: skip
     return r
@@ -426,7 +455,9 @@ def bench_bandwidth(dev, ctx) -> Result:
     args = (np.int32(iters), sink)
     dev.launch(fn, g, 1024, args)
     vals = [g * 1024 * iters * 16 / (dev.time_ms(fn, g, 1024, args) * 1e6) for _ in ctx.repetitions(reps)]
-    s = r.add("smem_gbs", vals, "GB/s", "bandwidth shared memory (float4, no conflict, 2 blocks of 1024 threads per SM)")
+    s = r.add(
+        "smem_gbs", vals, "GB/s", "bandwidth shared memory (float4, no conflict, 2 blocks of 1024 threads per SM)"
+    )
     clock = ctx.value("sm_clock_mhz")
     if clock:
         r.add("smem_bytes_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
@@ -447,7 +478,9 @@ def bench_bank_conflicts(dev, ctx) -> Result:
         for _ in ctx.repetitions(_pick(ctx, REPS)):
             dev.launch(fn, 1, 32, (np.int32(n), np.int32(iters), out))
             vals.append(float(dev.download(out)[0]) / iters)
-        s = r.add(f"smem_{n}way_cycles", vals, "cycles", f"bank_conflicts: dependent warp-wide LDS, lanes {n} words apart")
+        s = r.add(
+            f"smem_{n}way_cycles", vals, "cycles", f"bank_conflicts: dependent warp-wide LDS, lanes {n} words apart"
+        )
         med.append(s.median)
         mad.append(s.spread)
     r.curves["smem_conflict"] = _curve("smem_conflict", ways, med, mad, x_name="ways", y_name="cycles")
@@ -492,6 +525,7 @@ def bench_atomics(dev, ctx) -> Result:
     for space in ("global", "shared"):
         fn = dev.function("atomics", f"atomic_{space}")
         for same, label in ((0, "distinct"), (1, "same")):
+
             def args(it, _same=same, _space=space):
                 if _space == "global":
                     return (counters, np.int32(_same), np.int32(it), out)
@@ -505,8 +539,18 @@ def bench_atomics(dev, ctx) -> Result:
                 counters.fill(0)
                 ms = dev.time_ms(fn, big_grid, big_block, args(big_iters))
                 rates.append(big_grid * big_block * big_iters / (ms * 1e6))
-            r.add(f"atomic_{space}_{label}_cycles", vals, "cycles", f"atomics: {space} atomicAdd, one warp, {label} address{'es' if same == 0 else ''}, dependent")
-            r.add(f"atomic_{space}_{label}_gops", rates, "G/s", f"atomics: {space} atomicAdd, {big_grid} x {big_block} threads, {label} address{'es' if same == 0 else ''}")
+            r.add(
+                f"atomic_{space}_{label}_cycles",
+                vals,
+                "cycles",
+                f"atomics: {space} atomicAdd, one warp, {label} address{'es' if same == 0 else ''}, dependent",
+            )
+            r.add(
+                f"atomic_{space}_{label}_gops",
+                rates,
+                "G/s",
+                f"atomics: {space} atomicAdd, {big_grid} x {big_block} threads, {label} address{'es' if same == 0 else ''}",
+            )
     return r
 
 
@@ -519,7 +563,12 @@ def bench_launch(dev, ctx) -> Result:
     for blocks in (1, 4096, 65536):
         dev.launch(fn, blocks, 256, ())
         vals = [dev.time_ms(fn, blocks, 256, ()) * 1e3 for _ in ctx.repetitions(reps)]
-        r.add(f"launch_{blocks}_block{'s' if blocks > 1 else ''}_us", vals, "us", f"launch: empty kernel, {blocks} x 256 threads, one launch between events")
+        r.add(
+            f"launch_{blocks}_block{'s' if blocks > 1 else ''}_us",
+            vals,
+            "us",
+            f"launch: empty kernel, {blocks} x 256 threads, one launch between events",
+        )
     n = 200
     vals = [dev.time_ms(fn, 1, 256, (), launches=n) * 1e3 / n for _ in ctx.repetitions(_pick(ctx, (3, 10)))]
     r.add("launch_back_to_back_us", vals, "us", f"launch: empty kernel, 1 block, {n} launches back to back")
@@ -553,7 +602,9 @@ def bench_issue(dev, ctx) -> Result:
                 mad.append(s.spread)
                 if ilp == 1 and w == 1:
                     r.add(f"{op}_latency", s, "cycles", f"issue: dependent {op.upper()} chain, one warp")
-            r.curves[f"issue_{op}_ilp{ilp}"] = _curve(f"issue_{op}_ilp{ilp}", warps, med, mad, x_name="warps", y_name="cycles_per_warp_instruction")
+            r.curves[f"issue_{op}_ilp{ilp}"] = _curve(
+                f"issue_{op}_ilp{ilp}", warps, med, mad, x_name="warps", y_name="cycles_per_warp_instruction"
+            )
             if ilp == 4:
                 k = int(np.argmin(med))
                 r.add(f"{op}_issue_cycles", Stat(med[k], mad[k], _pick(ctx, REPS)), "cycles",
@@ -586,25 +637,47 @@ def bench_dram_bits(dev, ctx) -> Result:
             pair.append(float(o[1]))
         med2.append(float(np.median(pair)))
         seconds.append(pair)
-    r.curves["dram_bits"] = _curve("dram_bits", bits, med2, [summarize(p).spread for p in seconds], x_name="bit", y_name="second_load_cycles")
+    r.curves["dram_bits"] = _curve(
+        "dram_bits", bits, med2, [summarize(p).spread for p in seconds], x_name="bit", y_name="second_load_cycles"
+    )
     first_med = [float(np.median(firsts))] * len(bits)
     res = classify_address_bits(bits, first_med, med2)
-    r.add("dram_row_miss_cycles", firsts, "cycles", "dram_bits (Huang & Li Algorithm 1): the first of two uncached loads")
+    r.add(
+        "dram_row_miss_cycles", firsts, "cycles", "dram_bits (Huang & Li Algorithm 1): the first of two uncached loads"
+    )
     clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
     if not res.found:
-        r.notes.append(f"Huang & Li Algorithm 1, bits {lo}-{hi}: {res.reason}; the base configuration's DRAM mapping is kept")
+        r.notes.append(
+            f"Huang & Li Algorithm 1, bits {lo}-{hi}: {res.reason}; the base configuration's DRAM mapping is kept"
+        )
         return r
-    r.add("dram_row_hit_ns", Stat(res.row_hit * 1e3 / clock, 0.0, len(res.column_bits)), "ns", "dram_bits: second load, a column bit (row hit)")
-    r.add("dram_row_miss_ns", Stat(res.row_miss * 1e3 / clock, 0.0, len(firsts)), "ns", "dram_bits: first load (row miss)")
-    r.add("dram_row_conflict_ns", Stat(res.row_conflict * 1e3 / clock, 0.0, len(res.row_bits)), "ns", "dram_bits: second load, a row bit (row conflict)")
-    r.notes.append(f"Huang & Li Algorithm 1, bits {lo}-{hi}: column bits {list(res.column_bits)}, row bits {list(res.row_bits)}")
+    r.add(
+        "dram_row_hit_ns",
+        Stat(res.row_hit * 1e3 / clock, 0.0, len(res.column_bits)),
+        "ns",
+        "dram_bits: second load, a column bit (row hit)",
+    )
+    r.add(
+        "dram_row_miss_ns", Stat(res.row_miss * 1e3 / clock, 0.0, len(firsts)), "ns", "dram_bits: first load (row miss)"
+    )
+    r.add(
+        "dram_row_conflict_ns",
+        Stat(res.row_conflict * 1e3 / clock, 0.0, len(res.row_bits)),
+        "ns",
+        "dram_bits: second load, a row bit (row conflict)",
+    )
+    r.notes.append(
+        f"Huang & Li Algorithm 1, bits {lo}-{hi}: column bits {list(res.column_bits)}, row bits {list(res.row_bits)}"
+    )
     r.address_bits = res
     return r
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("clock", "SM clock under load", (2, 4), bench_clock),
-    Benchmark("latency", "L1, read-only, texture, L2, DRAM, shared, constant and L1.5 hit latencies", (6, 12), bench_latency),
+    Benchmark(
+        "latency", "L1, read-only, texture, L2, DRAM, shared, constant and L1.5 hit latencies", (6, 12), bench_latency
+    ),
     Benchmark("walk", "varying-size random walk (ld): L1 and L2 capacities", (15, 120), bench_walk),
     Benchmark("walk_paths", "walks through __ldg, texture and constant: their capacities", (4, 30), bench_walk_paths),
     Benchmark("stride", "sector and line size", (3, 20), bench_stride),

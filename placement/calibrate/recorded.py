@@ -76,7 +76,9 @@ def read_gpu_benches(path) -> LatencyCurve:
     a = np.array(rows)
     clocks = np.unique(a[:, 1])
     if clocks.size != 1:
-        raise InputError(f"{path}: the rows give {clocks.size} clocks ({', '.join(f'{c:g}' for c in clocks)}); expected one")
+        raise InputError(
+            f"{path}: the rows give {clocks.size} clocks ({', '.join(f'{c:g}' for c in clocks)}); expected one"
+        )
     return LatencyCurve(a[:, 2] * KIB, a[:, 4], float(clocks[0]), ramp)
 
 
@@ -139,7 +141,13 @@ def read_mt4g(path) -> Mt4gResult:
         caches[key] = Mt4gCache(lat.get("p50"), lat.get("mean"), _size(c.get("size")), _size(c.get("lineSize")),
                                 _size(c.get("fetchGranularity")))  # fmt: skip
     cc = (_get(d, "general", "computeCapability", "major") or 0, _get(d, "general", "computeCapability", "minor") or 0)
-    return Mt4gResult(name, float(clock) / 1000.0, (int(cc[0]), int(cc[1])), int(_get(d, "compute", "multiProcessorCount") or 0), caches)
+    return Mt4gResult(
+        name,
+        float(clock) / 1000.0,
+        (int(cc[0]), int(cc[1])),
+        int(_get(d, "compute", "multiProcessorCount") or 0),
+        caches,
+    )
 
 
 def measurements_from_mt4g(r: Mt4gResult, source: str) -> dict[str, Measured]:

@@ -64,7 +64,9 @@ def _import_cupy():
     except ImportError as exc:
         text = str(exc)
         if "libcuda" in text:
-            raise GpuUnavailable(f"no NVIDIA driver (libcuda cannot be loaded: {text}); install the NVIDIA driver for the GPU") from None
+            raise GpuUnavailable(
+                f"no NVIDIA driver (libcuda cannot be loaded: {text}); install the NVIDIA driver for the GPU"
+            ) from None
         raise GpuUnavailable(f"the optional extra 'gpu' is not installed (CuPy: {text}); {INSTALL_HINT}") from None
     return cupy
 
@@ -107,7 +109,9 @@ def _device_count(cp) -> int:
         text = f"{type(exc).__name__}: {exc}"
         status = getattr(exc, "status", None)
         if not _libcuda_loadable():
-            raise GpuUnavailable("no NVIDIA driver (libcuda cannot be loaded); install the NVIDIA driver for the GPU") from None
+            raise GpuUnavailable(
+                "no NVIDIA driver (libcuda cannot be loaded); install the NVIDIA driver for the GPU"
+            ) from None
         if status == 35 or "InsufficientDriver" in text:
             raise GpuUnavailable(f"the NVIDIA driver is too old for this CuPy ({text}); update the driver, or install a CuPy "
                                  "for an older CUDA (pip install cupy-cuda11x)") from None  # fmt: skip
@@ -168,7 +172,9 @@ class CupyDevice:
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             if "nvrtc" in text.lower():
-                raise GpuUnavailable(f"NVRTC (the CUDA runtime compiler) is missing ({' '.join(text.split())[:200]}); {INSTALL_HINT}") from None
+                raise GpuUnavailable(
+                    f"NVRTC (the CUDA runtime compiler) is missing ({' '.join(text.split())[:200]}); {INSTALL_HINT}"
+                ) from None
             raise
 
     def module(self, name: str):
@@ -310,7 +316,9 @@ def calibrate(dev, base, quick: bool = False, progress: bool = True, benchmarks=
     todo = list(BENCHMARKS if benchmarks is None else benchmarks)
     ctx = Context(base=base, quick=quick)
     skipped: list[Skipped] = []
-    bar = tqdm(todo, desc="calibrate", unit="benchmark", file=sys.stderr, disable=None if progress else True, leave=False)
+    bar = tqdm(
+        todo, desc="calibrate", unit="benchmark", file=sys.stderr, disable=None if progress else True, leave=False
+    )
     for b in bar:
         bar.set_description(f"calibrate: {b.name}")
         budget = b.budget[0 if quick else 1]

@@ -97,7 +97,9 @@ def comment(m: Measured, cal: Calibration) -> str:
     return f"{m.benchmark}{origin}: {where}; {m.stat.describe(m.unit)}"
 
 
-def calibrated_tables(base: Gpu, cal: Calibration, drop: frozenset[str] = frozenset()) -> tuple[dict, dict[str, str], list[str]]:
+def calibrated_tables(
+    base: Gpu, cal: Calibration, drop: frozenset[str] = frozenset()
+) -> tuple[dict, dict[str, str], list[str]]:
     """The base's tables with the measured values in place: (tables, comments by
     ``section.key``, the measurement keys used). Measurements in ``drop`` are left out."""
     t = base_tables(base)
@@ -181,8 +183,10 @@ def render(base: Gpu, cal: Calibration, tables: dict, notes: dict[str, str], ski
     """The configuration file's text."""
     d = cal.device
     out = [
-        (f"# {d.name} (compute capability {d.cc[0]}.{d.cc[1]}, {d.sms} SMs), measured by `placement calibrate`"
-         f"{' --quick' if cal.quick else ''} on {cal.date}"),
+        (
+            f"# {d.name} (compute capability {d.cc[0]}.{d.cc[1]}, {d.sms} SMs), measured by `placement calibrate`"
+            f"{' --quick' if cal.quick else ''} on {cal.date}"
+        ),
         f"# (gpu-placement {__version__}; NVIDIA driver {d.driver or 'unknown'}, CUDA runtime {d.runtime or 'unknown'}).",
         f"# Base: {base.name} ({base.path or 'the GPU catalog'}): every value without a comment is the base's,",
         "# whose file cites its sources. A value with a comment was measured on this GPU: the comment names",

@@ -21,7 +21,9 @@ HELP = "measure the local NVIDIA GPU with microbenchmarks and write its configur
 
 def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, metavar="GPU.toml", help="the configuration to write")
-    p.add_argument("--device", type=int, default=0, metavar="N", help="the GPU to measure (CUDA device index; default 0)")
+    p.add_argument(
+        "--device", type=int, default=0, metavar="N", help="the GPU to measure (CUDA device index; default 0)"
+    )
     p.add_argument("--base", metavar="NAME", help="start from this configuration (a catalog or bundled name, or a .toml) "
                    "instead of the catalog entry of the detected GPU")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="fewer points and repetitions: under a minute")
@@ -83,7 +85,10 @@ def run(args) -> int:
     d = cal.device
     print(f"{d.name} (device {d.index}, compute capability {d.cc[0]}.{d.cc[1]}, driver {d.driver}): "
           f"{len(cal.measured)} values measured on {cal.date}")  # fmt: skip
-    rows = [[k, f"{m.value:.4g}", m.unit, f"{100 * m.stat.rel_spread:.2g} %", m.benchmark] for k, m in sorted(cal.measured.items())]
+    rows = [
+        [k, f"{m.value:.4g}", m.unit, f"{100 * m.stat.rel_spread:.2g} %", m.benchmark]
+        for k, m in sorted(cal.measured.items())
+    ]
     if rows:
         print(table(rows, ["measured", "value", "unit", "spread", "benchmark"], "lrlrl"))
     for s in cal.skipped:

@@ -27,7 +27,9 @@ HELP = "copy a trace into Parquet or Arrow IPC (fast reads), by the output's nam
 
 def add_arguments(p) -> None:
     p.add_argument("trace", help="trace file (Parquet or Arrow IPC)")
-    p.add_argument("-o", "--output", required=True, help="file to write: .arrow/.feather/.ipc for Arrow IPC, else Parquet")
+    p.add_argument(
+        "-o", "--output", required=True, help="file to write: .arrow/.feather/.ipc for Arrow IPC, else Parquet"
+    )
     p.add_argument("--json", action="store_true", help="print a JSON summary of what was written")
 
 
@@ -49,5 +51,7 @@ def run(args) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(f"wrote {doc['output']}: {plural(rows, 'row')} of {info.kernel} as {doc['container']}, {doc['bytes']:,} bytes")
+        print(
+            f"wrote {doc['output']}: {plural(rows, 'row')} of {info.kernel} as {doc['container']}, {doc['bytes']:,} bytes"
+        )
     return 0

@@ -23,7 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--gpu", required=True, help="GPU configuration: a name from `placement gpus` or a .toml file")
     p.add_argument("--place", action="append", default=[], metavar="OBJ=SPACE[,...]",
                    help="target spaces (G T 2T C S); objects not named stay where the sample has them")  # fmt: skip
-    p.add_argument("--hints", action="store_true", help="print the CUDA changes the placement asks for, object by object")
+    p.add_argument(
+        "--hints", action="store_true", help="print the CUDA changes the placement asks for, object by object"
+    )
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -36,7 +38,9 @@ def add_model_arguments(p) -> None:
     p.add_argument("--no-instruction-counting", action="store_true",
                    help="ablation: the sample's executed instructions for every placement (Fig. 7)")  # fmt: skip
     p.add_argument("--no-queuing", action="store_true", help="ablation: no queuing delay in DRAM_lat (Figs. 8-9)")
-    p.add_argument("--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)")
+    p.add_argument(
+        "--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)"
+    )
     p.add_argument("--stream", choices=STREAM_MODES, default="auto",
                    help="read the trace in row groups (bounded memory) instead of whole: auto (default) when the "
                         "whole trace would take over 1 GiB, yes, or no; the results are the same")  # fmt: skip

@@ -9,7 +9,9 @@ HELP = "list the GPU catalog and the bundled configurations, or show one in full
 
 
 def add_arguments(p) -> None:
-    p.add_argument("name", nargs="?", help="show one GPU in full (a catalog or bundled name, forgivingly spelled, or a .toml path)")
+    p.add_argument(
+        "name", nargs="?", help="show one GPU in full (a catalog or bundled name, forgivingly spelled, or a .toml path)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -51,7 +53,9 @@ def run(args) -> int:
         if args.json:
             print_json(as_dict(g))
             return 0
-        print(f"{g.name}: {g.description} ({g.arch}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]})")
+        print(
+            f"{g.name}: {g.description} ({g.arch}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]})"
+        )
         print(f"from: {g.path}")
         for section in ("compute", "memory", "caches", "dram"):
             print(f"[{section}]")
@@ -64,6 +68,14 @@ def run(args) -> int:
         return 0
     rows = [[d["name"], d["arch"], d["cc"], d["sms"], d["cores"], f"{d['clock_mhz']:g}", f"{d['bandwidth_gbs']:g}",
              "yes" if d["global_in_l1"] else "no", d["readonly_cache"], d["origin"], d["full_name"]] for d in docs]  # fmt: skip
-    print(table(rows, ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "read-only", "from", "GPU"], "lllrrrrllll"))
-    print(f"{len(docs)} GPUs; `placement gpus NAME` shows one in full (names are matched forgivingly: rtx3080, \"GeForce RTX 3080\", RTX-3080)")
+    print(
+        table(
+            rows,
+            ["name", "arch", "cc", "SMs", "cores", "MHz", "GB/s", "L1 (global)", "read-only", "from", "GPU"],
+            "lllrrrrllll",
+        )
+    )
+    print(
+        f'{len(docs)} GPUs; `placement gpus NAME` shows one in full (names are matched forgivingly: rtx3080, "GeForce RTX 3080", RTX-3080)'
+    )
     return 0

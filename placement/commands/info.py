@@ -68,7 +68,9 @@ def run(args) -> int:
         return 0
     g, b = d["grid"], d["block"]
     print(f"kernel        {d['kernel']}")
-    print(f"file          {d['container']}, {d['file_bytes']:,} bytes ({d['file_bytes'] / max(d['rows'], 1):.0f} a row)")
+    print(
+        f"file          {d['container']}, {d['file_bytes']:,} bytes ({d['file_bytes'] / max(d['rows'], 1):.0f} a row)"
+    )
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
     print(f"rows          {plural(d['rows'], 'warp-level memory instruction')} from {plural(d['warps'], 'warp')}"
@@ -78,7 +80,10 @@ def run(args) -> int:
     ins = d["instructions"]
     classes = ", ".join(f"{k} {ins[k]:,}" for k in ("int", "fp32", "fp64", "sfu", "ldst", "sync", "branch") if ins[k])
     issued = f", issued {ins['issued']:,}" if ins["issued"] is not None else ""
-    print(f"instructions  executed {ins['executed']:,}{issued} over {plural(ins['warps'], 'warp')}" + (f"; {classes}" if classes else ""))
+    print(
+        f"instructions  executed {ins['executed']:,}{issued} over {plural(ins['warps'], 'warp')}"
+        + (f"; {classes}" if classes else "")
+    )
     if d["measured"]:
         print(f"measured      {d['measured']['time_ns']:,.0f} ns on {d['measured']['gpu']}")
     if d["source"]:
@@ -90,5 +95,7 @@ def run(args) -> int:
          ", ".join(f"{k} {v:,}" for k, v in o["accesses"].items()) or "-"]
         for o in d["objects"]
     ]  # fmt: skip
-    print(table(rows, ["id", "object", "space", "base", "size", "touched", "written", "shape", "accesses"], "rllrrrlll"))
+    print(
+        table(rows, ["id", "object", "space", "base", "size", "touched", "written", "shape", "accesses"], "rllrrrlll")
+    )
     return 0

@@ -47,22 +47,35 @@ def add_arguments(p) -> None:
         s.add_argument("--gpu", help="GPU configuration name or .toml path")
         src = s.add_mutually_exclusive_group(required=True)
         src.add_argument("--kernel", metavar="PARAMS.toml", help="kernel parameter file ([kernel], optional [machine])")
-        src.add_argument("--counters", metavar="COUNTERS.csv",
-                         help="nvprof counters in the gpuperfpredict format, or an Nsight Compute export (ncu --csv --page raw)")
+        src.add_argument(
+            "--counters",
+            metavar="COUNTERS.csv",
+            help="nvprof counters in the gpuperfpredict format, or an Nsight Compute export (ncu --csv --page raw)",
+        )
         src.add_argument("--trace", metavar="T.parquet", help="a memory trace (Parquet or Arrow IPC)")
         s.add_argument("--json", action="store_true", help="print one JSON document")
         if name == "bsp":
             lam = s.add_mutually_exclusive_group()
             lam.add_argument("--lambda", dest="lam", type=float, default=None, help="lambda (Amaris et al. Eq. 3)")
-            lam.add_argument("--fit-lambda", nargs="?", const="", default=None, metavar="ROW",
-                             help="fit lambda on one measured run: a counters row number or size=N[,block=BXxBY] "
-                                  "(required with --counters); the kernel itself with --kernel or --trace")
+            lam.add_argument(
+                "--fit-lambda",
+                nargs="?",
+                const="",
+                default=None,
+                metavar="ROW",
+                help="fit lambda on one measured run: a counters row number or size=N[,block=BXxBY] "
+                "(required with --counters); the kernel itself with --kernel or --trace",
+            )
     le = sub.add_parser("lemeire", help="Lemeire et al.: CPI, latencies, occupancy roofline, cache levels")
     le.add_argument("--gpu", help="GPU configuration (clock, SMs, warp limits) for --runs")
     src = le.add_mutually_exclusive_group(required=True)
-    src.add_argument("--runs", metavar="RUNS.csv", help="measured runs: work_items, wg_size, local_mem, runtime_s[, instr_kernel]")
+    src.add_argument(
+        "--runs", metavar="RUNS.csv", help="measured runs: work_items, wg_size, local_mem, runtime_s[, instr_kernel]"
+    )
     src.add_argument("--chase", metavar="LATENCY.txt", help="pointer-chase latency versus footprint table")
-    le.add_argument("--instr-kernel", type=float, default=None, help="instructions per work item when RUNS lacks the column")
+    le.add_argument(
+        "--instr-kernel", type=float, default=None, help="instructions per work item when RUNS lacks the column"
+    )
     le.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -131,8 +144,10 @@ _SUMMARY = {
 }
 
 
-NO_LAMBDA = ("BSP needs lambda: give --lambda L, or --fit-lambda{row} to fit it on a measured run "
-             "(Amaris et al. fit one lambda per GPU and application, from 0.6 to 68 on one GTX-680: there is no default)")
+NO_LAMBDA = (
+    "BSP needs lambda: give --lambda L, or --fit-lambda{row} to fit it on a measured run "
+    "(Amaris et al. fit one lambda per GPU and application, from 0.6 to 68 on one GTX-680: there is no default)"
+)
 ROW_HELP = " ROW (a row number, or size=N[,block=BXxBY])"
 
 
@@ -141,8 +156,10 @@ def _lambda(args, k, m) -> float:
 
     if args.fit_lambda is not None:
         if args.fit_lambda:
-            raise InputError(f"--fit-lambda {args.fit_lambda}: a row selector needs --counters; with --kernel or --trace "
-                             "lambda is fitted on the kernel's own measured time")
+            raise InputError(
+                f"--fit-lambda {args.fit_lambda}: a row selector needs --counters; with --kernel or --trace "
+                "lambda is fitted on the kernel's own measured time"
+            )
         if not k.measured_s:
             raise InputError("--fit-lambda needs a measured time (kernel.measured_s, or a trace with a measurement)")
         return bsp.fit_lambda(k, m, k.measured_s)
@@ -173,9 +190,13 @@ def select_row(rows: list, selector: str, where: str):
             else:
                 raise ValueError
         except ValueError:
-            raise InputError(f"{where}: --fit-lambda {selector!r}: expected a row number or size=N[,block=BXxBY]") from None
+            raise InputError(
+                f"{where}: --fit-lambda {selector!r}: expected a row number or size=N[,block=BXxBY]"
+            ) from None
     for r in rows:
-        if ("size" not in want or r.input_size == want["size"]) and ("block" not in want or tuple(r.block) == want["block"]):
+        if ("size" not in want or r.input_size == want["size"]) and (
+            "block" not in want or tuple(r.block) == want["block"]
+        ):
             return r
     raise InputError(f"{where}: --fit-lambda {selector!r}: no row matches")
 
@@ -252,7 +273,9 @@ def _run_counters(args) -> int:
                 raise InputError(f"{args.counters}: --fit-lambda needs a row to fit on: --fit-lambda{ROW_HELP}")
             r = select_row(rows, args.fit_lambda, args.counters)
             if r.params is None:
-                raise InputError(f"{args.counters} row {r.row}: cannot fit lambda, counters missing: {missing_summary([r], names)}")
+                raise InputError(
+                    f"{args.counters} row {r.row}: cannot fit lambda, counters missing: {missing_summary([r], names)}"
+                )
             if not r.measured_s > 0:
                 raise InputError(f"{args.counters} row {r.row}: cannot fit lambda, no measured time")
             m = fixed or _spec_machine(r.spec, f"{args.counters} row {r.row}")
@@ -287,8 +310,13 @@ def _run_counters(args) -> int:
     mape = sum(errors) / len(errors) if errors else None
     skipped = sum(1 for d in out if d["predicted_s"] is None)
     if skipped:
-        log.warning("%s: %d of %d rows lack counters and were not predicted: %s", args.counters, skipped, len(out),
-                    missing_summary(rows, names))
+        log.warning(
+            "%s: %d of %d rows lack counters and were not predicted: %s",
+            args.counters,
+            skipped,
+            len(out),
+            missing_summary(rows, names),
+        )
     doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "predicted_rows": len(out) - skipped,
            "skipped_rows": skipped}  # fmt: skip
     if args.model == "bsp":
@@ -306,15 +334,27 @@ def _run_counters(args) -> int:
         size = "-" if d["input_size"] is None else f"{d['input_size']:g}"
         extra = [("-" if d.get(k) is None else (f"{d[k]:.3g}" if isinstance(d[k], float) else str(d[k]))) for k in keys]
         trows.append([d["row"], d["kernel"], size, "x".join(map(str, d["block"][:2])), pred, meas, err, *extra])
-    print(table(trows, ["row", "kernel", "size", "block", "predicted_s", "measured_s", "error_%", *keys], "rllrrrr" + "r" * len(keys)))
-    tail = f"MAPE {mape:.1f} % over {len(errors)} rows" if mape is not None else f"{len(out) - skipped} rows predicted (no measured time)"
+    print(
+        table(
+            trows,
+            ["row", "kernel", "size", "block", "predicted_s", "measured_s", "error_%", *keys],
+            "rllrrrr" + "r" * len(keys),
+        )
+    )
+    tail = (
+        f"MAPE {mape:.1f} % over {len(errors)} rows"
+        if mape is not None
+        else f"{len(out) - skipped} rows predicted (no measured time)"
+    )
     if skipped:
         tail += f"; {skipped} rows lack counters"
     if args.model == "bsp":
         tail += f"; lambda {lam:.4g}"
         if fitted is not None:
             size = "" if not math.isfinite(fitted.input_size) else f", size {fitted.input_size:g}"
-            tail += f" (fitted on row {fitted.row}: {fitted.kernel}{size}, block {'x'.join(map(str, fitted.block[:2]))})"
+            tail += (
+                f" (fitted on row {fitted.row}: {fitted.kernel}{size}, block {'x'.join(map(str, fitted.block[:2]))})"
+            )
     print(tail)
     return 0
 
@@ -348,10 +388,16 @@ def _run_lemeire(args) -> int:
     if args.json:
         print_json(doc)
         return 0
-    rows = [[p.work_items, p.wg_size, p.conc_warps, f"{p.cpi_warp:.3g}", f"{p.performance / 1e9:.4g}"] for p in rep.points]
+    rows = [
+        [p.work_items, p.wg_size, p.conc_warps, f"{p.cpi_warp:.3g}", f"{p.performance / 1e9:.4g}"] for p in rep.points
+    ]
     print(table(rows, ["work_items", "wg_size", "conc_warps", "CPI_warp", "Gop/s"], "rrrrr"))
-    print(f"issue latency (min CPI_warp) {rep.issue_latency:.3g} cycles; completion latency (max) {rep.completion_latency:.3g} cycles")
-    print(f"peak {rep.peak / 1e9:.4g} Gop/s; ridge point {rep.ridge_concurrency} concurrent work items per CU (within {rep.ridge_tolerance:.0%} of peak)")
+    print(
+        f"issue latency (min CPI_warp) {rep.issue_latency:.3g} cycles; completion latency (max) {rep.completion_latency:.3g} cycles"
+    )
+    print(
+        f"peak {rep.peak / 1e9:.4g} Gop/s; ridge point {rep.ridge_concurrency} concurrent work items per CU (within {rep.ridge_tolerance:.0%} of peak)"
+    )
     return 0
 
 
@@ -360,4 +406,3 @@ def _size(b: float) -> str:
         if b >= f:
             return f"{b / f:.3g} {unit}"
     return f"{b:.0f} B"
-

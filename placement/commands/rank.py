@@ -32,7 +32,9 @@ def add_arguments(p) -> None:
                    help="pairs given a pairwise surrogate term (default: 2 per object)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
-    p.add_argument("--hints", action="store_true", help="print the CUDA changes of the best placement, object by object")
+    p.add_argument(
+        "--hints", action="store_true", help="print the CUDA changes of the best placement, object by object"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -143,7 +143,9 @@ def read_counters(path: str | Path) -> list[CounterRow]:
     cols = set(df.columns)
     for c in REQUIRED:
         if c not in cols:
-            raise InputError(f"{p}: column {c!r} missing; expected the gpuperfpredict format (Input.Size, Duration, Grid.*, Block.*, nvprof events)")
+            raise InputError(
+                f"{p}: column {c!r} missing; expected the gpuperfpredict format (Input.Size, Duration, Grid.*, Block.*, nvprof events)"
+            )
     out = []
     for i, rec in enumerate(df.to_dict("records"), start=1):
         out.append(_row(p, i, rec))
@@ -399,7 +401,9 @@ def gpu_from_spec(spec: dict, where: str = "row") -> Gpu:
     mclk = _spec(spec, "memory_clock", where, required=False)
     if not bw > 0:
         if not (bus > 0 and mclk > 0):
-            raise InputError(f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {shown(spec.get('bandwith'))}")
+            raise InputError(
+                f"{where}: bandwith: expected GB/s (or bus and memory_clock), got {shown(spec.get('bandwith'))}"
+            )
         bw = bus / 8 * mclk * 2 / 1000  # GDDR5: two transfers per memory clock
     cores_per_sm = catalog.arch_table(arch, (major, minor))["compute"]["cores_per_sm"]
     sms = max(1, int(round(cores / cores_per_sm)))

@@ -63,7 +63,9 @@ def amat_total(k: KernelParams, m: Machine, avg_dram_lat_: float) -> float:
     return k.miss_ratio * avg_dram_lat_ + k.l2_hit_ratio * m.l2_latency + k.l1_hit_ratio * m.l1_latency
 
 
-def mwp_peak_bw(mem_peak_bandwidth_gbs: float, freq_hz: float, transaction_size: float, avg_dram_lat_: float, active_sms: int) -> float:
+def mwp_peak_bw(
+    mem_peak_bandwidth_gbs: float, freq_hz: float, transaction_size: float, avg_dram_lat_: float, active_sms: int
+) -> float:
     """Eq. A.6-A.7: MWP_peak_bw = mem_peak_bandwidth / (BW_per_warp x #active_SMs), BW_per_warp = freq x transaction_size / avg_DRAM_lat."""
     bw_per_warp = freq_hz * transaction_size / avg_dram_lat_
     return mem_peak_bandwidth_gbs * 1e9 / (bw_per_warp * active_sms)

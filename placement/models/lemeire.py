@@ -134,9 +134,15 @@ def analyze_runs(runs: list[Run], gpu: Gpu, tolerance: float = 0.05) -> RunsRepo
         raise InputError("no runs given")
     c, m = gpu.compute, gpu.memory
     pts = tuple(
-        run_point(r, nbr_cu=c.sms, clock_hz=gpu.clock_hz, max_conc_wg=c.max_blocks_per_sm,
-                  max_local_mem=m.smem_per_sm, max_conc_warps=c.max_threads_per_sm // c.warp_size,
-                  warp_size=c.warp_size)  # fmt: skip
+        run_point(
+            r,
+            nbr_cu=c.sms,
+            clock_hz=gpu.clock_hz,
+            max_conc_wg=c.max_blocks_per_sm,
+            max_local_mem=m.smem_per_sm,
+            max_conc_warps=c.max_threads_per_sm // c.warp_size,
+            warp_size=c.warp_size,
+        )
         for r in runs
     )
     cpi = [p.cpi_warp for p in pts]
@@ -181,7 +187,9 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
         except (TypeError, ValueError) as exc:
             raise InputError(f"{p} row {i}: expected numbers ({exc})") from None
         if r.work_items < 1 or r.wg_size < 1 or r.local_mem < 0 or not r.runtime_s > 0 or not r.instr_kernel > 0:
-            raise InputError(f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be > 0, local_mem >= 0")
+            raise InputError(
+                f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be > 0, local_mem >= 0"
+            )
         out.append(r)
     return out
 
@@ -329,7 +337,9 @@ def read_chase(path) -> tuple[np.ndarray, np.ndarray]:
             fp.append(vals[0])
             lt.append(vals[1])
         else:
-            raise InputError(f"{p} line {i}: expected 5 columns (iterations clock footprint_kB time_ms latency) or 2 (footprint_kB latency), got {len(vals)}")
+            raise InputError(
+                f"{p} line {i}: expected 5 columns (iterations clock footprint_kB time_ms latency) or 2 (footprint_kB latency), got {len(vals)}"
+            )
     if len(fp) < 3:
         raise InputError(f"{p}: fewer than 3 data rows")
     return np.array(fp), np.array(lt)

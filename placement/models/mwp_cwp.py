@@ -128,7 +128,9 @@ def cwp(mem_cycles: float, comp_cycles: float, n: int) -> tuple[float, float]:
     return full, min(full, float(n))
 
 
-def synch_cost(departure_delay_: float, mwp_: float, warps_per_block: int, synch_insts: float, active_blocks: int, rep: float) -> float:
+def synch_cost(
+    departure_delay_: float, mwp_: float, warps_per_block: int, synch_insts: float, active_blocks: int, rep: float
+) -> float:
     """Eq. 26: Departure_delay x (MWP - 1) x #Synch_insts x #Active_blocks_per_SM x #Rep.
 
     Hong & Kim Sec. 3.4.6: the delay per barrier "in one block" is Departure_delay x

@@ -188,9 +188,11 @@ def _table(path: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID","Process ID"') or ln.startswith("ID,Process ID")), None)
+    start = next(
+        (i for i, ln in enumerate(lines) if ln.startswith('"ID","Process ID"') or ln.startswith("ID,Process ID")), None
+    )
     if start is None:
-        raise InputError(f"{path}: not an Nsight Compute CSV export (no header starting \"ID\",\"Process ID\")")
+        raise InputError(f'{path}: not an Nsight Compute CSV export (no header starting "ID","Process ID")')
     # ncu's own lines (==PROF==, ==WARNING==, ==ERROR==) may also follow the header.
     body = [(i, ln) for i, ln in enumerate(lines[start:], start=start + 1) if not _PROFILER_LINE.match(ln)]
     reader = csv.reader(ln for _, ln in body)
@@ -266,7 +268,11 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
         missing = tuple(c for c in REQUIRED if not (raw[c] >= 0))
         # The shapes counters._params reads: L2 sectors of loads (the L1 misses) and of stores,
         # thread-level FP instructions, DRAM transactions of 32 bytes, the SFU's warp instructions x 32.
-        fp32 = raw["fp32_thread"] if raw["fp32_thread"] >= 0 else sum(raw[k] for k in ("fadd", "fmul", "ffma") if raw[k] >= 0)
+        fp32 = (
+            raw["fp32_thread"]
+            if raw["fp32_thread"] >= 0
+            else sum(raw[k] for k in ("fadd", "fmul", "ffma") if raw[k] >= 0)
+        )
         vals = dict(raw)
         # Texture loads and global atomics, which the LSU's counters above leave out.
         extra = ncu_traffic.traffic(raw)
@@ -278,7 +284,9 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
             vals["shared_store"] = (raw["shared_store"] if raw["shared_store"] >= 0 else 0.0) + raw["shared_atom"]
         l1 = vals["l1_hit_rate"] / 100.0 if vals["l1_hit_rate"] >= 0 else 0.0
         vals.update(
-            l2_read_sectors=vals.get("l2_read_sectors", vals["gld_sectors"] * (1.0 - l1) if vals["gld_sectors"] >= 0 else math.nan),
+            l2_read_sectors=vals.get(
+                "l2_read_sectors", vals["gld_sectors"] * (1.0 - l1) if vals["gld_sectors"] >= 0 else math.nan
+            ),
             l2_write_sectors=vals.get("l2_write_sectors", vals["gst_sectors"]),
             fp32=fp32,
             fp64=raw["fp64_thread"],
@@ -295,14 +303,24 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
         spec = {"ncu_device": text.get("device_name", ""), "cc": desc.get("CC", "")}
         out.append(
             CounterRow(
-                row=n, kernel=kernel, input_size=math.nan, block=block, measured_s=raw["duration"],
-                spec=spec, params=params, missing=missing, raw=vals,
-            )  # fmt: skip
+                row=n,
+                kernel=kernel,
+                input_size=math.nan,
+                block=block,
+                measured_s=raw["duration"],
+                spec=spec,
+                params=params,
+                missing=missing,
+                raw=vals,
+            )
         )
     if not out:
         raise InputError(f"{p}: no kernel launch in the Nsight Compute export")
     if any(derived):
-        log.info("%s: texture loads of %d launches and atomics of %d derived from sector totals and hit rates "
-                 "(the export has no texture or atomic counters; placement.models.ncu_traffic)", p, *derived)
+        log.info(
+            "%s: texture loads of %d launches and atomics of %d derived from sector totals and hit rates "
+            "(the export has no texture or atomic counters; placement.models.ncu_traffic)",
+            p,
+            *derived,
+        )
     return out
-

@@ -93,7 +93,11 @@ def _texture(raw: dict) -> tuple[float, float, float, str]:
     if _ok(raw.get("tex_requests", math.nan)) and raw["tex_requests"] > 0:
         sectors = raw["tex_requests"] * SECTORS_PER_REQUEST
         return raw["tex_requests"], sectors, sectors, COUNTED
-    l2_reads, s_ld, s_st = raw.get("l2_tex_read_sectors", math.nan), raw.get("gld_sectors", math.nan), raw.get("gst_sectors", math.nan)
+    l2_reads, s_ld, s_st = (
+        raw.get("l2_tex_read_sectors", math.nan),
+        raw.get("gld_sectors", math.nan),
+        raw.get("gst_sectors", math.nan),
+    )
     if not (_ok(l2_reads) and _ok(s_ld) and l2_reads > 0):
         return 0.0, 0.0, 0.0, NONE
     h_ld = raw["l1_hit_rate"] / 100.0 if _ok(raw.get("l1_hit_rate", math.nan)) else 0.0
@@ -159,7 +163,9 @@ def merged(raw: dict, t: Traffic) -> dict:
     out["gst_sectors"] = g("gst_sectors") + t.red_sectors
     out["l1_hit_rate"] = 100.0 * hits / load_sectors if load_sectors > 0 else 0.0
     if l2_reads + t.atom_sectors > 0:
-        out["l2_hit_rate"] = 100.0 * (g("l2_hit_rate") / 100.0 * l2_reads + t.atom_sectors) / (l2_reads + t.atom_sectors)
+        out["l2_hit_rate"] = (
+            100.0 * (g("l2_hit_rate") / 100.0 * l2_reads + t.atom_sectors) / (l2_reads + t.atom_sectors)
+        )
     out["l2_read_sectors"] = l2_reads + t.atom_sectors
     out["l2_write_sectors"] = out["gst_sectors"]
     return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..gpu import Gpu
 
+
 def model_constants(gpu: Gpu) -> dict:
     """The seed models' per-architecture constants of ``gpu`` (``[<arch>.models]`` of
     ``configs/architectures.toml``, with its compute capability's overrides), each with its

@@ -53,7 +53,9 @@ class KernelSpec:
             given = list(given or [])
             if len(given) > len(params):
                 names = ", ".join(p.name for p in params) or "none"
-                raise InputError(f"{self.name}: --{kind} takes at most {len(params)} value(s) ({names}), got {len(given)}")
+                raise InputError(
+                    f"{self.name}: --{kind} takes at most {len(params)} value(s) ({names}), got {len(given)}"
+                )
             for i, p in enumerate(params):
                 v = given[i] if i < len(given) else p.default
                 if not isinstance(v, (int, np.integer)) or v < p.minimum:

@@ -31,7 +31,16 @@ from pathlib import Path
 import numpy as np
 
 from ..launch import SHARED_ALIGN
-from ..schema import COLUMNS, INSTRUCTION_CLASSES, NUMPY_DTYPES, SPACE_CODES, WARP_SIZE, Instructions, KernelInfo, ObjectInfo
+from ..schema import (
+    COLUMNS,
+    INSTRUCTION_CLASSES,
+    NUMPY_DTYPES,
+    SPACE_CODES,
+    WARP_SIZE,
+    Instructions,
+    KernelInfo,
+    ObjectInfo,
+)
 
 GLOBAL_BASE = 0x7F3C_0000_0000
 CONST_BASE = 0x7F3B_FF00_0000
@@ -219,10 +228,13 @@ def kernel_info(name: str, grid, block, layout: Layout, tally: Tally, *, params:
     """The trace metadata of a generated kernel."""
     rec = recipe(sass or name)
     warps = math.prod(grid) * -(-math.prod(block) // 32)
-    ex = {"params": params, "recipe": f"{rec['source']} ({sass or name}, nvcc 13.0 -arch={rec['arch']})",
-          # GPUPerf's MLP (Sim et al. Sec. 5.3) of the kernel's SASS: long-latency loads issued before
-          # each one's result is read, averaged (benchmarks/sass_recipes.py)
-          "mlp": float(rec.get("mlp", 1.0))}
+    ex = {
+        "params": params,
+        "recipe": f"{rec['source']} ({sass or name}, nvcc 13.0 -arch={rec['arch']})",
+        # GPUPerf's MLP (Sim et al. Sec. 5.3) of the kernel's SASS: long-latency loads issued before
+        # each one's result is read, averaged (benchmarks/sass_recipes.py)
+        "mlp": float(rec.get("mlp", 1.0)),
+    }
     if notes:
         ex["notes"] = notes
     if extra:

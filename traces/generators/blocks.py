@@ -153,7 +153,9 @@ def matrixmul(W: int, tile: int = 16):
     if tile != 16 or W % 16:
         from ..errors import InputError
 
-        raise InputError(f"matrixmul: the SASS recipe is for BLOCK_SIZE 16; W must be a multiple of 16, got W={W}, tile={tile}")
+        raise InputError(
+            f"matrixmul: the SASS recipe is for BLOCK_SIZE 16; W must be a multiple of 16, got W={W}, tile={tile}"
+        )
     k = "matrixmul"
     segs = [C.segment(k, lb) for lb in ("matrixmul", ".L_x_1", ".L_x_0", ".L_x_3")]
     return tiled_matmul(k, k, W, 16, ("A", "B", "C", "As", "Bs"), *segs, params={"W": W, "tile": 16})

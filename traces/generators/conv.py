@@ -186,7 +186,9 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
              f"by the shape")  # fmt: skip
     regs = HIGH_REGS.get((bsy, tsx, tsy)) if bsx >= FW else None
     if regs is not None and regs[1]:
-        notes += f"; nvcc spills this shape ({regs[1]} B stored, {regs[2]} B loaded per thread): local traffic not traced"
+        notes += (
+            f"; nvcc spills this shape ({regs[1]} B stored, {regs[2]} B loaded per thread): local traffic not traced"
+        )
     info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes)
     if regs is not None:
         info = replace(info, regs_per_thread=regs[0])

@@ -23,7 +23,6 @@ from . import _common as C
 from ._kern import affine2d
 
 
-
 def _run(name, sass, grid, block, lim, instrs, layout, tally_fn, params, notes="", tile=None):
     """instrs: list of (obj, op, cx, cy, c0) in SASS order."""
     gx, gy = grid
@@ -160,5 +159,15 @@ def transpose(width: int, height: int | None = None, tile: int = 32, rows: int =
         instrs.append((odata, STORE, height, 1, i))  # odata[x * height + y + i]
     grid = (width // 32, height // 32)
     # Block (32, 8) covers a 32 x 32 tile: Y = blockIdx.y * TILE_DIM + threadIdx.y.
-    return _run("transpose", "transpose", grid, (32, 8), (width, height), instrs, L, path,
-                {"width": width, "height": height}, tile=(32, 32))
+    return _run(
+        "transpose",
+        "transpose",
+        grid,
+        (32, 8),
+        (width, height),
+        instrs,
+        L,
+        path,
+        {"width": width, "height": height},
+        tile=(32, 32),
+    )

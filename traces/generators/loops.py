@@ -88,7 +88,9 @@ def unrolled4_path(kernel: str, n: int, loads: int) -> tuple[list, C.Segment, C.
     """
     labels = [b["label"] for b in C.recipe(kernel)["blocks"]]
     head, entry, u16, u8, gate, u4, rem, u1, store, ex = labels
-    cut = lambda lb, k: C.segment(kernel, lb, upto=[i for i, ch in enumerate(C._block(kernel, lb)["cls"]) if ch == "b"][k] + 1)  # noqa: E731
+    cut = lambda lb, k: C.segment(
+        kernel, lb, upto=[i for i, ch in enumerate(C._block(kernel, lb)["cls"]) if ch == "b"][k] + 1
+    )  # noqa: E731
     seg = lambda lb: C.segment(kernel, lb)  # noqa: E731
     r4, r1 = n - n % 4, n % 4
     if n == 0:

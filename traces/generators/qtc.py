@@ -308,7 +308,9 @@ def _walk(fill, out, off, counts, segs, b0, b1, N, D, blocks, px, py, thr, ind, 
                         cur[w] += 1
                         for lane in range(32):
                             c = cand[k, w * 32 + lane]
-                            la[lane] = np.uint64(base[2] + c) if (m_cl >> np.uint32(lane)) & np.uint32(1) else np.uint64(0)
+                            la[lane] = (
+                                np.uint64(base[2] + c) if (m_cl >> np.uint32(lane)) & np.uint32(1) else np.uint64(0)
+                            )
                         if fill and m_cl != 0:
                             r = cur[w]
                             put(out, r, b, w, s[w] + SLOT_OFF[k, 1], SLOT_PC[k, 1], LOAD, spc[2], 1, m_cl, obj[2])
@@ -400,10 +402,42 @@ def _walk(fill, out, off, counts, segs, b0, b1, N, D, blocks, px, py, thr, ind, 
                 for w in range(2):
                     for lane in range(32):
                         la[lane] = np.uint64(base[9] + 4 * (w * 32 + lane))
-                    _row(fill, out, cur, w, b, s[w], K_STS_IDX, K_OFF, K_PC, STORE, spc[9], 4, np.uint32(0xFFFFFFFF), obj[9], la)
+                    _row(
+                        fill,
+                        out,
+                        cur,
+                        w,
+                        b,
+                        s[w],
+                        K_STS_IDX,
+                        K_OFF,
+                        K_PC,
+                        STORE,
+                        spc[9],
+                        4,
+                        np.uint32(0xFFFFFFFF),
+                        obj[9],
+                        la,
+                    )
                     for lane in range(32):
                         la[lane] = np.uint64(base[8] + 4 * (w * 32 + lane))
-                    _row(fill, out, cur, w, b, s[w], K_STS_DIST, K_OFF, K_PC, STORE, spc[8], 4, np.uint32(0xFFFFFFFF), obj[8], la)
+                    _row(
+                        fill,
+                        out,
+                        cur,
+                        w,
+                        b,
+                        s[w],
+                        K_STS_DIST,
+                        K_OFF,
+                        K_PC,
+                        STORE,
+                        spc[8],
+                        4,
+                        np.uint32(0xFFFFFFFF),
+                        obj[8],
+                        la,
+                    )
                     segs[S_RED_STS] += 1
                     s[w] += SEG_LEN[S_RED_STS]
                 d = mind[0]
@@ -415,19 +449,57 @@ def _walk(fill, out, off, counts, segs, b0, b1, N, D, blocks, px, py, thr, ind, 
                     _row(fill, out, cur, 0, b, s[0], K_J_DIST, K_OFF, K_PC, LOAD, spc[8], 4, np.uint32(1), obj[8], la)
                     if x < d:
                         la[0] = np.uint64(base[9] + 4 * j)
-                        _row(fill, out, cur, 0, b, s[0], K_J_IDXJ_LT, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(1), obj[9], la)
+                        _row(
+                            fill,
+                            out,
+                            cur,
+                            0,
+                            b,
+                            s[0],
+                            K_J_IDXJ_LT,
+                            K_OFF,
+                            K_PC,
+                            LOAD,
+                            spc[9],
+                            4,
+                            np.uint32(1),
+                            obj[9],
+                            la,
+                        )
                         d = x
                         idx0 = pick[j]
                         la[0] = np.uint64(base[9])
-                        _row(fill, out, cur, 0, b, s[0], K_J_STS, K_OFF, K_PC, STORE, spc[9], 4, np.uint32(1), obj[9], la)
+                        _row(
+                            fill, out, cur, 0, b, s[0], K_J_STS, K_OFF, K_PC, STORE, spc[9], 4, np.uint32(1), obj[9], la
+                        )
                     elif x == d:
                         la[0] = np.uint64(base[9] + 4 * j)
-                        _row(fill, out, cur, 0, b, s[0], K_J_IDXJ, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(1), obj[9], la)
+                        _row(
+                            fill, out, cur, 0, b, s[0], K_J_IDXJ, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(1), obj[9], la
+                        )
                         la[0] = np.uint64(base[9])
-                        _row(fill, out, cur, 0, b, s[0], K_J_IDX0, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(1), obj[9], la)
+                        _row(
+                            fill, out, cur, 0, b, s[0], K_J_IDX0, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(1), obj[9], la
+                        )
                         if pick[j] < idx0:
                             idx0 = pick[j]
-                            _row(fill, out, cur, 0, b, s[0], K_J_STS, K_OFF, K_PC, STORE, spc[9], 4, np.uint32(1), obj[9], la)
+                            _row(
+                                fill,
+                                out,
+                                cur,
+                                0,
+                                b,
+                                s[0],
+                                K_J_STS,
+                                K_OFF,
+                                K_PC,
+                                STORE,
+                                spc[9],
+                                4,
+                                np.uint32(1),
+                                obj[9],
+                                la,
+                            )
                     s[0] += RED_J_LEN
                 segs[S_RED_J] += TPB - 1
                 g = idx0
@@ -441,12 +513,44 @@ def _walk(fill, out, off, counts, segs, b0, b1, N, D, blocks, px, py, thr, ind, 
                     segs[S_RED_JOIN] += 1
                     s[w] += SEG_LEN[S_RED_JOIN]
                     la[:] = np.uint64(base[9])
-                    _row(fill, out, cur, w, b, s[w], K_LDS0, K_OFF, K_PC, LOAD, spc[9], 4, np.uint32(0xFFFFFFFF), obj[9], la)
+                    _row(
+                        fill,
+                        out,
+                        cur,
+                        w,
+                        b,
+                        s[w],
+                        K_LDS0,
+                        K_OFF,
+                        K_PC,
+                        LOAD,
+                        spc[9],
+                        4,
+                        np.uint32(0xFFFFFFFF),
+                        obj[9],
+                        la,
+                    )
                     if g >= 0:
                         if w == 0:
                             la[:] = np.uint64(0)
                             la[0] = np.uint64(base[1] + b * N + g)
-                            _row(fill, out, cur, 0, b, s[0], K_AIG, K_OFF, K_PC, STORE, spc[1], 1, np.uint32(1), obj[1], la)
+                            _row(
+                                fill,
+                                out,
+                                cur,
+                                0,
+                                b,
+                                s[0],
+                                K_AIG,
+                                K_OFF,
+                                K_PC,
+                                STORE,
+                                spc[1],
+                                1,
+                                np.uint32(1),
+                                obj[1],
+                                la,
+                            )
                         segs[S_RED_END_OK] += 1
                         s[w] += SEG_LEN[S_RED_END_OK]
                     else:

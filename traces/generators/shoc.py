@@ -169,7 +169,17 @@ def stencil2d(rows: int, cols: int | None = None, strip: int = 8, lcols: int = 2
     for side, lane_sel, dc in ((0, lc == 0, -1), (1, lc == lcols - 1, 1)):
         for i in range(strip + 2):
             e_s = s + i * ld_edge.length
-            E.add(cta, warp, e_s + ld_edge.mem[0], ld_edge.pcs[0], LOAD, data, 4, lane_sel, flat(g_row - 1 + i, g_col + dc, gw))
+            E.add(
+                cta,
+                warp,
+                e_s + ld_edge.mem[0],
+                ld_edge.pcs[0],
+                LOAD,
+                data,
+                4,
+                lane_sel,
+                flat(g_row - 1 + i, g_col + dc, gw),
+            )
             E.add(cta, warp, e_s + ld_edge.mem[1], ld_edge.pcs[1], STORE, sh, 4, lane_sel, flat(-1 + i, lc + dc, lw))
         s = s + np.where(lane_sel.any(axis=1), (strip + 2) * ld_edge.length, 0)
     s = s + mid.length + pre.length
@@ -177,7 +187,9 @@ def stencil2d(rows: int, cols: int | None = None, strip: int = 8, lcols: int = 2
     gap = max(1, pt.length // 10)
     for i in range(strip):
         for q, (dr, dc) in enumerate(taps):
-            E.add(cta, warp, s + q * gap, pt.pcs[min(q, len(pt.pcs) - 1)], LOAD, sh, 4, allon, flat(i + dr, lc + dc, lw))
+            E.add(
+                cta, warp, s + q * gap, pt.pcs[min(q, len(pt.pcs) - 1)], LOAD, sh, 4, allon, flat(i + dr, lc + dc, lw)
+            )
         E.add(cta, warp, s + 9 * gap, pt.pcs[-1], STORE, new, 4, allon, flat(g_row + i, g_col, gw))
         s = s + max(pt.length, 10 * gap + 1)
     n_warps = gx * gy * wpb
@@ -735,8 +747,12 @@ def neuralnet(neurons: int, inputs: int = 784):
     weights = L.add("weights", "global", 4 * neurons * inputs, shape=(neurons, inputs))
     act = L.add("activations1", "global", 4 * inputs)
     k = "neuralnet"
-    head, pre, it, ex = C.segment(k, "neuralnet"), C.segment(k, ".L_x_4"), C.segment(k, ".L_x_1", per=4, mem_per_iter=3), \
-        C.segment(k, ".L_x_6")
+    head, pre, it, ex = (
+        C.segment(k, "neuralnet"),
+        C.segment(k, ".L_x_4"),
+        C.segment(k, ".L_x_1", per=4, mem_per_iter=3),
+        C.segment(k, ".L_x_6"),
+    )
     wpb = -(-neurons // 32)
     cta, warp, tid = _grid_warps(1, wpb)
     on = tid < neurons
@@ -860,7 +876,17 @@ def cfd(nelr: int, block: int = 192):
         # neighbour id and the 3 normals
         E.add(cta, warp, s + interior.mem[0], interior.pcs[0], LOAD, ese, 4, allon, j * nelr + i)
         for d in range(3):
-            E.add(cta, warp, s + interior.mem[1 + d], interior.pcs[1 + d], LOAD, normals, 4, allon, (j + d * NNB) * nelr + i)
+            E.add(
+                cta,
+                warp,
+                s + interior.mem[1 + d],
+                interior.pcs[1 + d],
+                LOAD,
+                normals,
+                4,
+                allon,
+                (j + d * NNB) * nelr + i,
+            )
         s = s + interior.length
         is_in, is_wall, is_far = n >= 0, n == -1, n == -2
         nn = np.where(is_in, n, 0)
@@ -941,7 +967,17 @@ def md5hash(byte_length: int = 5, vals_per_byte: int = 10, keyspan: int = 16, bl
           np.zeros((1, 32), np.int64))  # fmt: skip
     for off, _, opd in stg[1:]:
         b = int(opd.split("+")[1].rstrip("]"), 16) if "+" in opd else 0
-        E.add(np.array([cta]), np.array([w]), base + off, pc0 + C.PC_STEP * off, STORE, foundKey, 1, act, np.full((1, 32), b))
+        E.add(
+            np.array([cta]),
+            np.array([w]),
+            base + off,
+            pc0 + C.PC_STEP * off,
+            STORE,
+            foundKey,
+            1,
+            act,
+            np.full((1, 32), b),
+        )
     n_warps = g * (block // 32)
     t = C.Tally()
     for x in setup:

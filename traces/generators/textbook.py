@@ -63,7 +63,9 @@ def conv2d_channels(width: int, height: int, channels: int = 3, mask: int = 3, b
     (channels * (height + mask - 1), width + mask - 1); ``mask`` as (channels * mask, mask).
     """
     if mask not in CONV2D_MASKS:
-        raise InputError(f"conv2d_channels: mask edge must be one of {', '.join(map(str, CONV2D_MASKS))} (one compiled kernel each), got {mask}")
+        raise InputError(
+            f"conv2d_channels: mask edge must be one of {', '.join(map(str, CONV2D_MASKS))} (one compiled kernel each), got {mask}"
+        )
     k = f"conv2d_channels_k{mask}"
     iw, ih = width + mask - 1, height + mask - 1
     L = C.Layout()
@@ -71,7 +73,12 @@ def conv2d_channels(width: int, height: int, channels: int = 3, mask: int = 3, b
     msk = L.add("mask", "global", 4 * channels * mask * mask, shape=(channels * mask, mask))
     out = L.add("out", "global", 4 * width * height, shape=(height, width), written=True)
     labels = [b["label"] for b in C.recipe(k)["blocks"]]
-    pre, it, post, tail = C.segment(k, labels[:2]), C.segment(k, labels[2]), C.segment(k, labels[3]), C.segment(k, labels[4])
+    pre, it, post, tail = (
+        C.segment(k, labels[:2]),
+        C.segment(k, labels[2]),
+        C.segment(k, labels[3]),
+        C.segment(k, labels[4]),
+    )
     taps = [(i, j) for i in range(mask) for j in range(mask)]
     instrs = []
     for i, j in taps:
@@ -80,7 +87,14 @@ def conv2d_channels(width: int, height: int, channels: int = 3, mask: int = 3, b
     idle = dict(C.segment(k, labels[0]).counts)
     idle["branch"] += 1.0  # the @P0 EXIT that opens the second block
     grid = (-(-width // block_x), -(-height // block_y))
-    params = {"width": width, "height": height, "channels": channels, "mask": mask, "block_x": block_x, "block_y": block_y}
+    params = {
+        "width": width,
+        "height": height,
+        "channels": channels,
+        "mask": mask,
+        "block_x": block_x,
+        "block_y": block_y,
+    }
     return _loop_run("conv2d_channels", grid, (block_x, block_y), (width, height), instrs, channels, pre, it, post, L,
                      params, idle_cost=idle, tail=tail, sass=k)  # fmt: skip
 
@@ -107,7 +121,9 @@ def histogram(n: int, bins: int = 256, block: int = 256):
     cols = C.alloc_rows(2 * m)
     val = np.where(on, data[np.minimum(idx, n - 1)], 0)
     mask = (on.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
-    for r, (o, op, addr, seq) in enumerate(((d, LOAD, d.base + 4 * idx, body.mem[0]), (h, REDUCTION, h.base + 4 * val, body.mem[1]))):
+    for r, (o, op, addr, seq) in enumerate(
+        ((d, LOAD, d.base + 4 * idx, body.mem[0]), (h, REDUCTION, h.base + 4 * val, body.mem[1]))
+    ):
         cols["cta"][r::2] = warps // wpb
         cols["warp"][r::2] = warps % wpb
         cols["seq"][r::2] = head.length + seq
@@ -132,7 +148,9 @@ def histogram(n: int, bins: int = 256, block: int = 256):
 def matmul_tiled(W: int, tile: int = 16):
     """gpuperfpredict matMul_gpu_sharedmem (Kirk & Hwu tiled matrix multiply), tile 8, 16 or 32."""
     if tile not in MATMUL_TILES or W % tile:
-        raise InputError(f"matmul_tiled: tile must be one of {', '.join(map(str, MATMUL_TILES))} and W a multiple of it, got W={W}, tile={tile}")
+        raise InputError(
+            f"matmul_tiled: tile must be one of {', '.join(map(str, MATMUL_TILES))} and W a multiple of it, got W={W}, tile={tile}"
+        )
     k = f"matmul_tiled_{tile}"
     labels = [b["label"] for b in C.recipe(k)["blocks"]]
     head, store, ex = C.segment(k, labels[0]), C.segment(k, labels[-2]), C.segment(k, labels[-1])

@@ -140,7 +140,9 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
             n -= 1
             break
         if not s.startswith("-") or "=" not in s:
-            raise ParseError(path, n, f"expected a header line '-key = value' before the instruction stream, got {quote_line(s)}")
+            raise ParseError(
+                path, n, f"expected a header line '-key = value' before the instruction stream, got {quote_line(s)}"
+            )
         key, _, value = s[1:].partition("=")
         vals[" ".join(key.split())] = (n, value.strip())
 
@@ -335,10 +337,25 @@ def parse_traceg(path, *, skip_bad_lines: bool = False) -> Parsed:
                         optab = np.concatenate([optab, np.zeros_like(optab)])
                         opcount = np.concatenate([opcount, np.zeros_like(opcount)])
                     if idx >= K.HASH_SLOTS // 2:
-                        raise ParseError(p, int(st[K.S_LINE]) + 1, f"more than {K.HASH_SLOTS // 2} distinct opcodes: not an Accel-Sim trace?")
+                        raise ParseError(
+                            p,
+                            int(st[K.S_LINE]) + 1,
+                            f"more than {K.HASH_SLOTS // 2} distinct opcodes: not an Accel-Sim trace?",
+                        )
                     c = classify(name)
-                    optab[idx] = [c.space, c.op, c.width, c.klass, int(c.memory_class), int(c.long_latency), int(c.ends_block), 0]
-                    if not K.hash_insert(keys, vals, np.uint64(K.fnv1a(arr, o, ln)), idx):  # pragma: no cover - 64-bit collision
+                    optab[idx] = [
+                        c.space,
+                        c.op,
+                        c.width,
+                        c.klass,
+                        int(c.memory_class),
+                        int(c.long_latency),
+                        int(c.ends_block),
+                        0,
+                    ]
+                    if not K.hash_insert(
+                        keys, vals, np.uint64(K.fnv1a(arr, o, ln)), idx
+                    ):  # pragma: no cover - 64-bit collision
                         raise ParseError(p, int(st[K.S_LINE]) + 1, f"opcode hash collision on {name!r}")
                     names.append(name)
                     continue
@@ -385,7 +402,9 @@ def parse_traceg(path, *, skip_bad_lines: bool = False) -> Parsed:
     mlp = float(acc[K.A_MLP_SUM] / acc[K.A_MLP_BB]) if acc[K.A_MLP_BB] else 1.0
     counts["basic_blocks"] = int(acc[K.A_BB_COUNT])
     counts["long_latency_loads"] = int(acc[K.A_LOADS])
-    return Parsed(columns, header, {nm: int(opcount[i]) for i, nm in enumerate(names)}, counts, ilp, mlp, int(st[K.S_LINE]))
+    return Parsed(
+        columns, header, {nm: int(opcount[i]) for i, nm in enumerate(names)}, counts, ilp, mlp, int(st[K.S_LINE])
+    )
 
 
 def read_kernelslist(path) -> tuple[list[Extent], list[str]]:

@@ -48,7 +48,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..inputfile import numbered_lines, refuse_binary, require_file
-from ..launch import MAX_GRID, MAX_REGS_PER_THREAD, MAX_THREADS_PER_BLOCK, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
+from ..launch import (
+    MAX_GRID,
+    MAX_REGS_PER_THREAD,
+    MAX_THREADS_PER_BLOCK,
+    MAX_SMEM_PER_BLOCK,
+    coverage_problem,
+    launch_problem,
+)
 from ..schema import GLOBAL, LOAD, WARP_SIZE, Instructions, KernelInfo
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
@@ -155,14 +162,22 @@ def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
             continue
         addrs = _addresses(rest)
         if addrs is None:
-            _bad(p, ln, "expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)", skip_bad_lines, acct)
+            _bad(
+                p,
+                ln,
+                "expected 32 hex addresses (0x...) after the opcode (a garbage or truncated line)",
+                skip_bad_lines,
+                acct,
+            )
             continue
         rows.append((ln, lid, *xyz, warp, opcode, addrs))
     if not accesses:
         raise InputError(f"{p}: no memory access lines ('MEMTRACE: CTX ... - CTA x,y,z - warp ...' or "
                          f"'CTA x,y,z - warp ...') in {acct['total']:,} lines: not an NVBit mem_trace log?")  # fmt: skip
     if launch is None and len(accesses) > 1 and not skip_bad_lines:
-        raise InputError(f"{p}: the log holds {len(accesses)} launches; pick one with --launch N: {_listing(launches, accesses)}")
+        raise InputError(
+            f"{p}: the log holds {len(accesses)} launches; pick one with --launch N: {_listing(launches, accesses)}"
+        )
     chosen = launch if launch is not None else first_launch
     if launch is not None and not rows and launch not in launches:
         listed = f" (it holds {_listing(launches, accesses)})" if accesses else ""

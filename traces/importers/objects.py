@@ -37,7 +37,19 @@ import numpy as np
 
 from ..errors import InputError, shown
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES
-from ..schema import CONSTANT, GLOBAL, LOAD, LOCAL, SHARED, SPACE_CODES, SPACE_NAMES, TEXTURE1D, TEXTURE2D, WIDTHS, ObjectInfo
+from ..schema import (
+    CONSTANT,
+    GLOBAL,
+    LOAD,
+    LOCAL,
+    SHARED,
+    SPACE_CODES,
+    SPACE_NAMES,
+    TEXTURE1D,
+    TEXTURE2D,
+    WIDTHS,
+    ObjectInfo,
+)
 from ..tomlfile import load_toml
 from . import _object_kernels as K
 
@@ -133,7 +145,9 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
 
             space = SPACE_SHORT.get(space, space) if isinstance(space, str) else None
             if space not in SPACE_CODES:
-                raise InputError(f"{where} ('{name}'): space {shown(t['space'])} is not one of {', '.join(SPACE_NAMES)}")
+                raise InputError(
+                    f"{where} ('{name}'): space {shown(t['space'])} is not one of {', '.join(SPACE_NAMES)}"
+                )
         elem = t.get("elem_bytes")
         if elem is not None and (isinstance(elem, bool) or elem not in WIDTHS):
             raise InputError(f"{where} ('{name}'): elem_bytes must be one of {WIDTHS}, got {shown(elem)}")
@@ -276,7 +290,10 @@ def infer_objects(
     sp_table = np.bincount(kk * 8 + space[keyed].astype(np.int64), minlength=nc * 8).reshape(nc, 8)
     w_table = np.bincount(kk * 17 + width[keyed].astype(np.int64), minlength=nc * 17).reshape(nc, 17)
     wr_table = np.bincount(kk, weights=(op[keyed] != LOAD), minlength=nc)
-    for ci in sorted(range(len(cands)), key=lambda c: (order_kinds[cands[c]["kind"]], c if cands[c]["kind"] == "explicit" else 0, cands[c]["lo"])):
+    for ci in sorted(
+        range(len(cands)),
+        key=lambda c: (order_kinds[cands[c]["kind"]], c if cands[c]["kind"] == "explicit" else 0, cands[c]["lo"]),
+    ):
         c = cands[ci]
         if c["kind"] != "explicit" and used[ci] == 0:
             memcpy_untouched += c["kind"] == "memcpy"

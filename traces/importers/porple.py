@@ -48,7 +48,9 @@ ALIGN = 512
 _KEYS = ("dimension", "sizeof", "block_X", "block_Y", "array_size")
 
 
-def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines: bool = False) -> tuple[dict[str, np.ndarray], KernelInfo]:
+def import_porple(
+    path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines: bool = False
+) -> tuple[dict[str, np.ndarray], KernelInfo]:
     """Read a PORPLE trace into trace columns and metadata (one object per array)."""
     p = str(path)
     require_file(p)
@@ -87,7 +89,10 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
                 continue
             head[key] = (ln, [int(v) for v in vals])
             continue
-        bad(ln, f"expected a header line ({', '.join(_KEYS)}: non-negative integers) or an access line, got {quote_line(s)}")
+        bad(
+            ln,
+            f"expected a header line ({', '.join(_KEYS)}: non-negative integers) or an access line, got {quote_line(s)}",
+        )
     for key in ("sizeof", "array_size"):
         if key not in head:
             raise ParseError(p, None, f"header line '{key}' (one value per array) is missing")
@@ -98,7 +103,11 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
             raise ParseError(p, ln, f"'{key}' has {len(vals)} values, 'sizeof' has {n_arr} (one per array)")
     for a in range(n_arr):
         if sizeof[a] not in WIDTHS or array_size[a] < sizeof[a]:
-            raise ParseError(p, head["sizeof"][0], f"array {a}: sizeof {sizeof[a]} must be one of {WIDTHS} and at most its array_size {array_size[a]}")
+            raise ParseError(
+                p,
+                head["sizeof"][0],
+                f"array {a}: sizeof {sizeof[a]} must be one of {WIDTHS} and at most its array_size {array_size[a]}",
+            )
     if not recs:
         raise ParseError(p, None, "no access lines")
     r = np.array(recs, dtype=np.int64)
@@ -150,7 +159,11 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
     bx = head.get("block_X", (0, [0] * n_arr))[1]
     by = head.get("block_Y", (0, [0] * n_arr))[1]
     for a in range(n_arr):
-        shape = (by[a], bx[a]) if dim[a] == 2 and bx[a] > 0 and by[a] > 0 and bx[a] * by[a] * sizeof[a] <= array_size[a] else None
+        shape = (
+            (by[a], bx[a])
+            if dim[a] == 2 and bx[a] > 0 and by[a] > 0 and bx[a] * by[a] * sizeof[a] <= array_size[a]
+            else None
+        )
         name = f"array{a}"
         if name not in taken:
             specs.append(ObjectSpec(name, bases[a], sizes[a], "global", sizeof[a], shape))
@@ -184,7 +197,7 @@ def import_porple(path, *, objects: tuple[ObjectSpec, ...] = (), skip_bad_lines:
     addr = np.zeros((n, WARP_SIZE), dtype=np.uint64)
     mask = np.zeros(n, dtype=np.uint32)
     i_arr, i_lane = arr[order], lane_sorted
-    addr[row_of, i_lane] = (np.array(bases, dtype=np.uint64)[i_arr] + (index[order] * es[i_arr]).astype(np.uint64))
+    addr[row_of, i_lane] = np.array(bases, dtype=np.uint64)[i_arr] + (index[order] * es[i_arr]).astype(np.uint64)
     np.bitwise_or.at(mask, row_of, (np.uint32(1) << i_lane.astype(np.uint32)))
     first = np.flatnonzero(new_row)
     cta = cta_t[order][first]
