@@ -1,8 +1,9 @@
-"""Import a real trace (Accel-Sim, NVBit mem_trace or PORPLE) into a placement trace.
+"""Import a real trace (Accel-Sim, NVBit mem_trace, PORPLE or a `placement trace` record file) into a placement trace.
 
   placement import accelsim DIR|FILE -o T.parquet [--kernel N]
   placement import nvbit LOG -o T.parquet [--launch N]
   placement import porple FILE -o T.parquet
+  placement import sanitizer RECORDS -o T.parquet [--ctas SPEC] [--max-rows N]   (placement trace --keep-records)
 
 Objects come from --objects FILE.toml (which wins), from the MemcpyHtoD lines of
 kernelslist.g, and otherwise from the addresses each instruction touches.
@@ -17,7 +18,7 @@ from ..units import plural
 from ._output import print_json
 
 NAME = "import"
-HELP = "import an Accel-Sim, NVBit mem_trace or PORPLE trace"
+HELP = "import an Accel-Sim, NVBit mem_trace, PORPLE or placement trace record file"
 
 log = logging.getLogger(__name__)
 
