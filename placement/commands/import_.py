@@ -1,4 +1,4 @@
-"""Import a real trace (Accel-Sim, NVBit mem_trace, PORPLE or a `placement trace` record file) into a placement trace.
+"""Import a real trace (Accel-Sim, NVBit mem_trace, PORPLE, `placement trace` records) into a placement trace.
 
   placement import accelsim DIR|FILE -o T.parquet [--kernel N]
   placement import nvbit LOG -o T.parquet [--launch N]
@@ -45,9 +45,13 @@ def add_arguments(p) -> None:
     r = sub.add_parser("porple", help="PORPLE array-level access trace")
     r.add_argument("path", help="the trace file")
     common(r)
-    z = sub.add_parser("sanitizer", help="record file of `placement trace`'s injection library (traces/sanitizer/records.py)")
+    z = sub.add_parser(
+        "sanitizer", help="record file of `placement trace`'s injection library (traces/sanitizer/records.py)"
+    )
     z.add_argument("path", help="the record file")
-    z.add_argument("--ctas", metavar="SPEC", help="the blocks the records hold, as --ctas was given (kept in the metadata)")
+    z.add_argument(
+        "--ctas", metavar="SPEC", help="the blocks the records hold, as --ctas was given (kept in the metadata)"
+    )
     z.add_argument("--max-rows", type=int, metavar="N", help="keep the first N warp-level memory instructions")
     common(z, skip=False)
 
