@@ -12,3 +12,20 @@ def one_line(code: int, out: str, err: str, *words: str) -> str:
     for w in words:
         assert w in err, (w, err)
     return err
+
+
+def close(a, b, path: str = "", rel: float = 1e-12) -> None:
+    """``a`` equals ``b`` (nested dicts, lists and tuples), floats to ``rel`` relative: the same sums taken in
+    another order (streamed against whole, pieces against one staging) differ in their last bits only."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            close(a[k], b[k], f"{path}.{k}", rel)
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            close(x, y, f"{path}[{i}]", rel)
+    elif isinstance(a, float) and not isinstance(b, bool):
+        assert abs(a - b) <= rel * max(abs(a), abs(b)) or a == b, (path, a, b)
+    else:
+        assert a == b, (path, a, b)

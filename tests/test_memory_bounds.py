@@ -25,8 +25,7 @@ from test_staging import random_traces
 
 import traces
 from traces import staging as S
-
-REL = 1e-12
+from expect import close
 
 
 def _plan(t, windows):
@@ -68,21 +67,6 @@ def test_pieces_are_the_staging(case, rows, whole, hint):
             assert sum(p.inserted[k] for p in pieces) == ref.inserted[k], k
     assert sum(p.int_milli for p in pieces) == ref.int_milli
     assert all(p.pc_top == ref.pc_top and p.trace.info == ref.trace.info for p in pieces)
-
-
-def _close(a, b, path=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and not isinstance(b, bool):
-        assert abs(a - b) <= REL * max(abs(a), abs(b)), (path, a, b)
-    else:
-        assert a == b, (path, a, b)
 
 
 def _counts(d):
@@ -133,7 +117,7 @@ def test_evaluations_from_pieces_equal_the_whole(monkeypatch):
     assert len(parts) >= 2 and min(parts) > 10  # each group's staging (per window count) in pieces
     for w, p in zip(whole, pieces):
         assert _counts(w) == _counts(p)
-        _close(w, p)
+        close(w, p)
 
 
 def test_streamed_evaluations_from_pieces_equal_the_whole(tmp_path, monkeypatch):
@@ -158,7 +142,7 @@ def test_streamed_evaluations_from_pieces_equal_the_whole(tmp_path, monkeypatch)
     assert len(parts) >= 6 and sum(n >= 2 for n in parts) >= 6  # groups staged in several pieces
     for w, s in zip(whole, streamed):
         assert _counts(w) == _counts(s)
-        _close(w, s)
+        close(w, s)
 
 
 PEAK_SCRIPT = textwrap.dedent("""

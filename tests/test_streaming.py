@@ -11,6 +11,7 @@ import traces
 from placement.gpu import get_gpu
 from placement.memory import hierarchy_config
 from traces import generators
+from expect import close
 
 GROUP = 1000
 
@@ -159,22 +160,6 @@ def test_queue_stream_equals_dram_latency(mode, population):
         assert getattr(got, f) == pytest.approx(getattr(whole, f), rel=1e-12, abs=0), f
 
 
-def _close(a, b, path=""):
-    """Equal, floats to 1e-12 relative (the queues' variances are summed in another order)."""
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and not isinstance(b, bool):
-        assert a == pytest.approx(b, rel=1e-12, abs=1e-300), path
-    else:
-        assert a == b, path
-
-
 @pytest.mark.parametrize(
     "name,gpu,places",
     [
@@ -196,11 +181,11 @@ def test_stream_evaluator_equals_evaluator(tmp_path, name, gpu, places):
     g = get_gpu(gpu)
     whole = WholeTraceEvaluator(traces.read(path), g)
     streamed = StreamEvaluator(path, g, rows=1000)
-    _close(streamed.sample.as_dict(), whole.sample.as_dict(), "sample")
+    close(streamed.sample.as_dict(), whole.sample.as_dict(), "sample")
     np.testing.assert_array_equal(streamed.contexts.context(whole.trace.pc), whole.context)
     for text in places:
         p = parse_placement(text, info)
-        _close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
+        close(streamed.evaluate(p).as_dict(), whole.evaluate(p).as_dict(), text)
 
 
 def test_stream_evaluator_refuses_rows_out_of_block_order(tmp_path):
@@ -254,7 +239,7 @@ def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, 
     for p, e in zip(ps, got):
         w = whole.evaluate(p)
         assert w.target.staging and e.target.staging["inserted"] == w.target.staging["inserted"]
-        _close(e.as_dict(), w.as_dict(), str(p))
+        close(e.as_dict(), w.as_dict(), str(p))
         assert streamed.addressing[p] == attribution.addressing(whole.trace, p, whole.cost, whole.context)
     assert streamed.accesses == attribution.accesses(whole.trace)
     for o in info.objects:
@@ -344,7 +329,7 @@ def test_cli_json_streamed_equals_whole(tmp_path, run_cli, monkeypatch, command,
                                  *(["--no-progress", "--workers", "1"] if command == "rank" else []))  # fmt: skip
         assert code == 0, err
         docs.append(json.loads(out))
-    _close(docs[1], docs[0], command)
+    close(docs[1], docs[0], command)
     if command == "rank":
         assert [r["placement"] for r in docs[1]["ranking"]] == [r["placement"] for r in docs[0]["ranking"]]
 

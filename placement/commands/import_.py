@@ -29,18 +29,28 @@ def add_arguments(p) -> None:
 
     def common(q, skip: bool = True) -> None:
         q.add_argument("-o", "--output", required=True, help="trace file to write (.arrow, .feather or .ipc: Arrow IPC; else Parquet)")  # fmt: skip
-        q.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name and bound objects explicitly")
+        q.add_argument(
+            "--objects",
+            metavar="FILE.toml",
+            help="[[object]] tables (name, base, size, ...) that name and bound objects explicitly",
+        )
         if skip:
-            q.add_argument("--skip-bad-lines", action="store_true", help="count and skip unparsable lines instead of failing")
+            q.add_argument(
+                "--skip-bad-lines", action="store_true", help="count and skip unparsable lines instead of failing"
+            )
         q.add_argument("--json", action="store_true", help="print one JSON document describing the result")
 
     a = sub.add_parser("accelsim", help="Accel-Sim kernel-N.traceg[.xz], or a folder with kernelslist.g")
     a.add_argument("path", help="kernel-N.traceg, kernel-N.traceg.xz, or a folder holding kernelslist.g")
-    a.add_argument("--kernel", type=int, metavar="N", help="which kernel-N of kernelslist.g (needed when it lists several)")
+    a.add_argument(
+        "--kernel", type=int, metavar="N", help="which kernel-N of kernelslist.g (needed when it lists several)"
+    )
     common(a)
     n = sub.add_parser("nvbit", help="NVBit mem_trace log (MEMTRACE: lines or the older form)")
     n.add_argument("path", help="the log file")
-    n.add_argument("--launch", type=int, metavar="N", help="which grid launch to import (needed when the log holds several)")
+    n.add_argument(
+        "--launch", type=int, metavar="N", help="which grid launch to import (needed when the log holds several)"
+    )
     common(n)
     r = sub.add_parser("porple", help="PORPLE array-level access trace")
     r.add_argument("path", help="the trace file")
@@ -83,8 +93,18 @@ def run(args) -> int:
         "format": args.format,
         "kernel": info.kernel,
         "rows": rows,
-        "objects": [{"id": o.id, "name": o.name, "space": o.space, "base": o.base, "size": o.size,
-                     "written": o.written, "origin": info.source.get("objects", {}).get(o.name)} for o in info.objects],  # fmt: skip
+        "objects": [
+            {
+                "id": o.id,
+                "name": o.name,
+                "space": o.space,
+                "base": o.base,
+                "size": o.size,
+                "written": o.written,
+                "origin": info.source.get("objects", {}).get(o.name),
+            }
+            for o in info.objects
+        ],  # fmt: skip
         "instructions": info.instructions.executed,
         "warps": info.instructions.warps,
         "estimated": info.source.get("estimated", []),
