@@ -14,7 +14,7 @@ from placement.gpu import get_gpu
 from placement.evaluate_stream import StreamEvaluator
 from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import IllegalPlacement, parse_placement
-from test_streaming import _close
+from expect import close
 from traces import generators
 from traces.context import OFFSET
 
@@ -54,7 +54,7 @@ def test_early_equals_second_read_and_whole(tmp_path, name, gpu, places):
     indexed_only = []
     for p, e, w in zip(ps, got, want):
         assert e.as_dict() == w.as_dict(), p
-        _close(e.as_dict(), whole.evaluate(p).as_dict(), str(p))
+        close(e.as_dict(), whole.evaluate(p).as_dict(), str(p))
         addressing = attribution.addressing(whole.trace, p, whole.cost, whole.context)
         assert early.addressing[p] == late.addressing[p] == addressing
         assert sum(addressing.values()) == e.target.addressing_delta
@@ -111,7 +111,7 @@ def test_api_evaluate_streamed_reads_once(tmp_path, monkeypatch):
         streamed = api.evaluate(path, "k80", place, stream="yes")
         assert len(reads) == n, place
         whole = api.evaluate(path, "k80", place, stream="no")
-        _close(streamed.to_dict(), whole.to_dict(), place)
+        close(streamed.to_dict(), whole.to_dict(), place)
 
 
 class _Contexts:
