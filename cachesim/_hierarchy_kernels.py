@@ -40,7 +40,8 @@ HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(Q.N_PARAMS, Q.N_PARAMS + 3)
 # the per-SM level that global and read-only loads go to first (L1, TEX, or NO_LEVEL: straight to the L2)
 HP_GLOBAL_LVL, HP_RO_LVL = Q.N_PARAMS + 3, Q.N_PARAMS + 4
 HP_PATH_BYTES = Q.N_PARAMS + 5  # bytes the SM's L1 / shared-memory data path moves per cycle
-HP_LEN = Q.N_PARAMS + 6
+HP_TAGS = Q.N_PARAMS + 6  # lines the per-SM cache's tag stage resolves per cycle, one per set (0: no such bound)
+HP_LEN = Q.N_PARAMS + 7
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
@@ -348,6 +349,26 @@ def upper_runs(level, inst, cfgs, state, stats, out, hp, lat, lines, smasks, k, 
             b, e = _next_run(smasks[j], e + 1)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def tag_cycles(cfg, lines, k, tags, sets, counts):
+    """Cycles the tag stage of a per-SM cache (``cfg``) takes for the ``k`` lines of one warp-instruction: at
+    most ``tags`` lines a cycle and one line per set, so the most lines that fall in one set (its index function,
+    ``C.set_index``) or k / tags rounded up, whichever is more (1 for ``tags`` 0). ``sets`` (k entries) and
+    ``counts`` (one per set, all 0, left so) are scratch."""
+    if tags <= 0 or k <= 1:
+        return 1
+    worst = 1
+    for j in range(k):
+        st = C.set_index(cfg, lines[j])
+        sets[j] = st
+        counts[st] += 1
+        if counts[st] > worst:
+            worst = counts[st]
+    for j in range(k):
+        counts[sets[j]] = 0
+    return max(worst, (k + tags - 1) // tags)
+
+
 @nb.njit(cache=True, nogil=True)
 def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out):
     """Walk rows ``order[start:]`` through the hierarchy; return the next row to do (len(order) when done).
@@ -364,8 +385,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     ``hp[HP_PATH_BYTES]`` (bytes per cycle): a shared access one cycle per wavefront (its
     bank-conflict degree), a constant access one per distinct address, an access through a
     per-SM cache (L1, texture, read-only) its sectors' bytes over the path's width but at
-    least one cycle, and a global or local access that no per-SM cache serves one cycle
-    per line (the LD/ST units' pass per transaction).
+    least one cycle and at least its tag stage's cycles (:func:`tag_cycles`, where
+    ``hp[HP_TAGS]`` gives the stage's lines per cycle), and a global or local access that no
+    per-SM cache serves one cycle per line (the LD/ST units' pass per transaction).
     """
     cta, warp, op, space, width, mask, addr, obj = cols
     cap = out[0].shape[0]
@@ -379,6 +401,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     issue = lat[LAT_ISSUE]
     wpb = hp[HP_WPB]
     path_bytes = hp[HP_PATH_BYTES]
+    tags = hp[HP_TAGS]
+    tag_sets = np.empty(64, np.int64)
+    tag_counts = np.zeros(max(cfgs[L1][C.NSETS], cfgs[TEX][C.NSETS], 1), np.int64)
     n = order.shape[0]
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
@@ -424,7 +449,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 nsec = 0
                 for j in range(k):
                     nsec += _popcount(smasks[j])
-                stats[LSU + sp] += max(path_bytes, nsec * sect)
+                stats[LSU + sp] += max(
+                    nsec * sect, tag_cycles(cfgs[lvl], lines, k, tags, tag_sets, tag_counts) * path_bytes
+                )
             else:
                 stats[LSU + sp] += k * path_bytes
             o_p = op[i]

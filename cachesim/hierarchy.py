@@ -88,6 +88,10 @@ class HierarchyConfig:
     global_in_l1: bool = True
     readonly: str = "tex"
     tex_in_l1: bool = False
+    l1_tags_per_cycle: int = 0
+    """Lines the tag stage of a per-SM cache (L1, texture) resolves per cycle, at most one per set: a warp's access
+    takes at least as many cycles of the load/store path as the most of its lines that share a set (0: no such
+    bound, only the sectors' bytes over the path's width)."""
     specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -95,6 +99,9 @@ class HierarchyConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise HierarchyConfigError(name, f"expected an integer >= 1, got {v!r}")
+        v = self.l1_tags_per_cycle
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise HierarchyConfigError("l1_tags_per_cycle", f"expected an integer >= 0, got {v!r}")
         for name in ("l1_latency", "tex_latency", "const_latency", "l2_latency", "issue_cycles"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
@@ -303,6 +310,7 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_GLOBAL_LVL] = H.L1 if config.global_in_l1 else H.NO_LEVEL
     hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
+    hp[H.HP_TAGS] = config.l1_tags_per_cycle
     lat = np.array(
         [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles]
     )

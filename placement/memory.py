@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import cachesim
+from .models.params import l1_tags_per_cycle_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gpu import Gpu
@@ -57,4 +58,5 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         global_in_l1=k.global_in_l1,
         readonly={"tex": "tex", "l1": "l1", "none": "l2"}[k.readonly_cache],
         tex_in_l1=k.l1_tex_unified,
+        l1_tags_per_cycle=l1_tags_per_cycle_of(gpu),
     )

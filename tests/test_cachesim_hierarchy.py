@@ -192,6 +192,30 @@ def test_load_store_path_cycles_by_hand():
     assert r.l2_sectors[0] == 4 + 5 + 1 and r.l2_sectors[6] == 5
 
 
+def test_tag_stage_cycles_by_hand():
+    """Volta and later (l1_tags_per_cycle 4): the L1's tag stage resolves 4 lines a cycle, one per set, so a warp's
+    access takes at least as many cycles as the most of its lines that share a set (linear index: line mod 4)."""
+    rows = [
+        (0, 0, 0, 0, 0, 4, 0x10000 + lanes * 4096, -1),  # 32 lines 4096 B apart: all in set 0 -> 32 cycles
+        (0, 0, 1, 0, 0, 4, 0x80000 + lanes * 128, -1),  # 32 consecutive lines: 8 a set, 32 sectors -> 8
+        (0, 0, 2, 0, 0, 4, 0xC0000 + (lanes % 16) * 512, -1),  # 16 lines 512 B apart, set 0: 16 (sectors: 4)
+        (0, 0, 3, 0, 0, 4, 0x100004 + lanes * 4, -1),  # unaligned 128 B: 2 lines, 2 sets, 5 sectors -> 1.25
+        (0, 0, 4, 0, 0, 4, 0x140000 + (lanes % 8) * 128 + (lanes // 8) * 1024, -1),  # 32 lines, 8 a set -> 8
+    ]
+    t = make_trace(rows, 1, 1)
+    l1 = "S:4:128:64,L:R:m:N:L"
+    r = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4), blocks_per_sm=1)
+    assert r.lsu_cycles[0] == 32 + 8 + 16 + 1.25 + 8
+    # without the tag stage's bound (Kepler, Maxwell, Pascal here): the sectors' bytes over 128 B a cycle
+    r0 = cachesim.simulate_hierarchy(t, config(l1=l1), blocks_per_sm=1)
+    assert r0.lsu_cycles[0] == 8 + 8 + 4 + 1.25 + 8
+    # one tag a cycle: each line its own cycle (the sectors of row 4's 32 lines are fewer)
+    r1 = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=1), blocks_per_sm=1)
+    assert r1.lsu_cycles[0] == 32 + 32 + 16 + 2 + 32
+    with pytest.raises(cachesim.HierarchyConfigError, match="^l1_tags_per_cycle"):
+        config(l1_tags_per_cycle=-1)
+
+
 def test_writable_and_read_only_columns_share_one_kernel():
     # a trace read from Parquet has read-only columns, a rewritten or staged one writable ones:
     # the kernels see read-only views either way (one numba specialisation, one cache load),
