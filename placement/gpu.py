@@ -70,6 +70,12 @@ class Compute:
     reg_alloc_granularity: str
     """'warp' (registers allocated per warp, rounded to reg_alloc_unit) or 'block'."""
     warp_alloc_granularity: int
+    launch_us: float = 0.0
+    """The launch cost: an empty kernel of one block between two CUDA events, in microseconds (0: not known;
+    ``placement calibrate`` measures it). Every predicted time includes it (``placement.hms.t_launch``)."""
+    launch_per_block_ns: float = 0.0
+    """What each further block adds to an empty kernel's time, in ns: the rate at which the GPU starts and
+    retires blocks (0: not known). A kernel takes at least its blocks x this, its own work overlapped."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,8 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "departure_del_uncoal": _NONNEG,
     "smem_bank_bytes": (4, 8),
     "max_regs_per_thread": (1, 255),
+    "launch_us": _NONNEG,
+    "launch_per_block_ns": _NONNEG,
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}

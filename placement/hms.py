@@ -45,7 +45,11 @@ the sample placement and for the target from the same trace:
    counted here too, not 32-byte sectors); a naive matrix multiply on Kepler, whose
    loads all go to the L2, runs near that rate;
 5. T_overlap from trained Eq. 11 coefficients, else GPUPerf's
-   min(T_comp x F_overlap, T_mem).
+   min(T_comp x F_overlap, T_mem), T_comp without W_serial in both (:func:`t_overlap`: Hong &
+   Kim add the synchronisation cost after the overlap);
+6. extension: the predicted time is T plus the launch (:func:`t_launch`: the empty kernel's
+   floor, and the blocks' dispatch where it outlasts T), where the configuration knows it;
+   DRAM requests are spaced at the sustained bandwidth, not the peak (:func:`dram_bandwidth_gbs`).
 
 Request arrival instants come from the hierarchy's issue model: each SM issues
 one warp-instruction per ``issue_cycles`` round-robin over its resident warps, so a
@@ -76,12 +80,31 @@ from . import _dram_kernels, addressing, queuing
 from .gpu import Gpu
 from .memory import hierarchy_config
 from .models import gpuperf
-from .models.params import l2_rate_of
+from .models.params import l2_rate_of, sustained_fraction_of
 from .occupancy import Occupancy
 from .overlap import FEATURES, OverlapModel
 from .placements import Placement
 
 OFFCHIP = ("global", "local", "constant", "texture1d", "texture2d", "readonly")
+
+
+def dram_bandwidth_gbs(gpu: Gpu) -> float:
+    """The DRAM bandwidth the model spaces requests by: the datasheet peak x the architecture's
+    ``dram_sustained_fraction`` (``configs/architectures.toml``, each cited: mt4g's read and write
+    streams, 74-92 % of the peak on Pascal to Hopper; 0.86 on the H100, whose float4 kernels reach
+    2.79-3.12 TB/s of 3.35 in ``h100-placements/microbenchmarks.csv``). The seed models take the same
+    figure (``placement.models.params.machine_from_gpu``); Huang & Li and GPUPerf use the peak, which
+    no GPU reaches (refresh, read/write turnarounds, ECC)."""
+    return gpu.memory.bandwidth_gbs * sustained_fraction_of(gpu)
+
+
+def departure_delays(gpu: Gpu) -> tuple[float, float]:
+    """Hong & Kim's Departure_del_coal and Departure_del_uncoal at the sustained bandwidth
+    (:func:`dram_bandwidth_gbs`): the configuration's, derived from the peak, over the sustained fraction."""
+    f = sustained_fraction_of(gpu)
+    return gpu.memory.departure_del_coal / f, gpu.memory.departure_del_uncoal / f
+
+
 MIN_DEPARTURE = 1e-3
 """Floor of the cycles between two requests served inside an SM (a guard against dividing by 0)."""
 
@@ -129,6 +152,8 @@ class Terms:
     t_mem: float
     t_overlap: float
     overlap_source: str
+    t_launch: float
+    """Cycles of the launch in ``cycles`` (:func:`t_launch`; 0 where the configuration does not know its cost)."""
     t_lsu: float
     """Cycles per SM of the load/store data path (see the module docstring, 3)."""
     t_l2: float
@@ -253,6 +278,13 @@ class _Memory:
     off_chip_requests: int
     """Requests that leave the SM: L2 hits and DRAM accesses."""
     off_chip_amat: float
+    instructions: int = 0
+    """Warp-instructions of the spaces whose requests these are (Eq. 17's #mem_instrs)."""
+
+    @property
+    def requests_per_instruction(self) -> float:
+        """Requests of one memory warp-instruction on average (1 when there are none)."""
+        return self.requests / self.instructions if self.instructions and self.requests else 1.0
 
 
 def dram_stream(h: cachesim.HierarchyResult, gpu: Gpu) -> tuple[np.ndarray, ...]:
@@ -267,7 +299,7 @@ def dram_stream(h: cachesim.HierarchyResult, gpu: Gpu) -> tuple[np.ndarray, ...]
       channel (bytes over bandwidth / channels), scaled for a row miss or conflict by
       the ratio of their measured latencies to the hit's;
     - arrival: the hierarchy's estimated cycle (the issue model), held back so that
-      requests leave for DRAM no faster than the peak bandwidth carries them (a
+      requests leave for DRAM no faster than the sustained bandwidth carries them (a
       departure delay of bytes / bandwidth between consecutive requests, as Hong &
       Kim's Departure_delay spaces a warp's transactions): an open-loop issue model
       would otherwise send every warp's requests at once.
@@ -288,7 +320,7 @@ def _dram_piece(gpu: Gpu, nbytes: np.ndarray, cycle: np.ndarray, service_ns: np.
     arrival_k = max(m0, cycle_0 - G_0, ..., cycle_k - G_k) + G_k, busy_k = gap_k x channels x
     (service_k / row-hit time), latency_k = service_k x MHz / 1e3 (``_dram_kernels.dram_piece``, one pass)."""
     mhz = gpu.compute.clock_mhz
-    bytes_per_cycle = gpu.memory.bandwidth_gbs * 1e3 / mhz  # GB/s over MHz: bytes per cycle
+    bytes_per_cycle = dram_bandwidth_gbs(gpu) * 1e3 / mhz  # GB/s over MHz: bytes per cycle
     n = cycle.shape[0]
     if order is None:
         order = np.arange(n, dtype=np.int64)
@@ -384,6 +416,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
     on_chip += shared
     on_chip_lat += shared * gpu.memory.smem_latency
+    instructions = int(sum(int(h.instructions[SPACE_CODES[sp]]) for sp in (*OFFCHIP, "shared")))
     off = requests - on_chip
     off_lat = latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency - on_chip_lat
     return _Memory(
@@ -402,6 +435,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         on_chip_lat / on_chip if on_chip else 0.0,
         off,
         off_lat / off if off else 0.0,
+        instructions,
     )
 
 
@@ -517,9 +551,9 @@ def parallelism(inst: float, mem: _Memory, res: Residency, gpu: Gpu) -> Parallel
     itilp = gpuperf.itilp(res.ilp, res.n, imax)
     w_par = gpuperf.w_parallel(inst_per_warp, res.total_warps, res.active_sms, lat, itilp)
 
-    delta = gpu.memory.departure_del_coal
+    delta = departure_delays(gpu)[0]
     avg_dram = gpuperf.avg_dram_lat(mem.dram_lat, mem.avg_trans_warp, delta)
-    peak = gpuperf.mwp_peak_bw(gpu.memory.bandwidth_gbs, gpu.clock_hz, mem.transaction_bytes, max(avg_dram, 1e-9),
+    peak = gpuperf.mwp_peak_bw(dram_bandwidth_gbs(gpu), gpu.clock_hz, mem.transaction_bytes, max(avg_dram, 1e-9),
                                res.active_sms)  # fmt: skip
     mwp = max(1.0, gpuperf.mwp(max(avg_dram, 1e-9), delta, peak, res.n))
     mem_per_warp = mem.requests / res.total_warps
@@ -556,11 +590,8 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
     Departure_del_uncoal x transactions), and MWP capped at the block's warps: a
     barrier waits only for the warps of its own block (Hong & Kim: the delay is
     "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged."""
-    m = gpu.memory
-    if mem.avg_trans_warp <= 1.0:
-        departure = m.departure_del_coal
-    else:
-        departure = m.departure_del_uncoal * mem.avg_trans_warp
+    coal, uncoal = departure_delays(gpu)
+    departure = coal if mem.avg_trans_warp <= 1.0 else uncoal * mem.avg_trans_warp
     rep = info.ctas / (res.active_sms * res.blocks_per_sm)
     waiting = min(mwp, info.warps_per_block) - 1.0
     return departure * max(waiting, 0.0) * (sync / res.total_warps) * res.blocks_per_sm * rep
@@ -608,19 +639,29 @@ class MemoryTime:
 def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) -> MemoryTime:
     """T_mem = effective memory requests per SM x AMAT (Eq. 4, 17), per class of request, at least T_L2.
 
+    Eq. 17 counts memory *instructions* (#mem_instrs), and so does this: a warp-instruction's requests (the
+    lines of an uncoalesced load, the wavefronts of a bank conflict) are in flight together, so a warp with
+    MLP instructions outstanding has MLP x r requests outstanding (r: requests per instruction). Each class's
+    requests R_c are taken as R_c / r instructions, T_c = (R_c / r) x AMAT_c / ITMLP_c, with ITMLP_c's peak
+    (requests in flight the class's resource sustains) over r, in instructions as Eq. 18's MWP_peak_bw is.
+    Counting each request at its full latency (as this model did before) made matvec, whose warps read 32
+    lines an instruction, 1.6-4.1x slower than measured on the H100, and an uncoalesced read 2.2-3.8x slower
+    than a coalesced one where Turing and Ampere GPUs measure 1.2-1.7x.
+
     The requests that leave the SM queue for the L2 and DRAM, with an ITMLP from GPUPerf's MWP (DRAM's latency
     and bandwidth); those served inside the SM leave at the load/store path's pace (T_LSU's cycles per request),
     so their MWP is their latency over those cycles, up to N, and no DRAM bandwidth bounds it."""
     mlp, active_sms = res.mlp, res.active_sms
-    itmlp = max(1e-9, gpuperf.itmlp(mlp, par.mwp, par.cwp, par.mwp_peak_bw))
+    r = mem.requests_per_instruction
+    itmlp = max(1e-9, gpuperf.itmlp(mlp, par.mwp, par.cwp, max(par.mwp_peak_bw / r, 1.0)))
     # the load/store path's cycles per request: a request served inside the SM leaves no sooner
     departure_on = max(lsu * active_sms / mem.requests, MIN_DEPARTURE) if mem.requests else 1.0
-    peak_on = max(1.0, mem.on_chip_amat / departure_on)  # requests in flight the path sustains
+    peak_on = max(1.0, mem.on_chip_amat / (departure_on * r))  # instructions in flight the path sustains
     mwp_on = min(peak_on, float(res.n))
     itmlp_on = max(1e-9, gpuperf.itmlp(mlp, mwp_on, par.cwp, peak_on))
-    eff = mem.off_chip_requests / (active_sms * itmlp) + mem.on_chip_requests / (active_sms * itmlp_on)
-    t = (mem.off_chip_requests * mem.off_chip_amat / itmlp
-         + mem.on_chip_requests * mem.on_chip_amat / itmlp_on) / active_sms  # fmt: skip
+    inst_off, inst_on = mem.off_chip_requests / r, mem.on_chip_requests / r
+    eff = inst_off / (active_sms * itmlp) + inst_on / (active_sms * itmlp_on)
+    t = (inst_off * mem.off_chip_amat / itmlp + inst_on * mem.on_chip_amat / itmlp_on) / active_sms
     l2 = t_l2(mem, gpu)
     return MemoryTime(max(t, l2), l2, itmlp, eff)
 
@@ -631,19 +672,42 @@ def overlap_features(mem: _Memory, res: Residency) -> np.ndarray:
     return np.array([e["e_global"], e["e_constant"], e["e_texture"], e["e_shared"], e["e_row"], float(res.n), 1.0])
 
 
-def t_overlap(model: OverlapModel | None, features: np.ndarray, comp: float, memory: float, n: int,
+def t_overlap(model: OverlapModel | None, features: np.ndarray, parallel: float, memory: float, n: int,
               par: Parallelism) -> tuple[float, str]:  # fmt: skip
     """T_overlap and where it came from: Eq. 11's trained coefficients (``model``), else GPUPerf's
-    min(T_comp x F_overlap, T_mem)."""
+    min(T_comp x F_overlap, T_mem), with ``parallel`` = T_comp - W_serial for T_comp.
+
+    W_serial does not overlap T_mem here: its O_sync is time the warps of a block spend waiting at a barrier
+    for each other's memory requests, already memory time, and Hong & Kim add the synchronisation cost after
+    the overlap (their Eq. 27, Exec_cycles_app + Synch_cost), where GPUPerf's Eq. 16 lets all of T_comp
+    overlap. With GPUPerf's form the barriers a staged placement adds vanish under T_mem: conv1d with its
+    input staged was predicted 1-2 % slower on the H100, measured 14-19 % (h100-placements)."""
     if model is not None:
-        return model.t_overlap(features, comp, memory), f"trained coefficients ({model.source or 'given'})"
-    return (gpuperf.t_overlap(comp, memory, gpuperf.f_overlap(n, par.cwp, par.mwp)),
-            "GPUPerf fallback min(T_comp x F_overlap, T_mem) (no trained coefficients)")  # fmt: skip
+        return model.t_overlap(features, parallel, memory), f"trained coefficients ({model.source or 'given'})"
+    return (gpuperf.t_overlap(parallel, memory, gpuperf.f_overlap(n, par.cwp, par.mwp)),
+            "GPUPerf fallback min((T_comp - W_serial) x F_overlap, T_mem) (no trained coefficients)")  # fmt: skip
 
 
 def t_kernel(comp: float, memory: float, overlap: float) -> float:
     """T = T_comp + T_mem - T_overlap (Eq. 1), in cycles of one SM."""
     return comp + memory - overlap
+
+
+def t_launch(gpu: Gpu, ctas: int, kernel: float) -> float:
+    """The cycles the launch adds to a kernel of ``kernel`` cycles (Eq. 1's T) and ``ctas`` blocks: the empty
+    kernel's floor (``compute.launch_us``) plus what the GPU's rate of starting blocks leaves uncovered,
+    max(0, ctas x ``compute.launch_per_block_ns`` - T).
+
+    Extension (none of the papers times the launch; they measure long kernels): an empty kernel between two
+    CUDA events takes 3.87 us with 1 block of 256 threads on the H100, 6.30 us with 4,096 and 43.3 us with
+    65,536 (``h100-placements/variants-extra.csv``), a floor and 0.60 ns per block: the kernels of a few
+    microseconds the tool ranks are mostly launch, and their placements' differences shrink by as much. The
+    floor adds; the per-block part is a rate the blocks' own work hides (vecadd of 2^24 floats starts 65,536
+    blocks, 39 us of empty-kernel dispatch, and runs in 82 us, not 82 + 39)."""
+    c = gpu.compute
+    base = gpu.ns_to_cycles(c.launch_us * 1e3)
+    dispatch = gpu.ns_to_cycles(ctas * c.launch_per_block_ns)
+    return base + max(0.0, dispatch - kernel)
 
 
 def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Target) -> Terms:
@@ -661,8 +725,10 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     comp = t_comp(par, lsu, serial)
     mt = t_mem(mem, res, par, lsu, gpu)
     features = overlap_features(mem, res)
-    overlap, source = t_overlap(opts.overlap, features, comp, mt.t_mem, res.n, par)
-    cycles = t_kernel(comp, mt.t_mem, overlap)
+    overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
+    kernel = t_kernel(comp, mt.t_mem, overlap)
+    launch = t_launch(gpu, info.ctas, kernel)
+    cycles = kernel + launch
     h = mem.hier
     return Terms(
         placement=target.placement.as_dict(),
@@ -672,6 +738,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         t_mem=mt.t_mem,
         t_overlap=overlap,
         overlap_source=source,
+        t_launch=launch,
         t_lsu=lsu,
         t_l2=mt.t_l2,
         issued_instructions=inst,

@@ -39,6 +39,20 @@ def overlap_line(trained: bool, source: str, gpu: str) -> str:
     return "T_overlap: GPUPerf's analytical fallback (no trained coefficients). " + TRAIN.format(gpu=gpu)
 
 
+def launch_line(t, gpu) -> str:
+    """What of a predicted time is the launch (``hms.t_launch``), or that the configuration does not know it."""
+    if gpu is None:
+        return ""
+    c = gpu.compute
+    if not (c.launch_us or c.launch_per_block_ns):
+        return (f"Launch: not in the {gpu.name} configuration (compute.launch_us, launch_per_block_ns): the times are "
+                "the kernel's alone; `placement calibrate` measures them on your GPU.")  # fmt: skip
+    ns = t.time_ns / t.cycles if t.cycles else 0.0
+    return (f"Launch: {units.time_ns(t.t_launch * ns)} of the sample's {units.time_ns(t.time_ns)} is the launch "
+            f"(an empty kernel: {c.launch_us:g} µs and {c.launch_per_block_ns:g} ns a block, from the {gpu.name} "
+            "configuration), in every placement's time alike.")  # fmt: skip
+
+
 def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:
     """Per object, the spaces it may not take, grouped by the rule that forbids them."""
     out = []
@@ -73,11 +87,13 @@ def search_line(r: RankResult) -> str:
     skipped = (f" ({units.count(n_skip)} of the candidates and {units.count(n_pair)} of the pairs skipped: the "
                "surrogate's error measured on others with the same objects in each shared cache and in shared memory "
                "put them below the top)") if n_skip or n_pair else ""  # fmt: skip
+    polished = int(s.get("polished", 0))
+    around = f", and {units.count(polished)} one object away from the best" if polished else ""
     return (f"{legal}; {units.count(r.evaluations)} "
             f"evaluated exactly: the sample, {units.count(singles)} single-object moves, "
             f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
-            f"under their sum{skipped}. Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them "
-            "all.")  # fmt: skip
+            f"under their sum{skipped}{around}. Every placement ranked here was evaluated exactly; `--exhaustive` "
+            "evaluates them all.")  # fmt: skip
 
 
 def rank_text(r: RankResult) -> str:
@@ -106,6 +122,9 @@ def rank_text(r: RankResult) -> str:
         head = f"What #1 ({best.label}) changes:" if best.within_model_error else f"Why #1 ({best.label}) is {verb}:"
         lines += ["", head] + [f"  {x}" for x in best.explanation.lines()]
     lines += ["", overlap_line(r.overlap_trained, r.overlap_source, r.gpu)]
+    launch = launch_line(s.evaluation.target, r.gpu_config)
+    if launch:
+        lines.append(launch)
     if r.hints is not None:
         from .hints import text
 
@@ -129,7 +148,9 @@ def evaluation_text(r: EvaluationResult) -> str:
                      f"({units.share(MODEL_RATIO_ERROR)}, README \"Placement accuracy\"): not a clear change.")  # fmt: skip
     if r.target.explanation.objects or r.target.explanation.kernel:
         lines += ["", "Why:"] + [f"  {x}" for x in r.target.explanation.lines()]
-    lines += ["", overlap_line(r.overlap_trained, t.overlap_source, r.gpu), ""]
+    lines += ["", overlap_line(r.overlap_trained, t.overlap_source, r.gpu)]
+    launch = launch_line(s, r.gpu_config)
+    lines += [launch, ""] if launch else [""]
 
     def cnt(x: float) -> str:
         return units.count(x)

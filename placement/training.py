@@ -51,12 +51,17 @@ class Sample:
         return np.array([self.terms.events[f] for f in FEATURES])
 
     def observed_ratio(self, gpu: Gpu) -> float:
-        t = gpu.ns_to_cycles(self.measured_ns)
+        """(T_comp + T_mem - T) / T_mem, T the measured time less the launch the model puts in it
+        (``Terms.t_launch``, 0 where the configuration has no launch cost)."""
+        t = gpu.ns_to_cycles(self.measured_ns) - self.terms.t_launch
         return (self.terms.t_comp + self.terms.t_mem - t) / self.terms.t_mem if self.terms.t_mem else 0.0
 
     def predict_ns(self, model: OverlapModel, gpu: Gpu) -> float:
+        """The time with the fitted T_overlap (bounded by T_comp - W_serial, as ``hms.t_overlap``) and the
+        evaluation's launch."""
         t = self.terms
-        return gpu.cycles_to_ns(t.t_comp + t.t_mem - model.t_overlap(self.features, t.t_comp, t.t_mem))
+        hidden = model.t_overlap(self.features, t.t_comp - t.w_serial, t.t_mem)
+        return gpu.cycles_to_ns(t.t_comp + t.t_mem - hidden + t.t_launch)
 
 
 def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Sample]:

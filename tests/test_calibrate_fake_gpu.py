@@ -234,6 +234,9 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     ways = int(cfg.caches.l1.split(",")[0].split(":")[3])
     assert within_one_step(ways * 4 * 128, g.l1_bytes, 1.15)
     assert cfg.dram.row_bits == g.row_bits and cfg.dram.column_bits == g.column_bits and cfg.dram.mapping == ""
+    # the launch: the 1-block empty kernel's 3.9 us, and (6.3 - 3.9) us over the 65,535 blocks between 1 and 65,536
+    assert cfg.compute.launch_us == pytest.approx(3.9)
+    assert cfg.compute.launch_per_block_ns == pytest.approx((6.3 - 3.9) * 1e3 / 65535)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

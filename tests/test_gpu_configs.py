@@ -336,6 +336,11 @@ def test_h100_microbenchmarks():
     assert g.dram.row_miss_ns == pytest.approx(float(rows["DRAM (ld, 1 GiB random)"]["ns_per_hop_or_us"]), abs=0.051)
     measured = [float(r["GBps"]) for r in rows.values() if r["kind"] == "bandwidth"]
     assert len(measured) == 5 and max(measured) < g.memory.bandwidth_gbs == 3350.0
+    # the launch: variants-extra.csv's empty kernel, 3.872 us at 1 block and 43.312 us at 65,536
+    extra = {r["size"]: float(r["med_us"]) for r in csv.DictReader(open(_need(SHARED_DATA / "h100-placements" / "variants-extra.csv")))
+             if r["kernel"] == "empty"}  # fmt: skip
+    assert g.compute.launch_us == extra["grid=1"] == 3.872
+    assert g.compute.launch_per_block_ns == round((extra["grid=65536"] - extra["grid=1"]) * 1e3 / 65535, 3) == 0.602
     coal, uncoal = departure_delays(3350.0, 132, 1974.7, 128, 32)
     assert (
         (g.memory.departure_del_coal, g.memory.departure_del_uncoal)
@@ -392,6 +397,8 @@ def test_missing_key_is_named(tmp_path, name, key, qualified):
         ("k80", "l2_slice_bytes", "384", "caches.l2_slice_bytes", "expected a power of two, got 384"),
         ("h100", "l2_slice_bytes", "64", "caches.l2_slice_bytes", "64 is smaller than the L2 line 128 B"),
         ("v100", "l2_slice_bytes", "0", "caches.l2_slice_bytes", "must be > 0"),
+        ("h100", "launch_us", "-1", "compute.launch_us", "must be in [0, "),
+        ("h100", "launch_per_block_ns", "-0.6", "compute.launch_per_block_ns", "must be in [0, "),
     ],
 )
 def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, words):

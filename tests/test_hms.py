@@ -138,7 +138,9 @@ def test_dram_stream_by_hand():
                         service_ns=np.array([742.0, 352.0, 742.0]))  # fmt: skip
     h = SimpleNamespace(dram=d, dram_bytes=np.array([128, 128, 128]))
     bank, arrival, busy, latency = dram_stream(h, K80)
-    gap = 128 / (240e3 / 875)  # bytes over bytes per cycle at 240 GB/s and 875 MHz
+    # bytes over bytes per cycle at the sustained bandwidth, 0.775 x 240 GB/s (Kepler's dram_sustained_fraction,
+    # configs/architectures.toml), and 875 MHz
+    gap = 128 / (0.775 * 240e3 / 875)
     # the second request may leave one gap after the first; the third is late enough anyway
     np.testing.assert_allclose(arrival, [0.0, gap, 10.0])
     # busy: the transfer on one of 6 channels, x 742/352 for a row miss
@@ -196,18 +198,20 @@ def test_w_serial_by_hand():
     coalesced = SimpleNamespace(avg_trans_warp=1.0)
     res = Residency(total_warps=8, active_sms=4, blocks_per_sm=1, n=2, ilp=1.0, mlp=1.0)
     # Hong & Kim Eq. 26: Departure_del_coal x (MWP - 1) x #synch x blocks/SM x #Rep, with MWP
-    # capped at the block's 2 warps: 6.07 x (2 - 1) x 2 x 1 x 1
-    o_sync = 6.07 * 1 * 2
+    # capped at the block's 2 warps: 6.07 x (2 - 1) x 2 x 1 x 1; the K80's 6.07 and 1.52 are derived from the
+    # peak bandwidth, so at the sustained one (Kepler: 0.775 of it) they are 6.07 / 0.775 and 1.52 / 0.775
+    coal, uncoal = 6.07 / 0.775, 1.52 / 0.775
+    o_sync = coal * 1 * 2
     # GPUPerf Eq. 9-10: F_SFU = 8/16 - 32/192 = 1/3; O_SFU = 8 x (8 warps / 4 SMs) x (32 / 32) x 1/3
     o_sfu = 8 * 2 * 1 * (0.5 - 32 / 192)
     w = w_serial(info, K80, coalesced, res, 5.0, 16.0)
     assert w == pytest.approx(o_sync + o_sfu)
-    # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4 = 1.52 x 4
+    # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4
     w4 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0), res, 5.0, 16.0)
-    assert w4 == pytest.approx(1.52 * 4 * 1 * 2 + o_sfu)
+    assert w4 == pytest.approx(uncoal * 4 * 1 * 2 + o_sfu)
     # MWP below the block's warps: MWP - 1 = 0.5
     w_low = w_serial(info, K80, coalesced, res, 1.5, 16.0)
-    assert w_low == pytest.approx(6.07 * 0.5 * 2 + o_sfu)
+    assert w_low == pytest.approx(coal * 0.5 * 2 + o_sfu)
 
 
 def test_l2_throughput_bounds_t_mem(vec):
@@ -220,3 +224,69 @@ def test_l2_throughput_bounds_t_mem(vec):
     assert s.t_l2 == pytest.approx(lines / (15 * 0.5))
     assert s.t_mem >= s.t_l2
     assert WholeTraceEvaluator(vec, get_gpu("a100")).sample.t_l2 == 0.0
+
+
+def test_t_launch_by_hand():
+    """The launch (hms.t_launch): the empty kernel's floor, plus the blocks' dispatch where it outlasts T."""
+    from placement.hms import t_launch
+
+    h100 = get_gpu("h100")  # 3.872 us and 0.602 ns a block (variants-extra.csv) at 1974.7 MHz
+    floor = 3872.0 * 1974.7 / 1e3  # 7,646 cycles
+    dispatch = 65536 * 0.602 * 1974.7 / 1e3  # 65,536 blocks: 39.45 us = 77,907 cycles
+    assert t_launch(h100, 1, 1e6) == pytest.approx(floor)
+    assert t_launch(h100, 65536, 1e6) == pytest.approx(floor)  # the blocks' work hides their dispatch
+    assert t_launch(h100, 65536, 1000.0) == pytest.approx(floor + dispatch - 1000.0)
+    assert t_launch(K80, 65536, 10.0) == 0.0  # not in the K80's configuration
+
+
+def test_every_time_includes_the_launch(vec):
+    """T (cycles, time_ns) = Eq. 1's T_comp + T_mem - T_overlap plus t_launch, on a GPU that knows its launch; the
+    speedups are of those times."""
+    ev = WholeTraceEvaluator(vec, get_gpu("h100"))
+    s = ev.sample
+    assert s.t_launch >= 3872.0 * 1974.7 / 1e3
+    assert s.cycles == pytest.approx(s.t_comp + s.t_mem - s.t_overlap + s.t_launch)
+    assert s.time_ns == pytest.approx(s.cycles * 1e3 / 1974.7)
+    t = ev.evaluate(parse_placement("a=T", vec.info))
+    assert t.speedup == pytest.approx(s.cycles / t.target.cycles)
+    assert WholeTraceEvaluator(vec, K80).sample.t_launch == 0.0
+
+
+def test_t_mem_counts_instructions_by_hand():
+    """Eq. 17 over memory instructions: 2 warp-instructions of 32 requests each (r = 32), 48 served in the SM at
+    40 cycles and 16 off it at 500; one SM, N = 4 warps, MLP 1, MWP 4, CWP 4, MWP_peak_bw 320 requests."""
+    from types import SimpleNamespace
+
+    from placement.hms import Parallelism, Residency, t_mem
+
+    mem = SimpleNamespace(requests=64, requests_per_instruction=32.0, on_chip_requests=48, on_chip_amat=40.0,
+                          off_chip_requests=16, off_chip_amat=500.0)  # fmt: skip
+    res = Residency(total_warps=4, active_sms=1, blocks_per_sm=1, n=4, ilp=1.0, mlp=1.0)
+    par = Parallelism(inst_per_warp=1.0, itilp=1.0, w_parallel=0.0, mwp=4.0, cwp=4.0, mwp_peak_bw=320.0)
+    mt = t_mem(mem, res, par, 64.0, get_gpu("h100"))  # the path: 64 cycles for 64 requests, 1 a request
+    # off the SM: ITMLP = min(MLP x min(CWP - 1, MWP), MWP_peak_bw / r) = min(3, 10) = 3, 16 / 32 instructions
+    # in the SM: 40 cycles / (1 cycle x 32 requests) = 1.25 instructions in flight, ITMLP 1.25, 48 / 32 of them
+    assert mt.itmlp == 3.0
+    assert mt.t_mem == pytest.approx(0.5 * 500 / 3 + 1.5 * 40 / 1.25)
+    assert mt.effective_requests_per_sm == pytest.approx(0.5 / 3 + 1.5 / 1.25)
+    # one request an instruction (coalesced): the same formula with r = 1, each request at its own latency
+    mem1 = SimpleNamespace(**{**vars(mem), "requests_per_instruction": 1.0})
+    mt1 = t_mem(mem1, res, par, 64.0, get_gpu("h100"))
+    # in the SM: 40 / 1 = 40 in flight, MWP min(40, N = 4), ITMLP min(1 x min(3, 4), 40) = 3
+    assert mt1.t_mem == pytest.approx(16 * 500 / 3 + 48 * 40 / 3)
+
+
+def test_w_serial_is_not_overlapped():
+    """GPUPerf's fallback over T_comp - W_serial: the barriers a staged placement adds (O_sync, in W_serial) stay
+    in T; with W_serial overlapped as GPUPerf's Eq. 16 has it, they vanished under T_mem."""
+    from conftest import ROOT
+
+    import placement
+    from placement.models import gpuperf
+
+    e = placement.evaluate(ROOT / "configs" / "examples" / "conv1d.parquet", "k80", "in=S").target.evaluation.target
+    assert e.w_serial > 0
+    f = gpuperf.f_overlap(e.n, e.cwp, e.mwp)
+    assert e.t_overlap == pytest.approx(min((e.t_comp - e.w_serial) * f, e.t_mem))
+    assert e.t_overlap < min(e.t_comp * f, e.t_mem)
+    assert e.cycles == pytest.approx(e.t_comp + e.t_mem - e.t_overlap + e.t_launch)

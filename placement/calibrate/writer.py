@@ -51,19 +51,24 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "tex_latency": ("caches.tex_latency",),
     "const_latency": ("caches.const_latency",),
     "l2_latency": ("caches.l2_latency",),
+    "launch_1_block_us": ("compute.launch_us",),
     "dram_row_hit_ns": ("dram.row_hit_ns",),
     "dram_row_miss_ns": ("dram.row_miss_ns",),
     "dram_row_conflict_ns": ("dram.row_conflict_ns",),
 }
 """Measurement -> the configuration fields it sets. ``avg_inst_latency`` takes the FP32
 latency, as the bundled configurations do (Huang & Li's Appendix: the FP latency stands for
-the mean). ``memory.bandwidth_gbs`` stays the datasheet peak: the models apply the
+the mean). ``compute.launch_per_block_ns`` is derived from the launches of 1 and 65,536 blocks
+(:data:`LAUNCH_SPAN`). ``memory.bandwidth_gbs`` stays the datasheet peak: the models apply the
 architecture's sustained fraction to it (placement.models.params); the measured bandwidths
 are in ``[calibration.measured]``, with the sustained fraction they imply."""
 
 CACHE_SIZE_KEYS: dict[str, str] = {"l1_bytes": "l1", "l2_bytes": "l2", "const_bytes": "const", "tex_bytes": "tex"}
 """Measured capacities -> the cache string whose ways they set (sets and line as the base's;
 ``l2_bytes`` over ``l2_slices``; ``tex`` only where it is its own array)."""
+
+LAUNCH_SPAN = ("launch_1_block_us", "launch_65536_blocks_us", 65536)
+"""The two empty-kernel launches whose difference over the blocks between them gives ``compute.launch_per_block_ns``."""
 
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
 SECTIONS = ("compute", "memory", "caches", "dram")
@@ -117,6 +122,13 @@ def calibrated_tables(
             t[section][name] = round(v) if f in _INT_FIELDS else float(v)
             notes[f] = comment(m, cal)
         used.append(key)
+    one_key, many_key, blocks = LAUNCH_SPAN
+    one, many = cal.measured.get(one_key), cal.measured.get(many_key)
+    if one is not None and many is not None and many.value >= one.value and not {one_key, many_key} & drop:
+        t["compute"]["launch_per_block_ns"] = (many.value - one.value) * 1e3 / (blocks - 1)
+        notes["compute.launch_per_block_ns"] = (f"({many_key} {many.value:.3f} - {one_key} {one.value:.3f}) us / "
+                                                f"{blocks - 1} blocks: {comment(many, cal)}")  # fmt: skip
+        used.append(many_key)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
         if m is None or key in drop:
