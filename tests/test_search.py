@@ -24,6 +24,7 @@ from traces.errors import InputError
 from traces.generators import generate, names
 
 K80 = get_gpu("k80")
+TOP = 3
 # Small sizes for the micro-benchmarks, whose uncoalesced variants make 32 requests a load, and for spmv,
 # whose 7,056 legal placements at its default 2,048 rows made its exhaustive search ~5 min of CI (75 s at 512).
 SMALL = {n: [16, 16] for n in names() if n.startswith("mb")} | {
@@ -48,8 +49,8 @@ def _kernels():
 def test_search_finds_the_exhaustive_best(name):
     cols, info = generate(name, SMALL.get(name), None)
     trace = traces.Trace(**cols, info=info)
-    ex = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(strategy="exhaustive", top=3))
-    cp = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(top=3))
+    ex = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(strategy="exhaustive", top=TOP))
+    cp = solve(WholeTraceEvaluator(trace, K80), options=SearchOptions(top=TOP))
     assert ex.legal_placements == count_legal(info, K80, staging=StagingFacts(trace))
     # The surrogate sums single moves and pair terms, so a move of several objects that is better than
     # each of its parts can escape it (mb6_c on the K80: any one array to T is 8 % slower, all four 0.7 %
@@ -232,7 +233,7 @@ def test_enumerated_best_k_is_cp_sats(model, k):
 @pytest.mark.parametrize("name", ["vecadd", "conv1d", "matmul"])
 def test_rank_without_cp_sat_is_rank_with_it(name, monkeypatch):
     """The examples' ranks (vecadd's 16th place is a tie of five single moves) are the same when
-    every best-K goes to CP-SAT: every field of the JSON document."""
+    every best-K goes to CP-SAT: every field of the JSON document but the count of evaluations."""
     from placement.api import rank
 
     path = Path(__file__).resolve().parents[1] / "configs" / "examples" / f"{name}.parquet"
@@ -247,7 +248,13 @@ def test_rank_without_cp_sat_is_rank_with_it(name, monkeypatch):
     fast = rank(path, "k80", workers=1).to_dict()
     assert len(calls) == 1 and calls[0] is not None  # answered without CP-SAT
     monkeypatch.setattr(search, "_best_k_enumerated", lambda model, k, settled: None)
-    assert rank(path, "k80", workers=1).to_dict() == fast
+    slow = rank(path, "k80", workers=1).to_dict()
+    # vecadd: the two pick different members of a tie under the surrogate, as many skipped either way; the
+    # polish (step 5) then finds a different number of the best's neighbours not yet evaluated (22 or 23)
+    for doc in (fast, slow):
+        doc.pop("evaluations")
+        assert doc["surrogate"].pop("polished") >= 0
+    assert slow == fast
 
 
 class _FakeRunner:
