@@ -125,7 +125,9 @@ def terms_chart(r: RankResult) -> str:
         vals = [getattr(p.evaluation.target, key) * k / scale for _, p, _ in entries]
         ax.barh([y + (1 - j) * h for y in ys], vals, height=h, color=COLORS[key], label=name)
     totals = [p.time_ns / scale for _, p, _ in entries]
-    ax.scatter(totals, ys, marker="|", s=260, color=COLORS["time"], zorder=3, label="T = T_comp + T_mem - T_overlap")
+    launch = " + launch" if r.sample.evaluation.sample.t_launch else ""
+    ax.scatter(totals, ys, marker="|", s=260, color=COLORS["time"], zorder=3,
+               label=f"T = T_comp + T_mem - T_overlap{launch}")  # fmt: skip
     ax.set_yticks(ys, [lab for lab, _, _ in entries], fontsize=9)
     ax.set_xlabel(f"{unit} (one SM's cycles at the GPU's clock)")
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
@@ -200,7 +202,8 @@ def served_chart(r: RankResult, accesses: dict[str, int]) -> str:
 
 def _table(r: RankResult) -> str:
     head = "".join(f"<th{' class=l' if h in ('placement', 'why (first fact per object)') else ''}>{h}</th>"
-                   for h in ("#", "placement", "time", "speedup", "T_comp", "T_mem", "T_overlap", "why (first fact per object)"))  # fmt: skip
+                   for h in ("#", "placement", "time", "speedup", "T_comp", "T_mem", "T_overlap", "launch",
+                             "why (first fact per object)"))  # fmt: skip
     rows = []
     for lab, p, is_sample in _entries(r):
         t = p.evaluation.target
@@ -209,7 +212,7 @@ def _table(r: RankResult) -> str:
             f"<tr><td>{p.rank or '-'}</td><td class=l>{html.escape(p.label)}</td><td>{units.time_ns(t.time_ns)}</td>"
             f"<td>{units.speedup(p.speedup)}</td><td>{units.time_ns(t.t_comp * k)}</td>"
             f"<td>{units.time_ns(t.t_mem * k)}</td><td>{units.time_ns(t.t_overlap * k)}</td>"
-            f"<td class=l>{_prose(p.explanation.short())}</td></tr>"
+            f"<td>{units.time_ns(t.t_launch * k)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

@@ -49,6 +49,16 @@ def test_report_is_self_contained_and_complete(ranked):
     assert "The code change for #1" in html and "__shared__ float" in html
 
 
+def test_the_launch_is_a_column_where_the_gpu_knows_it():
+    """The table's launch column is each placement's t_launch (the H100's configuration has one, the K80's none)."""
+    h100 = placement.rank(MATMUL, "h100", top=3)
+    html, k80 = render(h100), render(placement.rank(MATMUL, "k80", top=3))
+    assert "<th>launch</th>" in html and "T_overlap + launch" in html and "T_overlap + launch" not in k80
+    s = h100.sample.evaluation.sample
+    assert s.t_launch >= 3872 * 1974.7 / 1e3  # the empty kernel's 3.872 us at the H100's clock, at least
+    assert f"<td>{placement.units.time_ns(s.t_launch * s.time_ns / s.cycles)}</td>" in html
+
+
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install -y chromium): no screenshot")
 def test_report_in_headless_chromium(ranked, tmp_path):
     from PIL import Image
