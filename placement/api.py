@@ -210,12 +210,13 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
 
 def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
          exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
-         progress: Callable[[int], None] | None = None, stream: str = "auto",
+         polish_budget: int | None = None, progress: Callable[[int], None] | None = None, stream: str = "auto",
          **options: Any) -> "RankResult":  # fmt: skip
     """Rank the legal placements of the trace's arrays by predicted time.
 
     The default search evaluates the sample and every single-object move exactly, lets
-    CP-SAT pick candidates under the surrogate they give and evaluates those exactly;
+    CP-SAT pick candidates under the surrogate they give and evaluates those exactly, then up to
+    ``polish_budget`` single-object changes of the best (default: as many as the single moves);
     ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
     ``hints=True`` adds the CUDA changes of the best, and names those of the top ``HINTS_CHECKED`` that cannot be
     pasted as is (``RankResult.hints_incomplete``); ``workers`` processes evaluate in
@@ -232,7 +233,7 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     g = _gpu(gpu)
     opts = model_options(**options)
     search = SearchOptions(top=top, strategy="exhaustive" if exhaustive else "cpsat", workers=workers,
-                           pair_budget=pair_budget)  # fmt: skip
+                           pair_budget=pair_budget, polish_budget=polish_budget)  # fmt: skip
     ev = _evaluator(trace, g, opts, stream)
     r = solve(ev, options=search, progress=progress)
     ctx = _Context(ev)

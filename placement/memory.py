@@ -12,10 +12,19 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import cachesim
-from .models.params import l1_tags_per_cycle_of
+
+from .catalog import model_defaults
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gpu import Gpu
+
+
+def l1_tags_per_cycle_of(gpu: Gpu) -> int:
+    """Lines the per-SM cache's tag stage resolves per cycle, one per set (``l1_tags_per_cycle`` of the
+    architecture's ``[<arch>.models]`` in configs/architectures.toml: 4 from Volta on, cited there); 0 where it has
+    none (no tag-stage bound in ``cachesim``)."""
+    v = model_defaults(gpu.arch, tuple(gpu.compute_capability)).get("l1_tags_per_cycle")
+    return int(v) if v else 0
 
 
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:

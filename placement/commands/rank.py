@@ -30,6 +30,9 @@ def add_arguments(p) -> None:
     p.add_argument("--report", metavar="OUT.html", help="also write a self-contained HTML report")
     p.add_argument("--pair-budget", type=int, default=None, metavar="N",
                    help="pairs given a pairwise surrogate term (default: 2 per object)")  # fmt: skip
+    p.add_argument("--polish-budget", type=int, default=None, metavar="N",
+                   help="exact evaluations around the best after the candidates (default: as many as the single "
+                        "moves; 0: none)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument(
@@ -60,7 +63,7 @@ def run(args) -> int:
     show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
     with _progress_bar(show) as bar:
         result = rank(args.trace, args.gpu, top=args.top, exhaustive=args.exhaustive, hints=args.hints or bool(args.report),
-                      workers=workers, pair_budget=args.pair_budget, progress=None if bar is None else bar.update, **model_kwargs(args))  # fmt: skip
+                      workers=workers, pair_budget=args.pair_budget, polish_budget=args.polish_budget, progress=None if bar is None else bar.update, **model_kwargs(args))  # fmt: skip
     if args.report:
         from traces.atomic import write_text
 

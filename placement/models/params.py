@@ -11,10 +11,8 @@ paper they come from.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gpu import Gpu
+from ..gpu import Gpu
 
 
 def model_constants(gpu: Gpu) -> dict:
@@ -41,13 +39,6 @@ def sustained_fraction_of(gpu: Gpu) -> float:
     (``dram_sustained_fraction``; 1 when the file has none)."""
     v = model_constants(gpu).get("dram_sustained_fraction")
     return float(v) if v else 1.0
-
-
-def l1_tags_per_cycle_of(gpu: Gpu) -> int:
-    """Lines the per-SM cache's tag stage resolves per cycle, one per set (``l1_tags_per_cycle``: 4 from Volta
-    on); 0 when the architecture has none (no tag-stage bound in ``cachesim``)."""
-    v = model_constants(gpu).get("l1_tags_per_cycle")
-    return int(v) if v else 0
 
 
 def l2_rate_of(gpu: Gpu) -> float | None:
