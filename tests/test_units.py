@@ -47,21 +47,21 @@ def test_time_unit_keeps_the_value(ns):
 
 
 def test_model_error_decides_what_is_a_tie():
-    assert MODEL_RATIO_ERROR == 0.145
+    assert MODEL_RATIO_ERROR == 0.172
     assert not apart(15114, 15123)  # the vecadd example's 0.06 %
-    assert apart(100.0, 115.0) and not apart(100.0, 114.0)
+    assert apart(100.0, 117.3) and not apart(100.0, 117.1)
     assert tied_with_best([1.0, 1.05, 1.1, 1.2]) == 3
 
 
 def test_notes_say_when_nothing_beats_the_sample():
     (line,) = notes(15123.0, [15114.0, 15123.0], ["a=T", "sample"])
-    assert "0.06 % faster than the sample, within 14 %" in line and "keep it" in line
+    assert "0.06 % faster than the sample, within 17 %" in line and "keep it" in line
 
 
 def test_notes_name_the_tied_placements():
-    (line,) = notes(5750.0, [1970.0, 2000.0, 2100.0, 2300.0], ["x", "y", "z", "w"])
-    # 2100 / 1970 = 1.066 is a tie, 2300 / 1970 = 1.17 is not
-    assert line.startswith("#1 to #3 are within 14 % of #1") and "2.74x to 2.92x" in line
+    (line,) = notes(5750.0, [1970.0, 2000.0, 2100.0, 2350.0], ["x", "y", "z", "w"])
+    # 2100 / 1970 = 1.066 is a tie, 2350 / 1970 = 1.19 is not
+    assert line.startswith("#1 to #3 are within 17 % of #1") and "2.74x to 2.92x" in line
     assert math.isclose(5750 / 2100, 2.738, rel_tol=1e-3)
     (line,) = notes(5750.0, [1970.0, 3000.0], ["x", "y"])
-    assert line.startswith("#1 is ahead of #2 and the sample by more than 14 %")
+    assert line.startswith("#1 is ahead of #2 and the sample by more than 17 %")
