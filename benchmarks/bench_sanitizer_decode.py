@@ -2,7 +2,8 @@
 
 Writes a record file of a vecadd-like launch (three allocations, each warp loads a[i], b[i] and stores
 v[i], full masks) with ``traces.sanitizer.records.encode``, then times reading it, decoding it into the
-contract's columns and writing the Parquet trace, after one warm-up run (numba's kernels). The GPU side
+contract's columns and writing the trace to Parquet and to an Arrow IPC file (the contract's two containers:
+``placement trace -o T.arrow``), after one warm-up run (numba's kernels). The GPU side
 (the traced launch's slowdown, device records per second) needs a GPU and is not measured here.
 
     python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 3]
@@ -53,10 +54,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        rec, out = os.path.join(d, "records.bin"), os.path.join(d, "t.parquet")
+        rec, out, ipc = os.path.join(d, "records.bin"), os.path.join(d, "t.parquet"), os.path.join(d, "t.arrow")
         record_file(rec, args.rows)
         decode(read_records(rec))  # warm-up
-        times = {"read": [], "decode": [], "write": []}
+        times = {"read": [], "decode": [], "write": [], "ipc": []}
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             rf = read_records(rec)
@@ -65,14 +66,21 @@ def main() -> None:
             t2 = time.perf_counter()
             traces.write(out, cols, info)
             t3 = time.perf_counter()
-            for key, dt in (("read", t1 - t0), ("decode", t2 - t1), ("write", t3 - t2)):
+            traces.write(ipc, cols, info)
+            t4 = time.perf_counter()
+            for key, dt in (("read", t1 - t0), ("decode", t2 - t1), ("write", t3 - t2), ("ipc", t4 - t3)):
                 times[key].append(dt)
         med = {k: statistics.median(v) for k, v in times.items()}
-        total = sum(med.values())
         print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records; medians of {args.repeat}:")
+        names = {"write": "write (validated Parquet)", "ipc": "write (validated Arrow IPC)"}
         for k, v in med.items():
-            print(f"  {k:<7} {v:7.3f} s  {args.rows / v / 1e6:6.2f} M rows/s")
-        print(f"  total   {total:7.3f} s  {args.rows / total / 1e6:6.2f} M rows/s (goal for the whole tracer: 10 M/s)")
+            print(f"  {names.get(k, k):<28} {v:7.3f} s  {args.rows / v / 1e6:6.2f} M rows/s")
+        for fmt, key in (("Parquet", "write"), ("Arrow IPC", "ipc")):
+            total = med["read"] + med["decode"] + med[key]
+            print(
+                f"  total to {fmt:<19} {total:7.3f} s  {args.rows / total / 1e6:6.2f} M rows/s "
+                "(goal for the whole tracer: 10 M/s)"
+            )
 
 
 if __name__ == "__main__":
