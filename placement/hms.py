@@ -645,8 +645,9 @@ def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) 
     requests R_c are taken as R_c / r instructions, T_c = (R_c / r) x AMAT_c / ITMLP_c, with ITMLP_c's peak
     (requests in flight the class's resource sustains) over r, in instructions as Eq. 18's MWP_peak_bw is.
     Counting each request at its full latency (as this model did before) made matvec, whose warps read 32
-    lines an instruction, 1.6-4.1x slower than measured on the H100, and an uncoalesced read 2.2-3.8x slower
-    than a coalesced one where Turing and Ampere GPUs measure 1.2-1.7x.
+    lines an instruction, 1.6-4.1x slower than measured on the H100, and matrix_sum's column walk 1.9x (RTX
+    2080 Ti) and 3.9x (A100) slower than its row walk, now 1.2x and 1.8x (issue 33: uncoalesced reads measure
+    1.2-1.7x on Turing and Ampere GPUs).
 
     The requests that leave the SM queue for the L2 and DRAM, with an ITMLP from GPUPerf's MWP (DRAM's latency
     and bandwidth); those served inside the SM leave at the load/store path's pace (T_LSU's cycles per request),
@@ -681,7 +682,7 @@ def t_overlap(model: OverlapModel | None, features: np.ndarray, parallel: float,
     for each other's memory requests, already memory time, and Hong & Kim add the synchronisation cost after
     the overlap (their Eq. 27, Exec_cycles_app + Synch_cost), where GPUPerf's Eq. 16 lets all of T_comp
     overlap. With GPUPerf's form the barriers a staged placement adds vanish under T_mem: conv1d with its
-    input staged was predicted 1-2 % slower on the H100, measured 14-19 % (h100-placements)."""
+    input staged was predicted 1-2 % slower on the H100, measured 14-29 % (h100-placements), now 13-24 %."""
     if model is not None:
         return model.t_overlap(features, parallel, memory), f"trained coefficients ({model.source or 'given'})"
     return (gpuperf.t_overlap(parallel, memory, gpuperf.f_overlap(n, par.cwp, par.mwp)),

@@ -446,7 +446,7 @@ def _polish(runner: "_Runner", dom: dict[str, list[str]], legal: Callable[[Place
     but T = T_comp + T_mem - T_overlap is not additive (each term's bound, the overlap's min, barriers that stay
     serial), so the best can differ from a candidate in one object (transpose on the K80: idata in 2T is
     slower than the sample alone and the best with odata staged; bench_rank's 12 objects at 300,000 rows:
-    371 us without the polish, 308 us after 200 evaluations, 338 us after 48, its default budget)."""
+    371 us without the polish, 331 us after 56 evaluations, its default budget, 308 us after 200)."""
     evaluated = 0
     tried: set[Placement] = set()
     while evaluated < budget:
