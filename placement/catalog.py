@@ -109,12 +109,13 @@ def arch_path() -> Path:
 
 # --- names ---------------------------------------------------------------------------
 
-_NOISE = re.compile(r"\b(nvidia|geforce)\b")
+_NOISE = re.compile(r"\b(nvidia|geforce|tesla)\b")
 
 
 def normalize(name: str) -> str:
-    """The matching key of a GPU name: lower case, without NVIDIA / GeForce and without
-    anything but letters and digits (``"GeForce RTX-3080"`` -> ``rtx3080``)."""
+    """The matching key of a GPU name: lower case, without NVIDIA / GeForce / Tesla and without
+    anything but letters and digits (``"GeForce RTX-3080"`` -> ``rtx3080``; the driver's
+    ``"Tesla V100-SXM2-32GB"`` -> ``v100sxm232gb``, an alias of ``v100-sxm2``)."""
     s = _NOISE.sub(" ", str(name).lower())
     return re.sub(r"[^a-z0-9]", "", s)
 

@@ -92,6 +92,25 @@ def test_names_are_matched_forgivingly(spelling):
     assert get_gpu(spelling).name == "rtx3080"
 
 
+@pytest.mark.parametrize(
+    "device, name",
+    [
+        ("Tesla V100-PCIE-16GB", "v100"),  # nvidia-smi / cudaGetDeviceProperties names, as the driver spells them
+        ("Tesla V100-SXM2-32GB", "v100-sxm2"),
+        ("NVIDIA A100-PCIE-40GB", "a100"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("Tesla P100-PCIE-16GB", "p100-pcie"),
+        ("Tesla T4", "t4"),
+    ],
+)
+def test_device_names_as_the_driver_gives_them(device, name):
+    """The name a profiler export or `placement calibrate` reads from the driver finds its catalog row: "Tesla"
+    is noise as "NVIDIA" and "GeForce" are, and the A100 PCIe 80GB's driver name has its words in another order."""
+    assert get_gpu(device).name == name
+
+
 def test_a_miss_says_did_you_mean():
     with pytest.raises(InputError, match=r"did you mean .*rtx4090"):
         get_gpu("rtx 4909")

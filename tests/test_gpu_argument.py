@@ -49,3 +49,10 @@ def test_a_folder_of_the_suites_name_does_not_hide_the_bundled_suite(tmp_path, m
     assert resolve_suite_path("table4") == ROOT / "configs" / "suites" / "table4.toml"
     with pytest.raises(InputError, match="empty suite name"):
         resolve_suite_path("")
+
+
+def test_gpus_with_an_empty_name_is_refused(run_cli):
+    """`placement gpus ''` listed the whole catalog, as if no name had been given."""
+    from expect import one_line
+
+    one_line(*run_cli("gpus", ""), "empty GPU name")

@@ -54,3 +54,11 @@ def test_training_on_a_trace_with_no_rows(tmp_path, run_cli):
     csv.write_text("trace,placement,measured_ns\nempty.parquet,,1000\nempty.parquet,A=T,900\n")
     one_line(*run_cli("train", csv, "--gpu", "k80", "-o", tmp_path / "c.toml"), f"{csv}", f"{p}: no rows")
     assert not (tmp_path / "c.toml").exists()
+
+
+@pytest.mark.parametrize("model", ["mwp-cwp", "gpuperf", "bsp"])
+def test_a_trace_with_no_rows_is_not_modelled(tmp_path, run_cli, model):
+    """Was: `placement model --trace` predicted a compute-only time from the metadata of a trace that recorded
+    no memory instruction (a tracer that saw nothing); now it is refused as rank and evaluate refuse it."""
+    p = _empty(tmp_path)
+    one_line(*run_cli("model", model, "--gpu", "k80", "--trace", p), f"{p}: no rows: ")

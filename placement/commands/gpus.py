@@ -46,7 +46,7 @@ def _summary(g, full_name: str, origin: str, source: str) -> dict:
 
 
 def run(args) -> int:
-    if args.name:
+    if args.name is not None:  # an empty name is refused by get_gpu, not taken for "list them all"
         from ..gpu import as_dict, get_gpu
 
         g = get_gpu(args.name)

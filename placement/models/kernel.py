@@ -257,6 +257,10 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
     from traces.codes import GLOBAL, LOCAL, READONLY, SHARED, STORE, TEXTURE1D, TEXTURE2D
 
     tr = traces.read(path)
+    if len(tr) == 0:  # as rank and evaluate refuse it (placement.api.require_rows): a tracer that recorded nothing
+        raise traces.TraceError(
+            str(path), "no rows: the trace holds no memory instruction, so there is nothing to model"
+        )
     info = tr.info
     ins = info.instructions
     warps = max(1, ins.warps)
