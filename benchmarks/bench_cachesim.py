@@ -117,19 +117,13 @@ def mixed_trace(rows: int, lo: int = 0, hi: int | None = None) -> traces.Trace:
 
 
 def k80_config() -> cachesim.HierarchyConfig:
-    """The K80's HierarchyConfig, built here from placement's GPU config (placement will own this)."""
+    """The K80's HierarchyConfig as placement builds it (``placement.memory.hierarchy_config``: its global loads
+    go straight to the L2, read-only ones through the texture cache, the L2 slices' interleave); this script
+    used to build its own and left those out."""
     from placement.gpu import get_gpu
+    from placement.memory import hierarchy_config
 
-    g = get_gpu("k80")
-    c, m, d = g.caches, g.memory, g.dram
-    dram = cachesim.DramConfig(d.row_hit_ns, d.row_miss_ns, d.row_conflict_ns, mapping=d.mapping, channels=d.channels,
-                               row_bits=d.row_bits, column_bits=d.column_bits, byte_bits=d.byte_bits)  # fmt: skip
-    return cachesim.HierarchyConfig(
-        sms=g.compute.sms, l1=c.l1, tex=c.tex, const=c.const, l2=c.l2, l2_slices=c.l2_slices, dram=dram,
-        l1_latency=c.l1_latency, tex_latency=c.tex_latency, const_latency=c.const_latency, l2_latency=c.l2_latency,
-        sector_bytes=m.sector_bytes, line_bytes=m.line_bytes, smem_banks=m.smem_banks,
-        smem_bank_bytes=m.smem_bank_bytes, issue_cycles=g.compute.issue_cycles,
-    )  # fmt: skip
+    return hierarchy_config(get_gpu("k80"))
 
 
 def bench_hierarchy(rows: int, group: int, whole: bool) -> None:
