@@ -416,7 +416,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
     on_chip += shared
     on_chip_lat += shared * gpu.memory.smem_latency
-    instructions = int(sum(int(h.instructions[SPACE_CODES[sp]]) for sp in (*OFFCHIP, "shared")))
+    instructions = int(h.instructions.sum())  # every space's: OFFCHIP's and shared memory's
     off = requests - on_chip
     off_lat = latency_sum + dram_bound * dram_lat + shared * gpu.memory.smem_latency - on_chip_lat
     return _Memory(

@@ -47,8 +47,7 @@ def launch_line(t, gpu) -> str:
     if not (c.launch_us or c.launch_per_block_ns):
         return (f"Launch: not in the {gpu.name} configuration (compute.launch_us, launch_per_block_ns): the times are "
                 "the kernel's alone; `placement calibrate` measures them on your GPU.")  # fmt: skip
-    ns = t.time_ns / t.cycles if t.cycles else 0.0
-    return (f"Launch: {units.time_ns(t.t_launch * ns)} of the sample's {units.time_ns(t.time_ns)} is the launch "
+    return (f"Launch: {units.time_ns(gpu.cycles_to_ns(t.t_launch))} of the sample's {units.time_ns(t.time_ns)} is the launch "
             f"(an empty kernel: {c.launch_us:g} µs and {c.launch_per_block_ns:g} ns a block, from the {gpu.name} "
             "configuration), in every placement's time alike.")  # fmt: skip
 
