@@ -9,9 +9,11 @@ a ``placement.gpu.Gpu``.
 - :func:`coalesce`: per warp-instruction transactions and replays (Huang & Li Sec. III-B);
 - :func:`simulate_hierarchy`: a whole trace through L1 / texture / constant / L2 to DRAM;
   :class:`HierarchyStream` the same fed a group of rows at a time, in bounded memory;
-- :func:`row_buffer`, :func:`decode`: DRAM banks, rows and row-buffer outcomes (Sec. III-C2).
+- :func:`row_buffer`, :func:`decode`: DRAM banks, rows and row-buffer outcomes (Sec. III-C2);
+- :class:`AtomicSectors`: global atomic updates per L2 sector (the hierarchy's ``atomics``).
 """
 
+from .atomics import AtomicContention, AtomicSectors
 from .cache import simulate_cache
 from .coalesce import CoalesceConfig, Coalesced, coalesce
 from .dram import DramConfig, DramResult, RowBufferStream, decode, parse_mapping, row_buffer
@@ -42,6 +44,8 @@ __all__ = [
     "REPLAY_CONST_MISS",
     "REPLAY_WORDS",
     "SPACES",
+    "AtomicContention",
+    "AtomicSectors",
     "CacheSpec",
     "CachesimError",
     "CoalesceConfig",

@@ -22,6 +22,7 @@ import numpy as np
 from traces.codes import SPACE_NAMES
 
 from . import _cache_kernels as C
+from .atomics import AtomicContention, AtomicSectors
 from . import _coalesce_kernels as Q
 from . import _hierarchy_kernels as H
 from ._coalesce_kernels import REPLAY_BANK_CONFLICT, REPLAY_CONST_DIVERGENCE, REPLAY_CONST_MISS, REPLAY_WORDS
@@ -186,6 +187,7 @@ class HierarchyResult:
     obj_requests: np.ndarray
     obj_hits: np.ndarray
     obj_misses: np.ndarray
+    atomics: AtomicContention = AtomicContention()
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -208,7 +210,7 @@ class HierarchyResult:
             l2_sectors=self.l2_sectors, dram_requests=int(self.dram_addr.shape[0]),
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
-            obj_misses=self.obj_misses,
+            obj_misses=self.obj_misses, atomics=self.atomics,
         )  # fmt: skip
 
 
@@ -232,6 +234,7 @@ class HierarchyTotals:
     obj_requests: np.ndarray
     obj_hits: np.ndarray
     obj_misses: np.ndarray
+    atomics: AtomicContention = AtomicContention()
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -367,6 +370,8 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         trace.obj,
     )
 
+    atomic = AtomicSectors(config.sector_bytes)
+    atomic.feed(trace.op, trace.space, trace.mask, trace.addr)
     cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
     out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
            np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
@@ -393,7 +398,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
-        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), **_per_object(stats),
+        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(), **_per_object(stats),
     )  # fmt: skip
 
 
@@ -458,6 +463,7 @@ class HierarchyStream:
                      np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
         self._pending = tuple(a[:0].copy() for a in self._out)
         self._rb = RowBufferStream(config.dram)
+        self._atomic = AtomicSectors(config.sector_bytes)
         self._dram_requests = 0
         self._dram_bytes = 0
         self.rows = 0
@@ -481,6 +487,7 @@ class HierarchyStream:
                 f"{self._per_wave} blocks (use simulate_hierarchy on the whole trace)",
             )  # fmt: skip
         self.rows += n
+        self._atomic.feed(cols[3], cols[4], cols[6], cols[7])
         top = int(wave.max())
         if int(wave.min()) == top and (not self._held or top == self._held_wave):
             self._held.append(cols)  # all of the open wave: nothing to walk yet
@@ -512,7 +519,8 @@ class HierarchyStream:
             lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
-            row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, **_per_object(stats),
+            row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
+            **_per_object(stats),
         )  # fmt: skip
 
     def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:

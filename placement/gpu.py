@@ -100,6 +100,11 @@ class Memory:
     tex1d_max_elems: int
     tex2d_max_width: int
     tex2d_max_height: int
+    l2_atomic_interval_ns: float = 0.0
+    """The time between two global atomic updates of one 32-B sector at the L2, in ns (a warp-instruction's
+    lanes in the sector are one update; 0: not known). A kernel lasts at least its most-updated sector's
+    updates times this (``placement.hms.t_atomic``); ``placement calibrate`` measures it with every thread
+    of the GPU adding to one counter."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "max_regs_per_thread": (1, 255),
     "launch_us": _NONNEG,
     "launch_per_block_ns": _NONNEG,
+    "l2_atomic_interval_ns": _NONNEG,
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}

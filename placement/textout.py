@@ -165,6 +165,7 @@ def evaluation_text(r: EvaluationResult) -> str:
         ["T_comp", tm(s.t_comp), tm(t.t_comp)],
         ["T_mem", tm(s.t_mem), tm(t.t_mem)],
         ["T_overlap", tm(s.t_overlap), tm(t.t_overlap)],
+        *([["T_atomic (busiest L2 sector)", tm(s.t_atomic), tm(t.t_atomic)]] if s.t_atomic or t.t_atomic else []),
         ["issued instructions", cnt(s.issued_instructions), cnt(t.issued_instructions)],
         ["addressing delta", cnt(s.addressing_delta), cnt(t.addressing_delta)],
         *[[f"replays: {c}", cnt(s.replays[c]), cnt(t.replays[c])] for c in t.replays],

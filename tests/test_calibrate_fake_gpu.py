@@ -237,6 +237,9 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     # the launch: the 1-block empty kernel's 3.9 us, and (6.3 - 3.9) us over the 65,535 blocks between 1 and 65,536
     assert cfg.compute.launch_us == pytest.approx(3.9)
     assert cfg.compute.launch_per_block_ns == pytest.approx((6.3 - 3.9) * 1e3 / 65535)
+    # atomics on one address: the simulated GPU's 1e6 adds per ms, 1 G/s, so a warp's update every 32 ns
+    assert m["atomic_global_same_gops"] == pytest.approx(1.0)
+    assert cfg.memory.l2_atomic_interval_ns == pytest.approx(32.0)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

@@ -399,6 +399,7 @@ def test_missing_key_is_named(tmp_path, name, key, qualified):
         ("v100", "l2_slice_bytes", "0", "caches.l2_slice_bytes", "must be > 0"),
         ("h100", "launch_us", "-1", "compute.launch_us", "must be in [0, "),
         ("h100", "launch_per_block_ns", "-0.6", "compute.launch_per_block_ns", "must be in [0, "),
+        ("h100", "l2_atomic_interval_ns", "-11.84", "memory.l2_atomic_interval_ns", "must be in [0, "),
     ],
 )
 def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, words):

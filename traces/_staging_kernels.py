@@ -489,6 +489,14 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                 if op[i] != LOAD:
                     _grow(wbox[s], j, box)
                 used = max(used, j + 1)
+        # a privatized 1D tile starts at the object's first element where the block's elements fit the tile from
+        # there, as the hint's code has it (bins_first = 0: zero and add back the whole array, the histogram
+        # idiom), not at the block's first touched element: its write-back then covers whole sectors
+        for s in range(ns):
+            if plan[s, P_WB] == WB_ATOMIC and plan[s, P_NCOLS] <= 0:
+                for j in range(n_windows):
+                    if rbox[s, j, R1] >= rbox[s, j, R0] and rbox[s, j, C1] < plan[s, P_PITCH]:
+                        rbox[s, j, C0] = 0
         # each warp of the block, in program order
         t = pos
         for w in range(wpb):

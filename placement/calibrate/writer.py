@@ -70,6 +70,10 @@ CACHE_SIZE_KEYS: dict[str, str] = {"l1_bytes": "l1", "l2_bytes": "l2", "const_by
 LAUNCH_SPAN = ("launch_1_block_us", "launch_65536_blocks_us", 65536)
 """The two empty-kernel launches whose difference over the blocks between them gives ``compute.launch_per_block_ns``."""
 
+ATOMIC_SAME = "atomic_global_same_gops"
+"""Every thread of the GPU adding to one global counter, in G adds per second: each warp-instruction is one
+update of one sector, so ``memory.l2_atomic_interval_ns`` = warp size / this (``placement.hms.t_atomic``)."""
+
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
 SECTIONS = ("compute", "memory", "caches", "dram")
 
@@ -129,6 +133,12 @@ def calibrated_tables(
         notes["compute.launch_per_block_ns"] = (f"({many_key} {many.value:.3f} - {one_key} {one.value:.3f}) us / "
                                                 f"{blocks - 1} blocks: {comment(many, cal)}")  # fmt: skip
         used.append(many_key)
+    atom = cal.measured.get(ATOMIC_SAME)
+    if atom is not None and atom.value > 0 and ATOMIC_SAME not in drop:
+        t["memory"]["l2_atomic_interval_ns"] = base.compute.warp_size / atom.value
+        notes["memory.l2_atomic_interval_ns"] = (f"{base.compute.warp_size} lanes / {ATOMIC_SAME} {atom.value:.4g} G/s "
+                                                 f"(a warp-instruction on one address is one update): {comment(atom, cal)}")  # fmt: skip
+        used.append(ATOMIC_SAME)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
         if m is None or key in drop:
