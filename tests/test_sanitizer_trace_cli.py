@@ -48,7 +48,7 @@ def test_missing_nvcc_and_sanitizer_say_how_to_get_them(tmp_path, capsys, monkey
         ([], "no program to run"),
         (["--ctas", "x", "--", "true"], "--ctas 'x'"),
         (["--max-rows", "0", "--", "true"], "--max-rows must be at least 1"),
-        (["--time", "--", "true"], "--time is not implemented yet"),
+        (["--time", "--time-runs", "0", "--", "true"], "--time-runs must be at least 1"),
     ],
 )
 def test_bad_options(tmp_path, capsys, argv, message):
@@ -58,6 +58,13 @@ def test_bad_options(tmp_path, capsys, argv, message):
 
 STAND_IN = """
 import os, sys
+if "PLACEMENT_TRACE_TIME_OUT" in os.environ:  # placement trace --time: the timing runs
+    out = os.environ["PLACEMENT_TRACE_TIME_OUT"]
+    k = int(os.path.basename(out)[4:-4])
+    assert "PLACEMENT_TRACE_OUT" not in os.environ and "PLACEMENT_TRACE_PATCHES" not in os.environ
+    if k < len({times!r}):
+        open(out, "w").write({times!r}[k] + "\\t" + os.environ["PLACEMENT_TRACE_KERNEL"] + "\\n")
+    sys.exit(0)
 names = open(os.environ["PLACEMENT_TRACE_LAUNCHES"], "a")
 for line in {launches!r}:
     names.write(line + "\\n")
@@ -69,14 +76,20 @@ sys.exit({code})
 
 
 def _stand_in(
-    tmp_path, monkeypatch, code=0, launches=("_Z6vecaddPfPKfS1_i\tvecadd(float*, float const*, float const*, int)",)
+    tmp_path,
+    monkeypatch,
+    code=0,
+    launches=("_Z6vecaddPfPKfS1_i\tvecadd(float*, float const*, float const*, int)",),
+    times=(),
 ):
     monkeypatch.setattr(build, "driver_problem", lambda: None)
     monkeypatch.setattr(build, "build", lambda tc=None: (tmp_path / "lib.so", tmp_path / "patches.fatbin"))
     rec = tmp_path / "rec.bin"
     rec.write_bytes(encode(_launch(), ALLOCS, _accesses()))
     script = tmp_path / "app.py"
-    script.write_text(textwrap.dedent(STAND_IN.format(launches=list(launches), records=str(rec), code=code)))
+    script.write_text(
+        textwrap.dedent(STAND_IN.format(launches=list(launches), records=str(rec), code=code, times=list(times)))
+    )
     return [sys.executable, str(script)]
 
 
@@ -107,3 +120,33 @@ def test_several_kernels_need_kernel(tmp_path, capsys, monkeypatch):
     assert "launches 2 kernels; pick one with --kernel" in _err(capsys) and not out.exists()
     assert main(["trace", "-o", str(out), "--kernel", "vecadd", "--launch", "1", "--", *app]) == 2
     assert "--launch 1: the chosen kernel was launched 1 time" in _err(capsys)
+
+
+def test_time_stores_the_median_of_the_timing_runs(tmp_path, capsys, monkeypatch):
+    # three uninstrumented runs time the launch at 12, 10 and 11 us: the trace's measured time is the median,
+    # on the device the timing run named (the stand-in names the kernel it was asked to time: the traced
+    # launch's mangled name)
+    app = _stand_in(tmp_path, monkeypatch, times=("0.012", "0.010", "0.011"))
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--time", "--time-runs", "3", "--json", "--", *app]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["measured_ns"] == pytest.approx(11000.0)
+    info = traces.read_info(out)
+    assert info.measured.time_ns == pytest.approx(11000.0) and info.measured.gpu == "_Z6vecaddPfPKfS1_i"
+    assert info.source["measured"]["times_ms"] == [0.012, 0.010, 0.011] and info.source["measured"]["runs"] == 3
+
+
+def test_time_without_a_time_is_one_line(tmp_path, capsys, monkeypatch):
+    # the timing run never reaches the launch (no file written): exit 2, nothing written
+    app = _stand_in(tmp_path, monkeypatch, times=())
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--time", "--", *app]) == 2
+    assert "the timing run did not reach the traced launch" in _err(capsys) and not out.exists()
+
+
+def test_measured_device_takes_its_catalog_name():
+    from placement.commands.trace import measured_time
+
+    m = measured_time([0.02, 0.01], "NVIDIA H100 80GB HBM3")
+    assert m.time_ns == pytest.approx(15000.0) and m.gpu == "h100"
+    assert measured_time([1.0], "Some Future GPU").gpu == "Some Future GPU"

@@ -3,7 +3,8 @@
   placement import accelsim DIR|FILE -o T.parquet [--kernel N]
   placement import nvbit LOG -o T.parquet [--launch N]
   placement import porple FILE -o T.parquet
-  placement import sanitizer RECORDS -o T.parquet [--ctas SPEC] [--max-rows N]   (placement trace --keep-records)
+  placement import sanitizer RECORDS -o T.parquet [--ctas SPEC] [--max-rows N] [--cubin FILE]
+                                                                (placement trace --keep-records)
 
 Objects come from --objects FILE.toml (which wins), from the MemcpyHtoD lines of
 kernelslist.g, and otherwise from the addresses each instruction touches.
@@ -63,6 +64,8 @@ def add_arguments(p) -> None:
         "--ctas", metavar="SPEC", help="the blocks the records hold, as --ctas was given (kept in the metadata)"
     )
     z.add_argument("--max-rows", type=int, metavar="N", help="keep the first N warp-level memory instructions")
+    z.add_argument("--cubin", metavar="FILE", help="the kernel's module (placement trace keeps it): instruction "
+                   "totals and seq from its SASS (nvdisasm)")  # fmt: skip
     common(z, skip=False)
 
 
@@ -76,7 +79,7 @@ def run(args) -> int:
     objects = load_objects_toml(args.objects) if args.objects else ()
     t0 = time.perf_counter()
     option = {"accelsim": "kernel", "nvbit": "launch"}.get(args.format)
-    more = {"ctas": args.ctas, "max_rows": args.max_rows} if args.format == "sanitizer" else {}
+    more = {"ctas": args.ctas, "max_rows": args.max_rows, "cubin": args.cubin} if args.format == "sanitizer" else {}
     cols, info = import_trace(
         args.format,
         args.path,

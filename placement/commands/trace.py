@@ -1,7 +1,7 @@
 """Trace one launch of a real CUDA program (NVIDIA's Compute Sanitizer API, no NVBit).
 
   placement trace -o T.parquet [--kernel NAME|REGEX] [--launch N] [--ctas SPEC] [--max-rows N]
-                  [--objects FILE.toml] -- PROGRAM [ARGS...]
+                  [--objects FILE.toml] [--time [--time-runs N]] -- PROGRAM [ARGS...]
 
 Runs PROGRAM with an injection library (CUDA_INJECTION64_PATH) that records every global, shared
 and local memory instruction of the chosen launch, one row per warp, and writes one trace in the
@@ -9,8 +9,12 @@ contract (objects from the allocations the launch touches, named after the kerne
 parameters). The launch: the N-th (--launch, from 0) launch of the kernel --kernel names (its
 name, demangled name or a regex), by default the first launch of the program's only kernel.
 --ctas 0-63, 0,5,9-12 or waves=2 records a subset of blocks; --max-rows stops recording after N.
+--time runs the program again (--time-runs N times) with nothing patched and a CUDA event pair
+around the same launch, and stores the median as the trace's measured time.
 The library is built on first use (nvcc and the sanitizer API: pip install 'gpu-placement[trace]').
-Needs a CUDA GPU; the program's exit code and stderr pass through. Not yet run on a GPU (README).
+Instruction totals and seq come from the kernel's SASS (nvdisasm of the module the library keeps;
+traces.sanitizer.sass), memory-only where nvdisasm is absent. Needs a CUDA GPU; the program's exit
+code and stderr pass through. Not yet run on a GPU (README).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 from traces.errors import InputError
 
@@ -44,9 +49,15 @@ def add_arguments(p) -> None:
     p.add_argument("--ctas", metavar="SPEC", help="blocks to record: 0-63, 0,5,9-12 or waves=W (default all)")
     p.add_argument("--max-rows", type=int, metavar="N", help="stop recording after N warp-level memory instructions")
     p.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name objects")
-    p.add_argument("--time", action="store_true", help="also time the launch uninstrumented (not implemented yet)")
+    p.add_argument("--time", action="store_true", help="also time the launch uninstrumented (a second run of the "
+                   "program, a CUDA event pair around the launch): the trace's measured time")  # fmt: skip
+    p.add_argument("--time-runs", type=int, default=1, metavar="N",
+                   help="with --time: run the program N times and take the median (default 1)")  # fmt: skip
     p.add_argument(
-        "--keep-records", metavar="FILE", help="also keep the raw record file (placement import sanitizer reads it)"
+        "--keep-records",
+        metavar="FILE",
+        help="also keep the raw record file (placement import sanitizer reads it) "
+        "and the kernel's module as FILE.cubin",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document describing the result")
     p.add_argument("program", nargs="*", metavar="-- PROGRAM [ARGS...]", help="the program to run and its arguments")
@@ -62,8 +73,8 @@ def _check_args(args) -> list[str]:
         raise InputError(f"--launch must be 0 or more, got {args.launch}")
     if args.max_rows is not None and args.max_rows < 1:
         raise InputError(f"--max-rows must be at least 1, got {args.max_rows}")
-    if args.time:
-        raise InputError("--time is not implemented yet (issue 32): time the launch with nsys or ncu meanwhile")
+    if args.time_runs < 1:
+        raise InputError(f"--time-runs must be at least 1, got {args.time_runs}")
     return program
 
 
@@ -73,6 +84,83 @@ def _launches(path: str) -> list[tuple[str, str]]:
             return [tuple(line.rstrip("\n").split("\t", 1)) for line in f if "\t" in line]  # type: ignore[misc]
     except FileNotFoundError:
         return []
+
+
+def _run_program(program: list[str], env: dict) -> int:
+    """The program's exit code (stdin, stdout and stderr pass through); InputError when it cannot start."""
+    try:
+        return subprocess.run(program, check=False, env=env).returncode
+    except OSError as exc:
+        raise InputError(f"cannot run {program[0]}: {exc.strerror or exc}") from None
+
+
+def _failed(program: list[str], rc: int, what: str) -> str:
+    how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exited with {rc}"
+    return f"{program[0]} {how}{what}"
+
+
+def read_timing(path: str, program: str) -> tuple[float, str]:
+    """(milliseconds, device name) of a timing run's file (inject.cpp: "<ms>\\t<device>")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            line = f.readline().rstrip("\n")
+    except FileNotFoundError:
+        line = ""
+    ms, _, device = line.partition("\t")
+    try:
+        value = float(ms)
+    except ValueError:
+        raise InputError(f"{program}: the timing run did not reach the traced launch (no time written)") from None
+    if not value >= 0 or value == float("inf"):
+        raise InputError(f"{program}: the timing run wrote an impossible time {ms!r} ms")
+    return value, device.strip() or "unknown"
+
+
+def measured_time(times_ms: list[float], device: str):
+    """The trace's measured sample time: the median of the timing runs, on the device the driver named (its
+    catalog name where the catalog knows it)."""
+    import statistics
+
+    from traces.schema import Measured
+
+    from ..catalog import find
+
+    entry = find(device)
+    return Measured(statistics.median(times_ms) * 1e6, entry.name if entry else device)
+
+
+def _time_launch(program: list[str], env: dict, runs: int, folder: str) -> tuple[list[float], str]:
+    """Run the program ``runs`` times in timing mode (inject.cpp: nothing patched, an event pair around the
+    chosen launch); the launch's times in ms and the device's name."""
+    times, device = [], "unknown"
+    for k in range(runs):
+        out = os.path.join(folder, f"time{k}.txt")
+        rc = _run_program(program, dict(env, PLACEMENT_TRACE_TIME_OUT=out))
+        if rc == TRACER_FAILED:
+            raise InputError(f"the tracer failed while timing {program[0]} (its message is above)")
+        if rc != 0:
+            raise InputError(_failed(program, rc, f" in timing run {k + 1} of {runs}; no trace written"))
+        ms, device = read_timing(out, program[0])
+        times.append(ms)
+    return times, device
+
+
+def _kernel_sass(folder: str, mangled: str):
+    """(the kernel's SASS function, its cubin) from the modules the injection library kept; (None, None) with
+    a warning where nvdisasm is missing or no module holds the kernel (the totals are then memory-only)."""
+    from traces.sanitizer import sass
+
+    cubins = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".cubin"))
+    exe = sass.find_nvdisasm()
+    if exe is None:
+        log.warning("nvdisasm not found (pip install nvidia-cuda-nvdisasm): instruction totals are memory-only")
+        return None, None
+    for c in cubins:
+        fn = sass.kernel_function([c], mangled, exe)
+        if fn is not None:
+            return fn, c
+    log.warning("no loaded module holds %s's SASS: instruction totals are memory-only", mangled)
+    return None, None
 
 
 def run(args) -> int:
@@ -97,40 +185,46 @@ def run(args) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="placement-trace-") as d:
         records, launches = os.path.join(d, "records.bin"), os.path.join(d, "launches.txt")
+        cubins = os.path.join(d, "cubins")
+        os.mkdir(cubins)
         env = dict(os.environ, CUDA_INJECTION64_PATH=str(lib), PLACEMENT_TRACE_PATCHES=str(fatbin),
                    PLACEMENT_TRACE_OUT=records, PLACEMENT_TRACE_LAUNCHES=launches,
-                   PLACEMENT_TRACE_LAUNCH=str(args.launch or 0))  # fmt: skip
+                   PLACEMENT_TRACE_LAUNCH=str(args.launch or 0), PLACEMENT_TRACE_CUBIN_DIR=cubins)  # fmt: skip
         for key, value in (("PLACEMENT_TRACE_KERNEL", args.kernel), ("PLACEMENT_TRACE_CTAS", ctas.env() if ctas else None),
                            ("PLACEMENT_TRACE_MAX_ROWS", args.max_rows)):  # fmt: skip
             if value is not None:
                 env[key] = str(value)
             else:
                 env.pop(key, None)
-        try:
-            rc = subprocess.run(program, check=False, env=env).returncode  # stdin, stdout and stderr pass through
-        except OSError as exc:
-            raise InputError(f"cannot run {program[0]}: {exc.strerror or exc}") from None
+        rc = _run_program(program, env)
         if rc == TRACER_FAILED:
             raise InputError(f"the tracer failed while running {program[0]} (its message is above)")
         if rc != 0:
-            what = (
-                f"killed by {signal.Signals(-rc).name}"
-                if rc < 0 and -rc in signal.valid_signals()
-                else f"exited with {rc}"
-            )
-            print(f"placement trace: {program[0]} {what}; no trace written", file=sys.stderr)
+            print(f"placement trace: {_failed(program, rc, '; no trace written')}", file=sys.stderr)
             return 128 - rc if rc < 0 else rc
         names = _launches(launches)
         chosen = select_launch(names, args.kernel, args.launch)  # errors: no kernel, several kernels, --launch N
         if os.path.getsize(records) <= 16:
             raise InputError(f"{program[0]}: launch {chosen} ({names[chosen][1]}) was not recorded")
-        cols, info = decode(read_records(records), objects=objects, ctas=args.ctas, max_rows=args.max_rows)
+        rf = read_records(records)
+        fn, cubin = _kernel_sass(cubins, rf.launch.name)
+        cols, info = decode(rf, objects=objects, ctas=args.ctas, max_rows=args.max_rows, sass_fn=fn)
+        if args.time:
+            timing_env = {k: v for k, v in env.items() if not k.startswith("PLACEMENT_TRACE_")}
+            timing_env.update(PLACEMENT_TRACE_KERNEL=rf.launch.name, PLACEMENT_TRACE_LAUNCH=str(args.launch or 0))
+            times, device = _time_launch(program, timing_env, args.time_runs, d)
+            info = replace(info, measured=measured_time(times, device),
+                           source=dict(info.source, measured={"runs": len(times), "times_ms": times, "device": device,
+                                                              "method": "CUDA events around the launch, uninstrumented "
+                                                              "run (placement trace --time)"}))  # fmt: skip
         traces.write(args.output, cols, info)
         if args.keep_records:
             from traces.atomic import atomic_path
 
-            with atomic_path(args.keep_records) as tmp, open(records, "rb") as src, open(tmp, "wb") as dst:
-                dst.write(src.read())
+            keep = [(records, args.keep_records)] + ([(cubin, args.keep_records + ".cubin")] if cubin else [])
+            for src_path, dst_path in keep:
+                with atomic_path(dst_path) as tmp, open(src_path, "rb") as src, open(tmp, "wb") as dst:
+                    dst.write(src.read())
     dt = time.perf_counter() - t0
     rows = int(cols["cta"].shape[0])
     doc = {
@@ -145,6 +239,7 @@ def run(args) -> int:
         "max_rows_reached": info.source["max_rows_reached"],
         "unknown_rows": info.source["unknown_rows"],
         "estimated": info.source["estimated"],
+        "measured_ns": info.measured.time_ns if info.measured else None,
         "seconds": round(dt, 3),
     }
     if args.json:
@@ -160,5 +255,11 @@ def run(args) -> int:
         )
     if doc["unknown_rows"]:
         print(f"{doc['unknown_rows']:,} rows touch no allocation (obj -1)")
+    if info.measured:
+        from ..units import time_ns
+
+        runs = info.source["measured"]["runs"]
+        print(f"measured: {time_ns(info.measured.time_ns)} on {info.measured.gpu} "
+              f"({'median of ' + plural(runs, 'run') if runs > 1 else 'one run'}, uninstrumented)")  # fmt: skip
     print("estimated: " + ", ".join(doc["estimated"]))
     return 0

@@ -8,7 +8,10 @@ Vectorized over the access records (numpy structured arrays, no per-row Python):
   block's window (the launch record's ``shared_base`` subtracted; inactive lanes 0);
 - ``seq``: the position among the warp's memory instructions, in record order (the records
   hold no other instructions): estimated, and ``source`` says so, as the NVBit importer does;
-  the instruction totals count the memory instructions only;
+  the instruction totals count the memory instructions only. Given the kernel's SASS
+  (``sass_fn``: nvdisasm of the cubin the injection library keeps), both come from it
+  instead (``traces.sanitizer.sass``: every basic block's executions, ``seq`` in the warp's
+  instruction stream);
 - objects: every allocation that global accesses touch is an object (its base and size),
   named after the kernel's pointer parameter holding its base (``arg0``, ``arg1``, ... by the
   parameter's index; ``param@OFFSET`` when the driver gave no parameter list), else
@@ -53,6 +56,7 @@ log = logging.getLogger(__name__)
 # value, an atomic that only writes (a reduction).
 VALID_FLAGS = (F_READ, F_WRITE, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_WRITE)
 SEQ_NOTE = "position among the warp's memory instructions (the records hold no other instructions)"
+SASS_SEQ_NOTE = "position in the warp's instruction stream, estimated from the kernel's SASS (traces.sanitizer.sass)"
 
 
 def demangle(name: str) -> str:
@@ -154,8 +158,9 @@ def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
 
 
 def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
-           max_rows: int | None = None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
-    """The trace of the launch a record file holds (module docstring)."""
+           max_rows: int | None = None, sass_fn=None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
+    """The trace of the launch a record file holds (module docstring). ``sass_fn``, the kernel's
+    :class:`.sass.SassFunction` (nvdisasm of its module's cubin), gives the instruction totals and ``seq``."""
     L = rf.launch
     problem = launch_problem(L.grid, L.block)
     if problem:
@@ -196,7 +201,14 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
             raise RecordError(rf.path, int(rf.access_records[i]), "shared address beyond the 32-bit shared window")
     cta = acc["cta"].astype(np.int32)
     warp = acc["warp"].astype(np.int32)
-    seq, warps = _seq(cta.astype(np.int64) * wpb + warp)
+    key = cta.astype(np.int64) * wpb + warp
+    seq, warps = _seq(key)
+    counts = None
+    if sass_fn is not None:
+        from .sass import sass_counts
+
+        counts = sass_counts(sass_fn, acc["pc"].astype(np.int64), key, warps, where=str(rf.path))
+        seq = counts.seq
     lo = np.zeros(n, np.uint64)
     hi = np.zeros(n, np.uint64)
     if n:
@@ -228,8 +240,13 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         "launch": L.launch,
         "mangled": L.name,
         "estimated": ["seq", "instructions"],
-        "seq": SEQ_NOTE,
-        "instructions": "memory instructions only (no SASS counts)",
+        "seq": SEQ_NOTE if counts is None else SASS_SEQ_NOTE,
+        "instructions": "memory instructions only (no SASS counts)"
+        if counts is None
+        else (
+            f"nvdisasm of the module's cubin: {counts.counted} basic blocks counted from the records, "
+            f"{counts.estimated} estimated (traces.sanitizer.sass)"
+        ),
         "ctas": ctas or "all",
         "rows_recorded": rf.rows_written,
         "rows_without_lanes": empty_rows,
@@ -243,7 +260,7 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         grid=L.grid,
         block=L.block,
         objects=tuple(objs),
-        instructions=Instructions(executed=n, warps=warps, ldst=n),
+        instructions=Instructions(executed=n, warps=warps, ldst=n) if counts is None else counts.instructions,
         regs_per_thread=L.regs,
         smem_per_block=L.static_smem + L.dynamic_smem,
         source=source,
@@ -253,8 +270,15 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
 
 
 def import_sanitizer(path, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
-                     max_rows: int | None = None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
-    """Read a record file and decode it (module docstring)."""
+                     max_rows: int | None = None, cubin=None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
+    """Read a record file and decode it (module docstring); ``cubin``: the kernel's module, whose SASS gives the
+    instruction totals and ``seq``."""
     from .records import read_records
 
-    return decode(read_records(path), objects=objects, ctas=ctas, max_rows=max_rows)
+    rf = read_records(path)
+    fn = None
+    if cubin is not None:
+        from .sass import cubin_function
+
+        fn = cubin_function(cubin, rf.launch.name)
+    return decode(rf, objects=objects, ctas=ctas, max_rows=max_rows, sass_fn=fn)

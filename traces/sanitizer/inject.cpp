@@ -9,6 +9,10 @@
 // (traces/sanitizer/records.py) at PLACEMENT_TRACE_OUT: launch record, allocations, the access records a drain
 // thread copies out of the ring as it fills, and the end record. Every launch's name goes to
 // PLACEMENT_TRACE_LAUNCHES (one "mangled<TAB>demangled" line each) so the command can list them.
+// Timing mode (PLACEMENT_TRACE_TIME_OUT set, `placement trace --time`): nothing is patched or recorded; the
+// chosen launch is timed with a pair of CUDA events on its stream (recorded in the launch-begin and launch-end
+// callbacks) and "<ms>\t<device name>" written there. Driver calls made from inside a callback re-enter it on
+// the same thread: those calls return at once (t_inside).
 // NOT YET RUN ON A GPU (README, "Trace your own kernel").
 #include <cuda.h>
 #include <cxxabi.h>
@@ -90,6 +94,10 @@ FILE* g_out = nullptr;
 std::thread g_drain;
 std::atomic<bool> g_stop{false};
 std::string g_patches;
+bool g_time_mode = false;  // PLACEMENT_TRACE_TIME_OUT: time the chosen launch, patch nothing
+bool g_timing = false;
+CUevent g_ev0 = nullptr, g_ev1 = nullptr;
+thread_local bool t_inside = false;  // in a callback on this thread: a nested one (our own driver calls) returns
 
 const char* env(const char* name, const char* dflt = nullptr) {
     const char* v = getenv(name);
@@ -173,6 +181,16 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     const uint64_t index = g_seen++;
     if (g_done || !matches(env("PLACEMENT_TRACE_KERNEL"), mangled, demangled)) return;
     if (g_matched++ != strtoull(env("PLACEMENT_TRACE_LAUNCH", "0"), nullptr, 10)) return;
+    if (g_time_mode) {  // the launch's events: start now, on its stream, before the kernel is queued
+        g_done = true;
+        auto create = driver_fn<CUresult (*)(CUevent*, unsigned)>("cuEventCreate");
+        auto record = driver_fn<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
+        if (!create || !record || create(&g_ev0, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+            create(&g_ev1, CU_EVENT_DEFAULT) != CUDA_SUCCESS || record(g_ev0, ld->stream) != CUDA_SUCCESS)
+            die("cuEventCreate / cuEventRecord for --time", 0);
+        g_timing = true;
+        return;
+    }
     g_done = g_active = true;
 
     // state and ring in pinned host memory that the device reaches (the launch's context)
@@ -265,7 +283,24 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     g_drain = std::thread(drain);
 }
 
+void end_timing(Sanitizer_LaunchData* ld) {
+    g_timing = false;
+    auto record = driver_fn<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
+    auto sync = driver_fn<CUresult (*)(CUevent)>("cuEventSynchronize");
+    auto elapsed = driver_fn<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
+    auto name = driver_fn<CUresult (*)(char*, int, CUdevice)>("cuDeviceGetName");
+    float ms = 0;
+    if (!record || !sync || !elapsed || record(g_ev1, ld->stream) != CUDA_SUCCESS || sync(g_ev1) != CUDA_SUCCESS ||
+        elapsed(&ms, g_ev0, g_ev1) != CUDA_SUCCESS)
+        die("cuEventRecord / cuEventElapsedTime for --time", 0);
+    char device[256] = "unknown";
+    if (name) name(device, sizeof device, ld->device);
+    fprintf(g_out, "%.6f\t%s\n", ms, device);
+    fflush(g_out);
+}
+
 void end_launch(Sanitizer_LaunchData* ld) {
+    if (g_timing) return end_timing(ld);
     if (!g_active) return;
     g_active = false;
     CHECK(sanitizerStreamSynchronize(ld->hStream));
@@ -277,7 +312,14 @@ void end_launch(Sanitizer_LaunchData* ld) {
     fflush(g_out);
 }
 
+struct Inside {  // marks this thread as in a callback for the callback's duration
+    Inside() { t_inside = true; }
+    ~Inside() { t_inside = false; }
+};
+
 void SANITIZERAPI callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
+    if (t_inside) return;  // a driver call of our own, from inside a callback
+    Inside inside;
     std::lock_guard<std::mutex> lock(g_mutex);
     if (domain == SANITIZER_CB_DOMAIN_RESOURCE) {
         if (cbid == SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC) {
@@ -287,6 +329,7 @@ void SANITIZERAPI callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
             g_allocs.erase(((const Sanitizer_ResourceMemoryData*)data)->address);
         } else if (cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED) {
             auto* m = (const Sanitizer_ResourceModuleData*)data;
+            if (g_time_mode) return;  // timed as the program runs: nothing patched
             if (const char* dir = env("PLACEMENT_TRACE_CUBIN_DIR")) {  // for nvdisasm
                 char path[4096];
                 snprintf(path, sizeof path, "%s/module-%p.cubin", dir, (void*)m->module);
@@ -336,22 +379,26 @@ void SANITIZERAPI callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
 }  // namespace
 
 extern "C" int InitializeInjection() {
-    const char* out = env("PLACEMENT_TRACE_OUT");
+    const char* timed = env("PLACEMENT_TRACE_TIME_OUT");
+    const char* out = timed ? timed : env("PLACEMENT_TRACE_OUT");
     const char* patches = env("PLACEMENT_TRACE_PATCHES");
-    if (!out || !patches) {
-        fprintf(stderr, "placement trace: PLACEMENT_TRACE_OUT and PLACEMENT_TRACE_PATCHES must be set\n");
+    if (!out || (!patches && !timed)) {
+        fprintf(stderr, "placement trace: PLACEMENT_TRACE_OUT and PLACEMENT_TRACE_PATCHES (or PLACEMENT_TRACE_TIME_OUT) must be set\n");
         _exit(86);
     }
-    g_patches = patches;
-    g_out = fopen(out, "wb");
+    g_time_mode = timed != nullptr;
+    g_patches = patches ? patches : "";
+    g_out = fopen(out, timed ? "w" : "wb");
     if (!g_out) {
         fprintf(stderr, "placement trace: cannot write %s\n", out);
         _exit(86);
     }
-    const char magic[8] = {'P', 'L', 'S', 'N', 'T', 'R', 'C', 0};
-    uint32_t version[2] = {1, 16};
-    fwrite(magic, 8, 1, g_out);
-    fwrite(version, sizeof version, 1, g_out);
+    if (!g_time_mode) {
+        const char magic[8] = {'P', 'L', 'S', 'N', 'T', 'R', 'C', 0};
+        uint32_t version[2] = {1, 16};
+        fwrite(magic, 8, 1, g_out);
+        fwrite(version, sizeof version, 1, g_out);
+    }
     Sanitizer_SubscriberHandle handle;
     CHECK(sanitizerSubscribe(&handle, callback, nullptr));
     CHECK(sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RESOURCE));

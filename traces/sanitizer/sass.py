@@ -1,0 +1,236 @@
+"""A traced kernel's instruction totals and ``seq`` from its SASS (nvdisasm of the module's cubin).
+
+The sanitizer's device callbacks see memory instructions only, so a trace decoded from the
+records alone counts those (``decode``: "memory instructions only"). The module's cubin,
+which the injection library writes at load time (``PLACEMENT_TRACE_CUBIN_DIR``), holds the
+rest: ``nvdisasm -c`` lists every instruction of the kernel with its byte offset, the offset
+the records' ``pc`` holds (the function's start subtracted, ``inject.cpp``).
+
+- **Basic blocks.** A block starts at the function's first instruction, at every label
+  (``.L_x_N:``, a branch target) and after every instruction that ends one (control flow
+  and barriers, ``importers.opcodes``' ``ends_block``); the padding after the last ``EXIT``
+  (a branch to itself and NOPs) is left out. (``benchmarks/sass_recipes.py`` parses the
+  same listings into the generators' recipes, blocks at labels only, with operands.)
+- **Executions per block** (warp-level). A block holding a traced memory instruction (global,
+  shared, local or generic) ran as often as its most-recorded such instruction (a warp's
+  instruction with no active lane is not recorded: a lower bound). A block with none is
+  estimated: the blocks before the first counted one ran once per warp (the entry), any other
+  the fewer of its nearest counted neighbours' executions (a test or pre-header between two
+  loops runs no more often than either), skipping neighbours that never ran.
+- **Totals**: each block's executions times its instructions, per class (GPUPerf's mix,
+  ``importers.opcodes.classify``).
+- **seq**: a row's position in its warp's instruction stream, estimated from its
+  predecessor's: the instructions between them in one block, or the rest of the
+  predecessor's block and the start of the row's (the blocks between, which hold no traced
+  instruction, are not counted).
+
+Never run against a GPU's records yet (issue 32): the offsets match nvdisasm's for the
+function's own cubin, which is what the injection library writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..importers.opcodes import CLASS_NAMES, GENERIC, LDGSTS, classify
+from ..schema import GLOBAL, LOCAL, SHARED, Instructions
+
+log = logging.getLogger(__name__)
+
+_FUNC = re.compile(r"^\.text\.(\S+):$")
+_LABEL = re.compile(r"^([.$A-Za-z_][\w.$]*):$")
+_INST = re.compile(r"^/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\b")
+_TRACED = {GLOBAL, SHARED, LOCAL, GENERIC, LDGSTS}
+"""The spaces of the instructions the device callbacks record."""
+
+
+@dataclass(frozen=True)
+class SassFunction:
+    """One kernel's instructions: ``offsets`` (bytes from the function's start), ``opcodes`` and
+    ``block`` (each instruction's basic block, from 0, in code order)."""
+
+    name: str
+    offsets: np.ndarray
+    opcodes: tuple[str, ...]
+    block: np.ndarray
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.block[-1]) + 1 if self.block.shape[0] else 0
+
+
+@dataclass(frozen=True)
+class SassCounts:
+    """What the SASS gives a trace: the totals, each row's ``seq``, and how many blocks were counted from the
+    records (``counted``) and how many estimated."""
+
+    instructions: Instructions
+    seq: np.ndarray
+    counted: int
+    estimated: int
+
+
+def parse_sass(text: str) -> dict[str, SassFunction]:
+    """The functions of an ``nvdisasm -c`` listing, by name (as nvdisasm prints it: mangled)."""
+    out: dict[str, SassFunction] = {}
+    name = None
+    offsets: list[int] = []
+    opcodes: list[str] = []
+    leader: list[bool] = []
+    new_block = True
+
+    def close():
+        exits = [i for i, o in enumerate(opcodes) if o == "EXIT"]
+        end = exits[-1] + 1 if exits else len(opcodes)  # the padding after the last EXIT never runs
+        if name is not None and end:
+            start = np.array(leader[:end], bool)
+            start[0] = True
+            out[name] = SassFunction(
+                name, np.array(offsets[:end], np.int64), tuple(opcodes[:end]), np.cumsum(start) - 1
+            )
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        m = _FUNC.match(line)
+        if m:
+            close()
+            name, offsets, opcodes, leader, new_block = m.group(1), [], [], [], True
+            continue
+        if name is None:
+            continue
+        m = _INST.match(line)
+        if m:
+            offsets.append(int(m.group(1), 16))
+            opcodes.append(m.group(2))
+            leader.append(new_block)
+            new_block = classify(m.group(2)).ends_block
+            continue
+        if _LABEL.match(line) and not line.startswith(".text."):
+            new_block = True
+    close()
+    return out
+
+
+def find_nvdisasm() -> Path | None:
+    """nvdisasm from PATH, the CUDA toolkit, or the pip package (``nvidia-cuda-nvdisasm``)."""
+    from .build import _pip_roots
+
+    exe = shutil.which("nvdisasm")
+    if exe:
+        return Path(exe)
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    for root in [*([Path(home)] if home else []), Path("/usr/local/cuda"), *_pip_roots()]:
+        p = root / "bin" / "nvdisasm"
+        if p.is_file():
+            return p
+    return None
+
+
+def disassemble(cubin: str | Path, nvdisasm: Path | None = None) -> dict[str, SassFunction]:
+    """The functions of a cubin (``nvdisasm -c``); InputError naming the file when it cannot be read."""
+    exe = nvdisasm or find_nvdisasm()
+    if exe is None:
+        raise InputError("nvdisasm not found: pip install nvidia-cuda-nvdisasm (or the CUDA toolkit)")
+    try:
+        done = subprocess.run([str(exe), "-c", str(cubin)], capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(f"{cubin}: nvdisasm failed: {exc}") from None
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no message"])[0]
+        raise InputError(f"{cubin}: nvdisasm exited with {done.returncode}: {first}")
+    return parse_sass(done.stdout)
+
+
+def _block_counts(fn: SassFunction, rows: np.ndarray, warps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Executions of each block (warp-level) and which were counted from the records (module docstring)."""
+    nb = fn.n_blocks
+    traced = np.array([classify(o).space in _TRACED for o in fn.opcodes], bool)
+    counts = np.zeros(nb, np.int64)
+    np.maximum.at(counts, fn.block[traced], rows[traced])
+    counted = np.zeros(nb, bool)
+    counted[fn.block[traced]] = True
+    ran = np.flatnonzero(counted & (counts > 0))
+    out = counts.copy()
+    for b in np.flatnonzero(~counted):
+        before, after = ran[ran < b], ran[ran > b]
+        if not before.size:
+            out[b] = warps
+        elif not after.size:
+            out[b] = counts[before[-1]]
+        else:
+            out[b] = min(counts[before[-1]], counts[after[0]])
+    return out, counted
+
+
+def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Each row's estimated position in its warp's instruction stream (module docstring); ``idx``: the row's
+    instruction, ``key``: its warp, rows in each warp's order."""
+    n = idx.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    block = fn.block
+    first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
+    last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
+    order = np.argsort(key, kind="stable")
+    i, k = idx[order], key[order]
+    start = np.r_[True, k[1:] != k[:-1]]
+    prev = np.r_[0, i[:-1]]
+    b, pb = block[i], block[prev]
+    same = (b == pb) & (i > prev)
+    gap = np.where(same, i - prev, (last[pb] - prev) + (i - first[b]) + 1)
+    gap = np.where(start, i, gap)  # a warp's first row: the instructions before it on the straight path
+    pos = np.cumsum(gap)
+    base = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    pos = pos - pos[base] + i[base]
+    seq = np.empty(n, np.int64)
+    seq[order] = pos
+    return seq
+
+
+def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, where: str = "trace") -> SassCounts:
+    """Totals and ``seq`` of a kernel's rows (``pc``: each row's offset; ``key``: its warp, rows in each warp's
+    order; ``warps``: the warps that ran). InputError when a row's pc is not an instruction of ``fn``."""
+    off = fn.offsets
+    idx = np.searchsorted(off, pc.astype(np.int64))
+    bad = (idx >= off.shape[0]) | (off[np.minimum(idx, off.shape[0] - 1)] != pc)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{where}: row {r}: pc {int(pc[r]):#x} is no instruction of {fn.name}'s SASS")
+    rows = np.bincount(idx, minlength=off.shape[0]).astype(np.int64)
+    blocks, counted = _block_counts(fn, rows, warps)
+    per_inst = blocks[fn.block]
+    klass = np.array([classify(o).klass for o in fn.opcodes], np.int64)
+    by_class = np.bincount(klass, weights=per_inst, minlength=len(CLASS_NAMES)).astype(np.int64)
+    executed = int(per_inst.sum())
+    ins = Instructions(executed=executed, warps=warps, **{c: int(v) for c, v in zip(CLASS_NAMES, by_class)})
+    return SassCounts(ins, _seq(fn, idx, key), int(counted.sum()), int((~counted).sum()))
+
+
+def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> SassFunction | None:
+    """The kernel ``mangled`` from the first of ``cubins`` that holds it (a program loads many modules:
+    only those whose bytes name the kernel are disassembled); None when none does."""
+    key = mangled.encode()
+    for c in cubins:
+        if key in Path(c).read_bytes():
+            fn = disassemble(c, nvdisasm).get(mangled)
+            if fn is not None:
+                return fn
+    return None
+
+
+def cubin_function(cubin: str | Path, mangled: str) -> SassFunction:
+    """The kernel ``mangled`` of one cubin (``placement import sanitizer --cubin``); InputError naming the file
+    when it has no such function."""
+    fn = disassemble(cubin).get(mangled)
+    if fn is None:
+        raise InputError(f"{cubin}: no function {mangled} in its SASS (the records' kernel)")
+    return fn
