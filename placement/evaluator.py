@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from traces import staging as ts
 
-from .hms import Evaluation, Options, Target, Terms, staging_detail, target_issue, terms
+from .hms import Evaluation, Options, Target, Terms, mlp_scale, staging_detail, target_issue, terms
 from .placements import Placement, check, is_staged
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,11 +115,21 @@ class StagedRun:
     """Its addressing-instruction delta."""
 
 
+def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
+    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (counted once
+    per evaluator)."""
+    loads = getattr(ev, "_object_loads", None)
+    if loads is None:
+        loads = {n: a.loads for n, a in ev.accesses.items()}
+        ev._object_loads = loads
+    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), loads)
+
+
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,
                    delta: int) -> Terms:  # fmt: skip
     """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
     target = Target(placement, legal.occupancy, legal.smem_per_block, target_issue(ev.sample, ev.options, delta),
-                    ev.sample.w_serial)  # fmt: skip
+                    ev.sample.w_serial, mlp_scale=placement_mlp_scale(ev, placement))  # fmt: skip
     return terms(info, memory, ev.gpu, ev.options, target)
 
 
@@ -128,7 +138,8 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
     addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
     added, detail = staging_detail(option, run.inserted, costs)
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
-                    ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail)  # fmt: skip
+                    ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
+                    mlp_scale=placement_mlp_scale(ev, placement))  # fmt: skip
     return terms(run.info, run.memory, ev.gpu, ev.options, target)
 
 

@@ -290,3 +290,35 @@ def test_w_serial_is_not_overlapped():
     assert e.t_overlap == pytest.approx(min((e.t_comp - e.w_serial) * f, e.t_mem))
     assert e.t_overlap < min(e.t_comp * f, e.t_mem)
     assert e.cycles == pytest.approx(e.t_comp + e.t_mem - e.t_overlap + e.t_launch)
+
+
+def test_mlp_scale_by_hand():
+    # GPUPerf's MLP of a placement: the sample's long-latency loads (G, R, T, 2T) over the placement's; C and a
+    # staged S are not long-latency. matvec: A and x loaded once an iteration each, so x in C or staged halves
+    # the long-latency loads and doubles the MLP; in R it stays; y is only stored
+    from placement.hms import is_long_latency, mlp_scale
+
+    assert [is_long_latency(s) for s in ("G", "R", "T", "2T", "C", "S", "S/G", "S/R")] == [True] * 4 + [False] * 4
+    loads = {"A": 32768, "x": 32768, "y": 0}
+    g = {"A": "G", "x": "G", "y": "G"}
+    assert mlp_scale(g, {**g, "x": "C"}, loads) == 2.0
+    assert mlp_scale(g, {**g, "x": "S/G"}, loads) == 2.0
+    assert mlp_scale(g, {**g, "x": "R"}, loads) == 1.0
+    assert mlp_scale({**g, "x": "C"}, g, loads) == 0.5  # the other way
+    assert mlp_scale(g, {"A": "S/G", "x": "C", "y": "G"}, loads) == 1.0  # no long-latency load left: unchanged
+    # conv1d's 7 taps of in and of mask, mask to C: 14 -> 7
+    assert mlp_scale({"in": "G", "mask": "G"}, {"in": "G", "mask": "C"}, {"in": 7, "mask": 7}) == 2.0
+
+
+def test_mlp_scale_reaches_the_model():
+    # matvec, x in constant memory: the target's MLP is twice the trace's (its recipe's 6.625), so its ITMLP
+    # (Eq. 14-15: MLP x MWP_cp, MWP_cp = min(max(1, CWP - 1), MWP) = 3 with CWP = MWP = 4 warps) doubles; with
+    # A's requests in flight doubled its T_mem falls while T_comp (the L1's tag stage) stays
+    cols, info = generate("matvec", [1024, 1024], [128])
+    ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("h100"))
+    c = ev.evaluate(parse_placement("x=C", ev.info)).target
+    s = ev.sample
+    assert s.itmlp == pytest.approx(6.625 * 3) and c.itmlp == pytest.approx(2 * 6.625 * 3)
+    assert c.t_mem < s.t_mem and c.t_comp == pytest.approx(s.t_comp) and c.cycles < s.cycles
+    r = ev.evaluate(parse_placement("x=R", ev.info)).target
+    assert r.itmlp == pytest.approx(s.itmlp)
