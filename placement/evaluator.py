@@ -122,7 +122,10 @@ def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
     if loads is None:
         loads = {n: a.loads for n, a in ev.accesses.items()}
         ev._object_loads = loads
-    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), loads)
+    info = ev.info
+    warps = info.instructions.warps or info.ctas * info.warps_per_block
+    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), loads, warps,
+                     float(info.extra.get("mlp", 1.0) or 1.0))  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,

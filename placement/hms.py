@@ -534,9 +534,11 @@ def is_long_latency(short: str) -> bool:
     return not (short == "C" or short.startswith("S"))
 
 
-def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mapping[str, int]) -> float:
+def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mapping[str, int], warps: int = 0,
+              mlp: float = 1.0) -> float:  # fmt: skip
     """A placement's MLP over the sample's: the sample's long-latency loads over the placement's (warp-level
-    loads of each object, ``placement.attribution``; 1 where either has none).
+    loads of each object, ``placement.attribution``; 1 where either has none), at most what the placement's
+    long-latency loads per warp (over ``warps``) allow the sample's ``mlp`` to become, and never below 1.
 
     GPUPerf's MLP (Sim et al. Sec. 5.3) is the long-latency loads a warp has in flight before it first waits;
     the trace's comes from the sample's SASS (``mlp``, the generators' recipes). The compiler issues a loop
@@ -546,10 +548,20 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
     moves loads off the long-latency path leaves their slots to the others, so the MLP scales by the ratio of
     long-latency loads. On the H100, x in constant memory is measured 29 % faster than in global memory with
     4 warps per SM, 12 % with 8 and 4 % with 16 (h100-placements, matvec 4096): the shorter the occupancy, the
-    more the MLP of A decides. The staging copy's own loads (a separate loop) are not counted."""
+    more the MLP of A decides. The staging copy's own loads (a separate loop) are not counted. A placement
+    that puts an object's loads on the long-latency path (from C or shared memory) keeps the sample's MLP:
+    where the compiler would schedule loads that were not there is not known (a reduction's shared array
+    moved to global memory, its loads after a barrier each, would otherwise inherit the input's slots). A
+    warp cannot have more loads in flight than it issues: vecadd's b, one load a warp, gains nothing when a
+    goes to shared memory (straight-line code has no further iterations to fill the slots)."""
+    if any(is_long_latency(sp) and not is_long_latency(sample.get(n, sp)) for n, sp in target.items() if loads.get(n)):
+        return 1.0
     before = sum(loads.get(n, 0) for n, sp in sample.items() if is_long_latency(sp))
     after = sum(loads.get(n, 0) for n, sp in target.items() if is_long_latency(sp))
-    return before / after if before and after else 1.0
+    if not (before and after):
+        return 1.0
+    room = after / (warps * mlp) if warps and mlp > 0 else float("inf")  # the most the loads a warp has allow
+    return max(1.0, min(before / after, room))
 
 
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0) -> Residency:

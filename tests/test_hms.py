@@ -260,7 +260,7 @@ def test_t_mem_counts_instructions_by_hand():
     from placement.hms import Parallelism, Residency, t_mem
 
     mem = SimpleNamespace(requests=64, requests_per_instruction=32.0, on_chip_requests=48, on_chip_amat=40.0,
-                          off_chip_requests=16, off_chip_amat=500.0)  # fmt: skip
+                          off_chip_requests=16, off_chip_amat=500.0, atomic_max_updates=0)  # fmt: skip
     res = Residency(total_warps=4, active_sms=1, blocks_per_sm=1, n=4, ilp=1.0, mlp=1.0)
     par = Parallelism(inst_per_warp=1.0, itilp=1.0, w_parallel=0.0, mwp=4.0, cwp=4.0, mwp_peak_bw=320.0)
     mt = t_mem(mem, res, par, 64.0, get_gpu("h100"))  # the path: 64 cycles for 64 requests, 1 a request
@@ -304,8 +304,20 @@ def test_mlp_scale_by_hand():
     assert mlp_scale(g, {**g, "x": "C"}, loads) == 2.0
     assert mlp_scale(g, {**g, "x": "S/G"}, loads) == 2.0
     assert mlp_scale(g, {**g, "x": "R"}, loads) == 1.0
-    assert mlp_scale({**g, "x": "C"}, g, loads) == 0.5  # the other way
+    # the other way, x from C to G: loads put on the long-latency path, the sample's MLP (see below)
+    assert mlp_scale({**g, "x": "C"}, g, loads) == 1.0
     assert mlp_scale(g, {"A": "S/G", "x": "C", "y": "G"}, loads) == 1.0  # no long-latency load left: unchanged
+    # an object put on the long-latency path (a reduction's shared array to G): the sample's MLP, whatever else
+    # moves; one with no loads (y) does not count
+    red = {"g_idata": 4096, "sdata": 1600}
+    assert mlp_scale({"g_idata": "G", "sdata": "S"}, {"g_idata": "S/G", "sdata": "G"}, red) == 1.0
+    assert mlp_scale({"g_idata": "G", "sdata": "S"}, {"g_idata": "T", "sdata": "G"}, red) == 1.0
+    assert mlp_scale({**g, "y": "C"}, {**g, "x": "C", "y": "G"}, loads) == 2.0
+    # room: with 32 warps and the sample's MLP 6.625, A's 32768 loads (1024 a warp) allow x 2; vecadd's b, one
+    # load a warp, allows nothing (1 / 2 < 1: never below the sample's)
+    assert mlp_scale(g, {**g, "x": "C"}, loads, warps=32, mlp=6.625) == 2.0
+    assert mlp_scale({"a": "G", "b": "G"}, {"a": "S/G", "b": "G"}, {"a": 256, "b": 256}, warps=256, mlp=2.0) == 1.0
+    assert mlp_scale(g, {**g, "x": "C"}, loads, warps=21846, mlp=1.0) == pytest.approx(1.5, rel=1e-3)  # 1.5 a warp
     # conv1d's 7 taps of in and of mask, mask to C: 14 -> 7
     assert mlp_scale({"in": "G", "mask": "G"}, {"in": "G", "mask": "C"}, {"in": 7, "mask": 7}) == 2.0
 
