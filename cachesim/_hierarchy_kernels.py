@@ -41,7 +41,8 @@ HP_SLICES, HP_SLICE_SHIFT, HP_WPB = range(Q.N_PARAMS, Q.N_PARAMS + 3)
 HP_GLOBAL_LVL, HP_RO_LVL = Q.N_PARAMS + 3, Q.N_PARAMS + 4
 HP_PATH_BYTES = Q.N_PARAMS + 5  # bytes the SM's L1 / shared-memory data path moves per cycle
 HP_TAGS = Q.N_PARAMS + 6  # lines the per-SM cache's tag stage resolves per cycle, one per set (0: no such bound)
-HP_LEN = Q.N_PARAMS + 7
+HP_CONST_PATH = Q.N_PARAMS + 7  # 1: constant accesses take data-path cycles; 0: their cache is a unit of its own
+HP_LEN = Q.N_PARAMS + 8
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
@@ -383,7 +384,8 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
 
     ``stats[LSU + space]`` adds, per warp-instruction, the data-path cycles it takes times
     ``hp[HP_PATH_BYTES]`` (bytes per cycle): a shared access one cycle per wavefront (its
-    bank-conflict degree), a constant access one per distinct address, an access through a
+    bank-conflict degree), a constant access one per distinct address (none where ``hp[HP_CONST_PATH]`` is 0:
+    Volta's and later constant cache is a unit of its own), an access through a
     per-SM cache (L1, texture, read-only) its sectors' bytes over the path's width but at
     least one cycle and at least its tag stage's cycles (:func:`tag_cycles`, where
     ``hp[HP_TAGS]`` gives the stage's lines per cycle), and a global or local access that no
@@ -464,7 +466,8 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         elif path == Q.PATH_BANKS:
             stats[LSU + sp] += k * path_bytes
         elif path == Q.PATH_DISTINCT:
-            stats[LSU + sp] += k * path_bytes
+            if hp[HP_CONST_PATH] != 0:
+                stats[LSU + sp] += k * path_bytes
             for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
                 upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)

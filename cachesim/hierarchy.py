@@ -93,6 +93,9 @@ class HierarchyConfig:
     """Lines the tag stage of a per-SM cache (L1, texture) resolves per cycle, at most one per set: a warp's access
     takes at least as many cycles of the load/store path as the most of its lines that share a set (0: no such
     bound, only the sectors' bytes over the path's width)."""
+    const_on_path: bool = True
+    """Whether constant accesses take cycles of the load/store data path (one per distinct address). False from
+    Volta on, where the indexed constant cache is a unit of its own beside L1TEX."""
     specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -314,6 +317,7 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_RO_LVL] = {"tex": H.TEX, "l1": H.L1, "l2": H.NO_LEVEL}[config.readonly]
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     hp[H.HP_TAGS] = config.l1_tags_per_cycle
+    hp[H.HP_CONST_PATH] = 1 if config.const_on_path else 0
     lat = np.array(
         [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles]
     )

@@ -27,6 +27,12 @@ def l1_tags_per_cycle_of(gpu: Gpu) -> int:
     return int(v) if v else 0
 
 
+def constant_on_path_of(gpu: Gpu) -> bool:
+    """Whether the GPU's constant accesses take load/store data-path cycles: not where its architecture's
+    ``[<arch>.models]`` says ``constant_own_pipe`` (Volta on, cited in configs/architectures.toml)."""
+    return not model_defaults(gpu.arch, tuple(gpu.compute_capability)).get("constant_own_pipe", False)
+
+
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:
     d = gpu.dram
     return cachesim.DramConfig(
@@ -68,4 +74,5 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         readonly={"tex": "tex", "l1": "l1", "none": "l2"}[k.readonly_cache],
         tex_in_l1=k.l1_tex_unified,
         l1_tags_per_cycle=l1_tags_per_cycle_of(gpu),
+        const_on_path=constant_on_path_of(gpu),
     )

@@ -190,6 +190,12 @@ def test_load_store_path_cycles_by_hand():
     r = cachesim.simulate_hierarchy(t, config(l1=l1, global_in_l1=False, readonly="l1"), blocks_per_sm=1)
     assert r.lsu_cycles[0] == 1 + 2 + 1
     assert r.l2_sectors[0] == 4 + 5 + 1 and r.l2_sectors[6] == 5
+    # Volta and later: the constant cache is a unit of its own, its 2 addresses take no data-path cycles;
+    # the other spaces' cycles and every level's requests and hits are the same
+    rc = cachesim.simulate_hierarchy(t, config(l1=l1, readonly="l1", const_on_path=False), blocks_per_sm=1)
+    r = cachesim.simulate_hierarchy(t, config(l1=l1, readonly="l1"), blocks_per_sm=1)
+    assert rc.lsu_cycles.tolist() == [1 + 1.25 + 1, 0, 2, 0, 0, 0, 1.25]
+    assert (rc.requests == r.requests).all() and (rc.hits == r.hits).all()
 
 
 def test_tag_stage_cycles_by_hand():

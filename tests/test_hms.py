@@ -325,12 +325,21 @@ def test_mlp_scale_by_hand():
 def test_mlp_scale_reaches_the_model():
     # matvec, x in constant memory: the target's MLP is twice the trace's (its recipe's 6.625), so its ITMLP
     # (Eq. 14-15: MLP x MWP_cp, MWP_cp = min(max(1, CWP - 1), MWP) = 3 with CWP = MWP = 4 warps) doubles; with
-    # A's requests in flight doubled its T_mem falls while T_comp (the L1's tag stage) stays
+    # A's requests in flight doubled its T_mem falls; T_comp (the load/store path) loses x's cycles, the
+    # constant cache being a unit of its own on the H100: 32 warps x 1,024 loads, one cycle each, over 8 SMs
     cols, info = generate("matvec", [1024, 1024], [128])
     ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("h100"))
     c = ev.evaluate(parse_placement("x=C", ev.info)).target
     s = ev.sample
     assert s.itmlp == pytest.approx(6.625 * 3) and c.itmlp == pytest.approx(2 * 6.625 * 3)
-    assert c.t_mem < s.t_mem and c.t_comp == pytest.approx(s.t_comp) and c.cycles < s.cycles
+    assert c.t_mem < s.t_mem and c.t_comp == pytest.approx(s.t_comp - 32 * 1024 / 8) and c.cycles < s.cycles
     r = ev.evaluate(parse_placement("x=R", ev.info)).target
     assert r.itmlp == pytest.approx(s.itmlp)
+
+
+def test_constant_accesses_leave_the_data_path_from_volta_on():
+    # configs/architectures.toml's constant_own_pipe (Volta to Blackwell): the hierarchy's const_on_path
+    from placement.memory import hierarchy_config
+
+    assert [hierarchy_config(get_gpu(g)).const_on_path for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
+        True, True, False, False, False]  # fmt: skip
