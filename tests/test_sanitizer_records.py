@@ -216,3 +216,18 @@ def test_corrupt_bytes_exit_0_or_one_line_2(tmp_path, capsys, edits):
     if code == 2:
         line = cap.err.strip().splitlines()[-1]  # after any warnings the log printed
         assert line.startswith("placement import: error: ") and "rec.bin" in line and not out.exists()
+
+
+def test_a_grid_too_large_for_its_rows_names_the_record_file(tmp_path, capsys):
+    # hypothesis found it: one byte of the launch record (the grid's x, byte 31) set to 1 makes a grid of
+    # 2^24 + 2 blocks of 2 warps for 15 rows; the writer refused it naming the output, the decoder now names
+    # the record file (traces.launch.coverage_problem, as the other importers)
+    import dataclasses
+
+    big = dataclasses.replace(_launch(), grid=((1 << 24) + 2, 1, 1))
+    path = tmp_path / "rec.bin"
+    path.write_bytes(encode(big, ALLOCS, _accesses(), chunk_rows=5))
+    with pytest.raises(RecordError, match=r"rec\.bin.*launch record: grid \(16777218, 1, 1\) x block \(64, 1, 1\)"):
+        import_sanitizer(path)
+    code, cap, out = _cli(tmp_path, path, capsys)
+    assert code == 2 and "rec.bin" in cap.err and len(cap.err.strip().splitlines()) == 1 and not out.exists()

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..importers import _object_kernels as K
 from ..importers.objects import ObjectSpec, _family_of, infer_objects
-from ..launch import SHARED_WINDOW, launch_problem
+from ..launch import SHARED_WINDOW, coverage_problem, launch_problem
 from ..schema import (
     ATOMIC,
     GLOBAL,
@@ -178,6 +178,9 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     if max_rows is not None and acc.shape[0] > max_rows:
         acc, mask, cut = acc[:max_rows], mask[:max_rows], True
     n = acc.shape[0]
+    problem = coverage_problem(L.grid, L.block, n)
+    if problem:  # the writer would refuse it, naming the output: name the record file here
+        raise RecordError(rf.path, 1, f"launch record: {problem}")
     flags = acc["flags"]
     op = np.where(flags & F_ATOMIC != 0, np.where(flags & F_READ != 0, ATOMIC, REDUCTION),
                   np.where(flags & F_WRITE != 0, STORE, LOAD)).astype(np.int8)  # fmt: skip
