@@ -30,17 +30,21 @@ from traces.codes import ATOMIC, GLOBAL
 
 ROWS_PER_PIECE = 1 << 16
 """Rows whose sectors are gathered at once: 65,536 x 32 sectors of 8 bytes = 16 MiB at most."""
+DENSE_SPAN = 1 << 22
+"""Sectors spanning fewer than this (128 MiB of addresses) are counted with one bincount (32 MiB at most),
+more with a sort."""
 
 
 @numba.njit(cache=True, nogil=True)
-def row_sectors(op, space, mask, addr, sector_bytes, out):  # pragma: no cover - numba
-    """The updates of each global atomic or reduction row, one entry (the sector) per update, into ``out`` (room
-    for 32 a row); returns how many were written. A row updates each sector its lanes fall in as many times as
+def row_sectors(rows, op, space, mask, addr, sector_bytes, out):  # pragma: no cover - numba
+    """The updates of each global atomic or reduction row among ``rows``, one entry (the sector) per update, into
+    ``out`` (room for 32 a row); returns how many were written. A row updates each sector its lanes fall in as many times as
     the most lanes on one address in it: once where the lanes' addresses differ, k times where k lanes add to
     one word (those read-modify-writes are serialized)."""
     n = 0
     lanes = np.empty(32, np.int64)
-    for r in range(op.shape[0]):
+    for t in range(rows.shape[0]):
+        r = rows[t]
         if op[r] < ATOMIC or space[r] != GLOBAL:
             continue
         m = mask[r]
@@ -96,9 +100,18 @@ class AtomicSectors:
         for lo in range(0, sel.shape[0], ROWS_PER_PIECE):
             idx = sel[lo : lo + ROWS_PER_PIECE]
             out = np.empty(32 * idx.shape[0], np.int64)
-            n = row_sectors(op[idx], space[idx], mask[idx], np.ascontiguousarray(addr[idx]), self.sector_bytes, out)
-            keys, counts = np.unique(out[:n], return_counts=True)
-            self._merge(keys, counts.astype(np.int64))
+            n = row_sectors(idx, op, space, mask, addr, self.sector_bytes, out)
+            if not n:
+                continue
+            sec = out[:n]
+            lo, hi = int(sec.min()), int(sec.max())
+            if hi - lo < DENSE_SPAN:  # a few arrays' sectors (a histogram's bins): count them densely
+                dense = np.bincount(sec - lo, minlength=hi - lo + 1)
+                keys = np.flatnonzero(dense)
+                self._merge(keys + lo, dense[keys].astype(np.int64))
+            else:
+                keys, counts = np.unique(sec, return_counts=True)
+                self._merge(keys, counts.astype(np.int64))
 
     def _merge(self, keys: np.ndarray, counts: np.ndarray) -> None:
         if not self._keys.shape[0]:
