@@ -22,10 +22,10 @@ import numpy as np
 from traces.codes import SPACE_NAMES
 
 from . import _cache_kernels as C
-from .atomics import AtomicContention, AtomicSectors
 from . import _coalesce_kernels as Q
 from . import _hierarchy_kernels as H
 from ._coalesce_kernels import REPLAY_BANK_CONFLICT, REPLAY_CONST_DIVERGENCE, REPLAY_CONST_MISS, REPLAY_WORDS
+from .atomics import AtomicContention, AtomicSectors
 from .cache import cache_config
 from .coalesce import CoalesceConfig, object_table
 from .dram import DramConfig, DramResult, RowBufferStream, row_buffer
