@@ -38,9 +38,9 @@ more with a sort."""
 @numba.njit(cache=True, nogil=True)
 def row_sectors(rows, op, space, mask, addr, sector_bytes, out):  # pragma: no cover - numba
     """The updates of each global atomic or reduction row among ``rows``, one entry (the sector) per update, into
-    ``out`` (room for 32 a row); returns how many were written. A row updates each sector its lanes fall in as many times as
-    the most lanes on one address in it: once where the lanes' addresses differ, k times where k lanes add to
-    one word (those read-modify-writes are serialized)."""
+    ``out`` (room for 32 a row); returns how many were written. A row updates each sector its lanes fall in as
+    many times as the most lanes on one address in it: once where the lanes' addresses differ, k times where k
+    lanes add to one word (those read-modify-writes are serialized)."""
     n = 0
     lanes = np.empty(32, np.int64)
     for t in range(rows.shape[0]):
@@ -97,8 +97,8 @@ class AtomicSectors:
     def feed(self, op: np.ndarray, space: np.ndarray, mask: np.ndarray, addr: np.ndarray) -> None:
         """Add the global atomic and reduction rows among these (``addr``: one row of 32 lanes each)."""
         sel = np.flatnonzero((op >= ATOMIC) & (space == GLOBAL))
-        for lo in range(0, sel.shape[0], ROWS_PER_PIECE):
-            idx = sel[lo : lo + ROWS_PER_PIECE]
+        for start in range(0, sel.shape[0], ROWS_PER_PIECE):
+            idx = sel[start : start + ROWS_PER_PIECE]
             out = np.empty(32 * idx.shape[0], np.int64)
             n = row_sectors(idx, op, space, mask, addr, self.sector_bytes, out)
             if not n:

@@ -13,11 +13,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from traces import staging as ts
 
-from .hms import Evaluation, Options, Target, Terms, mlp_scale, staging_detail, target_issue, terms
+from .hms import (
+    Evaluation,
+    Options,
+    Target,
+    Terms,
+    mlp_scale,
+    staging_detail,
+    target_issue,
+    terms,
+    total_warps,
+    trace_mlp,
+)
 from .placements import Placement, check, is_staged
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,6 +97,11 @@ class Evaluator(ABC):
     def accesses(self) -> dict[str, ObjectAccesses]:
         """Each object's loads, stores and atomics (``placement.attribution.accesses`` of the whole trace)."""
 
+    @cached_property
+    def object_loads(self) -> dict[str, int]:
+        """Each object's loads (warp-level rows, from :attr:`accesses`), counted once."""
+        return {n: a.loads for n, a in self.accesses.items()}
+
     @abstractmethod
     def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:
         """The addressing instructions ``placement`` adds per object (``placement.attribution.addressing``,
@@ -116,16 +133,9 @@ class StagedRun:
 
 
 def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
-    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (counted once
-    per evaluator)."""
-    loads = getattr(ev, "_object_loads", None)
-    if loads is None:
-        loads = {n: a.loads for n, a in ev.accesses.items()}
-        ev._object_loads = loads
-    info = ev.info
-    warps = info.instructions.warps or info.ctas * info.warps_per_block
-    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), loads, warps,
-                     float(info.extra.get("mlp", 1.0) or 1.0))  # fmt: skip
+    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads."""
+    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
+                     trace_mlp(ev.info))  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,

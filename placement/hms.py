@@ -564,15 +564,24 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
     return max(1.0, min(before / after, room))
 
 
+def total_warps(info: traces.KernelInfo) -> int:
+    """GPUPerf's #total_warps: the trace's warps, else the launch's."""
+    return info.instructions.warps or info.ctas * info.warps_per_block
+
+
+def trace_mlp(info: traces.KernelInfo) -> float:
+    """The trace's MLP (its SASS recipe's ``mlp``; 1 where it has none)."""
+    return float(info.extra.get("mlp", 1.0) or 1.0)
+
+
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0) -> Residency:
     """The warps that run at once under ``occ`` (GPUPerf Sec. 4); the trace's MLP times ``mlp_scale``."""
-    total_warps = info.instructions.warps or info.ctas * info.warps_per_block
     active_sms = min(gpu.compute.sms, info.ctas)
     blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
-    mlp = float(info.extra.get("mlp", 1.0) or 1.0) * mlp_scale
+    mlp = trace_mlp(info) * mlp_scale
     ilp = float(info.extra.get("ilp", 1.0) or 1.0)
-    return Residency(total_warps, active_sms, blocks_per_sm, n, ilp, mlp)
+    return Residency(total_warps(info), active_sms, blocks_per_sm, n, ilp, mlp)
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gpu import Gpu
 
 
+def _arch_models(gpu: Gpu) -> dict:
+    """The ``[<arch>.models]`` constants of the GPU's architecture and compute capability (what
+    ``placement.models.params.model_constants`` gives the seed models; that package is not imported here, the
+    evaluation's import path stays light)."""
+    return model_defaults(gpu.arch, tuple(gpu.compute_capability))
+
+
 def l1_tags_per_cycle_of(gpu: Gpu) -> int:
     """Lines the per-SM cache's tag stage resolves per cycle, one per set (``l1_tags_per_cycle`` of the
     architecture's ``[<arch>.models]`` in configs/architectures.toml: 4 from Volta on, cited there); 0 where it has
     none (no tag-stage bound in ``cachesim``)."""
-    v = model_defaults(gpu.arch, tuple(gpu.compute_capability)).get("l1_tags_per_cycle")
+    v = _arch_models(gpu).get("l1_tags_per_cycle")
     return int(v) if v else 0
 
 
 def constant_on_path_of(gpu: Gpu) -> bool:
     """Whether the GPU's constant accesses take load/store data-path cycles: not where its architecture's
     ``[<arch>.models]`` says ``constant_own_pipe`` (Volta on, cited in configs/architectures.toml)."""
-    return not model_defaults(gpu.arch, tuple(gpu.compute_capability)).get("constant_own_pipe", False)
+    return not _arch_models(gpu).get("constant_own_pipe", False)
 
 
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:

@@ -155,10 +155,9 @@ def _kernel_sass(folder: str, mangled: str):
     if exe is None:
         log.warning("nvdisasm not found (pip install nvidia-cuda-nvdisasm): instruction totals are memory-only")
         return None, None
-    for c in cubins:
-        fn = sass.kernel_function([c], mangled, exe)
-        if fn is not None:
-            return fn, c
+    found = sass.kernel_function(cubins, mangled, exe)
+    if found is not None:
+        return found
     log.warning("no loaded module holds %s's SASS: instruction totals are memory-only", mangled)
     return None, None
 

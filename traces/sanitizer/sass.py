@@ -215,15 +215,15 @@ def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, w
     return SassCounts(ins, _seq(fn, idx, key), int(counted.sum()), int((~counted).sum()))
 
 
-def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> SassFunction | None:
-    """The kernel ``mangled`` from the first of ``cubins`` that holds it (a program loads many modules:
-    only those whose bytes name the kernel are disassembled); None when none does."""
+def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> tuple[SassFunction, Path] | None:
+    """The kernel ``mangled`` and the first of ``cubins`` that holds it (a program loads many modules: only those
+    whose bytes name the kernel are disassembled); None when none does."""
     key = mangled.encode()
     for c in cubins:
         if key in Path(c).read_bytes():
             fn = disassemble(c, nvdisasm).get(mangled)
             if fn is not None:
-                return fn
+                return fn, Path(c)
     return None
 
 
