@@ -1,32 +1,41 @@
 """Host side of `placement trace`: record file -> trace rows per second (no GPU).
 
 Writes a record file of a vecadd-like launch (three allocations, each warp loads a[i], b[i] and stores
-v[i], full masks) with ``traces.sanitizer.records.encode``, then times reading it, decoding it into the
-contract's columns and writing the trace to Parquet and to an Arrow IPC file (the contract's two containers:
-``placement trace -o T.arrow``), after one warm-up run (numba's kernels). The GPU side
-(the traced launch's slowdown, device records per second) needs a GPU and is not measured here.
+v[i], full masks) with ``traces.sanitizer.records.encode``, then times what ``placement trace`` does with
+it: reading it (``read_records``), decoding it into the contract's columns (``decode``) and writing the
+validated trace (``traces.write``) to Parquet and to an Arrow IPC file (the contract's two containers:
+``placement trace -o T.arrow``). Each container's pipeline runs in a fresh process (one warm-up pass for
+numba's kernels, then ``--repeat`` passes), so that its peak memory (VmHWM, as ``ru_maxrss``) is the
+pipeline's alone; each stage prints its median wall and CPU time (this process's user + system, all
+threads) and rows per wall second. The GPU side (the traced launch's slowdown, device records per
+second) needs a GPU and is not measured here.
 
-    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 3]
+    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
 
-import traces
-from traces.sanitizer.decode import decode
-from traces.sanitizer.records import ACCESS_DTYPE, LaunchRecord, encode, read_records
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _measure import measure, peak_rss_mib  # noqa: E402
 
 BASES = (0x7F0000000000, 0x7F0010000000, 0x7F0020000000)
+STAGES = ("read", "decode", "write")
 
 
 def record_file(path: str, rows: int) -> None:
+    from traces.sanitizer.records import ACCESS_DTYPE, LaunchRecord, encode
+
     warps = -(-rows // 3)
     block = 256
     wpb = block // 32
@@ -48,39 +57,55 @@ def record_file(path: str, rows: int) -> None:
         f.write(encode(launch, [(b, size) for b in BASES], acc, chunk_rows=1 << 14))
 
 
+def pipeline(rec: str, out: str, repeat: int) -> dict:
+    """One container's pipeline, in this (fresh) process: medians of each stage's wall and CPU seconds."""
+    import traces
+    from traces.sanitizer.decode import decode
+    from traces.sanitizer.records import read_records
+
+    base_rss = peak_rss_mib()
+    figures: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    for k in range(repeat + 1):  # the first pass warms up (numba's cached kernels, pyarrow)
+        with measure("read") as r:
+            rf = read_records(rec)
+        with measure("decode") as d:
+            cols, info = decode(rf)
+        with measure("write") as w:
+            traces.write(out, cols, info)
+        del rf, cols, info
+        if k:
+            for s, m in zip(STAGES, (r, d, w)):
+                figures[s].append((m.figures.wall_s, m.figures.cpu_s))
+    med = {s: [statistics.median(v[j] for v in figures[s]) for j in (0, 1)] for s in STAGES}
+    med["total"] = [statistics.median(sum(figures[s][i][j] for s in STAGES) for i in range(repeat)) for j in (0, 1)]
+    return {"stages": med, "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--pipeline", nargs=2, metavar=("RECORDS", "OUTPUT"), help=argparse.SUPPRESS)  # the child's part
     args = ap.parse_args()
+    if args.pipeline:
+        print(json.dumps(pipeline(*args.pipeline, args.repeat)))
+        return
     with tempfile.TemporaryDirectory() as d:
-        rec, out, ipc = os.path.join(d, "records.bin"), os.path.join(d, "t.parquet"), os.path.join(d, "t.arrow")
+        rec = os.path.join(d, "records.bin")
         record_file(rec, args.rows)
-        decode(read_records(rec))  # warm-up
-        times = {"read": [], "decode": [], "write": [], "ipc": []}
-        for _ in range(args.repeat):
+        print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records; medians of {args.repeat} "
+              "passes after a warm-up, each container in a fresh process:")  # fmt: skip
+        for fmt, name in (("Parquet", "t.parquet"), ("Arrow IPC", "t.arrow")):
             t0 = time.perf_counter()
-            rf = read_records(rec)
-            t1 = time.perf_counter()
-            cols, info = decode(rf)
-            t2 = time.perf_counter()
-            traces.write(out, cols, info)
-            t3 = time.perf_counter()
-            traces.write(ipc, cols, info)
-            t4 = time.perf_counter()
-            for key, dt in (("read", t1 - t0), ("decode", t2 - t1), ("write", t3 - t2), ("ipc", t4 - t3)):
-                times[key].append(dt)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records; medians of {args.repeat}:")
-        names = {"write": "write (validated Parquet)", "ipc": "write (validated Arrow IPC)"}
-        for k, v in med.items():
-            print(f"  {names.get(k, k):<28} {v:7.3f} s  {args.rows / v / 1e6:6.2f} M rows/s")
-        for fmt, key in (("Parquet", "write"), ("Arrow IPC", "ipc")):
-            total = med["read"] + med["decode"] + med[key]
-            print(
-                f"  total to {fmt:<19} {total:7.3f} s  {args.rows / total / 1e6:6.2f} M rows/s "
-                "(goal for the whole tracer: 10 M/s)"
-            )
+            res = json.loads(subprocess.run([sys.executable, __file__, "--pipeline", rec, os.path.join(d, name),
+                                             "--repeat", str(args.repeat)], check=True, capture_output=True,
+                                            text=True).stdout)  # fmt: skip
+            print(f"{fmt} ({time.perf_counter() - t0:.1f} s in all):")
+            labels = {"write": f"write (validated {fmt})", "total": "read + decode + write"}
+            for s, (wall, cpu) in res["stages"].items():
+                print(f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s")
+            print(f"  peak RSS {res['peak_rss_mib']:,.0f} MiB ({res['base_rss_mib']:,.0f} MiB after the imports); "
+                  "goal for the whole tracer: 10 M rows/s")  # fmt: skip
 
 
 if __name__ == "__main__":
