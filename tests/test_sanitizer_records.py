@@ -164,6 +164,23 @@ def test_bad_access_names_record(tmp_path, field, value, message):
         import_sanitizer(_file(tmp_path, data=encode(_launch(), ALLOCS, acc)))
 
 
+@pytest.mark.parametrize(
+    "lane_addr,message",
+    [
+        (5, "shared address below the window base 0x1000000"),
+        (SHARED_BASE + (1 << 32), "shared address beyond the 32-bit shared window"),
+    ],
+)
+def test_bad_shared_address_after_a_row_without_lanes_names_its_record(tmp_path, lane_addr, message):
+    # the record without lanes (index 15) first: the shared store (index 12) moves to index 13, record 6 + 13;
+    # the rows without lanes are dropped before the shared checks, which named the record before it (18)
+    acc = _accesses()
+    acc = np.concatenate([acc[15:16], acc[:15]])
+    acc["addr"][13][0] = lane_addr
+    with pytest.raises(RecordError, match=re.escape(f"rec.bin: record 19: {message}")):
+        decode(read_records(_file(tmp_path, data=encode(_launch(), ALLOCS, acc))))
+
+
 def test_truncated_file_names_record(tmp_path):
     data = encode(_launch(), ALLOCS, _accesses(), chunk_rows=5)
     cut = data[: len(data) - 8 - 16 - 280 * 2 - 100]  # drop the end record and cut into the last access chunk

@@ -173,8 +173,9 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     live = mask != 0
     empty_rows = int((~live).sum())
     cut = False
+    records = rf.access_records  # of each row kept (an error names the record)
     if not live.all():
-        acc, mask = acc[live], mask[live]
+        acc, mask, records = acc[live], mask[live], records[live]
     if max_rows is not None and acc.shape[0] > max_rows:
         acc, mask, cut = acc[:max_rows], mask[:max_rows], True
     n = acc.shape[0]
@@ -194,14 +195,12 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
             low = lanes & sh[:, None] & (addr < np.uint64(L.shared_base))
             if low.any():
                 i = int(np.flatnonzero(low.any(axis=1))[0])
-                raise RecordError(
-                    rf.path, int(rf.access_records[i]), f"shared address below the window base {L.shared_base:#x}"
-                )
+                raise RecordError(rf.path, int(records[i]), f"shared address below the window base {L.shared_base:#x}")
             addr[sh] = np.where(lanes[sh], addr[sh] - np.uint64(L.shared_base), np.uint64(0))
         over = lanes & sh[:, None] & (addr + width.astype(np.uint64)[:, None] > np.uint64(SHARED_WINDOW))
         if over.any():
             i = int(np.flatnonzero(over.any(axis=1))[0])
-            raise RecordError(rf.path, int(rf.access_records[i]), "shared address beyond the 32-bit shared window")
+            raise RecordError(rf.path, int(records[i]), "shared address beyond the 32-bit shared window")
     cta = acc["cta"].astype(np.int32)
     warp = acc["warp"].astype(np.int32)
     key = cta.astype(np.int64) * wpb + warp
