@@ -103,7 +103,9 @@ def main() -> None:
             print(f"{fmt} ({time.perf_counter() - t0:.1f} s in all):")
             labels = {"write": f"write (validated {fmt})", "total": "read + decode + write"}
             for s, (wall, cpu) in res["stages"].items():
-                print(f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s")
+                print(
+                    f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s"
+                )
             print(f"  peak RSS {res['peak_rss_mib']:,.0f} MiB ({res['base_rss_mib']:,.0f} MiB after the imports); "
                   "goal for the whole tracer: 10 M rows/s")  # fmt: skip
 
