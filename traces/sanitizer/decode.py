@@ -1,6 +1,7 @@
 """Records of one traced launch -> trace columns and metadata (the trace contract, DESIGN.md).
 
-Vectorized over the access records (numpy structured arrays, no per-row Python):
+In two passes of numba kernels over the access records (``_kernels``: one checks them, one writes the
+columns; no per-row Python):
 
 - ``op`` from the access flags: atomic that returns a value (read) -> atomic, atomic without
   read -> reduction, else write -> store, read -> load;
@@ -31,23 +32,19 @@ from typing import Any
 
 import numpy as np
 
-from ..importers import _object_kernels as K
 from ..importers.objects import ObjectSpec, _family_of, infer_objects
 from ..launch import SHARED_WINDOW, coverage_problem, launch_problem
 from ..schema import (
-    ATOMIC,
     GLOBAL,
-    LOAD,
     LOCAL,
-    REDUCTION,
     SHARED,
-    STORE,
     WARP_SIZE,
     WIDTHS,
     Instructions,
     KernelInfo,
     ObjectInfo,
 )
+from . import _kernels as SK
 from .records import F_ATOMIC, F_READ, F_WRITE, RecordError, RecordFile
 
 log = logging.getLogger(__name__)
@@ -56,6 +53,9 @@ log = logging.getLogger(__name__)
 # value, an atomic that only writes (a reduction).
 VALID_FLAGS = (F_READ, F_WRITE, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_WRITE)
 SEQ_NOTE = "position among the warp's memory instructions (the records hold no other instructions)"
+# The most warps whose seq is counted in a table of one int64 per warp of the grid, however few the rows
+# (128 MiB; above it, one per row at most: traces.io._Checker's rule); a larger grid sorts the rows by warp.
+DENSE_WARPS = 1 << 24
 SASS_SEQ_NOTE = "position in the warp's instruction stream, estimated from the kernel's SASS (traces.sanitizer.sass)"
 
 
@@ -71,21 +71,26 @@ def demangle(name: str) -> str:
     return out or name
 
 
-def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:
-    """The first access record that breaks the format is an error naming it."""
-    f = acc["flags"]
-    bad_flags = ~np.isin(f, VALID_FLAGS)
-    checks = (
-        (~np.isin(acc["space"], (GLOBAL, LOCAL, SHARED)), "space {} (expected 0 global, 1 local or 2 shared)", "space"),
-        (~np.isin(acc["width"], WIDTHS), "width {} (expected one of 1, 2, 4, 8, 16)", "width"),
-        (bad_flags, "access flags {} (expected 1 read, 2 write, 7 atomic or 6 reduction)", "flags"),
-        (acc["cta"].astype(np.int64) >= nctas, f"block {{}} beyond the launch's {nctas} blocks", "cta"),
-        (acc["warp"].astype(np.int64) >= wpb, f"warp {{}} beyond the block's {wpb} warps", "warp"),
+assert tuple(VALID_FLAGS) == (SK.F_READ, SK.F_WRITE, SK.F_ATOMIC | SK.F_READ | SK.F_WRITE, SK.F_ATOMIC | SK.F_WRITE)
+assert (GLOBAL, LOCAL, SHARED) == (0, 1, 2) and tuple(WIDTHS) == (1, 2, 4, 8, 16)  # as the kernels check them
+
+
+def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> int:
+    """The first access record that breaks the format is an error naming it; returns the rows with a lane."""
+    first = np.empty(SK.N_CHECKS, np.int64)
+    live = SK.check_accesses(acc["cta"], acc["warp"], acc["flags"], acc["space"], acc["width"], acc["mask"],
+                             nctas, wpb, first)  # fmt: skip
+    checks = (  # in the order of _kernels.CHECK_*: the first that fails anywhere is the error
+        ("space", "space {} (expected 0 global, 1 local or 2 shared)"),
+        ("width", "width {} (expected one of 1, 2, 4, 8, 16)"),
+        ("flags", "access flags {} (expected 1 read, 2 write, 7 atomic or 6 reduction)"),
+        ("cta", f"block {{}} beyond the launch's {nctas} blocks"),
+        ("warp", f"warp {{}} beyond the block's {wpb} warps"),
     )
-    for bad, msg, col in checks:
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+    for i, (col, msg) in zip(first.tolist(), checks):
+        if i >= 0:
             raise RecordError(rf.path, int(rf.access_records[i]), msg.format(int(acc[col][i])))
+    return int(live)
 
 
 def _seq(key: np.ndarray) -> tuple[np.ndarray, int]:
@@ -117,8 +122,8 @@ def _param_names(rf: RecordFile) -> dict[int, str]:
     return names
 
 
-def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
-    """Assign global rows to explicit objects or allocations; returns (objects, origins, unknown rows)."""
+def _global_objects(rf, space, lo, hi, op, width, specs, obj):
+    """Assign global rows to explicit objects or allocations (``obj``); returns (objects, origins, unknown rows)."""
     cands: list[dict[str, Any]] = []
     for s in specs:
         cands.append({"name": s.name, "base": s.base, "size": s.size, "spec": s, "origin": "--objects"})
@@ -134,27 +139,25 @@ def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
     seen_base: set[int] = set()
     cands = [c for c in cands if not (c["spec"] is None and (c["base"] in seen_base or seen_base.add(c["base"])))]
     cands.sort(key=lambda c: c["base"])
-    if rows.size and cands:
-        base = np.array([c["base"] for c in cands], np.uint64)
-        end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
-        j = np.searchsorted(base, lo[rows], side="right") - 1
-        jj = np.maximum(j, 0)
-        inside = (j >= 0) & (lo[rows] >= base[jj]) & (hi[rows] <= end[jj])
-        cand = np.where(inside, jj, -1)
-    else:
-        cand = np.full(rows.size, -1, np.int64)
+    base = np.array([c["base"] for c in cands], np.uint64)
+    end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
+    cand = np.empty(space.shape[0], np.int32)
+    widths = np.zeros((len(cands), max(WIDTHS) + 1), np.int64)
+    written = np.zeros(len(cands), np.bool_)
+    unknown = SK.global_candidates(space, lo, hi, op, width, base, end, cand, widths, written)
+    remap = np.full(len(cands) + 1, -1, obj.dtype)  # candidate + 1 -> object id
     objects, origins = [], {}
-    for ci in np.unique(cand[cand >= 0]).tolist():
+    for ci in np.flatnonzero(widths.any(axis=1)).tolist():
         c = cands[ci]
-        sel = rows[cand == ci]
         oid = len(objects)
-        obj[sel] = oid
+        remap[ci + 1] = oid
         s = c["spec"]
-        elem = s.elem_bytes if s is not None and s.elem_bytes else int(np.bincount(width[sel]).argmax())
+        elem = s.elem_bytes if s is not None and s.elem_bytes else int(widths[ci].argmax())
         objects.append(ObjectInfo(oid, c["name"], "global", c["base"], c["size"], elem,
-                                  s.shape if s is not None else None, bool((op[sel] != LOAD).any())))  # fmt: skip
+                                  s.shape if s is not None else None, bool(written[ci])))  # fmt: skip
         origins[c["name"]] = c["origin"]
-    return objects, origins, int((cand < 0).sum())
+    obj[:] = remap[cand + 1]
+    return objects, origins, int(unknown)
 
 
 def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
@@ -168,62 +171,52 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     nctas = L.grid[0] * L.grid[1] * L.grid[2]
     wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
     acc = rf.accesses
-    _check(rf, acc, nctas, wpb)
-    mask = acc["mask"].copy()
-    live = mask != 0
-    empty_rows = int((~live).sum())
-    cut = False
-    records = rf.access_records  # of each row kept (an error names the record)
-    if not live.all():
-        acc, mask, records = acc[live], mask[live], records[live]
-    if max_rows is not None and acc.shape[0] > max_rows:
-        acc, mask, cut = acc[:max_rows], mask[:max_rows], True
-    n = acc.shape[0]
+    live = _check(rf, acc, nctas, wpb)
+    empty_rows = acc.shape[0] - live
+    n = live if max_rows is None else min(live, max_rows)
+    cut = n < live
     problem = coverage_problem(L.grid, L.block, n)
     if problem:  # the writer would refuse it, naming the output: name the record file here
         raise RecordError(rf.path, 1, f"launch record: {problem}")
-    flags = acc["flags"]
-    op = np.where(flags & F_ATOMIC != 0, np.where(flags & F_READ != 0, ATOMIC, REDUCTION),
-                  np.where(flags & F_WRITE != 0, STORE, LOAD)).astype(np.int8)  # fmt: skip
-    space = acc["space"].astype(np.int8)
-    width = acc["width"].astype(np.int8)
-    lanes = ((mask[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32)) & 1).astype(bool)
-    addr = np.where(lanes, acc["addr"], np.uint64(0)).astype(np.uint64)
-    sh = space == SHARED
-    if sh.any():
-        if L.shared_base:
-            low = lanes & sh[:, None] & (addr < np.uint64(L.shared_base))
-            if low.any():
-                i = int(np.flatnonzero(low.any(axis=1))[0])
-                raise RecordError(rf.path, int(records[i]), f"shared address below the window base {L.shared_base:#x}")
-            addr[sh] = np.where(lanes[sh], addr[sh] - np.uint64(L.shared_base), np.uint64(0))
-        over = lanes & sh[:, None] & (addr + width.astype(np.uint64)[:, None] > np.uint64(SHARED_WINDOW))
-        if over.any():
-            i = int(np.flatnonzero(over.any(axis=1))[0])
-            raise RecordError(rf.path, int(records[i]), "shared address beyond the 32-bit shared window")
-    cta = acc["cta"].astype(np.int32)
-    warp = acc["warp"].astype(np.int32)
-    key = cta.astype(np.int64) * wpb + warp
-    seq, warps = _seq(key)
+    cta, warp, pc = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
+    op, space, width = np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int8)
+    mask, addr = np.empty(n, np.uint32), np.empty((n, WARP_SIZE), np.uint64)
+    lo, hi, seq = np.empty(n, np.uint64), np.empty(n, np.uint64), np.empty(n, np.int64)
+    # seq counted per warp in the same pass where the grid's warps are few enough to count each
+    # (at most one counter per row, or 2^24, as traces.io's checker); else sorted by warp below
+    dense = nctas * wpb <= max(DENSE_WARPS, n)
+    counters = np.zeros(nctas * wpb if dense else 0, np.int64)
+    warps, low, over = SK.convert_accesses(
+        acc["cta"], acc["warp"], acc["pc"], acc["flags"], acc["space"], acc["width"], acc["mask"], acc["addr"],
+        L.shared_base, SHARED_WINDOW, wpb, (cta, warp, pc, op, space, width, mask, addr), lo, hi, seq, counters,
+    )  # fmt: skip
+    del counters
+    if low >= 0:
+        raise RecordError(
+            rf.path, int(rf.access_records[low]), f"shared address below the window base {L.shared_base:#x}"
+        )
+    if over >= 0:
+        raise RecordError(rf.path, int(rf.access_records[over]), "shared address beyond the 32-bit shared window")
+    key = None
+    if not dense:
+        key = cta.astype(np.int64) * wpb + warp
+        seq, warps = _seq(key)
     counts = None
     if sass_fn is not None:
         from .sass import sass_counts
 
-        counts = sass_counts(sass_fn, acc["pc"].astype(np.int64), key, warps, where=str(rf.path))
+        if key is None:
+            key = cta.astype(np.int64) * wpb + warp
+        counts = sass_counts(sass_fn, pc.view(np.uint32).astype(np.int64), key, warps, where=str(rf.path))
         seq = counts.seq
-    lo = np.zeros(n, np.uint64)
-    hi = np.zeros(n, np.uint64)
-    if n:
-        K.row_bounds(mask, addr, width, lo, hi)
     obj = np.full(n, -1, np.int16)
     g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
-    glob = np.flatnonzero(space == GLOBAL)
-    objs, origins, unknown = _global_objects(rf, glob, lo, hi, op, width, g_specs, obj)
+    objs, origins, unknown = _global_objects(rf, space, lo, hi, op, width, g_specs, obj)
     other = np.flatnonzero(space != GLOBAL)
     if other.size:
         o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
-        found = infer_objects(space[other], acc["pc"][other].astype(np.int32), op[other], width[other], mask[other],
-                              addr[other], explicit=o_specs)  # fmt: skip
+        found = infer_objects(space[other], pc[other], op[other], width[other], mask[other], addr[other],
+                              explicit=o_specs)  # fmt: skip
         shift = len(objs)
         sub = found.obj.astype(np.int64)
         obj[other] = np.where(sub >= 0, sub + shift, -1)
@@ -234,8 +227,8 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
             origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
     if unknown:
         log.warning("%s: %d global rows touch no allocation (obj -1)", rf.path, unknown)
-    cols = {"cta": cta, "warp": warp, "seq": seq, "pc": acc["pc"].astype(np.int32), "op": op, "space": space,
-            "width": width, "mask": mask.astype(np.uint32), "addr": addr, "obj": obj}  # fmt: skip
+    cols = {"cta": cta, "warp": warp, "seq": seq, "pc": pc, "op": op, "space": space, "width": width, "mask": mask,
+            "addr": addr, "obj": obj}  # fmt: skip
     source: dict[str, Any] = {
         "format": "sanitizer",
         "file": os.path.abspath(rf.path),

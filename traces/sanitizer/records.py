@@ -23,12 +23,14 @@ cut short (the program or the tracer was killed).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
 from ..errors import InputError
 from ..inputfile import read_error, require_file
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
+from . import _kernels as K
 
 MAGIC = b"PLSNTRC\0"
 VERSION = 1
@@ -75,6 +77,12 @@ END_MAX_ROWS = 1
 MAX_NAME_BYTES = 1 << 16
 MAX_PARAM_BYTES = 1 << 15  # CUDA 12.1+: 32,764 bytes of kernel parameters
 MAX_PARAMS = MAX_PARAM_BYTES
+# The kernels' copies of the format (numba reads them as compile-time constants).
+assert (K.LAUNCH, K.ALLOC, K.ACCESS, K.END) == (LAUNCH, ALLOC, ACCESS, END)
+assert (K.CHUNK_BYTES, K.ALLOC_BYTES, K.ACCESS_BYTES, K.END_BYTES) == tuple(
+    d.itemsize for d in (CHUNK, ALLOC_DTYPE, ACCESS_DTYPE, END_DTYPE)
+)
+assert (K.F_READ, K.F_WRITE, K.F_ATOMIC) == (F_READ, F_WRITE, F_ATOMIC)
 
 
 @dataclass(frozen=True)
@@ -156,13 +164,16 @@ def read_records(path) -> RecordFile:
             if size == 0:
                 raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
             f.seek(0)
-            data = f.read()
+            data = np.fromfile(f, np.uint8)  # one read into an array (f.read() into bytes took 4 times as long)
     except OSError as exc:
         raise read_error(p, exc) from None
-    return _parse(p, memoryview(data), len(data))
+    return _parse(p, data)
 
 
-def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
+def _parse(p: str, buf: np.ndarray) -> RecordFile:
+    """The record file whose bytes ``buf`` (uint8) holds: the chunks are walked by ``_kernels.scan_chunks``,
+    the launch, allocation and end records read here in file order, the accesses copied out in one pass."""
+    size = buf.shape[0]
     if size < HEADER.itemsize:
         raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
     h = np.frombuffer(buf, HEADER, count=1)[0]
@@ -170,37 +181,14 @@ def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
         raise RecordError(p, None, "not a placement trace record file (bad magic)")
     if int(h["version"]) != VERSION or int(h["header_bytes"]) != HEADER.itemsize:
         raise RecordError(p, None, f"record file version {int(h['version'])} (header {int(h['header_bytes'])} bytes); this reader reads {VERSION}")  # fmt: skip
-    off = HEADER.itemsize
-    record = 0
+    table, problem, at, bad_kind, bad_count, before = K.scan_chunks(buf, HEADER.itemsize)
     launch = None
     allocs: list[np.ndarray] = []
-    chunks: list[np.ndarray] = []
-    numbers: list[np.ndarray] = []
     end = None
-    while off < size:
-        if end is not None:
-            raise RecordError(p, record + 1, f"data after the end record (byte {off})")
-        if size - off < CHUNK.itemsize:
-            raise RecordError(p, record + 1, f"truncated chunk header at byte {off}")
-        c = np.frombuffer(buf, CHUNK, count=1, offset=off)[0]
-        kind, count = int(c["kind"]), int(c["count"])
-        off += CHUNK.itemsize
-        if kind not in KIND_NAMES:
-            raise RecordError(p, record + 1, f"unknown record kind {kind} at byte {off - CHUNK.itemsize}")
-        if (kind == LAUNCH) != (launch is None):
-            raise RecordError(p, record + 1, "the launch record must come first, once")
-        item = {ALLOC: ALLOC_DTYPE.itemsize, ACCESS: ACCESS_DTYPE.itemsize}.get(kind, 1)
-        if kind == END and count != END_DTYPE.itemsize:
-            raise RecordError(p, record + 1, f"end record of {count} bytes, expected {END_DTYPE.itemsize}")
-        nbytes = count * item
-        if nbytes > size - off:
-            whole = (size - off) // item if kind in (ALLOC, ACCESS) else 0
-            raise RecordError(p, record + 1 + whole, f"truncated {KIND_NAMES[kind]} record: the file ends at byte "
-                              f"{size}, the chunk at byte {off} claims {nbytes} bytes (the tracer was killed?)")  # fmt: skip
-        payload = buf[off : off + nbytes]
+    for kind, count, off, record in table[table[:, 0] != ACCESS].tolist():  # in file order; the accesses below
+        payload = memoryview(buf[off : off + count * (ALLOC_DTYPE.itemsize if kind == ALLOC else 1)])
         if kind == LAUNCH:
-            record += 1
-            launch = _launch(p, payload, record)
+            launch = _launch(p, payload, record + 1)
         elif kind == ALLOC:
             a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
             bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
@@ -209,29 +197,47 @@ def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
                 raise RecordError(p, record + 1 + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
                                   "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
             allocs.append(a)
-            record += count
-        elif kind == ACCESS:
-            chunks.append(np.frombuffer(payload, ACCESS_DTYPE, count=count))
-            numbers.append(np.arange(record + 1, record + 1 + count, dtype=np.int64))
-            record += count
         else:
-            record += 1
-            end = np.frombuffer(payload, END_DTYPE, count=1)[0]
-        off += nbytes
+            e = np.frombuffer(payload, END_DTYPE, count=1)[0]
+            end = (int(e["rows"]), int(e["flags"]))
+    if problem:
+        _stopped(p, problem, at, bad_kind, bad_count, before, size)
     if launch is None:
         raise RecordError(p, None, "no launch record (the kernel never launched?)")
     if end is None:
         raise RecordError(
-            p, record + 1, "no end record: the file was cut short (the program or the tracer was killed?)"
+            p, before + 1, "no end record: the file was cut short (the program or the tracer was killed?)"
         )
-    accesses = np.concatenate(chunks) if chunks else np.zeros(0, ACCESS_DTYPE)  # copies out of the map
-    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)
-    nums = np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
-    if int(end["rows"]) != accesses.shape[0]:
-        raise RecordError(
-            p, record, f"end record counts {int(end['rows'])} accesses, the file holds {accesses.shape[0]}"
-        )
-    return RecordFile(p, launch, allocations, accesses, nums, int(end["rows"]), bool(int(end["flags"]) & END_MAX_ROWS))
+    access = table[table[:, 0] == ACCESS]
+    n = int(access[:, 1].sum())
+    accesses = np.empty(n, ACCESS_DTYPE)
+    nums = np.empty(n, np.int64)
+    shift = int(access[0, 2]) % 8 if n else 0
+    words = buf[shift : shift + (size - shift) // 8 * 8].view(np.uint64)
+    K.gather_accesses(buf, words, shift, table, accesses.view(np.uint8), accesses.view(np.uint64), nums)
+    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)  # copies out of the buffer
+    if end[0] != n:
+        raise RecordError(p, before, f"end record counts {end[0]} accesses, the file holds {n}")
+    return RecordFile(p, launch, allocations, accesses, nums, end[0], bool(end[1] & END_MAX_ROWS))
+
+
+def _stopped(p: str, problem: int, at: int, kind: int, count: int, record: int, size: int) -> NoReturn:
+    """Raise the error of what stopped ``_kernels.scan_chunks`` (``record``: the records before that chunk)."""
+    if problem == K.AFTER_END:
+        raise RecordError(p, record + 1, f"data after the end record (byte {at})")
+    if problem == K.SHORT_HEADER:
+        raise RecordError(p, record + 1, f"truncated chunk header at byte {at}")
+    if problem == K.UNKNOWN_KIND:
+        raise RecordError(p, record + 1, f"unknown record kind {kind} at byte {at}")
+    if problem == K.LAUNCH_ORDER:
+        raise RecordError(p, record + 1, "the launch record must come first, once")
+    if problem == K.END_SIZE:
+        raise RecordError(p, record + 1, f"end record of {count} bytes, expected {END_DTYPE.itemsize}")
+    assert problem == K.SHORT_PAYLOAD, problem
+    item = {ALLOC: ALLOC_DTYPE.itemsize, ACCESS: ACCESS_DTYPE.itemsize}.get(kind, 1)
+    whole = (size - at) // item if kind in (ALLOC, ACCESS) else 0
+    raise RecordError(p, record + 1 + whole, f"truncated {KIND_NAMES[kind]} record: the file ends at byte "
+                      f"{size}, the chunk at byte {at} claims {count * item} bytes (the tracer was killed?)")  # fmt: skip
 
 
 def encode(

@@ -1,0 +1,308 @@
+"""The record file's reader and decoder as they were before their numba kernels (commit 9eea656): pure numpy,
+kept as the reference the tests compare ``traces.sanitizer.records.read_records`` and ``decode.decode`` with
+(tests/test_sanitizer_reference.py). Not used by the library."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from traces.importers import _object_kernels as K
+from traces.importers.objects import ObjectSpec, _family_of, infer_objects
+from traces.inputfile import read_error, require_file
+from traces.launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, SHARED_WINDOW, coverage_problem, launch_problem
+from traces.schema import (
+    ATOMIC,
+    GLOBAL,
+    LOAD,
+    LOCAL,
+    REDUCTION,
+    SHARED,
+    STORE,
+    WARP_SIZE,
+    WIDTHS,
+    Instructions,
+    KernelInfo,
+    ObjectInfo,
+)
+from traces.sanitizer.decode import SASS_SEQ_NOTE, SEQ_NOTE, VALID_FLAGS, _param_names, _seq, demangle
+from traces.sanitizer.records import (
+    ACCESS,
+    ACCESS_DTYPE,
+    ALLOC,
+    ALLOC_DTYPE,
+    CHUNK,
+    END,
+    END_DTYPE,
+    END_MAX_ROWS,
+    F_ATOMIC,
+    F_READ,
+    F_WRITE,
+    HEADER,
+    KIND_NAMES,
+    LAUNCH,
+    MAGIC,
+    VERSION,
+    RecordError,
+    RecordFile,
+    _launch,
+)
+
+
+def read_records(path) -> RecordFile:
+    """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`."""
+    p = str(path)
+    require_file(p)
+    try:
+        with open(p, "rb") as f:
+            size = f.seek(0, 2)
+            if size == 0:
+                raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
+            f.seek(0)
+            data = f.read()
+    except OSError as exc:
+        raise read_error(p, exc) from None
+    return _parse(p, memoryview(data), len(data))
+
+
+def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
+    if size < HEADER.itemsize:
+        raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
+    h = np.frombuffer(buf, HEADER, count=1)[0]
+    if bytes(h["magic"]).ljust(8, b"\0") != MAGIC:
+        raise RecordError(p, None, "not a placement trace record file (bad magic)")
+    if int(h["version"]) != VERSION or int(h["header_bytes"]) != HEADER.itemsize:
+        raise RecordError(p, None, f"record file version {int(h['version'])} (header {int(h['header_bytes'])} bytes); this reader reads {VERSION}")  # fmt: skip
+    off = HEADER.itemsize
+    record = 0
+    launch = None
+    allocs: list[np.ndarray] = []
+    chunks: list[np.ndarray] = []
+    numbers: list[np.ndarray] = []
+    end = None
+    while off < size:
+        if end is not None:
+            raise RecordError(p, record + 1, f"data after the end record (byte {off})")
+        if size - off < CHUNK.itemsize:
+            raise RecordError(p, record + 1, f"truncated chunk header at byte {off}")
+        c = np.frombuffer(buf, CHUNK, count=1, offset=off)[0]
+        kind, count = int(c["kind"]), int(c["count"])
+        off += CHUNK.itemsize
+        if kind not in KIND_NAMES:
+            raise RecordError(p, record + 1, f"unknown record kind {kind} at byte {off - CHUNK.itemsize}")
+        if (kind == LAUNCH) != (launch is None):
+            raise RecordError(p, record + 1, "the launch record must come first, once")
+        item = {ALLOC: ALLOC_DTYPE.itemsize, ACCESS: ACCESS_DTYPE.itemsize}.get(kind, 1)
+        if kind == END and count != END_DTYPE.itemsize:
+            raise RecordError(p, record + 1, f"end record of {count} bytes, expected {END_DTYPE.itemsize}")
+        nbytes = count * item
+        if nbytes > size - off:
+            whole = (size - off) // item if kind in (ALLOC, ACCESS) else 0
+            raise RecordError(p, record + 1 + whole, f"truncated {KIND_NAMES[kind]} record: the file ends at byte "
+                              f"{size}, the chunk at byte {off} claims {nbytes} bytes (the tracer was killed?)")  # fmt: skip
+        payload = buf[off : off + nbytes]
+        if kind == LAUNCH:
+            record += 1
+            launch = _launch(p, payload, record)
+        elif kind == ALLOC:
+            a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
+            bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise RecordError(p, record + 1 + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
+                                  "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
+            allocs.append(a)
+            record += count
+        elif kind == ACCESS:
+            chunks.append(np.frombuffer(payload, ACCESS_DTYPE, count=count))
+            numbers.append(np.arange(record + 1, record + 1 + count, dtype=np.int64))
+            record += count
+        else:
+            record += 1
+            end = np.frombuffer(payload, END_DTYPE, count=1)[0]
+        off += nbytes
+    if launch is None:
+        raise RecordError(p, None, "no launch record (the kernel never launched?)")
+    if end is None:
+        raise RecordError(
+            p, record + 1, "no end record: the file was cut short (the program or the tracer was killed?)"
+        )
+    accesses = np.concatenate(chunks) if chunks else np.zeros(0, ACCESS_DTYPE)  # copies out of the map
+    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)
+    nums = np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
+    if int(end["rows"]) != accesses.shape[0]:
+        raise RecordError(
+            p, record, f"end record counts {int(end['rows'])} accesses, the file holds {accesses.shape[0]}"
+        )
+    return RecordFile(p, launch, allocations, accesses, nums, int(end["rows"]), bool(int(end["flags"]) & END_MAX_ROWS))
+
+
+def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:
+    """The first access record that breaks the format is an error naming it."""
+    f = acc["flags"]
+    bad_flags = ~np.isin(f, VALID_FLAGS)
+    checks = (
+        (~np.isin(acc["space"], (GLOBAL, LOCAL, SHARED)), "space {} (expected 0 global, 1 local or 2 shared)", "space"),
+        (~np.isin(acc["width"], WIDTHS), "width {} (expected one of 1, 2, 4, 8, 16)", "width"),
+        (bad_flags, "access flags {} (expected 1 read, 2 write, 7 atomic or 6 reduction)", "flags"),
+        (acc["cta"].astype(np.int64) >= nctas, f"block {{}} beyond the launch's {nctas} blocks", "cta"),
+        (acc["warp"].astype(np.int64) >= wpb, f"warp {{}} beyond the block's {wpb} warps", "warp"),
+    )
+    for bad, msg, col in checks:
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise RecordError(rf.path, int(rf.access_records[i]), msg.format(int(acc[col][i])))
+
+
+def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
+    """Assign global rows to explicit objects or allocations; returns (objects, origins, unknown rows)."""
+    cands: list[dict[str, Any]] = []
+    for s in specs:
+        cands.append({"name": s.name, "base": s.base, "size": s.size, "spec": s, "origin": "--objects"})
+    taken = [(s.base, s.base + s.size) for s in specs]
+    names = _param_names(rf)
+    for k, (b, z) in enumerate(zip(rf.allocations["base"].tolist(), rf.allocations["size"].tolist())):
+        if z == 0 or any(b < e and a < b + z for a, e in taken):
+            continue
+        nm = names.get(b, f"alloc{k}")
+        cands.append({"name": nm, "base": b, "size": z, "spec": None,
+                      "origin": f"allocation record {k}" + (f", parameter {nm}" if b in names else "")})  # fmt: skip
+    # Overlapping allocation records (a pool re-reported): keep the first of each base.
+    seen_base: set[int] = set()
+    cands = [c for c in cands if not (c["spec"] is None and (c["base"] in seen_base or seen_base.add(c["base"])))]
+    cands.sort(key=lambda c: c["base"])
+    if rows.size and cands:
+        base = np.array([c["base"] for c in cands], np.uint64)
+        end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
+        j = np.searchsorted(base, lo[rows], side="right") - 1
+        jj = np.maximum(j, 0)
+        inside = (j >= 0) & (lo[rows] >= base[jj]) & (hi[rows] <= end[jj])
+        cand = np.where(inside, jj, -1)
+    else:
+        cand = np.full(rows.size, -1, np.int64)
+    objects, origins = [], {}
+    for ci in np.unique(cand[cand >= 0]).tolist():
+        c = cands[ci]
+        sel = rows[cand == ci]
+        oid = len(objects)
+        obj[sel] = oid
+        s = c["spec"]
+        elem = s.elem_bytes if s is not None and s.elem_bytes else int(np.bincount(width[sel]).argmax())
+        objects.append(ObjectInfo(oid, c["name"], "global", c["base"], c["size"], elem,
+                                  s.shape if s is not None else None, bool((op[sel] != LOAD).any())))  # fmt: skip
+        origins[c["name"]] = c["origin"]
+    return objects, origins, int((cand < 0).sum())
+
+
+def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
+           max_rows: int | None = None, sass_fn=None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
+    """The trace of the launch a record file holds (module docstring). ``sass_fn``, the kernel's
+    :class:`.sass.SassFunction` (nvdisasm of its module's cubin), gives the instruction totals and ``seq``."""
+    L = rf.launch
+    problem = launch_problem(L.grid, L.block)
+    if problem:
+        raise RecordError(rf.path, 1, f"launch record: {problem}")
+    nctas = L.grid[0] * L.grid[1] * L.grid[2]
+    wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
+    acc = rf.accesses
+    _check(rf, acc, nctas, wpb)
+    mask = acc["mask"].copy()
+    live = mask != 0
+    empty_rows = int((~live).sum())
+    cut = False
+    records = rf.access_records  # of each row kept (an error names the record)
+    if not live.all():
+        acc, mask, records = acc[live], mask[live], records[live]
+    if max_rows is not None and acc.shape[0] > max_rows:
+        acc, mask, cut = acc[:max_rows], mask[:max_rows], True
+    n = acc.shape[0]
+    problem = coverage_problem(L.grid, L.block, n)
+    if problem:  # the writer would refuse it, naming the output: name the record file here
+        raise RecordError(rf.path, 1, f"launch record: {problem}")
+    flags = acc["flags"]
+    op = np.where(flags & F_ATOMIC != 0, np.where(flags & F_READ != 0, ATOMIC, REDUCTION),
+                  np.where(flags & F_WRITE != 0, STORE, LOAD)).astype(np.int8)  # fmt: skip
+    space = acc["space"].astype(np.int8)
+    width = acc["width"].astype(np.int8)
+    lanes = ((mask[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32)) & 1).astype(bool)
+    addr = np.where(lanes, acc["addr"], np.uint64(0)).astype(np.uint64)
+    sh = space == SHARED
+    if sh.any():
+        if L.shared_base:
+            low = lanes & sh[:, None] & (addr < np.uint64(L.shared_base))
+            if low.any():
+                i = int(np.flatnonzero(low.any(axis=1))[0])
+                raise RecordError(rf.path, int(records[i]), f"shared address below the window base {L.shared_base:#x}")
+            addr[sh] = np.where(lanes[sh], addr[sh] - np.uint64(L.shared_base), np.uint64(0))
+        over = lanes & sh[:, None] & (addr + width.astype(np.uint64)[:, None] > np.uint64(SHARED_WINDOW))
+        if over.any():
+            i = int(np.flatnonzero(over.any(axis=1))[0])
+            raise RecordError(rf.path, int(records[i]), "shared address beyond the 32-bit shared window")
+    cta = acc["cta"].astype(np.int32)
+    warp = acc["warp"].astype(np.int32)
+    key = cta.astype(np.int64) * wpb + warp
+    seq, warps = _seq(key)
+    counts = None
+    if sass_fn is not None:
+        from .sass import sass_counts
+
+        counts = sass_counts(sass_fn, acc["pc"].astype(np.int64), key, warps, where=str(rf.path))
+        seq = counts.seq
+    lo = np.zeros(n, np.uint64)
+    hi = np.zeros(n, np.uint64)
+    if n:
+        K.row_bounds(mask, addr, width, lo, hi)
+    obj = np.full(n, -1, np.int16)
+    g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
+    glob = np.flatnonzero(space == GLOBAL)
+    objs, origins, unknown = _global_objects(rf, glob, lo, hi, op, width, g_specs, obj)
+    other = np.flatnonzero(space != GLOBAL)
+    if other.size:
+        o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
+        found = infer_objects(space[other], acc["pc"][other].astype(np.int32), op[other], width[other], mask[other],
+                              addr[other], explicit=o_specs)  # fmt: skip
+        shift = len(objs)
+        sub = found.obj.astype(np.int64)
+        obj[other] = np.where(sub >= 0, sub + shift, -1)
+        taken = {o.name for o in objs}
+        for o in found.objects:
+            name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
+            objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
+            origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+    cols = {"cta": cta, "warp": warp, "seq": seq, "pc": acc["pc"].astype(np.int32), "op": op, "space": space,
+            "width": width, "mask": mask.astype(np.uint32), "addr": addr, "obj": obj}  # fmt: skip
+    source: dict[str, Any] = {
+        "format": "sanitizer",
+        "file": os.path.abspath(rf.path),
+        "launch": L.launch,
+        "mangled": L.name,
+        "estimated": ["seq", "instructions"],
+        "seq": SEQ_NOTE if counts is None else SASS_SEQ_NOTE,
+        "instructions": "memory instructions only (no SASS counts)"
+        if counts is None
+        else (
+            f"nvdisasm of the module's cubin: {counts.counted} basic blocks counted from the records, "
+            f"{counts.estimated} estimated (traces.sanitizer.sass)"
+        ),
+        "ctas": ctas or "all",
+        "rows_recorded": rf.rows_written,
+        "rows_without_lanes": empty_rows,
+        "max_rows_reached": bool(rf.max_rows_reached or cut),
+        "unknown_rows": unknown,
+        "allocations": int(rf.allocations.shape[0]),
+        "objects": origins,
+    }
+    info = KernelInfo(
+        kernel=demangle(L.name),
+        grid=L.grid,
+        block=L.block,
+        objects=tuple(objs),
+        instructions=Instructions(executed=n, warps=warps, ldst=n) if counts is None else counts.instructions,
+        regs_per_thread=L.regs,
+        smem_per_block=L.static_smem + L.dynamic_smem,
+        source=source,
+        extra={"static_smem": L.static_smem, "dynamic_smem": L.dynamic_smem, "ctas": ctas or "all"},
+    )
+    return cols, info
