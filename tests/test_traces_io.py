@@ -35,6 +35,24 @@ def test_round_trip_identical(trace_file):
     assert t.addr.shape == (18, 32)
 
 
+def test_addresses_are_byte_stream_split_and_plain_files_still_read(trace_file, tmp_path):
+    # the writer's lane addresses are byte-stream split (traces.io.PARQUET_OPTIONS: pyarrow ignores an encoding
+    # asked for a column name it does not have, so the name is checked here); a file with them plain, as
+    # traces were written before, reads the same
+    path, cols, info = trace_file
+    meta = pq.ParquetFile(path).metadata
+    encodings = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings
+                 for i in range(meta.num_columns)}  # fmt: skip
+    assert "BYTE_STREAM_SPLIT" in encodings[traces.io.ADDR_LEAF]
+    assert all("BYTE_STREAM_SPLIT" not in e for c, e in encodings.items() if c != traces.io.ADDR_LEAF)
+    plain = tmp_path / "plain.parquet"
+    options = {k: v for k, v in traces.io.PARQUET_OPTIONS.items() if k != "column_encoding"}
+    pq.write_table(traces.io.to_table(cols, info), plain, **options)
+    assert "BYTE_STREAM_SPLIT" not in pq.ParquetFile(plain).metadata.row_group(0).column(8).encodings
+    a, b = traces.read(path), traces.read(plain)
+    assert all(np.array_equal(getattr(a, c), getattr(b, c)) for c in cols) and a.info == b.info == info
+
+
 def test_n_ids_is_the_length_of_per_object_arrays(trace_file):
     _, _, info = trace_file
     obj = lambda i: traces.ObjectInfo(i, f"o{i}", "global", 0x1000 * (i + 1), 64)  # noqa: E731
