@@ -29,7 +29,8 @@ CLOCK = LINES + N_SPACES  # cache access counter (LRU/FIFO stamps)
 NDRAM = CLOCK + 1  # DRAM requests written so far
 LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per space (see walk)
 L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
-STATS_LEN = L2SECT + N_SPACES
+TEXELS = L2SECT + N_SPACES  # texels the texture units fetch: the active lanes of texture rows
+STATS_LEN = TEXELS + 1
 # per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
 # for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
 OBJ_STRIDE = N_LEVELS * 3
@@ -473,6 +474,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
+            stats[TEXELS] += _popcount(np.uint64(m))
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
             upper_runs(
                 TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc

@@ -191,6 +191,8 @@ class HierarchyResult:
     obj_hits: np.ndarray
     obj_misses: np.ndarray
     atomics: AtomicContention = AtomicContention()
+    texels: int = 0
+    """Texels the texture units fetched, all SMs together: the active lanes of the texture rows."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -213,7 +215,7 @@ class HierarchyResult:
             l2_sectors=self.l2_sectors, dram_requests=int(self.dram_addr.shape[0]),
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
-            obj_misses=self.obj_misses, atomics=self.atomics,
+            obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels,
         )  # fmt: skip
 
 
@@ -238,6 +240,8 @@ class HierarchyTotals:
     obj_hits: np.ndarray
     obj_misses: np.ndarray
     atomics: AtomicContention = AtomicContention()
+    texels: int = 0
+    """Texels the texture units fetched, all SMs together: the active lanes of the texture rows."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -402,7 +406,8 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         dram_addr=d_addr, dram_cycle=d_cycle, dram_obj=d_obj, dram_warp=d_warp, dram_write=d_write, dram_bytes=d_bytes,
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
-        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(), **_per_object(stats),
+        l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
+        texels=int(stats[H.TEXELS]), **_per_object(stats),
     )  # fmt: skip
 
 
@@ -524,6 +529,7 @@ class HierarchyStream:
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
+            texels=int(stats[H.TEXELS]),
             **_per_object(stats),
         )  # fmt: skip
 

@@ -209,12 +209,12 @@ def _signed_ns(cycles: float, ns_per_cycle: float) -> str:
 
 
 def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int) -> str | None:
-    """T_comp's change split into its parts, max(W_parallel, T_LSU) + W_serial (``hms.t_comp``), where W_serial
+    """T_comp's change split into its parts, max(W_parallel, T_LSU, T_TEX) + W_serial (``hms.t_comp``), where W_serial
     changes (the barriers a staged placement adds): fewer issued instructions can come with a longer T_comp."""
     d = target.t_comp - sample.t_comp
     if target.w_serial == sample.w_serial or abs(d * ns_per_cycle) < 0.005 * max(sample.time_ns, 1e-9):
         return None
-    par = [max(t.w_parallel, t.t_lsu) for t in (sample, target)]
+    par = [max(t.w_parallel, t.t_lsu, t.t_tex) for t in (sample, target)]
     serial = (f"W_serial {_signed_ns(target.w_serial - sample.w_serial, ns_per_cycle)} "
               f"({units.count(sample.w_serial)} -> {units.count(target.w_serial)} cycles")  # fmt: skip
     barriers = round((target.staging.get("inserted") or {}).get("barriers", 0)) if target.staging else 0
@@ -275,6 +275,9 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
         out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
+    if abs(target.t_tex - sample.t_tex) > 0.05 * max(sample.t_comp, 1e-9):
+        out.append(f"the SMs' texture units busy {units.time_ns(sample.t_tex * ns_per_cycle)} -> "
+                   f"{units.time_ns(target.t_tex * ns_per_cycle)} (T_TEX, one texel a unit a cycle)")  # fmt: skip
     return out
 
 

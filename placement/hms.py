@@ -79,7 +79,7 @@ from traces.context import CONTEXTS
 
 from . import _dram_kernels, addressing, queuing
 from .gpu import Gpu
-from .memory import hierarchy_config
+from .memory import hierarchy_config, texels_per_cycle_of
 from .models import gpuperf
 from .models.params import l2_rate_of, sustained_fraction_of
 from .occupancy import Occupancy
@@ -198,6 +198,9 @@ class Terms:
     """Per object, per cache level its requests reached: {"requests", "hits", "misses"} (``cachesim`` counts them
     per object as well as per space; ``caches`` has the per-space counts). For the explanations; not in
     :meth:`as_dict` (the ranking JSON keeps its fields)."""
+    t_tex: float = 0.0
+    """Cycles per SM the texture units take for the texture rows' texels (:func:`t_tex`; 0: none, or the
+    architecture's rate is not known)."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -668,10 +671,25 @@ def t_lsu(mem: _Memory, res: Residency) -> float:
     return float(mem.hier.lsu_cycles.sum()) / res.active_sms
 
 
-def t_comp(par: Parallelism, lsu: float, serial: float) -> float:
-    """T_comp (GPUPerf Eq. 2, the form the HMS paper's garbled Eq. 2 means), with the load/store path's bound:
-    max(W_parallel, T_LSU) + W_serial."""
-    return gpuperf.t_comp(max(par.w_parallel, lsu), serial)
+def t_tex(mem: _Memory, res: Residency, gpu: Gpu) -> float:
+    """T_TEX: the cycles per SM the texture units take to fetch the texture rows' texels (0 where the
+    architecture's rate is not known).
+
+    Extension (none of the papers has it; GPUPerf and Huang & Li price a texture load by its cache's latency):
+    an SM's texture units fetch ``texels_per_cycle`` texels a cycle (4 units from Volta on, one texel each, cited
+    in configs/architectures.toml), so a warp's 32-lane ``tex1Dfetch`` holds them 8 cycles where its 128 bytes
+    take the L1's data path one. Like T_LSU it bounds the parallel part of T_comp (:func:`t_comp`); the texture
+    hits' memory time stays paced by the data path (:func:`t_mem`), which they pass as well. conv1d with its
+    input in a texture (7 fetches per output) was measured 13-25 % slower than with plain loads on the H100 and
+    predicted 6-9 % slower without this bound."""
+    rate = texels_per_cycle_of(gpu)
+    return mem.hier.texels / rate / res.active_sms if rate else 0.0
+
+
+def t_comp(par: Parallelism, lsu: float, serial: float, tex: float = 0.0) -> float:
+    """T_comp (GPUPerf Eq. 2, the form the HMS paper's garbled Eq. 2 means), with the load/store path's and the
+    texture units' bounds: max(W_parallel, T_LSU, T_TEX) + W_serial."""
+    return gpuperf.t_comp(max(par.w_parallel, lsu, tex), serial)
 
 
 def t_l2(mem: _Memory, gpu: Gpu) -> float:
@@ -795,7 +813,8 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     par = parallelism(inst, mem, res, gpu)
     serial = target_w_serial(info, gpu, mem, res, par, target)
     lsu = t_lsu(mem, res)
-    comp = t_comp(par, lsu, serial)
+    tex = t_tex(mem, res, gpu)
+    comp = t_comp(par, lsu, serial, tex)
     mt = t_mem(mem, res, par, lsu, gpu)
     features = overlap_features(mem, res)
     overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
@@ -846,6 +865,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         events={f: float(v) for f, v in zip(FEATURES, features)},
         staging=target.staging or {},
         object_caches=object_caches(info, h),
+        t_tex=tex,
     )
 
 

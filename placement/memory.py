@@ -40,6 +40,14 @@ def constant_on_path_of(gpu: Gpu) -> bool:
     return not _arch_models(gpu).get("constant_own_pipe", False)
 
 
+def texels_per_cycle_of(gpu: Gpu) -> float:
+    """Texels an SM's texture units fetch per cycle (``texels_per_cycle`` of the architecture's
+    ``[<arch>.models]`` in configs/architectures.toml: its texture units per SM, one texel each per clock, cited
+    there); 0 where it is not known (no texture-unit bound in ``placement.hms.t_lsu``)."""
+    v = _arch_models(gpu).get("texels_per_cycle")
+    return float(v) if v else 0.0
+
+
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:
     d = gpu.dram
     return cachesim.DramConfig(

@@ -120,6 +120,28 @@ def test_texture_2d_locality():
     assert r1.stat("tex", "texture1d") == (128, 96, 32)  # 32 lines, then hits
 
 
+def test_texels_count_the_texture_rows_active_lanes():
+    """``texels``: the lanes a texture row fetches (its active mask's bits), texture rows only (the texture units'
+    work, ``placement.hms.t_tex``): 32 + 32 + 5 from three texture rows, none from the global row, with 1D and 2D
+    fetches alike."""
+    obj = traces.ObjectInfo(0, "M", "texture2d", 0x10000, 64 * 64 * 4, 4, (64, 64), False)
+    rows = [
+        (0, 0, 0, 0, 4, 4, 0x10000 + lanes * 4, 0),  # texture1d, 32 lanes
+        (0, 0, 1, 0, 5, 4, 0x10000 + lanes * 256, 0),  # texture2d, 32 lanes
+        (0, 0, 2, 0, 4, 4, 0x10100 + lanes * 4, 0),  # texture1d, 5 lanes active (mask below)
+        (0, 0, 3, 0, 0, 4, 0x20000 + lanes * 4, -1),  # global: no texels
+    ]
+    t = make_trace(rows, 1, 1, [obj])
+    t.mask[2] = 0b10110001001
+    cfg = config(tex="N:16:128:24,L:R:m:N:L")
+    r = cachesim.simulate_hierarchy(t, cfg, blocks_per_sm=1)
+    assert r.texels == 32 + 32 + 5
+    assert r.totals().texels == r.texels
+    s = cachesim.HierarchyStream(cfg, t.info, 1)
+    s.feed(t)
+    assert s.finish().texels == r.texels
+
+
 @pytest.mark.parametrize("spec", ["N:4:128:2,L:B:m:W:L", "N:16:128:2,F:B:m:W:P", "N:4:128:2,L:B:m:W:X"])
 def test_l2_matches_simulate_cache(spec):
     # one warp, one lane active per row in program order: the L2 sees exactly the line stream

@@ -343,3 +343,31 @@ def test_constant_accesses_leave_the_data_path_from_volta_on():
 
     assert [hierarchy_config(get_gpu(g)).const_on_path for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
         True, True, False, False, False]  # fmt: skip
+
+
+def test_texture_units_bound_t_comp_by_hand():
+    # conv1d of 2^16 outputs, 7 taps, its input in a 1D texture: 7 x 2^16 texels (every lane active, the
+    # generator clamps at the edges instead of masking); the H100's SMs fetch 4 a cycle (4 texture units,
+    # configs/architectures.toml), the K80's 16; over the active SMs. T_TEX bounds T_comp's parallel part.
+    cols, info = generate("conv1d", [65536, 7], [256])
+    t = traces.Trace(**cols, info=info)
+    in_id = next(o.id for o in info.objects if o.name == "in")
+    texels = int(np.unpackbits(t.mask[(t.op == 0) & (t.obj == in_id)].view(np.uint8)).sum())
+    assert texels == 7 * 65536
+    for name, rate in (("h100", 4), ("k80", 16)):
+        ev = WholeTraceEvaluator(t, get_gpu(name))
+        tgt = ev.evaluate(parse_placement("in=T", ev.info)).target
+        assert ev.sample.t_tex == 0.0
+        assert tgt.t_tex == pytest.approx(texels / rate / tgt.active_sms)
+        assert tgt.t_comp >= tgt.t_tex + tgt.w_serial
+    # the H100's 4 a cycle make it the bound here: 7 fetches x 8 cycles a warp against the L1's 1-2 a load
+    h = WholeTraceEvaluator(t, get_gpu("h100"))
+    tgt = h.evaluate(parse_placement("in=T", h.info)).target
+    assert tgt.t_comp == pytest.approx(tgt.t_tex) and tgt.t_tex > 2 * tgt.t_lsu
+
+
+def test_texels_per_cycle_from_the_architecture():
+    from placement.memory import texels_per_cycle_of
+
+    assert [texels_per_cycle_of(get_gpu(g)) for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
+        16, 8, 4, 4, 4]  # fmt: skip

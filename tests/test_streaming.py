@@ -38,8 +38,8 @@ def assert_same(whole: cachesim.HierarchyResult, totals: cachesim.HierarchyTotal
     w = whole.totals()
     for f in ("requests", "hits", "misses", "instructions", "transactions", "replays", "lsu_cycles", "l2_sectors"):
         np.testing.assert_array_equal(getattr(totals, f), getattr(w, f), err_msg=f)
-    assert (totals.dram_requests, totals.dram_bytes, totals.row_buffer, totals.n_banks) == (
-        w.dram_requests, w.dram_bytes, w.row_buffer, w.n_banks)  # fmt: skip
+    assert (totals.dram_requests, totals.dram_bytes, totals.row_buffer, totals.n_banks, totals.texels) == (
+        w.dram_requests, w.dram_bytes, w.row_buffer, w.n_banks, w.texels)  # fmt: skip
     # the served pieces are the whole run's DRAM requests in its arrival order, with its outcomes
     d = whole.dram
     cat = {f: np.concatenate([getattr(p, f) for p in pieces]) if pieces else np.zeros(0) for f in
