@@ -76,6 +76,9 @@ class Compute:
     launch_per_block_ns: float = 0.0
     """What each further block adds to an empty kernel's time, in ns: the rate at which the GPU starts and
     retires blocks (0: not known). A kernel takes at least its blocks x this, its own work overlapped."""
+    texels_per_cycle: float = 0.0
+    """Texels an SM's texture units fetch per cycle, measured (``placement calibrate``'s ``texture``); 0: the
+    architecture's from its texture units per SM (``placement.memory.texels_per_cycle_of``)."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "max_regs_per_thread": (1, 255),
     "launch_us": _NONNEG,
     "launch_per_block_ns": _NONNEG,
+    "texels_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
 }
 READONLY_CACHES = ("tex", "l1", "none")

@@ -41,9 +41,12 @@ def constant_on_path_of(gpu: Gpu) -> bool:
 
 
 def texels_per_cycle_of(gpu: Gpu) -> float:
-    """Texels an SM's texture units fetch per cycle (``texels_per_cycle`` of the architecture's
-    ``[<arch>.models]`` in configs/architectures.toml: its texture units per SM, one texel each per clock, cited
-    there); 0 where it is not known (no texture-unit bound in ``placement.hms.t_lsu``)."""
+    """Texels an SM's texture units fetch per cycle: the configuration's measured ``compute.texels_per_cycle``
+    (``placement calibrate``) where it has one, else ``texels_per_cycle`` of the architecture's ``[<arch>.models]``
+    in configs/architectures.toml (its texture units per SM, one texel each per clock, cited there); 0 where
+    neither is known (no texture-unit bound in ``placement.hms.t_tex``)."""
+    if gpu.compute.texels_per_cycle > 0:
+        return gpu.compute.texels_per_cycle
     v = _arch_models(gpu).get("texels_per_cycle")
     return float(v) if v else 0.0
 

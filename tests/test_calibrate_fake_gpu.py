@@ -41,6 +41,7 @@ class FakeGpu:
     bank_way = 2.0
     column_bits, row_bits = (8, 9, 10), (20, 21)
     row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
+    texels_per_cycle = 4.5
 
 
 class FakeDevice:
@@ -115,6 +116,10 @@ class FakeDevice:
         if kernel.startswith("atomic_"):
             iters = int(args[2] if kernel == "atomic_global" else args[1])
             return grid * block * iters / 1.0e6
+        if kernel == "tex_throughput":
+            assert args[0][0] == "texture" and int(args[2]) + 1 == args[0][1].size  # the whole texture, a power of 2
+            per_sm = grid * block * int(args[1]) * 4 / self.info.sms
+            return per_sm / g.texels_per_cycle / (g.clock_mhz * 1e3)
         raise AssertionError(f"time_ms of {kernel}")
 
     # what each kernel measures
@@ -171,7 +176,7 @@ class FakeDevice:
             bit = int(np.log2((int(b_words) ^ int(a_words)) * 4))
             out[0] = g.row_miss
             out[1] = g.row_hit if bit in g.column_bits else g.row_conflict if bit in g.row_bits else g.row_miss
-        elif kernel in ("empty_kernel", "bw_read", "bw_write", "bw_copy", "bw_l2_read", "smem_bandwidth"):
+        elif kernel in ("empty_kernel", "tex_throughput", "bw_read", "bw_write", "bw_copy", "bw_l2_read", "smem_bandwidth"):
             pass
         else:
             raise AssertionError(f"launch of {kernel}")
@@ -240,6 +245,10 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     # atomics on one address: the simulated GPU's 1e6 adds per ms, 1 G/s, so a warp's update every 32 ns
     assert m["atomic_global_same_gops"] == pytest.approx(1.0)
     assert cfg.memory.l2_atomic_interval_ns == pytest.approx(32.0)
+    # the texture units: 4 texels of 16 KiB a thread an iteration, at the simulated 4.5 texels a cycle an SM
+    assert m["tex_texels_per_cycle_per_sm"] == pytest.approx(g.texels_per_cycle)
+    assert m["tex_gtexels"] == pytest.approx(g.texels_per_cycle * 4 * g.clock_mhz / 1e3)
+    assert cfg.compute.texels_per_cycle == pytest.approx(g.texels_per_cycle)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

@@ -371,3 +371,7 @@ def test_texels_per_cycle_from_the_architecture():
 
     assert [texels_per_cycle_of(get_gpu(g)) for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
         16, 8, 4, 4, 4]  # fmt: skip
+    # a calibrated configuration's measured rate wins over its architecture's
+    h = get_gpu("h100")
+    measured = dataclasses.replace(h, compute=dataclasses.replace(h.compute, texels_per_cycle=4.5))
+    assert texels_per_cycle_of(measured) == 4.5

@@ -8,8 +8,8 @@ latency in cycles and a time in ns convert at the clock the GPU really ran.
 
 Budgets (seconds of repetitions, quick / full; laying out a walk and compiling come on
 top): clock 2/4, latency 6/12, walk 15/120, walk_paths 4/30, stride 3/20, bandwidth 4/20,
-bank_conflicts 1/3, syncthreads 1/5, atomics 2/6, launch 1/5, issue 2/20, dram_bits 5/60:
-46 s quick, 305 s full, under the one minute and ten minutes the command promises with
+bank_conflicts 1/3, syncthreads 1/5, atomics 2/6, texture 1/3, launch 1/5, issue 2/20, dram_bits 5/60:
+47 s quick, 308 s full, under the one minute and ten minutes the command promises with
 room for compiling (NVRTC, about 5 s on the first run, cached after it) and the walks'
 layouts.
 """
@@ -554,6 +554,34 @@ def bench_atomics(dev, ctx) -> Result:
     return r
 
 
+TEX_WORDS = 4096
+"""The throughput benchmark's texture: 4,096 32-bit texels (16 KiB), resident in the texture / L1 cache of every
+NVIDIA GPU since Fermi, so neither the L2 nor DRAM bounds the fetches."""
+
+
+def bench_texture(dev, ctx) -> Result:
+    """The texture units' throughput: 8 blocks of 256 threads per SM, each thread fetching 4 independent texels
+    of a 16 KiB 1D texture per iteration (``tex1Dfetch``, the warp's lanes on consecutive texels), timed with
+    events: texels per second, and per SM per cycle at the measured clock (``compute.texels_per_cycle``,
+    ``placement.hms.t_tex``)."""
+    r = Result()
+    sms = dev.info.sms
+    buf = dev.zeros(TEX_WORDS, np.uint32)
+    tex = dev.texture_u32(buf)
+    sink = dev.zeros(1, np.uint32)
+    fn = dev.function("texture", "tex_throughput")
+    grid, block, iters = sms * 8, 256, _pick(ctx, (256, 1024))
+    args = (tex, np.int32(iters), np.uint32(TEX_WORDS - 1), sink)
+    texels = grid * block * iters * 4
+    dev.launch(fn, grid, block, args)
+    vals = [texels / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+    s = r.add("tex_gtexels", vals, "G texels/s", f"texture: tex1Dfetch, {grid} x {block} threads x {iters * 4} texels")
+    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
+    r.add("tex_texels_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
+          "texels/cycle/SM", "texture: tex1Dfetch throughput over the SMs and the clock")  # fmt: skip
+    return r
+
+
 def bench_launch(dev, ctx) -> Result:
     """Launch cost of an empty kernel: one launch between events (1, 4,096 and 65,536 blocks
     of 256 threads, as variants-extra.csv), and back to back."""
@@ -685,6 +713,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("bank_conflicts", "n-way shared-memory bank conflicts", (1, 3), bench_bank_conflicts),
     Benchmark("syncthreads", "__syncthreads() with 1..32 warps", (1, 5), bench_syncthreads),
     Benchmark("atomics", "global and shared atomics, distinct and same address", (2, 6), bench_atomics),
+    Benchmark("texture", "texture units' texels per cycle (tex1Dfetch)", (1, 3), bench_texture),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),
