@@ -1,16 +1,34 @@
 """Host side of `placement trace`: record file -> trace rows per second (no GPU).
 
 Writes a record file of a vecadd-like launch (three allocations, each warp loads a[i], b[i] and stores
-v[i], full masks) with ``traces.sanitizer.records.encode``, then times what ``placement trace`` does with
-it: reading it (``read_records``), decoding it into the contract's columns (``decode``) and writing the
-validated trace (``traces.write``) to Parquet and to an Arrow IPC file (the contract's two containers:
-``placement trace -o T.arrow``). Each container's pipeline runs in a fresh process (one warm-up pass for
-numba's kernels, then ``--repeat`` passes), so that its peak memory (VmHWM, as ``ru_maxrss``) is the
-pipeline's alone; each stage prints its median wall and CPU time (this process's user + system, all
-threads) and rows per wall second. The GPU side (the traced launch's slowdown, device records per
-second) needs a GPU and is not measured here.
+v[i], full masks) with ``traces.sanitizer.records.encode``, in chunks of 4,096 records (the most the
+injection library's drain thread writes at once, ``inject.cpp``; ``--chunk-rows`` for fewer), then
+times what ``placement trace`` does with it: reading it (``read_records``), decoding it into the
+contract's columns (``decode``) and writing the validated trace (``traces.write``) to Parquet and to an
+Arrow IPC file (the contract's two containers: ``placement trace -o T.arrow``). Each container's
+pipeline runs in a fresh process (one warm-up pass for numba's kernels, then ``--repeat`` passes), so
+that its peak memory (VmHWM, as ``ru_maxrss``) is the pipeline's alone; each stage prints its median
+wall and CPU time (this process's user + system, all threads) and rows per wall and per CPU second.
+Each pass writes a new output (the last one is removed between passes, untimed: replacing a 280 MB
+file costs its unlink too). The GPU side (the traced launch's slowdown, device records per second)
+needs a GPU and is not measured here.
 
-    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 5]
+    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 5] [--chunk-rows 4096]
+
+Measured 26 Nov 2026 on 2 cores shared with other work: 1 M rows, 267 MiB of records in chunks of 4,096,
+medians of 5 passes, three runs of each alternated; before: fb08ce5 (the numpy reader and decoder, plain
+Parquet addresses), after: 11c2d56 (their numba kernels, byte-stream-split addresses):
+
+    stage (wall s, CPU s)        before                      after
+    read                         0.18-0.23, 0.18-0.22        0.052-0.063, 0.052-0.063
+    decode                       0.24-0.56, 0.23-0.55        0.060-0.064, 0.058-0.062
+    write, validated Parquet     0.62-0.69, 0.61-0.65        0.225-0.235, 0.224-0.232
+    write, validated Arrow IPC   0.14-0.16, 0.08-0.10        0.13-0.15, 0.08-0.09
+    records -> Parquet           0.73-0.91 M rows/s          2.80-2.96 M rows/s (2.84-3.00 per CPU s)
+    records -> Arrow IPC         1.65-1.78 M rows/s          3.55-4.07 M rows/s (4.6-5.2 per CPU s)
+    peak RSS, Parquet / IPC      1,223 / 1,059 MiB           1,018 / 805 MiB (123 after the imports)
+
+In chunks of 16 records the read took 0.79 s before, 0.063 s after (the chunks are walked in a kernel).
 """
 
 from __future__ import annotations
@@ -33,7 +51,7 @@ BASES = (0x7F0000000000, 0x7F0010000000, 0x7F0020000000)
 STAGES = ("read", "decode", "write")
 
 
-def record_file(path: str, rows: int) -> None:
+def record_file(path: str, rows: int, chunk_rows: int = 4096) -> None:
     from traces.sanitizer.records import ACCESS_DTYPE, LaunchRecord, encode
 
     warps = -(-rows // 3)
@@ -54,7 +72,7 @@ def record_file(path: str, rows: int) -> None:
     params = np.array([(0, 8), (8, 8), (16, 8), (24, 4)], dtype=[("offset", "<u4"), ("size", "<u4")])
     launch = LaunchRecord(0, "_Z6vecaddPKfS0_Pfi", (ctas, 1, 1), (block, 1, 1), 16, 0, 0, params, buf, 0, 0)
     with open(path, "wb") as f:
-        f.write(encode(launch, [(b, size) for b in BASES], acc, chunk_rows=1 << 14))
+        f.write(encode(launch, [(b, size) for b in BASES], acc, chunk_rows=chunk_rows))
 
 
 def pipeline(rec: str, out: str, repeat: int) -> dict:
@@ -73,6 +91,7 @@ def pipeline(rec: str, out: str, repeat: int) -> dict:
         with measure("write") as w:
             traces.write(out, cols, info)
         del rf, cols, info
+        os.remove(out)  # the next pass writes a new file, as `placement trace` does, not over this one
         if k:
             for s, m in zip(STAGES, (r, d, w)):
                 figures[s].append((m.figures.wall_s, m.figures.cpu_s))
@@ -85,6 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--chunk-rows", type=int, default=4096, help="records per access chunk of the file")
     ap.add_argument("--pipeline", nargs=2, metavar=("RECORDS", "OUTPUT"), help=argparse.SUPPRESS)  # the child's part
     args = ap.parse_args()
     if args.pipeline:
@@ -92,8 +112,9 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as d:
         rec = os.path.join(d, "records.bin")
-        record_file(rec, args.rows)
-        print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records; medians of {args.repeat} "
+        record_file(rec, args.rows, args.chunk_rows)
+        print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records in chunks of {args.chunk_rows:,}; "
+              f"medians of {args.repeat} "
               "passes after a warm-up, each container in a fresh process:")  # fmt: skip
         for fmt, name in (("Parquet", "t.parquet"), ("Arrow IPC", "t.arrow")):
             t0 = time.perf_counter()
@@ -103,9 +124,8 @@ def main() -> None:
             print(f"{fmt} ({time.perf_counter() - t0:.1f} s in all):")
             labels = {"write": f"write (validated {fmt})", "total": "read + decode + write"}
             for s, (wall, cpu) in res["stages"].items():
-                print(
-                    f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s"
-                )
+                print(f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s"
+                      f" ({args.rows / cpu / 1e6:6.2f} M per CPU s)")  # fmt: skip
             print(f"  peak RSS {res['peak_rss_mib']:,.0f} MiB ({res['base_rss_mib']:,.0f} MiB after the imports); "
                   "goal for the whole tracer: 10 M rows/s")  # fmt: skip
 
