@@ -40,6 +40,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -51,8 +52,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 PACKAGES = ("traces", "cachesim", "placement")
 
 # The commands whose kernels the wheel carries compiled: the main job (rank, with the
-# staging kernels of conv1d and matmul), evaluate, a trace's summary, the three importers
-# (the Accel-Sim parser alone took 32.8 s on a first `placement import accelsim`) on small
+# staging kernels of conv1d and matmul), evaluate, a trace's summary, the four importers
+# (the Accel-Sim parser alone took 32.8 s on a first `placement import accelsim`; the
+# sanitizer's records, what `placement trace` reads, 3.8 s) on small
 # inputs written by _importer_inputs, and the benchmark generators (one kernel per numba
 # function of traces/generators: _kern's seven, qtc's and shoc's).
 WARM_UP = (
@@ -64,6 +66,7 @@ WARM_UP = (
     ("import", "accelsim", "warm-up/accelsim", "-o", "warm-up/accelsim.parquet"),
     ("import", "nvbit", "warm-up/memtrace.log", "-o", "warm-up/nvbit.parquet"),
     ("import", "porple", "warm-up/porple.txt", "-o", "warm-up/porple.parquet"),
+    ("import", "sanitizer", "warm-up/records.bin", "-o", "warm-up/sanitizer.parquet"),
     ("bench", "gen", "vecadd", "-o", "warm-up/gen.parquet"),
     ("bench", "gen", "matmul_naive", "-o", "warm-up/gen.parquet"),
     ("bench", "gen", "matrixmul", "-o", "warm-up/gen.parquet"),
@@ -82,8 +85,10 @@ def _importer_inputs(folder: Path) -> None:
     """Small inputs for the importers' warm-up, in ``folder`` (``warm-up`` of the work copy; the
     wheel does not ship them): c[i] = a[i] + b[i] over 2 blocks of 64 threads (128 floats an
     array) as an Accel-Sim folder (kernelslist.g with its copies, one kernel-1.traceg, tracer
-    version 5), an NVBit mem_trace log and a PORPLE trace. Their numba kernels are the
-    real files' (the parsers' types do not depend on the sizes)."""
+    version 5), an NVBit mem_trace log, a PORPLE trace and a record file of `placement trace`'s
+    injection library (traces/sanitizer/records.py, written here with struct: the hook imports
+    nothing of the package). Their numba kernels are the real files' (the parsers' types do not
+    depend on the sizes)."""
     acc = folder / "accelsim"
     acc.mkdir(parents=True, exist_ok=True)
     (acc / "kernelslist.g").write_text(f"MemcpyHtoD,0x{_A:016x},512\nMemcpyHtoD,0x{_B:016x},512\nkernel-1.traceg\n")
@@ -117,6 +122,19 @@ def _importer_inputs(folder: Path) -> None:
     lines = ["dimension 1 1 1", "sizeof 4 4 4", "block_X 128 128 128", "block_Y 1 1 1", "array_size 512 512 512"]
     lines += [f"{array} {int(array == 2)} {array} 0 {t} {t}" for array in range(3) for t in range(128)]
     (folder / "porple.txt").write_text("\n".join(lines) + "\n")
+    # the record file: header, launch (name, no parameter list), the three allocations, 12 accesses
+    # (cta, warp, pc, flags 1 read / 2 write, space 0 global, width 4, full mask, 32 addresses), end
+    name = b"_Z6vecaddPKfS0_Pf"
+    launch = struct.pack("<14I2Q", 0, 2, 1, 1, 64, 1, 1, 12, 0, 0, 0, 0, len(name), 0, 0, 0) + name
+    allocs = b"".join(struct.pack("<2Q", base, 512) for base in (_A, _B, _C))
+    rows = [(cta, warp, 16 * (k + 1), 2 if base == _C else 1, base + (cta * 64 + warp * 32) * 4)
+            for k, base in enumerate((_A, _B, _C)) for cta in range(2) for warp in range(2)]  # fmt: skip
+    accesses = b"".join(struct.pack("<4I2BHI32Q", cta, warp, pc, flags, 0, 4, 0, 0xFFFFFFFF,
+                                    *(first + 4 * i for i in range(32))) for cta, warp, pc, flags, first in rows)  # fmt: skip
+    chunks = ((1, len(launch), launch), (2, 3, allocs), (3, len(rows), accesses), (4, 16, struct.pack("<2Q", 12, 0)))
+    (folder / "records.bin").write_bytes(
+        b"PLSNTRC\0" + struct.pack("<2I", 1, 16) + b"".join(struct.pack("<2I", k, n) + body for k, n, body in chunks)
+    )
 
 
 def _child_env(work: Path, environ: Mapping[str, str]) -> dict[str, str]:

@@ -48,13 +48,15 @@ def test_warm_up_keeps_the_build_environment_on_the_path(monkeypatch, tmp_path):
 
 def test_warm_up_covers_the_importers_and_the_generators(monkeypatch, tmp_path, run_cli):
     # the first `placement import accelsim` compiled for 32.8 s: the warm-up runs each importer
-    # on inputs it writes, and `bench gen` on kernels that reach every generator kernel
+    # on inputs it writes, and `bench gen` on kernels that reach every generator kernel (and the
+    # sanitizer importer every kernel of the record file's reader and decoder)
     from numba.core.dispatcher import Dispatcher
 
     from traces.generators import names
 
     hb = _hook_module(monkeypatch)
-    assert {("import", f) for f in ("accelsim", "nvbit", "porple")} | {("bench", "gen")} <= {a[:2] for a in hb.WARM_UP}
+    importers = ("accelsim", "nvbit", "porple", "sanitizer")
+    assert {("import", f) for f in importers} | {("bench", "gen")} <= {a[:2] for a in hb.WARM_UP}
     hb._importer_inputs(tmp_path / "warm-up")
     monkeypatch.chdir(tmp_path)
     for argv in hb.WARM_UP:
@@ -70,8 +72,9 @@ def test_warm_up_covers_the_importers_and_the_generators(monkeypatch, tmp_path, 
     import traces.generators._kern as kern
     import traces.generators.qtc as qtc
     import traces.generators.shoc as shoc
+    import traces.sanitizer._kernels as records
 
-    for mod in (kern, qtc, shoc):
+    for mod in (kern, qtc, shoc, records):
         for name, v in vars(mod).items():
             if (
                 isinstance(v, Dispatcher)
