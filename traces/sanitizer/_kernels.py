@@ -31,7 +31,7 @@ END_SIZE = 5  # end record of the wrong size
 SHORT_PAYLOAD = 6  # the chunk's payload runs past the end of the file
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
 def _u32(buf, off):
     """The little-endian uint32 at byte ``off`` of ``buf`` (uint8; any alignment)."""
     return (
