@@ -246,7 +246,7 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     seq, warps = _seq(key)
     counts = None
     if sass_fn is not None:
-        from .sass import sass_counts
+        from traces.sanitizer.sass import sass_counts
 
         counts = sass_counts(sass_fn, acc["pc"].astype(np.int64), key, warps, where=str(rf.path))
         seq = counts.seq
