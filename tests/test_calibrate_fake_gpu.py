@@ -176,7 +176,15 @@ class FakeDevice:
             bit = int(np.log2((int(b_words) ^ int(a_words)) * 4))
             out[0] = g.row_miss
             out[1] = g.row_hit if bit in g.column_bits else g.row_conflict if bit in g.row_bits else g.row_miss
-        elif kernel in ("empty_kernel", "tex_throughput", "bw_read", "bw_write", "bw_copy", "bw_l2_read", "smem_bandwidth"):
+        elif kernel in (
+            "empty_kernel",
+            "tex_throughput",
+            "bw_read",
+            "bw_write",
+            "bw_copy",
+            "bw_l2_read",
+            "smem_bandwidth",
+        ):
             pass
         else:
             raise AssertionError(f"launch of {kernel}")
