@@ -21,7 +21,8 @@ the sample placement and for the target from the same trace:
    L1-hit-bound stencil from its shared-memory version: W_parallel counts both alike,
    but a warp's unaligned 128-byte load through the L1 moves 5 sectors where the
    shared load moves 4 (the seed models' LD/ST bound, ``placement.models.ldst``, is the
-   same idea in units of instructions);
+   same idea in units of instructions). The texture units bound it too: T_TEX, the texture
+   rows' texels at the architecture's (or the calibrated) texels per cycle (:func:`t_tex`);
 4. T_mem = effective memory requests per SM x AMAT (Eq. 4, 17-19), with
    AMAT (Eq. 5) weighted over the requests of every space: first-level cache hits
    at their own hit latency, L2 hits at the L2's, L2 misses at DRAM_lat and shared
