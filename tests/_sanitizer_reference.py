@@ -4,13 +4,12 @@ kept as the reference the tests compare ``traces.sanitizer.records.read_records`
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from traces.importers import _object_kernels as K
-from traces.importers.objects import ObjectSpec, _family_of, infer_objects
+from traces.importers.objects import ObjectSpec, _family_of
 from traces.inputfile import read_error, require_file
 from traces.launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, SHARED_WINDOW, coverage_problem, launch_problem
 from traces.schema import (
@@ -23,11 +22,10 @@ from traces.schema import (
     STORE,
     WARP_SIZE,
     WIDTHS,
-    Instructions,
     KernelInfo,
     ObjectInfo,
 )
-from traces.sanitizer.decode import SASS_SEQ_NOTE, SEQ_NOTE, VALID_FLAGS, _param_names, _seq, demangle
+from traces.sanitizer.decode import VALID_FLAGS, _other_objects, _param_names, _seq, kernel_info
 from traces.sanitizer.records import (
     ACCESS,
     ACCESS_DTYPE,
@@ -258,51 +256,10 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
     glob = np.flatnonzero(space == GLOBAL)
     objs, origins, unknown = _global_objects(rf, glob, lo, hi, op, width, g_specs, obj)
-    other = np.flatnonzero(space != GLOBAL)
-    if other.size:
-        o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
-        found = infer_objects(space[other], acc["pc"][other].astype(np.int32), op[other], width[other], mask[other],
-                              addr[other], explicit=o_specs)  # fmt: skip
-        shift = len(objs)
-        sub = found.obj.astype(np.int64)
-        obj[other] = np.where(sub >= 0, sub + shift, -1)
-        taken = {o.name for o in objs}
-        for o in found.objects:
-            name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
-            objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
-            origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+    # the shared and local rows' objects and the metadata were not rewritten with the kernels: the live code's
+    _other_objects(space, acc["pc"].astype(np.int32), op, width, mask, addr, objects, obj, objs, origins)
     cols = {"cta": cta, "warp": warp, "seq": seq, "pc": acc["pc"].astype(np.int32), "op": op, "space": space,
             "width": width, "mask": mask.astype(np.uint32), "addr": addr, "obj": obj}  # fmt: skip
-    source: dict[str, Any] = {
-        "format": "sanitizer",
-        "file": os.path.abspath(rf.path),
-        "launch": L.launch,
-        "mangled": L.name,
-        "estimated": ["seq", "instructions"],
-        "seq": SEQ_NOTE if counts is None else SASS_SEQ_NOTE,
-        "instructions": "memory instructions only (no SASS counts)"
-        if counts is None
-        else (
-            f"nvdisasm of the module's cubin: {counts.counted} basic blocks counted from the records, "
-            f"{counts.estimated} estimated (traces.sanitizer.sass)"
-        ),
-        "ctas": ctas or "all",
-        "rows_recorded": rf.rows_written,
-        "rows_without_lanes": empty_rows,
-        "max_rows_reached": bool(rf.max_rows_reached or cut),
-        "unknown_rows": unknown,
-        "allocations": int(rf.allocations.shape[0]),
-        "objects": origins,
-    }
-    info = KernelInfo(
-        kernel=demangle(L.name),
-        grid=L.grid,
-        block=L.block,
-        objects=tuple(objs),
-        instructions=Instructions(executed=n, warps=warps, ldst=n) if counts is None else counts.instructions,
-        regs_per_thread=L.regs,
-        smem_per_block=L.static_smem + L.dynamic_smem,
-        source=source,
-        extra={"static_smem": L.static_smem, "dynamic_smem": L.dynamic_smem, "ctas": ctas or "all"},
-    )
+    info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=empty_rows, cut=cut,
+                       unknown=unknown)  # fmt: skip
     return cols, info

@@ -212,23 +212,43 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     obj = np.full(n, -1, np.int16)
     g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
     objs, origins, unknown = _global_objects(rf, space, lo, hi, op, width, g_specs, obj)
-    other = np.flatnonzero(space != GLOBAL)
-    if other.size:
-        o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
-        found = infer_objects(space[other], pc[other], op[other], width[other], mask[other], addr[other],
-                              explicit=o_specs)  # fmt: skip
-        shift = len(objs)
-        sub = found.obj.astype(np.int64)
-        obj[other] = np.where(sub >= 0, sub + shift, -1)
-        taken = {o.name for o in objs}
-        for o in found.objects:
-            name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
-            objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
-            origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+    _other_objects(space, pc, op, width, mask, addr, objects, obj, objs, origins)
     if unknown:
         log.warning("%s: %d global rows touch no allocation (obj -1)", rf.path, unknown)
     cols = {"cta": cta, "warp": warp, "seq": seq, "pc": pc, "op": op, "space": space, "width": width, "mask": mask,
             "addr": addr, "obj": obj}  # fmt: skip
+    info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=empty_rows, cut=cut,
+                       unknown=unknown)  # fmt: skip
+    return cols, info
+
+
+def _other_objects(space, pc, op, width, mask, addr, objects: tuple[ObjectSpec, ...], obj: np.ndarray,
+                   objs: list[ObjectInfo], origins: dict[str, str]) -> None:  # fmt: skip
+    """The shared and local rows' objects, grouped as the other importers do (``importers.objects``), after the
+    global ones: their ids and names go on from ``objs`` (a name already taken gets its id appended); ``obj``,
+    ``objs`` and ``origins`` are filled in place."""
+    other = np.flatnonzero(space != GLOBAL)
+    if not other.size:
+        return
+    o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
+    found = infer_objects(space[other], pc[other], op[other], width[other], mask[other], addr[other],
+                          explicit=o_specs)  # fmt: skip
+    shift = len(objs)
+    sub = found.obj.astype(np.int64)
+    obj[other] = np.where(sub >= 0, sub + shift, -1)
+    taken = {o.name for o in objs}
+    for o in found.objects:
+        name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
+        objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
+        origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+
+
+def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str], n: int, warps: int, counts,
+                *, ctas: str | None, empty_rows: int, cut: bool, unknown: int) -> KernelInfo:  # fmt: skip
+    """The trace's metadata: the launch record's kernel, grid, block, registers and shared memory, the objects, the
+    instruction totals (``counts``: the SASS's, else the ``n`` memory instructions over ``warps`` warps) and the
+    ``source`` that says how each was found."""
+    L = rf.launch
     source: dict[str, Any] = {
         "format": "sanitizer",
         "file": os.path.abspath(rf.path),
@@ -250,7 +270,7 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         "allocations": int(rf.allocations.shape[0]),
         "objects": origins,
     }
-    info = KernelInfo(
+    return KernelInfo(
         kernel=demangle(L.name),
         grid=L.grid,
         block=L.block,
@@ -261,7 +281,6 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         source=source,
         extra={"static_smem": L.static_smem, "dynamic_smem": L.dynamic_smem, "ctas": ctas or "all"},
     )
-    return cols, info
 
 
 def import_sanitizer(path, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
