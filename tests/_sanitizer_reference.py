@@ -10,7 +10,6 @@ import numpy as np
 
 from traces.importers import _object_kernels as K
 from traces.importers.objects import ObjectSpec, _family_of
-from traces.inputfile import read_error, require_file
 from traces.launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, SHARED_WINDOW, coverage_problem, launch_problem
 from traces.schema import (
     ATOMIC,
@@ -46,22 +45,14 @@ from traces.sanitizer.records import (
     RecordError,
     RecordFile,
     _launch,
+    file_bytes,
 )
 
 
 def read_records(path) -> RecordFile:
     """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`."""
     p = str(path)
-    require_file(p)
-    try:
-        with open(p, "rb") as f:
-            size = f.seek(0, 2)
-            if size == 0:
-                raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
-            f.seek(0)
-            data = f.read()
-    except OSError as exc:
-        raise read_error(p, exc) from None
+    data = file_bytes(p)  # opening the file, and its errors, are the live reader's
     return _parse(p, memoryview(data), len(data))
 
 

@@ -157,6 +157,12 @@ def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
 def read_records(path) -> RecordFile:
     """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`."""
     p = str(path)
+    return _parse(p, file_bytes(p))
+
+
+def file_bytes(p: str) -> np.ndarray:
+    """A record file's bytes (uint8); a missing, unreadable or empty file is a :class:`RecordError` or an input
+    error naming it."""
     require_file(p)
     try:
         with open(p, "rb") as f:
@@ -164,10 +170,9 @@ def read_records(path) -> RecordFile:
             if size == 0:
                 raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
             f.seek(0)
-            data = np.fromfile(f, np.uint8)  # one read into an array (f.read() into bytes took 4 times as long)
+            return np.fromfile(f, np.uint8)  # one read into an array (f.read() into bytes took 4 times as long)
     except OSError as exc:
         raise read_error(p, exc) from None
-    return _parse(p, data)
 
 
 def _parse(p: str, buf: np.ndarray) -> RecordFile:
