@@ -474,7 +474,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
-            stats[TEXELS] += _popcount(np.uint64(m))
+            stats[TEXELS] += Q.active_lanes(np.uint32(m))
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
             upper_runs(
                 TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc
