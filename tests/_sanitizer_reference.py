@@ -120,12 +120,18 @@ def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
         )
     accesses = np.concatenate(chunks) if chunks else np.zeros(0, ACCESS_DTYPE)  # copies out of the map
     allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)
-    nums = np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
     if int(end["rows"]) != accesses.shape[0]:
         raise RecordError(
             p, record, f"end record counts {int(end['rows'])} accesses, the file holds {accesses.shape[0]}"
         )
-    return RecordFile(p, launch, allocations, accesses, nums, int(end["rows"]), bool(int(end["flags"]) & END_MAX_ROWS))
+    # the live reader's RecordFile over the concatenated records: one span per non-empty chunk
+    counts = np.array([c.shape[0] for c in chunks], np.int64)
+    rows = np.cumsum(counts) - counts
+    spans = np.stack([rows * (ACCESS_DTYPE.itemsize // 8), counts, rows,
+                      np.array([int(x[0]) if x.size else 0 for x in numbers], np.int64)], axis=1)  # fmt: skip
+    spans = spans[counts > 0].reshape(-1, 4)
+    words = accesses.view(np.uint64)
+    return RecordFile(p, launch, allocations, words, spans, int(end["rows"]), bool(int(end["flags"]) & END_MAX_ROWS))
 
 
 def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:

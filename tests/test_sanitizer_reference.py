@@ -16,7 +16,16 @@ from test_sanitizer_records import ALLOCS, SHARED_BASE, VALID, _accesses, _launc
 from traces.importers.objects import ObjectSpec
 from traces.sanitizer import decode as decode_module
 from traces.sanitizer.decode import decode
-from traces.sanitizer.records import ACCESS_DTYPE, F_ATOMIC, F_READ, F_WRITE, LaunchRecord, encode, read_records
+from traces.sanitizer.records import (
+    ACCESS_DTYPE,
+    F_ATOMIC,
+    F_READ,
+    F_WRITE,
+    LAUNCH_DTYPE,
+    LaunchRecord,
+    encode,
+    read_records,
+)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -33,16 +42,17 @@ def _same_records(a, b):
     if isinstance(a, tuple) or isinstance(b, tuple):
         assert a == b
         return
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name == "launch":
+    names = [f.name for f in dataclasses.fields(a) if f.name not in ("words", "spans")]  # where the records lie
+    for name in [*names, "accesses", "access_records"]:  # what they hold
+        x, y = getattr(a, name), getattr(b, name)
+        if name == "launch":
             for g in dataclasses.fields(x):
                 u, v = getattr(x, g.name), getattr(y, g.name)
                 assert (np.array_equal(u, v) and u.dtype == v.dtype) if isinstance(u, np.ndarray) else u == v, g.name
         elif isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), f.name
+            assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
         else:
-            assert x == y, f.name
+            assert x == y, name
 
 
 def _same_decode(a, b):
@@ -171,18 +181,21 @@ def test_sass_totals_and_seq(tmp_path):
     )
 
 
-def test_gather_copies_a_payload_at_any_offset():
-    # every payload after the launch record starts at the same offset modulo 8 in a valid file (their sizes
-    # are multiples of 8) and is copied 8 bytes at a time; one that does not is copied byte by byte
-    from traces.sanitizer import _kernels as SK
-
-    rng = np.random.default_rng(7)
-    buf = rng.integers(0, 256, 4096, dtype=np.uint8)
-    table = np.array([[SK.ACCESS, 2, 13, 5], [SK.ALLOC, 1, 600, 7], [SK.ACCESS, 3, 1000, 8], [SK.ACCESS, 1, 2001, 11]])
-    shift = 13 % 8
-    out = np.zeros(6 * SK.ACCESS_BYTES, np.uint8)
-    numbers = np.zeros(6, np.int64)
-    words = buf[shift : shift + (buf.shape[0] - shift) // 8 * 8].view(np.uint64)
-    SK.gather_accesses(buf, words, shift, table, out, out.view(np.uint64), numbers)
-    want = np.concatenate([buf[13 : 13 + 2 * 280], buf[1000 : 1000 + 3 * 280], buf[2001 : 2001 + 280]])
-    assert np.array_equal(out, want) and numbers.tolist() == [6, 7, 9, 10, 11, 12]
+@pytest.mark.parametrize("name_bytes", range(1, 9))
+def test_records_read_where_they_lie_at_any_offset(tmp_path, name_bytes):
+    # the kernels read the access records in the file's bytes, through one uint64 view from the first payload's
+    # offset modulo 8 (the launch record's length sets it: a name of 1 to 8 bytes gives each residue once)
+    acc = _accesses()
+    path = tmp_path / "rec.bin"
+    launch = dataclasses.replace(_launch(), name="k" * name_bytes)
+    path.write_bytes(encode(launch, ALLOCS, acc, chunk_rows=4))
+    rf = read_records(path)
+    launch_bytes = LAUNCH_DTYPE.itemsize + 8 * len(launch.params) + len(launch.param_buffer) + name_bytes
+    assert rf.words.ctypes.data % 8 == launch_bytes % 8  # the file's bytes are read to an aligned buffer
+    assert rf.spans[:, 1].tolist() == [4] * (acc.shape[0] // 4) + [acc.shape[0] % 4] * (acc.shape[0] % 4 > 0)
+    assert np.array_equal(rf.accesses, acc) and rf.n_accesses == acc.shape[0]
+    numbers = rf.access_records
+    assert numbers.tolist() == list(range(1 + 1 + len(ALLOCS), 1 + 1 + len(ALLOCS) + acc.shape[0]))
+    for i in range(acc.shape[0]):
+        assert rf.record_number(i) == numbers[i] and rf.access(i) == acc[i]
+    _check_file(path)

@@ -15,7 +15,7 @@ from ..codes import ATOMIC, GLOBAL, LOAD, REDUCTION, SHARED, STORE
 # globals as compile-time constants; records.py asserts they agree with its dtypes).
 LAUNCH, ALLOC, ACCESS, END = 1, 2, 3, 4
 ALLOC_BYTES = 16  # records.ALLOC_DTYPE.itemsize
-ACCESS_BYTES = 280  # records.ACCESS_DTYPE.itemsize (a multiple of 8: gather_accesses)
+ACCESS_BYTES = 280  # records.ACCESS_DTYPE.itemsize (a multiple of 8: RECORD_WORDS)
 END_BYTES = 16  # records.END_DTYPE.itemsize
 CHUNK_BYTES = 8  # records.CHUNK.itemsize: kind u32, count u32
 # Access flags (records.F_*) and the valid combinations (decode.VALID_FLAGS).
@@ -105,154 +105,157 @@ def scan_chunks(buf, off):
     return table[:k], problem, at, kind, count, record
 
 
-@nb.njit(cache=True, nogil=True)
-def gather_accesses(buf, words, shift, table, out, out_words, numbers):
-    """Copy the payloads of the table's access chunks (``scan_chunks``) from ``buf`` into ``out`` (the bytes
-    of the accesses, uint8, back to back; ``out_words`` the same as uint64) and number each access
-    (``numbers``: its record, from 1). ``words`` is ``buf`` from byte ``shift`` as uint64: a payload that
-    starts ``shift`` bytes past a multiple of 8 (every payload after the launch record does, their sizes
-    are multiples of 8) is copied 8 bytes at a time (numba copies a uint8 slice a byte at a time: 3 times
-    as long)."""
-    pos = 0
-    row = 0
-    for j in range(table.shape[0]):
-        if table[j, 0] != ACCESS:
-            continue
-        count = table[j, 1]
-        nbytes = count * ACCESS_BYTES
-        off = table[j, 2]
-        if (off - shift) % 8 == 0:
-            w = (off - shift) // 8
-            out_words[pos // 8 : (pos + nbytes) // 8] = words[w : w + nbytes // 8]
-        else:
-            out[pos : pos + nbytes] = buf[off : off + nbytes]
-        first = table[j, 3] + 1
-        for r in range(count):
-            numbers[row + r] = first + r
-        pos += nbytes
-        row += count
+# An access record as words (``records.ACCESS_DTYPE``, little-endian): cta | warp << 32, pc | flags << 32,
+# space | width << 8 | pad << 16 | mask << 32, then the 32 lanes' addresses. The kernels read the records where
+# the file's bytes hold them (``records.RecordFile.words``): every access chunk's payload starts at the same
+# offset modulo 8 (the payloads after the launch record are multiples of 8 bytes), so one uint64 view of the
+# file's bytes reaches them all.
+RECORD_WORDS = ACCESS_BYTES // 8
+ADDR_WORD = 3  # the first lane's address
+LOW32 = 0xFFFFFFFF
 
-
-# The checks of `check_accesses`, in the order their errors are reported (decode._check).
+# The checks of `check_records`, in the order their errors are reported (decode._check).
 CHECK_SPACE, CHECK_WIDTH, CHECK_FLAGS, CHECK_CTA, CHECK_WARP = range(5)
 N_CHECKS = 5
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _header(recs, t):
+    """The scalar fields of record ``t`` of ``recs`` (its words, (k, RECORD_WORDS)): (cta, warp, pc, flags, space,
+    width, mask), each an int64 of its field's bits."""
+    h0 = np.int64(recs[t, 0])
+    h1 = np.int64(recs[t, 1])
+    h2 = np.int64(recs[t, 2])
+    return (h0 & LOW32, (h0 >> 32) & LOW32, h1 & LOW32, (h1 >> 32) & LOW32, h2 & 0xFF, (h2 >> 8) & 0xFF,
+            (h2 >> 32) & LOW32)  # fmt: skip
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _records(words, spans, j, start, stop):
+    """The records of span ``j`` among rows ``start`` to ``stop``: (their words, (k, RECORD_WORDS), the row
+    of the first)."""
+    row0 = spans[j, 2]
+    a = max(start, row0)
+    z = max(a, min(stop, row0 + spans[j, 1]))
+    b = spans[j, 0] + (a - row0) * RECORD_WORDS
+    return words[b : b + (z - a) * RECORD_WORDS].reshape(z - a, RECORD_WORDS), a
+
+
 @nb.njit(cache=True, nogil=True)
-def check_accesses(cta, warp, flags, space, width, mask, n_ctas, warps_per_block, first):
-    """The first row failing each check (``first[CHECK_*]``, -1 for none: space 0, 1 or 2; width 1, 2, 4,
-    8 or 16; flags a load, store, atomic or reduction; block and warp inside the launch); returns the rows
-    with an active lane."""
+def check_records(words, spans, start, stop, n_ctas, warps_per_block, first):
+    """The first of the rows ``start`` to ``stop`` (in file order; ``spans`` as ``records.RecordFile.spans``
+    places them in ``words``) failing each check (``first[CHECK_*]``, -1 for none: space 0, 1 or 2; width 1, 2,
+    4, 8 or 16; flags a load, store, atomic or reduction; block and warp inside the launch); returns how many
+    of those rows have an active lane."""
     for c in range(N_CHECKS):
         first[c] = -1
     live = 0
-    for i in range(cta.shape[0]):
-        s = space[i]
-        if first[CHECK_SPACE] < 0 and s > 2:
-            first[CHECK_SPACE] = i
-        w = width[i]
-        if first[CHECK_WIDTH] < 0 and not (w == 1 or w == 2 or w == 4 or w == 8 or w == 16):
-            first[CHECK_WIDTH] = i
-        f = flags[i]
-        if first[CHECK_FLAGS] < 0 and not (
-            f == F_READ or f == F_WRITE or f == F_ATOMIC | F_READ | F_WRITE or f == F_ATOMIC | F_WRITE
-        ):
-            first[CHECK_FLAGS] = i
-        if first[CHECK_CTA] < 0 and np.int64(cta[i]) >= n_ctas:
-            first[CHECK_CTA] = i
-        if first[CHECK_WARP] < 0 and np.int64(warp[i]) >= warps_per_block:
-            first[CHECK_WARP] = i
-        if mask[i] != 0:
-            live += 1
+    for j in range(spans.shape[0]):
+        recs, a = _records(words, spans, j, start, stop)
+        for t in range(recs.shape[0]):
+            i = a + t
+            cta, warp, _pc, f, s, w, m = _header(recs, t)
+            if first[CHECK_SPACE] < 0 and s > 2:
+                first[CHECK_SPACE] = i
+            if first[CHECK_WIDTH] < 0 and not (w == 1 or w == 2 or w == 4 or w == 8 or w == 16):
+                first[CHECK_WIDTH] = i
+            if first[CHECK_FLAGS] < 0 and not (
+                f == F_READ or f == F_WRITE or f == F_ATOMIC | F_READ | F_WRITE or f == F_ATOMIC | F_WRITE
+            ):
+                first[CHECK_FLAGS] = i
+            if first[CHECK_CTA] < 0 and cta >= n_ctas:
+                first[CHECK_CTA] = i
+            if first[CHECK_WARP] < 0 and warp >= warps_per_block:
+                first[CHECK_WARP] = i
+            if m != 0:
+                live += 1
     return live
 
 
 @nb.njit(cache=True, nogil=True)
-def convert_accesses(
-    cta, warp, pc, flags, space, width, mask, addr, shared_base, shared_window, warps_per_block, out, lo, hi, seq,
-    counters,
-):  # fmt: skip
-    """The contract's columns of the first ``len(lo)`` rows with an active lane, in one pass over the records.
+def convert_records(
+    words, spans, start, stop, r, n, shared_base, shared_window, warps_per_block, out, lo, hi, seq, counters
+):
+    """The contract's columns of the rows ``start`` to ``stop`` (``check_records``; checked) that have an active
+    lane, written from output row ``r`` up to ``n`` (then it stops), in one pass over the records.
 
     ``out`` is the columns tuple (cta, warp, pc, op, space, width, mask, addr); inactive lanes get address
     0 and shared addresses become offsets in the block's window (``shared_base`` subtracted when not 0).
     ``lo``/``hi``: each row's lowest active address and one past its highest active byte (as
-    ``importers._object_kernels.row_bounds``). ``seq``: each row's position among its warp's rows, counted in
-    ``counters`` (zeros, indexed by cta * ``warps_per_block`` + warp; when it is empty, ``seq`` is not written
-    and no warp is counted).
-    Returns (the warps seen, the record index of the first shared row with an active lane below
-    ``shared_base``, of the first whose lane's bytes end beyond ``shared_window``; -1 for none)."""
+    ``importers._object_kernels.row_bounds``). ``seq``: each row's position among its warp's rows in these
+    records, counted in ``counters`` (zeros, indexed by cta * ``warps_per_block`` + warp; when it is empty,
+    ``seq`` is not written and no warp is counted).
+    Returns (the output row after the last written, the warps seen, the first row (in file order) of a shared
+    access with an active lane below ``shared_base``, the first whose lane's bytes end beyond
+    ``shared_window``; -1 for none)."""
     o_cta, o_warp, o_pc, o_op, o_space, o_width, o_mask, o_addr = out
-    n = lo.shape[0]
     count = counters.shape[0] > 0
     warps = 0
     low = -1
     over = -1
     base = np.uint64(shared_base)
     window = np.uint64(shared_window)
-    r = 0
-    i = 0
-    while r < n:
-        m = mask[i]
-        if m == 0:
-            i += 1
-            continue
-        f = flags[i]
-        if f & F_ATOMIC != 0:
-            op = ATOMIC if f & F_READ != 0 else REDUCTION
-        else:
-            op = STORE if f & F_WRITE != 0 else LOAD
-        s = space[i]
-        w = np.uint64(width[i])
-        sh = s == SHARED
-        if m == FULL_MASK and not sh:  # the common row: a straight copy, which LLVM vectorizes
-            a_lo = addr[i, 0]
-            a_hi = a_lo + w
-            for lane in range(32):
-                a = addr[i, lane]
-                o_addr[r, lane] = a
-                a_lo = min(a_lo, a)
-                a_hi = max(a_hi, a + w)
-        else:
-            a_lo = np.uint64(0xFFFFFFFFFFFFFFFF)
-            a_hi = np.uint64(0)
-            for lane in range(32):
-                if (m >> lane) & 1:
-                    a = addr[i, lane]
-                    if sh:
-                        if base != 0:
-                            if a < base and low < 0:
-                                low = i
-                            a = a - base
-                        if a + w > window and over < 0:
-                            over = i
-                    o_addr[r, lane] = a
-                    a_lo = min(a_lo, a)
-                    a_hi = max(a_hi, a + w)
-                else:
-                    o_addr[r, lane] = 0
-        if a_hi == 0:
-            a_lo = np.uint64(0)
-        lo[r] = a_lo
-        hi[r] = a_hi
-        c = np.int32(cta[i])
-        wp = np.int32(warp[i])
-        o_cta[r] = c
-        o_warp[r] = wp
-        o_pc[r] = np.int32(pc[i])
-        o_op[r] = op
-        o_space[r] = np.int8(s)
-        o_width[r] = np.int8(width[i])
-        o_mask[r] = m
-        if count:
-            k = np.int64(c) * warps_per_block + wp
-            if counters[k] == 0:
-                warps += 1
-            seq[r] = counters[k]
-            counters[k] += 1
-        r += 1
-        i += 1
-    return warps, low, over
+    for j in range(spans.shape[0]):
+        if r >= n:
+            break
+        recs, a = _records(words, spans, j, start, stop)
+        for t in range(recs.shape[0]):
+            if r >= n:
+                break
+            cta, wp, pc, f, s, width, m = _header(recs, t)
+            if m == 0:
+                continue
+            if f & F_ATOMIC != 0:
+                op = ATOMIC if f & F_READ != 0 else REDUCTION
+            else:
+                op = STORE if f & F_WRITE != 0 else LOAD
+            w = np.uint64(width)
+            sh = s == SHARED
+            if m == FULL_MASK and not sh:  # the common row: a straight copy, which LLVM vectorizes
+                a_lo = recs[t, ADDR_WORD]
+                a_hi = a_lo + w
+                for lane in range(32):
+                    x = recs[t, ADDR_WORD + lane]
+                    o_addr[r, lane] = x
+                    a_lo = min(a_lo, x)
+                    a_hi = max(a_hi, x + w)
+            else:
+                a_lo = np.uint64(0xFFFFFFFFFFFFFFFF)
+                a_hi = np.uint64(0)
+                for lane in range(32):
+                    if (m >> lane) & 1:
+                        x = recs[t, ADDR_WORD + lane]
+                        if sh:
+                            if base != 0:
+                                if x < base and low < 0:
+                                    low = a + t
+                                x = x - base
+                            if x + w > window and over < 0:
+                                over = a + t
+                        o_addr[r, lane] = x
+                        a_lo = min(a_lo, x)
+                        a_hi = max(a_hi, x + w)
+                    else:
+                        o_addr[r, lane] = 0
+            if a_hi == 0:
+                a_lo = np.uint64(0)
+            lo[r] = a_lo
+            hi[r] = a_hi
+            o_cta[r] = np.int32(cta)
+            o_warp[r] = np.int32(wp)
+            o_pc[r] = np.int32(pc)
+            o_op[r] = op
+            o_space[r] = np.int8(s)
+            o_width[r] = np.int8(width)
+            o_mask[r] = np.uint32(m)
+            if count:
+                k = cta * warps_per_block + wp
+                if counters[k] == 0:
+                    warps += 1
+                seq[r] = counters[k]
+                counters[k] += 1
+            r += 1
+    return r, warps, low, over
 
 
 @nb.njit(cache=True, nogil=True)

@@ -1,7 +1,7 @@
 """Records of one traced launch -> trace columns and metadata (the trace contract, DESIGN.md).
 
-In two passes of numba kernels over the access records (``_kernels``: one checks them, one writes the
-columns; no per-row Python):
+In two passes of numba kernels over the access records where the record file's bytes hold them (``_kernels``:
+one checks them, one writes the columns; no per-row Python):
 
 - ``op`` from the access flags: atomic that returns a value (read) -> atomic, atomic without
   read -> reduction, else write -> store, read -> load;
@@ -75,11 +75,10 @@ assert tuple(VALID_FLAGS) == (SK.F_READ, SK.F_WRITE, SK.F_ATOMIC | SK.F_READ | S
 assert (GLOBAL, LOCAL, SHARED) == (0, 1, 2) and tuple(WIDTHS) == (1, 2, 4, 8, 16)  # as the kernels check them
 
 
-def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> int:
+def _check(rf: RecordFile, nctas: int, wpb: int) -> int:
     """The first access record that breaks the format is an error naming it; returns the rows with a lane."""
     first = np.empty(SK.N_CHECKS, np.int64)
-    live = SK.check_accesses(acc["cta"], acc["warp"], acc["flags"], acc["space"], acc["width"], acc["mask"],
-                             nctas, wpb, first)  # fmt: skip
+    live = SK.check_records(rf.words, rf.spans, 0, rf.n_accesses, nctas, wpb, first)
     checks = (  # in the order of _kernels.CHECK_*: the first that fails anywhere is the error
         ("space", "space {} (expected 0 global, 1 local or 2 shared)"),
         ("width", "width {} (expected one of 1, 2, 4, 8, 16)"),
@@ -89,7 +88,7 @@ def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> int:
     )
     for i, (col, msg) in zip(first.tolist(), checks):
         if i >= 0:
-            raise RecordError(rf.path, int(rf.access_records[i]), msg.format(int(acc[col][i])))
+            raise RecordError(rf.path, rf.record_number(i), msg.format(int(rf.access(i)[col])))
     return int(live)
 
 
@@ -170,9 +169,8 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         raise RecordError(rf.path, 1, f"launch record: {problem}")
     nctas = L.grid[0] * L.grid[1] * L.grid[2]
     wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
-    acc = rf.accesses
-    live = _check(rf, acc, nctas, wpb)
-    empty_rows = acc.shape[0] - live
+    live = _check(rf, nctas, wpb)
+    empty_rows = rf.n_accesses - live
     n = live if max_rows is None else min(live, max_rows)
     cut = n < live
     problem = coverage_problem(L.grid, L.block, n)
@@ -186,17 +184,15 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     # (at most one counter per row, or 2^24, as traces.io's checker); else sorted by warp below
     dense = nctas * wpb <= max(DENSE_WARPS, n)
     counters = np.zeros(nctas * wpb if dense else 0, np.int64)
-    warps, low, over = SK.convert_accesses(
-        acc["cta"], acc["warp"], acc["pc"], acc["flags"], acc["space"], acc["width"], acc["mask"], acc["addr"],
-        L.shared_base, SHARED_WINDOW, wpb, (cta, warp, pc, op, space, width, mask, addr), lo, hi, seq, counters,
+    _, warps, low, over = SK.convert_records(
+        rf.words, rf.spans, 0, rf.n_accesses, 0, n, L.shared_base, SHARED_WINDOW, wpb,
+        (cta, warp, pc, op, space, width, mask, addr), lo, hi, seq, counters,
     )  # fmt: skip
     del counters
     if low >= 0:
-        raise RecordError(
-            rf.path, int(rf.access_records[low]), f"shared address below the window base {L.shared_base:#x}"
-        )
+        raise RecordError(rf.path, rf.record_number(low), f"shared address below the window base {L.shared_base:#x}")
     if over >= 0:
-        raise RecordError(rf.path, int(rf.access_records[over]), "shared address beyond the 32-bit shared window")
+        raise RecordError(rf.path, rf.record_number(over), "shared address beyond the 32-bit shared window")
     key = None
     if not dense:
         key = cta.astype(np.int64) * wpb + warp

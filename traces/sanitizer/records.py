@@ -102,13 +102,47 @@ class LaunchRecord:
 
 @dataclass(frozen=True)
 class RecordFile:
+    """A record file as read. The access records stay where the file's bytes hold them: ``words`` (uint64) and
+    ``spans``, (k, 4) int64, each access chunk's first word in ``words`` (``_kernels.RECORD_WORDS`` words a
+    record), its records, the row (0-based, among all the accesses in file order) and the record number
+    (1-based, in the file) of its first; ``accesses`` copies them out into one array."""
+
     path: str
     launch: LaunchRecord
     allocations: np.ndarray  # ALLOC_DTYPE
-    accesses: np.ndarray  # ACCESS_DTYPE, concatenated
-    access_records: np.ndarray  # record number (1-based) of each access
+    words: np.ndarray  # uint64
+    spans: np.ndarray  # int64 (k, 4): first word, records, first row, first record number
     rows_written: int
     max_rows_reached: bool
+
+    @property
+    def n_accesses(self) -> int:
+        return int(self.spans[:, 1].sum())
+
+    @property
+    def accesses(self) -> np.ndarray:
+        """The access records (ACCESS_DTYPE), concatenated: a copy."""
+        parts = [self.words[b : b + c * K.RECORD_WORDS] for b, c in self.spans[:, :2].tolist()]
+        return (np.concatenate(parts) if parts else np.zeros(0, np.uint64)).view(ACCESS_DTYPE)
+
+    @property
+    def access_records(self) -> np.ndarray:
+        """The record number (1-based) of each access."""
+        return np.repeat(self.spans[:, 3] - self.spans[:, 2], self.spans[:, 1]) + np.arange(self.n_accesses)
+
+    def _span(self, row: int) -> int:
+        return int(np.searchsorted(self.spans[:, 2], row, side="right")) - 1
+
+    def record_number(self, row: int) -> int:
+        """The record number (1-based) of access ``row`` (0-based)."""
+        j = self._span(row)
+        return int(self.spans[j, 3] + row - self.spans[j, 2])
+
+    def access(self, row: int) -> np.void:
+        """Access ``row`` (0-based) as an ACCESS_DTYPE record."""
+        j = self._span(row)
+        b = int(self.spans[j, 0] + (row - self.spans[j, 2]) * K.RECORD_WORDS)
+        return self.words[b : b + K.RECORD_WORDS].view(ACCESS_DTYPE)[0]
 
 
 class RecordError(InputError):
@@ -177,7 +211,7 @@ def file_bytes(p: str) -> np.ndarray:
 
 def _parse(p: str, buf: np.ndarray) -> RecordFile:
     """The record file whose bytes ``buf`` (uint8) holds: the chunks are walked by ``_kernels.scan_chunks``,
-    the launch, allocation and end records read here in file order, the accesses copied out in one pass."""
+    the launch, allocation and end records read here in file order; the accesses stay in ``buf``."""
     size = buf.shape[0]
     if size < HEADER.itemsize:
         raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
@@ -213,17 +247,21 @@ def _parse(p: str, buf: np.ndarray) -> RecordFile:
         raise RecordError(
             p, before + 1, "no end record: the file was cut short (the program or the tracer was killed?)"
         )
-    access = table[table[:, 0] == ACCESS]
+    access = table[(table[:, 0] == ACCESS) & (table[:, 1] > 0)]
     n = int(access[:, 1].sum())
-    accesses = np.empty(n, ACCESS_DTYPE)
-    nums = np.empty(n, np.int64)
-    shift = int(access[0, 2]) % 8 if n else 0
-    words = buf[shift : shift + (size - shift) // 8 * 8].view(np.uint64)
-    K.gather_accesses(buf, words, shift, table, accesses.view(np.uint8), accesses.view(np.uint64), nums)
-    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)  # copies out of the buffer
     if end[0] != n:
         raise RecordError(p, before, f"end record counts {end[0]} accesses, the file holds {n}")
-    return RecordFile(p, launch, allocations, accesses, nums, end[0], bool(end[1] & END_MAX_ROWS))
+    # every payload after the launch record starts at the same offset modulo 8 (their sizes are multiples of 8)
+    shift = int(access[0, 2]) % 8 if access.shape[0] else 0
+    assert not (access[:, 2] % 8 != shift).any()
+    words = buf[shift : shift + (size - shift) // 8 * 8].view(np.uint64)
+    spans = np.empty((access.shape[0], 4), np.int64)
+    spans[:, 0] = (access[:, 2] - shift) // 8
+    spans[:, 1] = access[:, 1]
+    spans[:, 2] = np.cumsum(access[:, 1]) - access[:, 1]
+    spans[:, 3] = access[:, 3] + 1
+    allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)  # copies out of the buffer
+    return RecordFile(p, launch, allocations, words, spans, end[0], bool(end[1] & END_MAX_ROWS))
 
 
 def _stopped(p: str, problem: int, at: int, kind: int, count: int, record: int, size: int) -> NoReturn:
