@@ -90,9 +90,12 @@ def test_worked_by_hand(tmp_path, options, chunk_rows, kw):
     _check_file(path, **options)
 
 
-def test_seq_sorted_by_warp_for_a_grid_of_more_warps_than_rows(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_seq_sorted_by_warp_for_a_grid_of_more_warps_than_rows(tmp_path, monkeypatch, threads):
     # a grid above max(2^24, rows) warps sorts the rows by warp instead of counting per warp: made to happen here
     monkeypatch.setattr(decode_module, "DENSE_WARPS", 0)
+    monkeypatch.setattr(decode_module, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(decode_module, "_threads", lambda: threads)
     path = tmp_path / "rec.bin"
     big = dataclasses.replace(_launch(), grid=(64, 1, 1))  # 128 warps for 15 rows
     path.write_bytes(encode(big, ALLOCS, _accesses()))
@@ -157,6 +160,28 @@ def test_random_launches(tmp_path, case):
     path = tmp_path / "rec.bin"
     path.write_bytes(data)
     _check_file(path, max_rows=max_rows)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(case=record_files(), threads=st.sampled_from([2, 3]))
+def test_random_launches_shared_among_threads(tmp_path, monkeypatch, case, threads):
+    # the check and the conversion in parts of the rows, each in a thread (from PARALLEL_ROWS rows): made to happen
+    # here on small files; the parts' seq joined, their errors the first in file order
+    monkeypatch.setattr(decode_module, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(decode_module, "_threads", lambda: threads)
+    data, max_rows = case
+    path = tmp_path / "rec.bin"
+    path.write_bytes(data)
+    _check_file(path, max_rows=max_rows)
+
+
+def test_parts_of_the_rows():
+    assert decode_module._parts(0, 2) == [(0, 0)]
+    assert decode_module._parts(decode_module.PARALLEL_ROWS - 1, 4) == [(0, decode_module.PARALLEL_ROWS - 1)]
+    n = 3 * decode_module.PARALLEL_ROWS + 1
+    parts = decode_module._parts(n, 3)
+    assert len(parts) == 3 and parts[0][0] == 0 and parts[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
 
 
 @settings(max_examples=150, **SETTINGS)

@@ -259,6 +259,27 @@ def convert_records(
 
 
 @nb.njit(cache=True, nogil=True)
+def join_parts(cta, warp, seq, ends, warps_per_block, counters):
+    """Join the parts of the records that ``convert_records`` wrote in turn (part ``p``: output rows ``ends[p - 1]``
+    to ``ends[p]``, the first from 0), each counting its warps' rows from 0 in ``counters[p]``: each row's ``seq``
+    after the first part gets its warp's rows in the parts before it, and ``counters[0]`` becomes the counts of
+    all. Returns the warps first seen after the first part."""
+    before = counters[0]
+    new = 0
+    for p in range(1, ends.shape[0]):
+        for r in range(ends[p - 1], ends[p]):
+            k = np.int64(cta[r]) * warps_per_block + warp[r]
+            b = before[k]
+            if b == 0 and seq[r] == 0:
+                new += 1
+            seq[r] += b
+        mine = counters[p]
+        for k in range(before.shape[0]):
+            before[k] += mine[k]
+    return new
+
+
+@nb.njit(cache=True, nogil=True)
 def global_candidates(space, lo, hi, op, width, base, end, cand, widths, written):
     """The object candidate of each global row (``cand``: the last of those sorted by ``base`` that starts at or
     below the row's ``lo``, if the row's bytes [``lo``, ``hi``) lie inside it, else -1; -1 for rows of other

@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,10 @@ SEQ_NOTE = "position among the warp's memory instructions (the records hold no o
 # The most warps whose seq is counted in a table of one int64 per warp of the grid, however few the rows
 # (128 MiB; above it, one per row at most: traces.io._Checker's rule); a larger grid sorts the rows by warp.
 DENSE_WARPS = 1 << 24
+# The check and the conversion share the records among threads (_threads: the cores, at most MAX_THREADS), each a
+# part of the rows in file order, from PARALLEL_ROWS rows.
+PARALLEL_ROWS = 1 << 16
+MAX_THREADS = 4
 SASS_SEQ_NOTE = "position in the warp's instruction stream, estimated from the kernel's SASS (traces.sanitizer.sass)"
 
 
@@ -75,10 +80,33 @@ assert tuple(VALID_FLAGS) == (SK.F_READ, SK.F_WRITE, SK.F_ATOMIC | SK.F_READ | S
 assert (GLOBAL, LOCAL, SHARED) == (0, 1, 2) and tuple(WIDTHS) == (1, 2, 4, 8, 16)  # as the kernels check them
 
 
-def _check(rf: RecordFile, nctas: int, wpb: int) -> int:
-    """The first access record that breaks the format is an error naming it; returns the rows with a lane."""
-    first = np.empty(SK.N_CHECKS, np.int64)
-    live = SK.check_records(rf.words, rf.spans, 0, rf.n_accesses, nctas, wpb, first)
+def _threads() -> int:
+    """The threads the kernels share the records among: the cores this process may run on, at most MAX_THREADS."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_THREADS, cores or 1))
+
+
+def _parts(rows: int, threads: int) -> list[tuple[int, int]]:
+    """Rows 0 to ``rows`` in ``threads`` parts (one below PARALLEL_ROWS rows)."""
+    k = threads if rows >= PARALLEL_ROWS else 1
+    bounds = [rows * j // k for j in range(k + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _each(fn, calls: list[tuple]) -> list:
+    """``fn(*args)`` of each of ``calls``, the first in this thread and the others in threads of their own (the
+    kernels release the GIL); their results in order."""
+    if len(calls) == 1:
+        return [fn(*calls[0])]
+    with ThreadPoolExecutor(len(calls) - 1) as pool:
+        rest = [pool.submit(fn, *args) for args in calls[1:]]
+        return [fn(*calls[0])] + [f.result() for f in rest]
+
+
+def _check(rf: RecordFile, nctas: int, wpb: int, parts: list[tuple[int, int]]) -> list[int]:
+    """The first access record that breaks the format is an error naming it; returns each part's rows with a lane."""
+    firsts = [np.empty(SK.N_CHECKS, np.int64) for _ in parts]
+    lives = _each(SK.check_records, [(rf.words, rf.spans, a, b, nctas, wpb, f) for (a, b), f in zip(parts, firsts)])
     checks = (  # in the order of _kernels.CHECK_*: the first that fails anywhere is the error
         ("space", "space {} (expected 0 global, 1 local or 2 shared)"),
         ("width", "width {} (expected one of 1, 2, 4, 8, 16)"),
@@ -86,10 +114,12 @@ def _check(rf: RecordFile, nctas: int, wpb: int) -> int:
         ("cta", f"block {{}} beyond the launch's {nctas} blocks"),
         ("warp", f"warp {{}} beyond the block's {wpb} warps"),
     )
-    for i, (col, msg) in zip(first.tolist(), checks):
-        if i >= 0:
+    for c, (col, msg) in enumerate(checks):
+        rows = [int(f[c]) for f in firsts if f[c] >= 0]
+        if rows:
+            i = rows[0]  # the parts are in file order
             raise RecordError(rf.path, rf.record_number(i), msg.format(int(rf.access(i)[col])))
-    return int(live)
+    return [int(v) for v in lives]
 
 
 def _seq(key: np.ndarray) -> tuple[np.ndarray, int]:
@@ -169,7 +199,10 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
         raise RecordError(rf.path, 1, f"launch record: {problem}")
     nctas = L.grid[0] * L.grid[1] * L.grid[2]
     wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
-    live = _check(rf, nctas, wpb)
+    threads = _threads()
+    parts = _parts(rf.n_accesses, threads)
+    lives = _check(rf, nctas, wpb, parts)
+    live = sum(lives)
     empty_rows = rf.n_accesses - live
     n = live if max_rows is None else min(live, max_rows)
     cut = n < live
@@ -183,12 +216,19 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     # seq counted per warp in the same pass where the grid's warps are few enough to count each
     # (at most one counter per row, or 2^24, as traces.io's checker); else sorted by warp below
     dense = nctas * wpb <= max(DENSE_WARPS, n)
-    counters = np.zeros(nctas * wpb if dense else 0, np.int64)
-    _, warps, low, over = SK.convert_records(
-        rf.words, rf.spans, 0, rf.n_accesses, 0, n, L.shared_base, SHARED_WINDOW, wpb,
-        (cta, warp, pc, op, space, width, mask, addr), lo, hi, seq, counters,
-    )  # fmt: skip
+    if dense and nctas * wpb > rf.n_accesses:  # a table of counters per part: only while they are fewer than rows
+        parts, lives = [(0, rf.n_accesses)], [live]
+    starts = np.cumsum([0] + lives[:-1]).clip(max=n).tolist()  # each part's first output row
+    counters = np.zeros((len(parts), nctas * wpb if dense else 0), np.int64)
+    out = (cta, warp, pc, op, space, width, mask, addr)
+    done = _each(SK.convert_records, [(rf.words, rf.spans, a, b, r, n, L.shared_base, SHARED_WINDOW, wpb, out, lo, hi,
+                                       seq, counters[k]) for k, ((a, b), r) in enumerate(zip(parts, starts))])  # fmt: skip
+    warps = done[0][1]
+    if dense:
+        warps += SK.join_parts(cta, warp, seq, np.array([d[0] for d in done], np.int64), wpb, counters)
     del counters
+    low = next((d[2] for d in done if d[2] >= 0), -1)  # the first in file order
+    over = next((d[3] for d in done if d[3] >= 0), -1)
     if low >= 0:
         raise RecordError(rf.path, rf.record_number(low), f"shared address below the window base {L.shared_base:#x}")
     if over >= 0:
