@@ -67,8 +67,8 @@ def _same_decode(a, b):
     assert info == rinfo
 
 
-def _check_file(path, **options):
-    rf = _outcome(read_records, path)
+def _check_file(path, mapped=False, **options):
+    rf = _outcome(read_records, path, mapped=mapped)
     _same_records(rf, _outcome(ref.read_records, path))
     if not isinstance(rf, tuple):
         _same_decode(_outcome(decode, rf, **options), _outcome(ref.decode, ref.read_records(path), **options))
@@ -81,13 +81,14 @@ def _check_file(path, **options):
 )  # fmt: skip
 @pytest.mark.parametrize("chunk_rows", [1, 5, 4096])
 @pytest.mark.parametrize("kw", [{}, {"params": False}, {"shared_base": 0}])
-def test_worked_by_hand(tmp_path, options, chunk_rows, kw):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_worked_by_hand(tmp_path, options, chunk_rows, kw, mapped):
     acc = _accesses()
     if kw.get("shared_base") == 0:
         acc["addr"][12] -= np.uint64(SHARED_BASE)
     path = tmp_path / "rec.bin"
     path.write_bytes(encode(_launch(**kw), ALLOCS, acc, chunk_rows=chunk_rows))
-    _check_file(path, **options)
+    _check_file(path, mapped, **options)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -194,6 +195,20 @@ def test_corrupt_and_truncated_files(tmp_path, cut, edits):
     path = tmp_path / "rec.bin"
     path.write_bytes(bytes(data[:cut]))
     _check_file(path)
+    _check_file(path, mapped=True)
+
+
+def test_mapped_file_is_read_only_and_kept_alive(tmp_path):
+    from traces.sanitizer.records import file_bytes
+
+    path = tmp_path / "rec.bin"
+    path.write_bytes(VALID)
+    for mapped in (False, True):
+        data = file_bytes(str(path), mapped=mapped)
+        assert not data.flags.writeable and data.tobytes() == VALID
+    rf = read_records(path, mapped=True)
+    path.unlink()  # the map outlives the file's name
+    assert rf.rows_written == len(_accesses()) and np.array_equal(rf.accesses, _accesses())
 
 
 def test_sass_totals_and_seq(tmp_path):

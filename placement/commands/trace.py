@@ -205,7 +205,7 @@ def run(args) -> int:
         chosen = select_launch(names, args.kernel, args.launch)  # errors: no kernel, several kernels, --launch N
         if os.path.getsize(records) <= 16:
             raise InputError(f"{program[0]}: launch {chosen} ({names[chosen][1]}) was not recorded")
-        rf = read_records(records)
+        rf = read_records(records, mapped=True)  # the tracer's file, in our temporary folder: nothing else writes it
         fn, cubin = _kernel_sass(cubins, rf.launch.name)
         cols, info = decode(rf, objects=objects, ctas=args.ctas, max_rows=args.max_rows, sass_fn=fn)
         if args.time:
@@ -216,6 +216,7 @@ def run(args) -> int:
                            source=dict(info.source, measured={"runs": len(times), "times_ms": times, "device": device,
                                                               "method": "CUDA events around the launch, uninstrumented "
                                                               "run (placement trace --time)"}))  # fmt: skip
+        del rf  # the records' bytes, before the trace is written
         traces.write(args.output, cols, info)
         if args.keep_records:
             from traces.atomic import atomic_path

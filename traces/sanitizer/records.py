@@ -22,6 +22,7 @@ cut short (the program or the tracer was killed).
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -188,25 +189,43 @@ def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
                         int(h["shared_base"]), int(h["local_base"]))  # fmt: skip
 
 
-def read_records(path) -> RecordFile:
-    """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`."""
+def read_records(path, *, mapped: bool = False) -> RecordFile:
+    """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`. ``mapped``: see
+    :func:`file_bytes`."""
     p = str(path)
-    return _parse(p, file_bytes(p))
+    return _parse(p, file_bytes(p, mapped=mapped))
 
 
-def file_bytes(p: str) -> np.ndarray:
-    """A record file's bytes (uint8); a missing, unreadable or empty file is a :class:`RecordError` or an input
-    error naming it."""
+# Maps a file and reads it into memory in one call (Linux); elsewhere `mapped` reads the file instead.
+_POPULATE = getattr(mmap, "MAP_POPULATE", None)
+
+
+def file_bytes(p: str, *, mapped: bool = False) -> np.ndarray:
+    """A record file's bytes (uint8, read-only); a missing, unreadable or empty file is a :class:`RecordError` or an
+    input error naming it.
+
+    ``mapped``: the file's pages mapped instead of copied (Linux: 0.013 s for 267 MiB in the page cache, against
+    0.025-0.035 s to read them), for a file that nothing writes or truncates while it is read (a map's pages cut
+    off under it kill the process, SIGBUS, where a read is an error): `placement trace`'s own, in its temporary
+    folder."""
     require_file(p)
     try:
         with open(p, "rb") as f:
             size = f.seek(0, 2)
             if size == 0:
                 raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
+            if mapped and _POPULATE is not None:
+                try:
+                    m = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+                    return np.frombuffer(m, np.uint8)
+                except OSError:  # a file system that maps no files: read it
+                    pass
             f.seek(0)
-            return np.fromfile(f, np.uint8)  # one read into an array (f.read() into bytes took 4 times as long)
+            buf = np.fromfile(f, np.uint8)  # one read into an array (f.read() into bytes took 4 times as long)
     except OSError as exc:
         raise read_error(p, exc) from None
+    buf.flags.writeable = False  # as a map's: the kernels see one type of array either way (numba's cache)
+    return buf
 
 
 def _parse(p: str, buf: np.ndarray) -> RecordFile:
