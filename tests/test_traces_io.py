@@ -338,3 +338,29 @@ def test_output_that_cannot_be_written_is_a_clean_error(tmp_path, run_cli):
     assert "adir.arrow: cannot replace it (" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.arrow", "afile", "t.parquet"]
     assert list((tmp_path / "adir.arrow").iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["t.parquet", "t.arrow"])
+def test_rows_checked_while_written_give_the_same_file_and_errors(tmp_path, monkeypatch, name):
+    # from traces.io.OVERLAP_ROWS rows the rows are checked in a thread while the file is written: made to happen
+    # here; the same bytes, and a bad row is the same error with no file left, even where the output cannot be
+    # written either (the rows were checked before the writing: their error came first)
+    import traces.io as tio
+
+    cols, info = vecadd(ctas=3, warps_per_block=2, mask=0x0000FFFF)
+    traces.write(tmp_path / name, cols, info)
+    first = (tmp_path / name).read_bytes()
+    monkeypatch.setattr(tio, "OVERLAP_ROWS", 0)
+    (tmp_path / "again").mkdir()
+    traces.write(tmp_path / "again" / name, cols, info)
+    assert (tmp_path / "again" / name).read_bytes() == first
+    bad = {k: v.copy() for k, v in cols.items()}
+    bad["addr"][5, 20] = 0x10000  # mask 0x0000ffff: lane 20 is inactive
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "afile").write_text("x")
+    for out in (tmp_path / "bad" / name, tmp_path / "afile" / name):
+        with pytest.raises(traces.TraceError, match=f"{name} row 5: addr: lane 20 is inactive"):
+            traces.write(out, bad, info)
+    assert list((tmp_path / "bad").iterdir()) == []  # nothing, not even a temporary file
+    with pytest.raises(traces.InputError, match=r"afile/t\.\w+: cannot write there \("):  # good rows: the folder's
+        traces.write(tmp_path / "afile" / name, cols, info)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Callable, Iterator, Mapping
@@ -417,22 +418,43 @@ def to_table(columns: Mapping[str, np.ndarray], info: KernelInfo) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+# From this many rows, `write` checks the rows while it writes them (in a thread of its own) instead of before.
+OVERLAP_ROWS = 1 << 16
+
+
 def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelInfo, *, validate: bool = True) -> None:
     """Write a trace: columns (name -> array, ``addr`` (n, 32)) and its metadata.
 
-    The columns are checked against the contract first; the file appears only
-    once complete (written to a temporary file in the same folder, then renamed).
+    The columns are checked against the contract (from ``OVERLAP_ROWS`` rows, while they are written: a bad row is
+    still the error, and no file appears); the file appears only once complete (written to a temporary file in the
+    same folder, then renamed).
     """
     p = str(path)
     cols = _as_columns(p, columns)
     # Round-trip the metadata through its validator so a bad KernelInfo is caught here.
     info = KernelInfo.from_json(kernel_info.to_json(), p)
     _check_coverage(p, info, len(cols["cta"]))
-    if validate:
-        t = Trace(**cols, info=info)
-        _Checker(p, info, len(t)).check(t)
-    table = to_table(cols, info)
-    atomic_write_table(table, p)
+    if not validate:
+        atomic_write_table(to_table(cols, info), p)
+        return
+    t = Trace(**cols, info=info)
+    checker = _Checker(p, info, len(t))
+    if len(t) < OVERLAP_ROWS:
+        checker.check(t)
+        atomic_write_table(to_table(cols, info), p)
+        return
+    # the rows checked in a thread while the file is written: the check's kernel and pyarrow's writers release the
+    # GIL; the file appears only once the check has passed, and a bad row is the error whatever else failed
+    with ThreadPoolExecutor(1) as pool:
+        checking = pool.submit(checker.check, t)
+        try:
+            table = to_table(cols, info)
+            with _trace_writer(p, table.schema, ROW_GROUP_ROWS) as put:
+                put(table)
+                checking.result()  # before the temporary file replaces the output
+        except BaseException:
+            checking.result()
+            raise
 
 
 # How traces are written to Parquet: zstd-1, no dictionaries, and the lane addresses byte-stream split (their
