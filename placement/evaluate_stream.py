@@ -31,7 +31,7 @@ from .hms import (
     sample_issue,
     terms,
 )
-from .occupancy import occupancy
+from .occupancy import occupancy, regs_for
 from .placements import IllegalPlacement, Legality, Placement, check, is_staged, sample_placement
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -302,7 +302,7 @@ class _StreamJob:
         self.costs = stg.costs(ev.gpu)
         self.options = choice.options
         self.plans = [stg.plan(ev.staging, ev.gpu, placement, o, choice.own_smem) for o in choice.options]
-        self.occ = [occupancy(ev.gpu, info.threads_per_block, info.regs_per_thread, o.smem_per_block)
+        self.occ = [occupancy(ev.gpu, info.threads_per_block, regs_for(info, ev.gpu), o.smem_per_block)
                     for o in choice.options]  # fmt: skip
         self.runs = [None] * len(choice.options)  # made at the first group, with the staged trace's metadata
         self.infos = [None] * len(choice.options)

@@ -28,7 +28,7 @@ from .hms import (
     terms,
     whole_memory,
 )
-from .occupancy import Occupancy, occupancy
+from .occupancy import Occupancy, occupancy, regs_for
 from .placements import Legality, Placement, check, is_staged, sample_placement
 
 
@@ -101,7 +101,7 @@ class WholeTraceEvaluator(Evaluator):
         costs = stg.costs(self.gpu)
         tried: list[list] = [[] for _ in placements]
         for option in choice.options:
-            occ = occupancy(self.gpu, self.info.threads_per_block, self.info.regs_per_thread, option.smem_per_block)
+            occ = occupancy(self.gpu, self.info.threads_per_block, regs_for(self.info, self.gpu), option.smem_per_block)
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
             key = (tuple(staged), option.windows)
             pieces = _counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import traces
 from traces.errors import InputError
 
 from .gpu import Gpu
@@ -113,3 +114,21 @@ def occupancy(gpu: Gpu, threads_per_block: int, regs_per_thread: int = 0, smem_p
         limiter=limiter,
         limits=limits,
     )
+
+
+def regs_for(info: traces.KernelInfo, gpu: Gpu) -> int:
+    """The registers per thread of the trace's kernel when built for ``gpu``: the trace's
+    ``extra["regs_by_arch"]`` entry of the GPU's architecture, else that of the nearest lower one of the
+    same major version (sm_87 reads sm_86), else ``regs_per_thread`` (the build the trace describes).
+
+    nvcc allocates registers per architecture and occupancy follows them: Kernel Tuner's 2D convolution
+    with 2 x 2 outputs a thread uses 32 registers on sm_80 and 254 on sm_90 (nvcc 13.0,
+    ``traces/generators/registers.toml``), 8 blocks of 256 threads a SM against 1. The generators store
+    every architecture's count (``benchmarks/arch_registers.py``); an importer that knows one build leaves
+    ``regs_by_arch`` out. ``traces.schema`` has validated the map when the trace was read."""
+    by_arch = info.extra.get("regs_by_arch") or {}
+    major, minor = gpu.compute_capability
+    # sm_XY -> (X, Y): sm_86 is 8.6, sm_100 is 10.0
+    built = {divmod(int(k[3:]), 10): v for k, v in by_arch.items()}
+    lower = [(cc, v) for cc, v in built.items() if cc[0] == major and cc[1] <= minor]
+    return max(lower)[1] if lower else info.regs_per_thread

@@ -39,7 +39,7 @@ from traces import SHORT_OF_SPACE, KernelInfo, Layout, ObjectInfo, target_layout
 from traces.errors import InputError
 
 from .gpu import Gpu
-from .occupancy import Occupancy, occupancy
+from .occupancy import Occupancy, occupancy, regs_for
 
 if TYPE_CHECKING:
     from .staging import StagingChoice, StagingFacts
@@ -260,7 +260,7 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         choice = staging.choose(gpu, placement, smem)
         smem = choice.options[0].smem_per_block
     try:
-        occ = occupancy(gpu, info.threads_per_block, info.regs_per_thread, smem)
+        occ = occupancy(gpu, info.threads_per_block, regs_for(info, gpu), smem)
     except InputError as exc:
         raise IllegalPlacement("launch", str(exc)) from None
     if occ.blocks_per_sm < 1:

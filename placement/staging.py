@@ -42,7 +42,7 @@ from traces.launch import SHARED_ALIGN
 
 from . import addressing
 from .gpu import Gpu
-from .occupancy import occupancy
+from .occupancy import occupancy, regs_for
 from .placements import STAGING_SOURCE, IllegalPlacement, Placement, is_staged
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     wins = ts.window_counts(k_max)
     fps = {n: facts.footprint(n, wins) for n in staged}
     limit = gpu.memory.smem_per_block
-    threads, regs = info.threads_per_block, info.regs_per_thread
+    threads, regs = info.threads_per_block, regs_for(info, gpu)
     base_blocks = occupancy(gpu, threads, regs, own_smem).blocks_per_sm
 
     def option(w: int, why: str) -> StagingOption:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -187,6 +188,21 @@ class KernelInfo:
         return kernel_info_from_dict(d, path)
 
 
+def _check_regs_by_arch(by_arch, path: str) -> None:
+    """``extra.regs_by_arch``, where a generator put it: {"sm_XY": registers per thread of that build}."""
+    if by_arch is None:
+        return
+    if not isinstance(by_arch, dict):
+        raise TraceError(path, "regs_by_arch must be an object of sm_XY: registers", field="extra.regs_by_arch")
+    for k, v in by_arch.items():
+        if not re.fullmatch(r"sm_[1-9][0-9]{1,2}", k):
+            raise TraceError(path, f"regs_by_arch key {shown(k)} is not an architecture like sm_90",
+                             field="extra.regs_by_arch")  # fmt: skip
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_REGS_PER_THREAD:
+            raise TraceError(path, f"regs_by_arch.{k} must be in 0..{MAX_REGS_PER_THREAD}, got {shown(v)}",
+                             field=f"extra.regs_by_arch.{k}")  # fmt: skip
+
+
 def _req(d: dict, key: str, kind, path: str, where: str):
     if not isinstance(d, dict) or key not in d:
         raise TraceError(path, f"missing metadata key '{where}{key}'", field=f"{where}{key}")
@@ -322,6 +338,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     extra = d.get("extra") or {}
     if not isinstance(source, dict) or not isinstance(extra, dict):
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
+    _check_regs_by_arch(extra.get("regs_by_arch"), path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

@@ -24,6 +24,7 @@ def to_dict(s) -> dict:
         "grid": list(info.grid),
         "block": list(info.block),
         "regs_per_thread": info.regs_per_thread,
+        "regs_by_arch": dict(info.extra.get("regs_by_arch") or {}),
         "smem_per_block": info.smem_per_block,
         "rows": s.rows,
         "warps": s.warps,
@@ -73,6 +74,11 @@ def run(args) -> int:
     )
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
+    if d["regs_by_arch"]:
+        print(
+            "registers     per architecture (the model takes the GPU's): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(d["regs_by_arch"].items(), key=lambda kv: int(kv[0][3:])))
+        )
     print(f"rows          {plural(d['rows'], 'warp-level memory instruction')} from {plural(d['warps'], 'warp')}"
           + (f" ({d['unassigned_rows']:,} on no object)" if d["unassigned_rows"] else ""))  # fmt: skip
     print("by space      " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_space"].items()))

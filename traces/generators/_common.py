@@ -64,6 +64,26 @@ def recipe(kernel: str) -> dict:
     return recipes()[kernel]
 
 
+REGISTER_FILE = Path(__file__).with_name("registers.toml")
+_REGISTERS: dict | None = None
+
+
+def registers() -> dict:
+    """``registers.toml`` (written by ``benchmarks/arch_registers.py``): the benchmark kernels' registers per
+    thread on each architecture nvcc 13 builds."""
+    global _REGISTERS
+    if _REGISTERS is None:
+        with open(REGISTER_FILE, "rb") as f:
+            _REGISTERS = tomllib.load(f)
+    return _REGISTERS
+
+
+def regs_by_arch(entry: dict) -> dict[str, int]:
+    """``{sm_XY: registers}`` of one ``registers.toml`` entry (a value is the registers, or [registers,
+    spill-store bytes, spill-load bytes])."""
+    return {arch: int(v if isinstance(v, int) else v[0]) for arch, v in entry.items()}
+
+
 @dataclass(frozen=True)
 class Segment:
     """A stretch of SASS one warp runs as a unit (straight-line code or one loop iteration).
@@ -235,6 +255,10 @@ def kernel_info(name: str, grid, block, layout: Layout, tally: Tally, *, params:
         # each one's result is read, averaged (benchmarks/sass_recipes.py)
         "mlp": float(rec.get("mlp", 1.0)),
     }
+    by_arch = registers()["kernels"].get(sass or name)
+    if by_arch:
+        # nvcc's registers per thread on every architecture (placement.occupancy.regs_for takes the GPU's)
+        ex["regs_by_arch"] = regs_by_arch(by_arch)
     if notes:
         ex["notes"] = notes
     if extra:

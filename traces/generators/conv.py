@@ -61,13 +61,21 @@ KERNEL = "conv2d_kt"
 RECIPE_SHAPE = (32, 4, 2, 2)  # the .cu's default block_size_x, block_size_y, tile_size_x, tile_size_y
 ELEM = 4  # float
 GUARD_INT = 1  # SASS: one ISETP for each store after the first (a predicate per later output)
-# Shapes nvcc 13 (sm_80, ``-Xptxas -v``) compiles with far more registers than the recipe's, keyed
-# (block_size_y, tile_size_x, tile_size_y) for block_size_x >= FW (tile columns disjoint; checked
-# at 16, 32, 64): (registers, spill-store bytes, spill-load bytes). Every other (block_size_y in
-# 1, 2, 4, 8, 16; tiles 1..4) shape uses 31-32, as the recipe. Spilled traffic (LDL/STL, local
-# memory) is not in the rows nor in the totals.
-HIGH_REGS = {(1, 4, 4): (255, 0, 0), (2, 4, 4): (255, 396, 396), (4, 4, 4): (255, 2692, 2708),
-             (8, 3, 4): (254, 0, 0), (8, 4, 3): (255, 0, 0), (8, 4, 4): (255, 5808, 6416)}  # fmt: skip
+# Registers per thread per architecture: ``registers.toml`` [conv2d_kt] (benchmarks/arch_registers.py, nvcc 13.0
+# -Xptxas -v), keyed "block_size_y,tile_size_x,tile_size_y" over Kernel Tuner's space (block_size_y 1..16, tiles
+# 1..4), for block_size_x >= FW (tile columns disjoint: the same code at every such width; checked on sm_90 at 16,
+# 48, 128 and 256). On sm_75, sm_80 and sm_86 six shapes take more than 64 (the largest tiles, 240-255, some
+# spilling), the others 31-40 (62-64 on sm_75); on sm_90 42 of the 80 do (56-255: a 2 x 2 tile of 8-row blocks
+# takes 254), on sm_100 and sm_120 39.
+# Spilled traffic (LDL/STL, local memory) is not in the rows nor in the totals.
+
+
+def shape_registers(bsx: int, bsy: int, tsx: int, tsy: int) -> dict | None:
+    """The shape's ``registers.toml`` entry ({sm_XY: registers or [registers, spill-store, spill-load bytes]}),
+    None for a shape outside the table (block_size_x < 15, or block_size_y or a tile outside Kernel Tuner's)."""
+    if bsx < FW:
+        return None
+    return C.registers().get(KERNEL, {}).get(f"{bsy},{tsx},{tsy}")
 
 
 def load_offsets(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,12 +192,17 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     notes = (f"filter: read as FFMA constant-bank operands (no load instruction), so it has no rows; "
              f"{u} distinct input loads and {t} stores per thread; totals from the {RECIPE_SHAPE} recipe scaled "
              f"by the shape")  # fmt: skip
-    regs = HIGH_REGS.get((bsy, tsx, tsy)) if bsx >= FW else None
-    if regs is not None and regs[1]:
-        notes += (
-            f"; nvcc spills this shape ({regs[1]} B stored, {regs[2]} B loaded per thread): local traffic not traced"
-        )
-    info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes)
-    if regs is not None:
-        info = replace(info, regs_per_thread=regs[0])
+    entry = shape_registers(bsx, bsy, tsx, tsy)
+    arch = C.recipe(KERNEL)["arch"]
+    spills = [f"{a} ({v[1]} B stored, {v[2]} B loaded per thread)" for a, v in (entry or {}).items()
+              if not isinstance(v, int) and (v[1] or v[2])]  # fmt: skip
+    if spills:
+        notes += f"; nvcc spills this shape on {', '.join(spills)}: local traffic not traced"
+    # the shape's own registers on every architecture (placement.occupancy.regs_for); none for a shape
+    # outside the table, whose recipe count (the .cu's default shape) stands everywhere
+    by_arch = C.regs_by_arch(entry) if entry else {}
+    info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes,
+                         extra={"regs_by_arch": by_arch})  # fmt: skip
+    if arch in by_arch:
+        info = replace(info, regs_per_thread=by_arch[arch])
     return cols, info
