@@ -245,9 +245,11 @@ class Evaluation:
 # for plain, shared and constant loads whatever the index expression, but for __ldg (inline asm on
 # a pointer) only when the pointer itself is offset (``&a[i] + k``); a stencil's int index
 # expression, ``in[(y + i) * W + x + j]``, is widened per access and pays the 64-bit address each
-# time. Measured here on a 15 x 15 convolution written as Kernel Tuner's (sm_80, nvcc 13.0):
-# 928 SASS instructions with __ldg against 480 with plain loads, 2 per access, the
-# "offset_leading" count; the "offset" table (0) is the pointer-offset form.
+# time. Measured on the 15 x 15 convolution written as Kernel Tuner's (benchmarks/kernels/conv2d_kt.cu,
+# sm_80, nvcc 13.0, SASS instructions less NOPs, 26 Nov 2026): 2,667 with __ldg against 1,496 with plain
+# loads for 2 x 2 tiles of 32 x 4 blocks (570 loads: 2 per access, the "offset_leading" count), but 497
+# against 469 for 1 x 1 tiles of 16 x 1 blocks (225 loads: nvcc widens once per filter row and folds the
+# columns), which this table over-charges; the "offset" table (0) is the pointer-offset form.
 CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading"}
 
 
