@@ -178,3 +178,15 @@ def test_rerunning_the_script_reproduces_the_table(tmp_path):
     table = C.registers()["kernels"]
     for name in ("conv1d", "matvec"):
         assert got[name] == {a: table[name][a] for a in ("sm_75", "sm_90")}
+
+
+def test_seed_models_take_the_gpus_registers_too(tmp_path):
+    # placement model --trace T --gpu G: the seed models' occupancy from the same registers as the placement model
+    from placement.models.kernel import kernel_from_trace
+
+    cols, info = generators.generate("conv2d_kt", [128, 64], [32, 8, 2, 2])
+    path = tmp_path / "kt.parquet"
+    traces.write(path, cols, info)
+    assert kernel_from_trace(path).regs_per_thread == 32
+    assert kernel_from_trace(path, load_gpu("h100")).regs_per_thread == 254
+    assert kernel_from_trace(path, load_gpu("rtx2080ti")).regs_per_thread == 64

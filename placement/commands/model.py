@@ -215,8 +215,8 @@ def run(args) -> int:
     else:
         if not args.gpu:
             raise InputError("--trace needs --gpu (the trace does not say which GPU to model)")
-        k = kernel_from_trace(args.trace)
         m = _machine(args)
+        k = kernel_from_trace(args.trace, m.gpu)
         source = args.trace
     lam = _lambda(args, k, m) if args.model == "bsp" else 1.0
     res = predict(args.model, k, m, lam)

@@ -20,7 +20,7 @@ from traces.errors import InputError, shown
 from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
-from ..occupancy import occupancy
+from ..occupancy import occupancy, regs_for
 from .params import Machine
 
 log = logging.getLogger(__name__)
@@ -244,12 +244,14 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
 _OFF_CHIP_OBJECTS = ("global", "texture1d", "texture2d", "readonly")  # the data a kernel is given in DRAM
 
 
-def kernel_from_trace(path: str | Path) -> KernelParams:
+def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
     """Kernel parameters from a trace: instruction classes from the metadata, coalescing from addresses.
 
     A global request is coalesced when its active lanes touch one 128-byte line;
     otherwise it counts #lines transactions (Hong & Kim Sec. 3.4.5: compute
-    capability 1.3 and later coalesce into as few transactions as possible).
+    capability 1.3 and later coalesce into as few transactions as possible). With ``gpu`` (a
+    ``placement.gpu.Gpu``), the registers per thread are that GPU's build's where the trace has them
+    (``placement.occupancy.regs_for``), as the placement model takes them.
     """
     import numpy as np
 
@@ -299,7 +301,7 @@ def kernel_from_trace(path: str | Path) -> KernelParams:
         sfu_insts=ins.sfu / warps,
         fp_insts=(ins.fp32 + ins.fp64) / warps if (ins.fp32 or ins.fp64) else None,
         shared_insts=float(shared.sum()) / warps,
-        regs_per_thread=info.regs_per_thread,
+        regs_per_thread=regs_for(info, gpu) if gpu is not None else info.regs_per_thread,
         smem_per_block=info.smem_per_block,
         ilp=float(info.extra.get("ilp", 1.0)),
         mlp=float(info.extra.get("mlp", 1.0)),
