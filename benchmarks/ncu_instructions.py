@@ -77,7 +77,7 @@ def rows(csv_path: Path) -> list[dict]:
     out, traces_cache = [], {}
     for r in launches:
         v = variant(r.kernel)
-        if v is None:
+        if v is None or r.params is None:  # not a placement variant, or its counters are missing
             continue
         fam, gen, place = v
         size, block = size_of(gen, int(r.params.blocks), r.block, r.kernel)
