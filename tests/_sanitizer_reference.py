@@ -4,13 +4,12 @@ kept as the reference the tests compare ``traces.sanitizer.records.read_records`
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from traces.importers import _object_kernels as K
 from traces.importers.objects import ObjectSpec, _family_of
-from traces.launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, SHARED_WINDOW, coverage_problem, launch_problem
+from traces.launch import SHARED_WINDOW, coverage_problem
 from traces.schema import (
     ATOMIC,
     GLOBAL,
@@ -24,7 +23,7 @@ from traces.schema import (
     KernelInfo,
     ObjectInfo,
 )
-from traces.sanitizer.decode import VALID_FLAGS, _other_objects, _param_names, _seq, kernel_info
+from traces.sanitizer.decode import VALID_FLAGS, _candidates, _other_objects, _seq, kernel_info, launch_shape
 from traces.sanitizer.records import (
     ACCESS,
     ACCESS_DTYPE,
@@ -40,11 +39,11 @@ from traces.sanitizer.records import (
     HEADER,
     KIND_NAMES,
     LAUNCH,
-    MAGIC,
-    VERSION,
     RecordError,
     RecordFile,
     _launch,
+    check_header,
+    checked_allocations,
     file_bytes,
 )
 
@@ -57,13 +56,7 @@ def read_records(path) -> RecordFile:
 
 
 def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
-    if size < HEADER.itemsize:
-        raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
-    h = np.frombuffer(buf, HEADER, count=1)[0]
-    if bytes(h["magic"]).ljust(8, b"\0") != MAGIC:
-        raise RecordError(p, None, "not a placement trace record file (bad magic)")
-    if int(h["version"]) != VERSION or int(h["header_bytes"]) != HEADER.itemsize:
-        raise RecordError(p, None, f"record file version {int(h['version'])} (header {int(h['header_bytes'])} bytes); this reader reads {VERSION}")  # fmt: skip
+    check_header(p, buf, size)  # the live reader's
     off = HEADER.itemsize
     record = 0
     launch = None
@@ -96,13 +89,7 @@ def _parse(p: str, buf: memoryview, size: int) -> RecordFile:
             record += 1
             launch = _launch(p, payload, record)
         elif kind == ALLOC:
-            a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
-            bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise RecordError(p, record + 1 + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
-                                  "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
-            allocs.append(a)
+            allocs.append(checked_allocations(p, payload, count, record + 1))  # the live reader's check
             record += count
         elif kind == ACCESS:
             chunks.append(np.frombuffer(payload, ACCESS_DTYPE, count=count))
@@ -153,21 +140,7 @@ def _check(rf: RecordFile, acc: np.ndarray, nctas: int, wpb: int) -> None:
 
 def _global_objects(rf, rows, lo, hi, op, width, specs, obj):
     """Assign global rows to explicit objects or allocations; returns (objects, origins, unknown rows)."""
-    cands: list[dict[str, Any]] = []
-    for s in specs:
-        cands.append({"name": s.name, "base": s.base, "size": s.size, "spec": s, "origin": "--objects"})
-    taken = [(s.base, s.base + s.size) for s in specs]
-    names = _param_names(rf)
-    for k, (b, z) in enumerate(zip(rf.allocations["base"].tolist(), rf.allocations["size"].tolist())):
-        if z == 0 or any(b < e and a < b + z for a, e in taken):
-            continue
-        nm = names.get(b, f"alloc{k}")
-        cands.append({"name": nm, "base": b, "size": z, "spec": None,
-                      "origin": f"allocation record {k}" + (f", parameter {nm}" if b in names else "")})  # fmt: skip
-    # Overlapping allocation records (a pool re-reported): keep the first of each base.
-    seen_base: set[int] = set()
-    cands = [c for c in cands if not (c["spec"] is None and (c["base"] in seen_base or seen_base.add(c["base"])))]
-    cands.sort(key=lambda c: c["base"])
+    cands = _candidates(rf, specs)  # the candidate list is the live decoder's; the assignment is this one's
     if rows.size and cands:
         base = np.array([c["base"] for c in cands], np.uint64)
         end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
@@ -196,11 +169,7 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     """The trace of the launch a record file holds (module docstring). ``sass_fn``, the kernel's
     :class:`.sass.SassFunction` (nvdisasm of its module's cubin), gives the instruction totals and ``seq``."""
     L = rf.launch
-    problem = launch_problem(L.grid, L.block)
-    if problem:
-        raise RecordError(rf.path, 1, f"launch record: {problem}")
-    nctas = L.grid[0] * L.grid[1] * L.grid[2]
-    wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
+    nctas, wpb = launch_shape(rf)  # the live decoder's check
     acc = rf.accesses
     _check(rf, acc, nctas, wpb)
     mask = acc["mask"].copy()

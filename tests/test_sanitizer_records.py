@@ -194,6 +194,24 @@ def test_truncated_file_names_record(tmp_path):
         read_records(_file(tmp_path, data=b""))
 
 
+@pytest.mark.parametrize(
+    "alloc, message",
+    [
+        ((A, 1 << 50), f"allocation of {1 << 50} bytes at {A:#x}: beyond 2^49 bytes"),  # over a GPU's address space
+        (
+            (0xFFFF_FFFF_FFFF_F000, 0x2000),
+            "allocation of 8192 bytes at 0xfffffffffffff000: beyond 2^49 bytes (a GPU's virtual address space) "
+            "or the 64-bit address space",
+        ),
+    ],
+)
+def test_an_allocation_beyond_the_address_space_names_its_record(tmp_path, alloc, message):
+    # the launch record is record 1, the allocations 2, 3, ...: the bad one is the second allocation, record 3
+    allocs = [ALLOCS[0], alloc] + list(ALLOCS[1:])
+    with pytest.raises(RecordError, match=r"rec.bin: record 3: " + re.escape(message)):
+        read_records(_file(tmp_path, data=encode(_launch(), allocs, _accesses())))
+
+
 def _cli(tmp_path, path, capsys, *extra):
     out = tmp_path / "out.parquet"
     out.unlink(missing_ok=True)

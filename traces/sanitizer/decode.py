@@ -151,8 +151,10 @@ def _param_names(rf: RecordFile) -> dict[int, str]:
     return names
 
 
-def _global_objects(rf, space, lo, hi, op, width, specs, obj):
-    """Assign global rows to explicit objects or allocations (``obj``); returns (objects, origins, unknown rows)."""
+def _candidates(rf: RecordFile, specs) -> list[dict[str, Any]]:
+    """The objects a global row may fall in, by base: the ``--objects`` specs, then each allocation record they do
+    not overlap (named after the kernel parameter holding its base, else ``allocK``; of allocations re-reported at
+    one base, the first)."""
     cands: list[dict[str, Any]] = []
     for s in specs:
         cands.append({"name": s.name, "base": s.base, "size": s.size, "spec": s, "origin": "--objects"})
@@ -168,6 +170,12 @@ def _global_objects(rf, space, lo, hi, op, width, specs, obj):
     seen_base: set[int] = set()
     cands = [c for c in cands if not (c["spec"] is None and (c["base"] in seen_base or seen_base.add(c["base"])))]
     cands.sort(key=lambda c: c["base"])
+    return cands
+
+
+def _global_objects(rf, space, lo, hi, op, width, specs, obj):
+    """Assign global rows to explicit objects or allocations (``obj``); returns (objects, origins, unknown rows)."""
+    cands = _candidates(rf, specs)
     base = np.array([c["base"] for c in cands], np.uint64)
     end = np.array([c["base"] + c["size"] for c in cands], np.uint64)
     cand = np.empty(space.shape[0], np.int32)
@@ -189,16 +197,21 @@ def _global_objects(rf, space, lo, hi, op, width, specs, obj):
     return objects, origins, int(unknown)
 
 
+def launch_shape(rf: RecordFile) -> tuple[int, int]:
+    """The launch's blocks and warps per block; a grid or block CUDA cannot launch is an error naming record 1."""
+    L = rf.launch
+    problem = launch_problem(L.grid, L.block)
+    if problem:
+        raise RecordError(rf.path, 1, f"launch record: {problem}")
+    return L.grid[0] * L.grid[1] * L.grid[2], -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
+
+
 def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | None = None,
            max_rows: int | None = None, sass_fn=None) -> tuple[dict[str, np.ndarray], KernelInfo]:  # fmt: skip
     """The trace of the launch a record file holds (module docstring). ``sass_fn``, the kernel's
     :class:`.sass.SassFunction` (nvdisasm of its module's cubin), gives the instruction totals and ``seq``."""
     L = rf.launch
-    problem = launch_problem(L.grid, L.block)
-    if problem:
-        raise RecordError(rf.path, 1, f"launch record: {problem}")
-    nctas = L.grid[0] * L.grid[1] * L.grid[2]
-    wpb = -(-(L.block[0] * L.block[1] * L.block[2]) // WARP_SIZE)
+    nctas, wpb = launch_shape(rf)
     threads = _threads()
     parts = _parts(rf.n_accesses, threads)
     lives = _check(rf, nctas, wpb, parts)

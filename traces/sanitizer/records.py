@@ -228,10 +228,8 @@ def file_bytes(p: str, *, mapped: bool = False) -> np.ndarray:
     return buf
 
 
-def _parse(p: str, buf: np.ndarray) -> RecordFile:
-    """The record file whose bytes ``buf`` (uint8) holds: the chunks are walked by ``_kernels.scan_chunks``,
-    the launch, allocation and end records read here in file order; the accesses stay in ``buf``."""
-    size = buf.shape[0]
+def check_header(p: str, buf, size: int) -> None:
+    """The file header of the record file ``p`` (its ``size`` bytes in ``buf``): long enough, the magic, this version."""
     if size < HEADER.itemsize:
         raise RecordError(p, None, f"{size} bytes, shorter than the {HEADER.itemsize}-byte header (truncated)")
     h = np.frombuffer(buf, HEADER, count=1)[0]
@@ -239,6 +237,13 @@ def _parse(p: str, buf: np.ndarray) -> RecordFile:
         raise RecordError(p, None, "not a placement trace record file (bad magic)")
     if int(h["version"]) != VERSION or int(h["header_bytes"]) != HEADER.itemsize:
         raise RecordError(p, None, f"record file version {int(h['version'])} (header {int(h['header_bytes'])} bytes); this reader reads {VERSION}")  # fmt: skip
+
+
+def _parse(p: str, buf: np.ndarray) -> RecordFile:
+    """The record file whose bytes ``buf`` (uint8) holds: the chunks are walked by ``_kernels.scan_chunks``,
+    the launch, allocation and end records read here in file order; the accesses stay in ``buf``."""
+    size = buf.shape[0]
+    check_header(p, buf, size)
     table, problem, at, bad_kind, bad_count, before = K.scan_chunks(buf, HEADER.itemsize)
     launch = None
     allocs: list[np.ndarray] = []
@@ -248,13 +253,7 @@ def _parse(p: str, buf: np.ndarray) -> RecordFile:
         if kind == LAUNCH:
             launch = _launch(p, payload, record + 1)
         elif kind == ALLOC:
-            a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
-            bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise RecordError(p, record + 1 + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
-                                  "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
-            allocs.append(a)
+            allocs.append(checked_allocations(p, payload, count, record + 1))
         else:
             e = np.frombuffer(payload, END_DTYPE, count=1)[0]
             end = (int(e["rows"]), int(e["flags"]))
@@ -281,6 +280,18 @@ def _parse(p: str, buf: np.ndarray) -> RecordFile:
     spans[:, 3] = access[:, 3] + 1
     allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)  # copies out of the buffer
     return RecordFile(p, launch, allocations, words, spans, end[0], bool(end[1] & END_MAX_ROWS))
+
+
+def checked_allocations(path: str, payload, count: int, first: int) -> np.ndarray:
+    """``count`` allocation records from ``payload``, the first record number ``first``; one beyond 2^49 bytes or
+    the 64-bit address space is an error naming its record."""
+    a = np.frombuffer(payload, ALLOC_DTYPE, count=count)
+    bad = (a["size"] > MAX_OBJECT_BYTES) | (a["base"] > np.uint64(ADDRESS_LIMIT) - a["size"])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise RecordError(path, first + i, f"allocation of {int(a['size'][i])} bytes at {int(a['base'][i]):#x}: "
+                          "beyond 2^49 bytes (a GPU's virtual address space) or the 64-bit address space")  # fmt: skip
+    return a
 
 
 def _stopped(p: str, problem: int, at: int, kind: int, count: int, record: int, size: int) -> NoReturn:
