@@ -52,9 +52,15 @@ static __device__ __forceinline__ bool cta_chosen(const TraceState* s, uint32_t 
     return false;
 }
 
+// SANITIZER_MEMORY_DEVICE_FLAG_ATOMIC_WRITE_ONLY (1 << 8) of the pip package's sanitizer_patching.h (13.5): a
+// reduction, an atomic whose old value is not read. The CUDA 13.0 toolkit's header has no such enumerator (nvcc
+// failed on it on an H100 with that toolkit, 26 Nov 2026), so its value is spelled here; where the API does not
+// report the bit, the flag is never set and such an access is told by its read and write flags as before.
+constexpr uint32_t FLAG_ATOMIC_WRITE_ONLY = 1u << 8;
+
 static __device__ __forceinline__ uint32_t access_flags(uint32_t f) {
     const bool rd = f & SANITIZER_MEMORY_DEVICE_FLAG_READ, wr = f & SANITIZER_MEMORY_DEVICE_FLAG_WRITE;
-    const bool wonly = f & SANITIZER_MEMORY_DEVICE_FLAG_ATOMIC_WRITE_ONLY;
+    const bool wonly = f & FLAG_ATOMIC_WRITE_ONLY;
     const bool atomic = wonly || (f & SANITIZER_MEMORY_DEVICE_FLAG_ATOMSYS) || (rd && wr);
     if (atomic) return F_ATOMIC | (wonly ? F_WRITE : (F_READ | F_WRITE));
     return wr ? F_WRITE : F_READ;
