@@ -143,7 +143,14 @@ bool matches(const char* pattern, const std::string& mangled, const std::string&
 
 template <typename F>
 F driver_fn(const char* name) {
-    return (F)dlsym(RTLD_DEFAULT, name);
+    // from libcuda itself: the CUDA runtime (linked statically into the program) opens it RTLD_LOCAL, so its symbols
+    // are not in the global scope, and dlsym(RTLD_DEFAULT, ...) found none of them on an H100 (26 Nov 2026): no
+    // registers, no parameters, no events for --time
+    static void* lib = [] {
+        void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        return h ? h : RTLD_DEFAULT;
+    }();
+    return (F)dlsym(lib, name);
 }
 
 void drain() {  // copy ready records out of the ring, in slot order, as they come
@@ -218,7 +225,9 @@ void begin_launch(Sanitizer_LaunchData* ld) {
         getattr(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, ld->function);
         getattr(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, ld->function);
     }
-    const bool have_call = g_last_launch.kernel_params && (g_last_launch.f == ld->function || g_last_launch.f == nullptr);
+    // the launch call's parameters, caught on this thread since the last launch began (cleared there); its function
+    // handle is not compared with ld->function: a runtime launch passes the driver a CUkernel, not this CUfunction
+    const bool have_call = g_last_launch.kernel_params != nullptr;
     const unsigned dyn = have_call ? g_last_launch.shared_bytes : 0;
     if (const char* spec = env("PLACEMENT_TRACE_CTAS")) {  // "w:W" or "a-b,c-d" (traces/sanitizer/ctas.py)
         if (spec[0] == 'w') {
