@@ -182,3 +182,31 @@ def test_import_with_the_kernels_cubin(tmp_path, capsys):
                    check=True, capture_output=True)  # fmt: skip
     code = main(["import", "sanitizer", str(_records(tmp_path, fn)), "--cubin", str(other), "-o", str(out)])
     assert code == 2 and "no function matvec" in capsys.readouterr().err
+
+
+def test_a_red_recorded_as_an_atomic_is_a_reduction(tmp_path):
+    """Driver 580.159.04 (an H100, 26 Nov 2026) reported histogram's REDG (an atomicAdd whose result is unused)
+    with the read and write flags and without the write-only one: an atomic. The SASS says reduction; a real
+    atomic (the same rows flagged at the LDG's pc, by hand) is left alone."""
+    from traces.codes import ATOMIC, LOAD, REDUCTION
+    from traces.sanitizer.decode import decode
+    from traces.sanitizer.records import ACCESS_DTYPE, F_ATOMIC, F_READ, F_WRITE, LaunchRecord, encode, read_records
+
+    fn = sass.parse_sass((FIXTURE.parent / "histogram.sm_90.sass").read_text())["histogram"]
+    assert fn.opcodes[fn.offsets.tolist().index(0xF0)] == "REDG.E.ADD.STRONG.GPU"
+    data, bins = 0x7F0000000000, 0x7F0000100000
+    acc = np.zeros(3, ACCESS_DTYPE)
+    acc["pc"] = [0xC0, 0xF0, 0xC0]
+    acc["flags"] = [F_READ, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_READ | F_WRITE]
+    acc["mask"], acc["width"], acc["warp"] = 0xFFFFFFFF, 4, [0, 0, 1]
+    lanes = np.arange(32, dtype=np.uint64) * np.uint64(4)
+    acc["addr"] = [data + lanes, bins + lanes, data + 128 + lanes]
+    buf = data.to_bytes(8, "little") + bins.to_bytes(8, "little")
+    params = np.array([(0, 8), (8, 8)], dtype=[("offset", "<u4"), ("size", "<u4")])
+    launch = LaunchRecord(0, "histogram", (1, 1, 1), (64, 1, 1), 8, 0, 0, params, buf, 0, 0)
+    path = tmp_path / "rec.bin"
+    path.write_bytes(encode(launch, [(data, 4096), (bins, 1024)], acc))
+    cols, _ = decode(read_records(path), sass_fn=fn)
+    assert cols["op"].tolist() == [LOAD, REDUCTION, ATOMIC]
+    cols0, _ = decode(read_records(path))  # without the SASS: as the flags say
+    assert cols0["op"].tolist() == [LOAD, ATOMIC, ATOMIC]

@@ -4,7 +4,8 @@ In two passes of numba kernels over the access records where the record file's b
 one checks them, one writes the columns; no per-row Python):
 
 - ``op`` from the access flags: atomic that returns a value (read) -> atomic, atomic without
-  read -> reduction, else write -> store, read -> load;
+  read -> reduction, else write -> store, read -> load; given the kernel's SASS, an atomic whose
+  instruction is a ``RED`` is a reduction (drivers that do not report the write-only flag);
 - ``space`` as recorded (0 global, 1 local, 2 shared); shared addresses become offsets in the
   block's window (the launch record's ``shared_base`` subtracted; inactive lanes 0);
 - ``seq``: the position among the warp's memory instructions, in record order (the records
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codes import ATOMIC, REDUCTION
 from ..importers.objects import ObjectSpec, _family_of, infer_objects
 from ..launch import SHARED_WINDOW, coverage_problem, launch_problem
 from ..schema import (
@@ -258,6 +260,7 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
             key = cta.astype(np.int64) * wpb + warp
         counts = sass_counts(sass_fn, pc.view(np.uint32).astype(np.int64), key, warps, where=str(rf.path))
         seq = counts.seq
+        op[(op == ATOMIC) & counts.reduction] = REDUCTION  # a RED the driver reported as an atomic (sass.py)
     obj = np.full(n, -1, np.int16)
     g_specs = tuple(s for s in objects if _family_of(s.space) == "offchip")
     objs, origins, unknown = _global_objects(rf, space, lo, hi, op, width, g_specs, obj)

@@ -23,9 +23,14 @@ the records' ``pc`` holds (the function's start subtracted, ``inject.cpp``).
   predecessor's: the instructions between them in one block, or the rest of the
   predecessor's block and the start of the row's (the blocks between, which hold no traced
   instruction, are not counted).
+- **Reductions**: the rows whose instruction is a reduction (``RED``, ``REDG``: an atomic
+  whose old value is not returned). The sanitizer reports those as atomics with the read and
+  write flags unless it sets ``SANITIZER_MEMORY_DEVICE_FLAG_ATOMIC_WRITE_ONLY``, which driver
+  580.159.04 did not (an H100, 26 Nov 2026: a histogram's ``atomicAdd`` with its result
+  unused, ``REDG.E.ADD.STRONG.GPU``, came back as an atomic); the opcode decides.
 
-Never run against a GPU's records yet (issue 32): the offsets match nvdisasm's for the
-function's own cubin, which is what the injection library writes.
+Run against an H100's records (driver 580.159.04, 26 Nov 2026): the records' pcs are the
+offsets of nvdisasm's listing of the module the injection library keeps.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..codes import REDUCTION
 from ..errors import InputError
 from ..importers.opcodes import CLASS_NAMES, GENERIC, LDGSTS, classify
 from ..schema import GLOBAL, LOCAL, SHARED, Instructions
@@ -77,6 +83,8 @@ class SassCounts:
     seq: np.ndarray
     counted: int
     estimated: int
+    reduction: np.ndarray | None = None
+    """Per row: its instruction is a reduction (module docstring)."""
 
 
 def parse_sass(text: str) -> dict[str, SassFunction]:
@@ -212,7 +220,8 @@ def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, w
     by_class = np.bincount(klass, weights=per_inst, minlength=len(CLASS_NAMES)).astype(np.int64)
     executed = int(per_inst.sum())
     ins = Instructions(executed=executed, warps=warps, **{c: int(v) for c, v in zip(CLASS_NAMES, by_class)})
-    return SassCounts(ins, _seq(fn, idx, key), int(counted.sum()), int((~counted).sum()))
+    is_red = np.array([classify(o).op == REDUCTION for o in fn.opcodes], bool)
+    return SassCounts(ins, _seq(fn, idx, key), int(counted.sum()), int((~counted).sum()), is_red[idx])
 
 
 def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> tuple[SassFunction, Path] | None:
