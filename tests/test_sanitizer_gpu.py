@@ -51,7 +51,10 @@ def test_host_program_builds(tmp_path, app):
 
 
 def _rows(path: Path, rename: dict[str, str]) -> tuple[np.ndarray, ...]:
-    """Rows as (cta, warp, object name, op, mask, rebased addresses), sorted by all but the addresses."""
+    """Rows as (cta, warp, object name, op, mask, rebased addresses), each warp's rows of one object and op as a
+    multiset: sorted by their addresses. Not in program order: nvcc schedules an unrolled loop's loads out of
+    it (matmul_naive's sm_90 build loads M[k + 9] before M[k + 8], an H100 trace, 26 Nov 2026), which the
+    generator's recipe, one load a k, does not follow."""
     t = traces.read(path)
     names = {o.id: rename.get(o.name, o.name) for o in t.info.objects}
     bases = {o.id: o.base for o in t.info.objects}
@@ -59,7 +62,8 @@ def _rows(path: Path, rename: dict[str, str]) -> tuple[np.ndarray, ...]:
     base = np.array([bases.get(int(i), 0) for i in t.obj], dtype=np.uint64)
     lanes = ((t.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
     rebased = np.where(lanes, t.addr - base[:, None], 0)
-    order = np.lexsort((t.seq, t.op, obj, t.warp, t.cta))  # each warp's rows of an object in program order
+    keys = [rebased[:, lane] for lane in range(31, -1, -1)]
+    order = np.lexsort((*keys, t.mask, t.op, obj, t.warp, t.cta))
     return t.cta[order], t.warp[order], obj[order], t.op[order], t.mask[order], rebased[order]
 
 
