@@ -1,12 +1,18 @@
 // A host program around benchmarks/kernels/vecadd.cu for `placement trace` (tests/test_sanitizer_gpu.py):
 // the size and block of `placement bench gen vecadd` (n = 65536, block 256), checked results, exit 1 on error.
+// An optional argument sets n (benchmarks/bench_trace.py traces larger launches).
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "../kernels/vecadd.cu"
 
-int main() {
-    const int n = 65536, block = 256;
+int main(int argc, char** argv) {
+    const int n = argc > 1 ? atoi(argv[1]) : 65536, block = 256;
+    if (n <= 0) {
+        fprintf(stderr, "vecadd_app: n must be positive, got %s\n", argv[1]);
+        return 1;
+    }
     const size_t bytes = n * sizeof(float);
     float *a, *b, *v;
     if (cudaMalloc(&a, bytes) || cudaMalloc(&b, bytes) || cudaMalloc(&v, bytes)) {

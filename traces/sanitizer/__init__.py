@@ -5,5 +5,5 @@
 - ``ctas``: the ``--ctas`` and launch-selection options;
 - ``build``: compiling the injection library (``inject.cpp``, ``patches.cu``) into a per-user cache.
 
-Host side only: nothing here needs a GPU. The device side has not yet run on a GPU (README).
+Host side only: nothing here needs a GPU. The device side ran on an H100 (README, "Trace your own kernel").
 """

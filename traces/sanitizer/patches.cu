@@ -5,7 +5,7 @@
 // one slot of a ring buffer in pinned host memory that the injection library's drain thread empties into the
 // record file as it fills; every active lane writes its own address, the leader the rest of the record
 // (traces/sanitizer/records.py, ACCESS_DTYPE) and then the slot's ready word. A full ring makes the leader wait
-// for the drain thread, so nothing is lost. NOT YET RUN ON A GPU (README, "Trace your own kernel").
+// for the drain thread, so nothing is lost. Run on an H100 (driver 580.159.04, 26 Nov 2026).
 #include <sanitizer_patching.h>
 #include <stdint.h>
 

@@ -1,0 +1,138 @@
+"""`placement trace` on a GPU: the traced launch's slowdown, the device side's records per second and the whole
+command's rows per second (needs a CUDA GPU, its driver, nvcc and the Compute Sanitizer API).
+
+For each size n, ``benchmarks/trace_apps/vecadd_app.cu`` (a[i] + b[i] -> v[i], block 256: 3 warp-level memory
+instructions a warp, 3n/32 rows) runs
+
+- alone (the program's wall time);
+- in the injection library's timing mode (nothing patched, a CUDA event pair around the launch, as
+  ``placement trace --time``): the uninstrumented launch, median of ``--repeat`` runs;
+- traced (``PLACEMENT_TRACE_STATS``, ``traces/sanitizer/inject.cpp``): the traced launch's wall time from the
+  launch-begin callback's end to the drain thread's end (the patched kernel and the copying out of its records)
+  and the records; slowdown = traced / uninstrumented launch, device records per second = records / traced;
+- its record file through the host side as ``placement trace`` does it (``read_records(mapped=True)``,
+  ``decode`` with the kernel's SASS, ``traces.write``) to Arrow IPC and to Parquet: wall and CPU time, rows per
+  second;
+- as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
+
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 65536]
+
+Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
+("Trace your own kernel").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _measure import measure  # noqa: E402
+
+APP = Path(__file__).resolve().parent / "trace_apps" / "vecadd_app.cu"
+
+
+def _run(cmd: list[str], env: dict | None = None) -> float:
+    """Wall seconds of one run of ``cmd``; exits with its message when it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if r.returncode:
+        sys.exit(f"bench_trace: {' '.join(cmd)} exited with {r.returncode}: {r.stderr.strip()[-300:]}")
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="20,22,24", help="log2 of n, comma-separated (default 20,22,24)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians (default 3)")
+    ap.add_argument("--ring", type=int, default=65536, help="records the injection library's ring holds")
+    args = ap.parse_args()
+
+    import traces
+    from traces.sanitizer import build
+    from traces.sanitizer.decode import decode
+    from traces.sanitizer.records import read_records
+    from traces.sanitizer.sass import disassemble, find_nvdisasm
+
+    problem = build.driver_problem()
+    if problem:
+        print(f"bench_trace: {problem}", file=sys.stderr)
+        return 2
+    nvcc = build.find_nvcc()
+    if nvcc is None:
+        print("bench_trace: nvcc not found (pip install nvidia-cuda-nvcc)", file=sys.stderr)
+        return 2
+    lib, fatbin = build.build()
+    rows_out = []
+    with tempfile.TemporaryDirectory(prefix="bench-trace-") as d:
+        exe = os.path.join(d, "vecadd_app")
+        _run([str(nvcc), "-O3", "-o", exe, str(APP)])
+        base = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_TRACE_")}
+        inject = dict(base, CUDA_INJECTION64_PATH=str(lib))
+        for e in (int(x) for x in args.sizes.split(",")):
+            n = 1 << e
+            prog = [exe, str(n)]
+            alone = statistics.median(_run(prog, base) for _ in range(args.repeat))
+            launch_ms = []
+            for k in range(args.repeat):
+                out = os.path.join(d, f"time{k}.txt")
+                _run(prog, dict(inject, PLACEMENT_TRACE_TIME_OUT=out))
+                launch_ms.append(float(Path(out).read_text().split("\t")[0]))
+            cubins = os.path.join(d, f"cubins{e}")
+            os.mkdir(cubins)
+            rec, stats = os.path.join(d, f"rec{e}.bin"), os.path.join(d, f"stats{e}.txt")
+            traced_env = dict(inject, PLACEMENT_TRACE_PATCHES=str(fatbin), PLACEMENT_TRACE_OUT=rec,
+                              PLACEMENT_TRACE_STATS=stats, PLACEMENT_TRACE_RING=str(args.ring),
+                              PLACEMENT_TRACE_CUBIN_DIR=cubins)  # fmt: skip
+            traced_wall = _run(prog, traced_env)
+            seconds, records = Path(stats).read_text().split("\t")
+            traced_s, records = float(seconds), int(records)
+            nvdisasm = find_nvdisasm()
+            fn = None
+            if nvdisasm is not None:
+                for c in sorted(Path(cubins).iterdir()):
+                    fn = disassemble(c, nvdisasm).get("vecadd") or fn
+            host = {}
+            for suffix in (".arrow", ".parquet"):
+                walls, cpus = [], []
+                for k in range(args.repeat + 1):  # the first pass warms numba's kernels and pyarrow up
+                    out = os.path.join(d, f"t{e}{suffix}")
+                    with measure("host") as m:
+                        rf = read_records(rec, mapped=True)
+                        cols, info = decode(rf, sass_fn=fn)
+                        del rf
+                        traces.write(out, cols, info)
+                    del cols, info
+                    os.remove(out)
+                    if k:
+                        walls.append(m.figures.wall_s)
+                        cpus.append(m.figures.cpu_s)
+                host[suffix] = (statistics.median(walls), statistics.median(cpus))
+            cmd = [sys.executable, "-m", "placement.cli", "trace", "-o", os.path.join(d, f"cmd{e}.arrow"), "--", *prog]
+            whole = []
+            for k in range(args.repeat):
+                whole.append(_run(cmd, base))
+                os.remove(os.path.join(d, f"cmd{e}.arrow"))
+            whole_s = statistics.median(whole)
+            launch = statistics.median(launch_ms) / 1e3
+            rows_out.append((e, records, launch, traced_s, alone, traced_wall, host, whole_s))
+            print(f"n = 2^{e}: {records:,} records; launch {launch * 1e6:,.1f} us uninstrumented, traced "
+                  f"{traced_s * 1e3:,.1f} ms ({traced_s / launch:,.0f}x), {records / traced_s / 1e6:.2f} M records/s "
+                  f"on the device; program {alone:.2f} s alone, {traced_wall:.2f} s traced; host side "
+                  + ", ".join(f"{s[1:]} {w:.3f} s wall {c:.3f} s CPU ({records / w / 1e6:.1f} M rows/s)"
+                              for s, (w, c) in host.items())
+                  + f"; placement trace -o T.arrow {whole_s:.2f} s ({records / whole_s / 1e6:.2f} M rows/s end to end)",
+                  flush=True)  # fmt: skip
+    print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, medians of {args.repeat}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
