@@ -92,7 +92,8 @@ std::map<uint64_t, uint64_t> g_allocs;  // base -> size of live device allocatio
 thread_local Params g_last_launch;  // the API call behind the next launch callback on this thread (f null: runtime)
 uint64_t g_seen = 0, g_matched = 0;
 bool g_done = false, g_active = false;
-TraceState* g_state = nullptr;
+TraceState* g_state = nullptr;  // the host copy (pinned host memory, trace_state.h)
+TraceState* g_dev = nullptr;    // the device copy (device memory): the callbacks' userdata
 FILE* g_out = nullptr;
 std::thread g_drain;
 std::atomic<bool> g_stop{false};
@@ -157,20 +158,20 @@ F driver_fn(const char* name) {
     return (F)dlsym(lib, name);
 }
 
-void drain() {  // copy ready records out of the ring, in slot order, as they come
+void drain() {  // write ready records out of the ring, in slot order, as they come
     unsigned long long next = 0;
-    std::vector<AccessRecord> batch;
+    const unsigned long long capacity = g_state->capacity;
     for (;;) {
-        batch.clear();
-        while (batch.size() < 4096) {
-            unsigned long long i = next % g_state->capacity;
-            if (*(volatile unsigned long long*)&g_state->ready[i] != next + 1) break;
-            batch.push_back(g_state->ring[i]);
-            ++next;
-        }
-        if (!batch.empty()) {
-            write_chunk(3, (uint32_t)batch.size(), batch.data(), batch.size() * sizeof(AccessRecord));
-            __atomic_store_n(&g_state->tail, next, __ATOMIC_RELEASE);
+        // the ready slots from `next` on, up to 4096 and the ring's end: written from where they lie, and freed
+        const unsigned long long first = next % capacity;
+        uint32_t count = 0;
+        while (count < 4096 && first + count < capacity &&
+               *(volatile unsigned long long*)&g_state->ready[first + count] == next + count + 1)
+            ++count;
+        if (count) {
+            write_chunk(3, count, g_state->ring + first, (size_t)count * sizeof(AccessRecord));
+            next += count;
+            __atomic_store_n(&g_state->drained, next, __ATOMIC_RELEASE);
         } else if (g_stop.load()) {
             unsigned long long reserved = __atomic_load_n(&g_state->head, __ATOMIC_ACQUIRE);
             if (next >= reserved || next >= g_state->max_rows) break;
@@ -220,6 +221,7 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     uint64_t fpc = 0, fsize = 0;
     CHECK(sanitizerGetFunctionPcAndSize(ld->module, ld->functionName, &fpc, &fsize));
     g_state->function_pc = fpc;
+    g_state->tail = &g_state->drained;
 
     const uint32_t nctas = ld->gridDim_x * ld->gridDim_y * ld->gridDim_z;
     const uint32_t threads = ld->blockDim_x * ld->blockDim_y * ld->blockDim_z;
@@ -291,7 +293,11 @@ void begin_launch(Sanitizer_LaunchData* ld) {
         allocs.push_back(kv.second);
     }
     if (!allocs.empty()) write_chunk(2, (uint32_t)(allocs.size() / 2), allocs.data(), allocs.size() * 8);
-    CHECK(sanitizerSetCallbackData(ld->function, g_state));
+    // the device copy, queued on the launch's stream before the kernel
+    CHECK(sanitizerAlloc(ld->context, &p, sizeof(TraceState)));
+    g_dev = (TraceState*)p;
+    CHECK(sanitizerMemcpyHostToDeviceAsync(g_dev, g_state, sizeof(TraceState), ld->hStream));
+    CHECK(sanitizerSetCallbackData(ld->function, g_dev));
     g_stop = false;
     g_t0 = std::chrono::steady_clock::now();
     g_drain = std::thread(drain);
@@ -318,10 +324,16 @@ void end_launch(Sanitizer_LaunchData* ld) {
     if (!g_active) return;
     g_active = false;
     CHECK(sanitizerStreamSynchronize(ld->hStream));
+    TraceState counted;  // what the device counted: the slots reserved, whether --max-rows was reached
+    CHECK(sanitizerMemcpyDeviceToHost(&counted, g_dev, sizeof counted, ld->hStream));
+    g_state->max_rows_reached = counted.max_rows_reached;
+    __atomic_store_n(&g_state->head, counted.head, __ATOMIC_RELEASE);  // before g_stop: the drain thread's end
+    CHECK(sanitizerFree(ld->context, g_dev));
+    g_dev = nullptr;
     g_stop = true;
     g_drain.join();
     CHECK(sanitizerSetCallbackData(ld->function, nullptr));
-    uint64_t end[2] = {__atomic_load_n(&g_state->tail, __ATOMIC_ACQUIRE), g_state->max_rows_reached ? 1ull : 0ull};
+    uint64_t end[2] = {__atomic_load_n(&g_state->drained, __ATOMIC_ACQUIRE), g_state->max_rows_reached ? 1ull : 0ull};
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - g_t0).count();
     write_chunk(4, sizeof end, end, sizeof end);
     fflush(g_out);

@@ -2,10 +2,10 @@
 // with -Xptxas --compile-as-tools-patch and patched onto every global, shared and local memory instruction.
 //
 // Per warp: the active lanes of one memory instruction agree on a leader (lowest active lane), which reserves
-// one slot of a ring buffer in pinned host memory that the injection library's drain thread empties into the
-// record file as it fills; every active lane writes its own address, the leader the rest of the record
-// (traces/sanitizer/records.py, ACCESS_DTYPE) and then the slot's ready word. A full ring makes the leader wait
-// for the drain thread, so nothing is lost. Run on an H100 (driver 580.159.04, 26 Nov 2026).
+// one slot (a counter in device memory, trace_state.h) of a ring buffer in pinned host memory that the injection
+// library's drain thread empties into the record file as it fills; every active lane writes its own address, the
+// leader the rest of the record (traces/sanitizer/records.py, ACCESS_DTYPE) and then the slot's ready word. A full
+// ring makes the leader wait for the drain thread, so nothing is lost. Run on an H100 (driver 580.159.04, 26 Nov 2026).
 #include <sanitizer_patching.h>
 #include <stdint.h>
 
@@ -41,7 +41,8 @@ static __device__ __forceinline__ unsigned long long shfl_idx(uint32_t mask, uns
 
 static __device__ __forceinline__ void warp_sync(uint32_t mask) { asm volatile("bar.warp.sync %0;" ::"r"(mask)); }
 
-static __device__ __forceinline__ void fence_system() { asm volatile("fence.sc.sys;" ::: "memory"); }
+// Orders the record's writes before its ready word's (release), at system scope: the drain thread reads them.
+static __device__ __forceinline__ void fence_system() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 static __device__ __forceinline__ void sleep_ns(uint32_t ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
 
@@ -77,13 +78,13 @@ static __device__ __forceinline__ void record(void* userdata, uint64_t pc, uint6
     const uint32_t leader = lowest_lane(mask);
     unsigned long long slot = 0;
     if (lane == leader) {
-        slot = atomicAdd(&s->head, 1ULL);
+        slot = atomicAdd(&s->head, 1ULL);  // device memory (trace_state.h)
         if (slot >= s->max_rows) {
             s->max_rows_reached = 1;
             slot = ~0ULL;
-        } else {
-            // wait for the drain thread to free the slot (the ring holds `capacity` records)
-            while (slot >= *(volatile unsigned long long*)&s->tail + s->capacity) sleep_ns(1000);
+        } else if (slot >= s->capacity) {
+            // wait for the drain thread to free the slot (the ring holds `capacity` records): a read across the bus
+            while (slot >= *(volatile const unsigned long long*)s->tail + s->capacity) sleep_ns(1000);
         }
     }
     slot = shfl_idx(mask, slot, leader);
