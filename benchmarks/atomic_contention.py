@@ -1,7 +1,7 @@
 """Global atomics under contention: what one warp-instruction costs the L2 when the grid's warps all update the same
 few words (needs a CUDA GPU and CuPy: pip install 'gpu-placement[gpu]').
 
-``placement.hms.t_atomic`` bounds a kernel by the most updates of one L2 sector times the GPU's interval between two
+``placement.hms.t_atomic`` bounds a kernel by the most updates of one L2 atomic unit times the GPU's interval between two
 (``memory.l2_atomic_interval_ns``), and ``cachesim.atomics`` decides what one warp-instruction counts as. This
 script measures that rule: every warp of a grid of 4 blocks per SM x 256 threads runs ``--iters`` ``atomicAdd``
 of 1 on the same addresses, lane l of a warp on sector ``l % S`` (32-byte sectors from one 256-byte aligned base)

@@ -10,7 +10,7 @@ a ``placement.gpu.Gpu``.
 - :func:`simulate_hierarchy`: a whole trace through L1 / texture / constant / L2 to DRAM;
   :class:`HierarchyStream` the same fed a group of rows at a time, in bounded memory;
 - :func:`row_buffer`, :func:`decode`: DRAM banks, rows and row-buffer outcomes (Sec. III-C2);
-- :class:`AtomicSectors`: global atomic updates per L2 sector (the hierarchy's ``atomics``).
+- :class:`AtomicSectors`: global atomic updates per L2 atomic unit or sector (the hierarchy's ``atomics``).
 """
 
 from .atomics import AtomicContention, AtomicSectors

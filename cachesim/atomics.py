@@ -1,22 +1,31 @@
-"""Global atomics per L2 sector: how often each sector is updated, for the contention bound.
+"""Global atomics at the L2: how many serialized updates each atomic unit does, for the contention bound.
 
-Global atomics and reductions are done at the L2 (``_hierarchy_kernels.walk``), where the updates of one
-sector are serialized: the slice reads, modifies and writes the sector, and the next update of it waits.
-The lanes of one warp-instruction that fall in one sector go to the L2 together and count as one update,
-except that lanes on the same word take one update each (CUDA C++ Programming Guide, "Atomic Functions",
-and Nsight's "Memory Statistics - Atomics": a warp's read-modify-writes of one location "are all
-serialized"). The kernel then lasts at least the longest chain, the most updates of one sector times the
-time between two of them (``placement.hms.t_atomic``).
+Global atomics and reductions are done at the L2 (``_hierarchy_kernels.walk``), by atomic units that each serve an
+interleave of the address space and do one update after another. A warp-instruction updates each 32-byte sector its
+lanes fall in, once where the lanes' words differ and k times where k lanes add to one word (those
+read-modify-writes are serialized: CUDA C++ Programming Guide, "Atomic Functions"); the unit serving the sector
+does them one after the other, also those of other sectors it serves. The kernel then lasts at least the busiest
+unit's chain (``placement.hms.t_atomic``: its updates times the interval between two, ``memory.l2_atomic_interval_ns``).
 
-On an H100 (h100-placements, variants-run1.csv) a histogram's global-atomics time over these updates of
-its busiest sector is 11.76 ns an update at 256 bins and 11.75 at 512. Counting a warp's lanes in a
-sector as one update gives 12.8 and 12.2 ns, counting each lane 8.2 and 9.7, counting updates of 128-B
-lines 8.4 and 5.6: those do not hold across the bin counts. The privatized histogram's write-back (one
-update a block on each sector, 8 lanes on 8 words) runs at 9.5-9.9 ns an update: the bound is 20 % high
-there.
+Which unit serves an address: ``unit_bytes`` of the address space at a time, round-robin over ``units``
+(``memory.l2_atomic_unit_bytes``; 0, the default, counts each sector alone, as this module did before the H100's
+measurements). Measured on an H100 (``benchmarks/atomic_contention.py``, 26 Nov 2026: every warp of 528 x 256 threads
+adding 1 to the same words, ns per warp-instruction of the grid, REDG and ATOMG alike):
 
-:class:`AtomicSectors` takes the rows a group at a time, in any order (the count is a sum), in memory
-bounded by the sectors updated, not by the rows.
+- lanes on one word: 0.91, 1.61, 3.09, 6.03, 11.92, 23.64 ns for 1, 2, 4, 8, 16, 32 lanes: 0.74 ns a lane;
+- 32 lanes over 2, 4, 8 words of one sector (16, 8, 4 on each): 11.88, 6.04, 2.52 ns: the most lanes on one word;
+- 32 lanes on word 0 of 2, 4, 8 sectors of one 256-byte block: 23.73, 23.74, 23.96 ns: the sectors one after the
+  other (32 updates); one lane on each of 32 words over 8 sectors (256 B): 6.14 ns (8 updates);
+- one lane on each of 32 sectors (1 KiB): 11.17 ns, 15.2 updates at 0.733 ns: two units share the KiB, so a unit
+  serves 512 bytes at a time; a warp on its own sector (the grid over 1 MiB), 32 lanes on one word: 0.61 ns a
+  warp-instruction, 32 x 0.733 / 0.61 = 38 units at work (the H100's 40 memory channels).
+
+With 512 bytes over 40 units and 0.733 ns an update (``placement calibrate``'s same-address rate, 1.365 G lane
+updates a second), a histogram of 2^24 values into 256 bins is bound at 4,280 us (measured 4,329 us) and one of 2^20
+values into 512 bins at 162 us (measured 165 us): neither was fitted.
+
+:class:`AtomicSectors` takes the rows a group at a time, in any order (the count is a sum), in memory bounded by
+the units (or sectors) updated, not by the rows.
 """
 
 from __future__ import annotations
@@ -36,11 +45,12 @@ more with a sort."""
 
 
 @numba.njit(cache=True, nogil=True)
-def row_sectors(rows, op, space, mask, addr, sector_bytes, out):  # pragma: no cover - numba
-    """The updates of each global atomic or reduction row among ``rows``, one entry (the sector) per update, into
-    ``out`` (room for 32 a row); returns how many were written. A row updates each sector its lanes fall in as
-    many times as the most lanes on one address in it: once where the lanes' addresses differ, k times where k
-    lanes add to one word (those read-modify-writes are serialized)."""
+def row_sectors(rows, op, space, mask, addr, sector_bytes, unit_bytes, units, out):  # pragma: no cover - numba
+    """The updates of each global atomic or reduction row among ``rows``, one entry per update, into ``out`` (room
+    for 32 a row); returns how many were written. A row updates each sector its lanes fall in as many times as the
+    most lanes on one address in it: once where the lanes' addresses differ, k times where k lanes add to one word
+    (those read-modify-writes are serialized). The entry is the unit serving the sector, (address // unit_bytes)
+    mod units, or the sector itself where ``unit_bytes`` is 0."""
     n = 0
     lanes = np.empty(32, np.int64)
     for t in range(rows.shape[0]):
@@ -68,8 +78,9 @@ def row_sectors(rows, op, space, mask, addr, sector_bytes, out):  # pragma: no c
                     run += 1
                 passes = max(passes, run)
                 i += run
+            key = sector if unit_bytes == 0 else ((sector * sector_bytes) // unit_bytes) % units
             for _ in range(passes):
-                out[n] = sector
+                out[n] = key
                 n += 1
     return n
 
@@ -77,7 +88,7 @@ def row_sectors(rows, op, space, mask, addr, sector_bytes, out):  # pragma: no c
 @dataclass(frozen=True)
 class AtomicContention:
     """The global atomic updates the L2 serializes (:func:`row_sectors`): ``updates`` in all, over ``sectors``
-    distinct sectors, at most ``max_updates`` of them on one sector."""
+    distinct atomic units (sectors, where no unit interleave is given), at most ``max_updates`` of them on one."""
 
     updates: int = 0
     sectors: int = 0
@@ -85,12 +96,18 @@ class AtomicContention:
 
 
 class AtomicSectors:
-    """Counts the updates of each sector by global atomics and reductions, fed a group of rows at a time."""
+    """Counts the updates of each atomic unit (or sector) by global atomics and reductions, fed a group of rows at a
+    time (module docstring: ``unit_bytes`` of the address space at a time over ``units``; 0, each sector alone)."""
 
-    def __init__(self, sector_bytes: int):
+    def __init__(self, sector_bytes: int, unit_bytes: int = 0, units: int = 1):
         if sector_bytes <= 0:
             raise ValueError(f"sector_bytes must be positive, got {sector_bytes}")
+        if unit_bytes < 0 or (unit_bytes and (unit_bytes % sector_bytes or units < 1)):
+            raise ValueError(f"unit_bytes must be 0 or a multiple of sector_bytes over units >= 1, got "
+                             f"{unit_bytes} over {units}")  # fmt: skip
         self.sector_bytes = int(sector_bytes)
+        self.unit_bytes = int(unit_bytes)
+        self.units = int(units)
         self._keys = np.empty(0, np.int64)
         self._counts = np.empty(0, np.int64)
 
@@ -100,7 +117,7 @@ class AtomicSectors:
         for start in range(0, sel.shape[0], ROWS_PER_PIECE):
             idx = sel[start : start + ROWS_PER_PIECE]
             out = np.empty(32 * idx.shape[0], np.int64)
-            n = row_sectors(idx, op, space, mask, addr, self.sector_bytes, out)
+            n = row_sectors(idx, op, space, mask, addr, self.sector_bytes, self.unit_bytes, self.units, out)
             if not n:
                 continue
             sec = out[:n]

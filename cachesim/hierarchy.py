@@ -96,6 +96,10 @@ class HierarchyConfig:
     const_on_path: bool = True
     """Whether constant accesses take cycles of the load/store data path (one per distinct address). False from
     Volta on, where the indexed constant cache is a unit of its own beside L1TEX."""
+    atomic_unit_bytes: int = 0
+    """Global atomics: the bytes of the address space each of the L2's atomic units serves at a time, round-robin
+    over ``atomic_units`` (``cachesim.atomics``); 0: each sector's updates counted alone."""
+    atomic_units: int = 1
     specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -112,6 +116,12 @@ class HierarchyConfig:
                 raise HierarchyConfigError(name, f"expected a number of cycles >= 0, got {v!r}")
         if not isinstance(self.dram, DramConfig):
             raise HierarchyConfigError("dram", f"expected a cachesim.DramConfig, got {type(self.dram).__name__}")
+        v = self.atomic_unit_bytes
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (v and v % self.sector_bytes):
+            raise HierarchyConfigError("atomic_unit_bytes", f"expected 0 or a multiple of sector_bytes, got {v!r}")
+        v = self.atomic_units
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise HierarchyConfigError("atomic_units", f"expected an integer >= 1, got {v!r}")
         v = self.l2_slice_bytes
         if not isinstance(v, int) or v < 1 or v & (v - 1):
             raise HierarchyConfigError("l2_slice_bytes", f"expected a power of two, got {v!r}")
@@ -378,7 +388,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         trace.obj,
     )
 
-    atomic = AtomicSectors(config.sector_bytes)
+    atomic = AtomicSectors(config.sector_bytes, config.atomic_unit_bytes, config.atomic_units)
     atomic.feed(trace.op, trace.space, trace.mask, trace.addr)
     cap = 4 * n + H.ROW_MARGIN + 1024  # a row makes up to 32 requests; most make a few
     out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
@@ -472,7 +482,7 @@ class HierarchyStream:
                      np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
         self._pending = tuple(a[:0].copy() for a in self._out)
         self._rb = RowBufferStream(config.dram)
-        self._atomic = AtomicSectors(config.sector_bytes)
+        self._atomic = AtomicSectors(config.sector_bytes, config.atomic_unit_bytes, config.atomic_units)
         self._dram_requests = 0
         self._dram_bytes = 0
         self.rows = 0

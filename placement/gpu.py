@@ -104,10 +104,14 @@ class Memory:
     tex2d_max_width: int
     tex2d_max_height: int
     l2_atomic_interval_ns: float = 0.0
-    """The time between two global atomic updates of one 32-B sector at the L2, in ns (a warp-instruction's
-    lanes in the sector are one update; 0: not known). A kernel lasts at least its most-updated sector's
-    updates times this (``placement.hms.t_atomic``); ``placement calibrate`` measures it with every thread
-    of the GPU adding to one counter."""
+    """The time between two global atomic updates by one of the L2's atomic units, in ns (a warp-instruction's
+    lanes in one 32-B sector are one update, k lanes on one word k updates; 0: not known). A kernel lasts at least
+    its busiest unit's updates times this (``placement.hms.t_atomic``, ``cachesim.atomics``); ``placement
+    calibrate`` measures it with every thread of the GPU adding to one counter (one update a thread)."""
+    l2_atomic_unit_bytes: int = 0
+    """The interleave of the L2's atomic units: each serves this many bytes of the address space at a time,
+    round-robin over ``caches.l2_slices`` x ``caches.l2_slice_bytes`` / this units (0: each sector counts
+    alone). Measured with ``benchmarks/atomic_contention.py`` (``cachesim.atomics``)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "launch_per_block_ns": _NONNEG,
     "texels_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
+    "l2_atomic_unit_bytes": _NONNEG,
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}
@@ -380,7 +385,8 @@ def load_gpu(path: str | Path) -> Gpu:
 # The key of a configuration behind each field cachesim names in its errors.
 _SIM_KEYS = {"l1": "caches.l1", "tex": "caches.tex", "const": "caches.const", "l2": "caches.l2",
              "l2_slice_bytes": "caches.l2_slice_bytes", "mapping": "dram.mapping", "channels": "dram.channels",
-             "row_bits": "dram.row_bits", "column_bits": "dram.column_bits", "byte_bits": "dram.byte_bits"}  # fmt: skip
+             "row_bits": "dram.row_bits", "column_bits": "dram.column_bits", "byte_bits": "dram.byte_bits",
+             "atomic_unit_bytes": "memory.l2_atomic_unit_bytes", "atomic_units": "memory.l2_atomic_unit_bytes"}  # fmt: skip
 MAX_CACHE_LINES = 1 << 24
 """Lines of one cache over all its copies (per SM, or L2 slices): 16 Mi lines, 2 GiB of
 128-byte lines, far above any GPU (an H100's 50 MB L2 holds 0.4 Mi lines); the

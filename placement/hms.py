@@ -161,7 +161,7 @@ class Terms:
     t_l2: float
     """Cycles the L2 needs for the requests that reach it, at the architecture's rate (0: no rate known)."""
     t_atomic: float
-    """Cycles of the longest chain of global atomic updates on one L2 sector (:func:`t_atomic`; 0: none, or the
+    """Cycles of the longest chain of global atomic updates by one of the L2's atomic units (:func:`t_atomic`; 0: none, or the
     configuration does not know the interval)."""
     issued_instructions: float
     executed_instructions: float
@@ -291,7 +291,7 @@ class _Memory:
     instructions: int = 0
     """Warp-instructions of the spaces whose requests these are (Eq. 17's #mem_instrs)."""
     atomic_max_updates: int = 0
-    """The most global atomic updates of one L2 sector (``cachesim.AtomicContention.max_updates``)."""
+    """The most global atomic updates by one atomic unit of the L2 (``cachesim.AtomicContention.max_updates``)."""
 
     @property
     def requests_per_instruction(self) -> float:
@@ -703,15 +703,16 @@ def t_l2(mem: _Memory, gpu: Gpu) -> float:
 
 
 def t_atomic(mem: _Memory, gpu: Gpu) -> float:
-    """T_atomic: the most global atomic updates of one L2 sector, one after the other at the GPU's interval
-    (``memory.l2_atomic_interval_ns``); 0 where the interval is not known.
+    """T_atomic: the most global atomic updates by one of the L2's atomic units, one after the other at the GPU's
+    interval (``memory.l2_atomic_interval_ns``); 0 where the interval is not known.
 
-    Extension (none of the papers has atomics; GPUPerf and Huang & Li price an atomic as a store): the L2
-    serializes the read-modify-writes of one sector (``cachesim.atomics``), so a kernel whose atomics crowd
-    on a few sectors lasts at least the longest chain, however many SMs issue them. A histogram of 2^20
-    values into 256 bins with global atomics updates its busiest sector 23,000 times and took 274 us on the
-    H100 (23,000 x 11.84 ns = 272 us), 9.6x the model without this bound; privatized bins add each block's tile back to the same
-    sectors, once a block, which is why smaller blocks make the privatized histogram slower."""
+    Extension (none of the papers has atomics; GPUPerf and Huang & Li price an atomic as a store): the L2's atomic
+    units each serve an interleave of the address space (``memory.l2_atomic_unit_bytes``) and do its
+    read-modify-writes one after another, a warp's lanes on one word one at a time (``cachesim.atomics``), so a
+    kernel whose atomics crowd on a few units lasts at least the longest chain, however many SMs issue them. On
+    the H100 (0.733 ns an update, 512-B units, both from microbenchmarks) a histogram of 2^24 values into 256 bins
+    with global atomics is bound at 4,280 us and took 4,329; privatized bins add each block's tile back to the same
+    units, once a block, which is why smaller blocks make the privatized histogram slower."""
     interval = gpu.memory.l2_atomic_interval_ns
     return mem.atomic_max_updates * gpu.ns_to_cycles(interval) if interval else 0.0
 

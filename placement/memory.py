@@ -93,4 +93,6 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         tex_in_l1=k.l1_tex_unified,
         l1_tags_per_cycle=l1_tags_per_cycle_of(gpu),
         const_on_path=constant_on_path_of(gpu),
+        atomic_unit_bytes=m.l2_atomic_unit_bytes,
+        atomic_units=max(1, k.l2_slices * k.l2_slice_bytes // m.l2_atomic_unit_bytes) if m.l2_atomic_unit_bytes else 1,
     )

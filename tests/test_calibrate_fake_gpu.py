@@ -250,9 +250,9 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     # the launch: the 1-block empty kernel's 3.9 us, and (6.3 - 3.9) us over the 65,535 blocks between 1 and 65,536
     assert cfg.compute.launch_us == pytest.approx(3.9)
     assert cfg.compute.launch_per_block_ns == pytest.approx((6.3 - 3.9) * 1e3 / 65535)
-    # atomics on one address: the simulated GPU's 1e6 adds per ms, 1 G/s, so a warp's update every 32 ns
+    # atomics on one address: the simulated GPU's 1e6 adds per ms, 1 G/s, each lane one update: one every 1 ns
     assert m["atomic_global_same_gops"] == pytest.approx(1.0)
-    assert cfg.memory.l2_atomic_interval_ns == pytest.approx(32.0)
+    assert cfg.memory.l2_atomic_interval_ns == pytest.approx(1.0)
     # the texture units: 4 texels of 16 KiB a thread an iteration, at the simulated 4.5 texels a cycle an SM
     assert m["tex_texels_per_cycle_per_sm"] == pytest.approx(g.texels_per_cycle)
     assert m["tex_gtexels"] == pytest.approx(g.texels_per_cycle * 4 * g.clock_mhz / 1e3)

@@ -399,7 +399,9 @@ def test_missing_key_is_named(tmp_path, name, key, qualified):
         ("v100", "l2_slice_bytes", "0", "caches.l2_slice_bytes", "must be > 0"),
         ("h100", "launch_us", "-1", "compute.launch_us", "must be in [0, "),
         ("h100", "launch_per_block_ns", "-0.6", "compute.launch_per_block_ns", "must be in [0, "),
-        ("h100", "l2_atomic_interval_ns", "-11.84", "memory.l2_atomic_interval_ns", "must be in [0, "),
+        ("h100", "l2_atomic_interval_ns", "-0.733", "memory.l2_atomic_interval_ns", "must be in [0, "),
+        ("h100", "l2_atomic_unit_bytes", "-512", "memory.l2_atomic_unit_bytes", "must be in [0, "),
+        ("h100", "l2_atomic_unit_bytes", "48", "memory.l2_atomic_unit_bytes", "a multiple of sector_bytes, got 48"),
     ],
 )
 def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, words):

@@ -72,8 +72,9 @@ LAUNCH_SPAN = ("launch_1_block_us", "launch_65536_blocks_us", 65536)
 """The two empty-kernel launches whose difference over the blocks between them gives ``compute.launch_per_block_ns``."""
 
 ATOMIC_SAME = "atomic_global_same_gops"
-"""Every thread of the GPU adding to one global counter, in G adds per second: each warp-instruction is one
-update of one sector, so ``memory.l2_atomic_interval_ns`` = warp size / this (``placement.hms.t_atomic``)."""
+"""Every thread of the GPU adding to one global counter, in G adds per second: each lane on the one word is one
+update (the L2 does a warp's lanes on one word one after the other: 0.74 ns a lane for 1 to 32 lanes on an H100,
+``cachesim.atomics``), so ``memory.l2_atomic_interval_ns`` = 1 / this (``placement.hms.t_atomic``)."""
 
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
 SECTIONS = ("compute", "memory", "caches", "dram")
@@ -136,9 +137,9 @@ def calibrated_tables(
         used.append(many_key)
     atom = cal.measured.get(ATOMIC_SAME)
     if atom is not None and atom.value > 0 and ATOMIC_SAME not in drop:
-        t["memory"]["l2_atomic_interval_ns"] = base.compute.warp_size / atom.value
-        notes["memory.l2_atomic_interval_ns"] = (f"{base.compute.warp_size} lanes / {ATOMIC_SAME} {atom.value:.4g} G/s "
-                                                 f"(a warp-instruction on one address is one update): {comment(atom, cal)}")  # fmt: skip
+        t["memory"]["l2_atomic_interval_ns"] = 1.0 / atom.value
+        notes["memory.l2_atomic_interval_ns"] = (f"1 / {ATOMIC_SAME} {atom.value:.4g} G/s (each lane on the one "
+                                                 f"address is one update): {comment(atom, cal)}")  # fmt: skip
         used.append(ATOMIC_SAME)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
