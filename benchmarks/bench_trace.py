@@ -15,7 +15,7 @@ instructions a warp, 3n/32 rows) runs
   second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
-    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 65536]
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--max-rows N]
 
 Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
 ("Trace your own kernel").
@@ -52,7 +52,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="20,22,24", help="log2 of n, comma-separated (default 20,22,24)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians (default 3)")
-    ap.add_argument("--ring", type=int, default=65536, help="records the injection library's ring holds")
+    ap.add_argument("--ring", type=int, default=262_144, help="records the injection library's ring holds "
+                    "(default 262,144, placement trace's)")  # fmt: skip
+    ap.add_argument("--max-rows", type=int, help="records kept (PLACEMENT_TRACE_MAX_ROWS): with 1, the traced launch "
+                    "costs the patched callbacks and their slot counter alone, nothing written")  # fmt: skip
     args = ap.parse_args()
 
     import traces
@@ -91,9 +94,16 @@ def main() -> int:
             traced_env = dict(inject, PLACEMENT_TRACE_PATCHES=str(fatbin), PLACEMENT_TRACE_OUT=rec,
                               PLACEMENT_TRACE_STATS=stats, PLACEMENT_TRACE_RING=str(args.ring),
                               PLACEMENT_TRACE_CUBIN_DIR=cubins)  # fmt: skip
+            if args.max_rows:
+                traced_env["PLACEMENT_TRACE_MAX_ROWS"] = str(args.max_rows)
             traced_wall = _run(prog, traced_env)
             seconds, records = Path(stats).read_text().split("\t")
             traced_s, records = float(seconds), int(records)
+            if args.max_rows:  # the callbacks' cost alone: no records to decode
+                print(f"n = 2^{e}: {records:,} records kept of {3 * n // 32:,}; launch "
+                      f"{statistics.median(launch_ms) * 1e3:,.1f} us uninstrumented, traced {traced_s * 1e3:,.1f} ms",
+                      flush=True)  # fmt: skip
+                continue
             nvdisasm = find_nvdisasm()
             fn = None
             if nvdisasm is not None:

@@ -48,6 +48,7 @@ def test_missing_nvcc_and_sanitizer_say_how_to_get_them(tmp_path, capsys, monkey
         ([], "no program to run"),
         (["--ctas", "x", "--", "true"], "--ctas 'x'"),
         (["--max-rows", "0", "--", "true"], "--max-rows must be at least 1"),
+        (["--ring", "1000", "--", "true"], "--ring must be at least 1024, got 1000"),
         (["--time", "--time-runs", "0", "--", "true"], "--time-runs must be at least 1"),
     ],
 )
@@ -65,6 +66,7 @@ if "PLACEMENT_TRACE_TIME_OUT" in os.environ:  # placement trace --time: the timi
     if k < len({times!r}):
         open(out, "w").write({times!r}[k] + "\\t" + os.environ["PLACEMENT_TRACE_KERNEL"] + "\\n")
     sys.exit(0)
+assert os.environ["PLACEMENT_TRACE_RING"] == "262144"  # placement trace's default ring
 names = open(os.environ["PLACEMENT_TRACE_LAUNCHES"], "a")
 for line in {launches!r}:
     names.write(line + "\\n")

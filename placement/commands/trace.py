@@ -1,6 +1,6 @@
 """Trace one launch of a real CUDA program (NVIDIA's Compute Sanitizer API, no NVBit).
 
-  placement trace -o T.parquet [--kernel NAME|REGEX] [--launch N] [--ctas SPEC] [--max-rows N]
+  placement trace -o T.parquet [--kernel NAME|REGEX] [--launch N] [--ctas SPEC] [--max-rows N] [--ring N]
                   [--objects FILE.toml] [--time [--time-runs N]] -- PROGRAM [ARGS...]
 
 Runs PROGRAM with an injection library (CUDA_INJECTION64_PATH) that records every global, shared
@@ -36,6 +36,11 @@ from ._output import print_json
 NAME = "trace"
 HELP = "trace one launch of a CUDA program (Compute Sanitizer API; needs a GPU)"
 TRACER_FAILED = 86  # inject.cpp's exit code when the tracer itself fails
+DEFAULT_RING = 262_144
+"""Records the injection library's ring holds (inject.cpp's default too). On an H100 (benchmarks/bench_trace.py,
+26 Nov 2026), 1,572,864 records were recorded at 1.05 M a second through a ring of 65,536, 2.8 M through 1 Mi and
+11.2 M through 4 Mi (the whole launch): the drain thread, not the device, bounds a ring that wraps."""
+MIN_RING = 1024
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,9 @@ def add_arguments(p) -> None:
     p.add_argument("--launch", type=int, metavar="N", help="the N-th launch (from 0) of that kernel (default 0)")
     p.add_argument("--ctas", metavar="SPEC", help="blocks to record: 0-63, 0,5,9-12 or waves=W (default all)")
     p.add_argument("--max-rows", type=int, metavar="N", help="stop recording after N warp-level memory instructions")
+    p.add_argument("--ring", type=int, default=DEFAULT_RING, metavar="N",
+                   help=f"records the ring buffer in pinned host memory holds, 280 bytes each (default {DEFAULT_RING:,}, "
+                   "70 MiB); a ring that holds the whole launch traces it fastest")  # fmt: skip
     p.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name objects")
     p.add_argument("--time", action="store_true", help="also time the launch uninstrumented (a second run of the "
                    "program, a CUDA event pair around the launch): the trace's measured time")  # fmt: skip
@@ -73,6 +81,8 @@ def _check_args(args) -> list[str]:
         raise InputError(f"--launch must be 0 or more, got {args.launch}")
     if args.max_rows is not None and args.max_rows < 1:
         raise InputError(f"--max-rows must be at least 1, got {args.max_rows}")
+    if args.ring < MIN_RING:
+        raise InputError(f"--ring must be at least {MIN_RING}, got {args.ring}")
     if args.time_runs < 1:
         raise InputError(f"--time-runs must be at least 1, got {args.time_runs}")
     return program
@@ -188,7 +198,8 @@ def run(args) -> int:
         os.mkdir(cubins)
         env = dict(os.environ, CUDA_INJECTION64_PATH=str(lib), PLACEMENT_TRACE_PATCHES=str(fatbin),
                    PLACEMENT_TRACE_OUT=records, PLACEMENT_TRACE_LAUNCHES=launches,
-                   PLACEMENT_TRACE_LAUNCH=str(args.launch or 0), PLACEMENT_TRACE_CUBIN_DIR=cubins)  # fmt: skip
+                   PLACEMENT_TRACE_LAUNCH=str(args.launch or 0), PLACEMENT_TRACE_CUBIN_DIR=cubins,
+                   PLACEMENT_TRACE_RING=str(args.ring))  # fmt: skip
         for key, value in (("PLACEMENT_TRACE_KERNEL", args.kernel), ("PLACEMENT_TRACE_CTAS", ctas.env() if ctas else None),
                            ("PLACEMENT_TRACE_MAX_ROWS", args.max_rows)):  # fmt: skip
             if value is not None:

@@ -206,7 +206,7 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     g_done = g_active = true;
 
     // state and ring in pinned host memory that the device reaches (the launch's context)
-    const unsigned long long capacity = strtoull(env("PLACEMENT_TRACE_RING", "65536"), nullptr, 10);
+    const unsigned long long capacity = strtoull(env("PLACEMENT_TRACE_RING", "262144"), nullptr, 10);
     void* p = nullptr;
     CHECK(sanitizerAllocHost(ld->context, &p, sizeof(TraceState)));
     g_state = (TraceState*)p;
