@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _measure import measure  # noqa: E402
+from _measure import measure
 
 APP = Path(__file__).resolve().parent / "trace_apps" / "vecadd_app.cu"
 
