@@ -158,9 +158,17 @@ F driver_fn(const char* name) {
     return (F)dlsym(lib, name);
 }
 
+// When the next slot is not ready, the drain thread yields for up to DRAIN_SPIN_US before it sleeps DRAIN_SLEEP_US:
+// once the ring wraps, the device's warps wait for the slots it frees, and a thread that slept 50 us at every miss
+// drained 1.1 M records a second on an H100 (26 Nov 2026) where a ring that held the launch took 11.2 M.
+constexpr double DRAIN_SPIN_US = 500.0;
+constexpr int DRAIN_SLEEP_US = 50;
+
 void drain() {  // write ready records out of the ring, in slot order, as they come
     unsigned long long next = 0;
     const unsigned long long capacity = g_state->capacity;
+    auto idle_since = std::chrono::steady_clock::now();
+    bool idle = false;
     for (;;) {
         // the ready slots from `next` on, up to 4096 and the ring's end: written from where they lie, and freed
         const unsigned long long first = next % capacity;
@@ -172,11 +180,17 @@ void drain() {  // write ready records out of the ring, in slot order, as they c
             write_chunk(3, count, g_state->ring + first, (size_t)count * sizeof(AccessRecord));
             next += count;
             __atomic_store_n(&g_state->drained, next, __ATOMIC_RELEASE);
+            idle = false;
         } else if (g_stop.load()) {
             unsigned long long reserved = __atomic_load_n(&g_state->head, __ATOMIC_ACQUIRE);
             if (next >= reserved || next >= g_state->max_rows) break;
         } else {
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            const auto now = std::chrono::steady_clock::now();
+            if (!idle) idle = true, idle_since = now;
+            if (std::chrono::duration<double, std::micro>(now - idle_since).count() < DRAIN_SPIN_US)
+                std::this_thread::yield();
+            else
+                std::this_thread::sleep_for(std::chrono::microseconds(DRAIN_SLEEP_US));
         }
     }
 }
