@@ -38,9 +38,9 @@ HELP = "trace one launch of a CUDA program (Compute Sanitizer API; needs a GPU)"
 TRACER_FAILED = 86  # inject.cpp's exit code when the tracer itself fails
 DEFAULT_RING = 262_144
 """Records the injection library's ring holds (inject.cpp's default too). On an H100 (benchmarks/bench_trace.py,
-26 Nov 2026), 1,572,864 records were recorded at 1.1 M a second through a ring of 65,536 or 262,144, 2.8 M through
-1 Mi and 11.2 M through 4 Mi (the whole launch), and 98,304 at 8.5 M through 262,144 (3.0 M through 65,536): the
-drain thread, not the device, bounds a ring that wraps (README, "Trace your own kernel")."""
+26 Nov 2026), 98,304 records were recorded at 15.3 M a second through a ring of 262,144, 1,572,864 at 11.2 M
+through 4 Mi (rings that hold the launch), and at 1.05-1.3 M through 65,536 or 262,144: once the ring wraps,
+recording is bound at that rate (README, "Trace your own kernel")."""
 MIN_RING = 1024
 
 log = logging.getLogger(__name__)
