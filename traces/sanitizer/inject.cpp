@@ -158,9 +158,10 @@ F driver_fn(const char* name) {
     return (F)dlsym(lib, name);
 }
 
-// When the next slot is not ready, the drain thread yields for up to DRAIN_SPIN_US before it sleeps DRAIN_SLEEP_US:
-// once the ring wraps, the device's warps wait for the slots it frees, and a thread that slept 50 us at every miss
-// drained 1.1 M records a second on an H100 (26 Nov 2026) where a ring that held the launch took 11.2 M.
+// When the next slot is not ready, the drain thread yields for up to DRAIN_SPIN_US before it sleeps DRAIN_SLEEP_US.
+// On an H100 (26 Nov 2026, benchmarks/bench_trace.py) a launch of 98,304 records into a ring of 262,144 took 6.4 ms
+// this way, 11.6 ms with a 50 us sleep at every miss. Once the ring wraps, recording runs at 1.05-1.3 M records a
+// second either way, whatever the ring's size (not yet understood; README, "Trace your own kernel").
 constexpr double DRAIN_SPIN_US = 500.0;
 constexpr int DRAIN_SLEEP_US = 50;
 
