@@ -168,6 +168,29 @@ def distinct_addresses(mask, row, out):
     return n
 
 
+@nb.njit(**LEAF)
+def same_address_lanes(mask, row, out, counts):
+    """The most active lanes on one address (an atomic's serialized read-modify-writes; 0 for no active lane).
+    ``out`` and ``counts`` need 32 entries."""
+    n = 0
+    most = 0
+    for lane in range(32):
+        if not (mask >> lane) & 1:
+            continue
+        a = row[lane]
+        k = 0
+        while k < n and out[k] != a:
+            k += 1
+        if k == n:
+            out[n] = a
+            counts[n] = 0
+            n += 1
+        counts[k] += 1
+        if counts[k] > most:
+            most = counts[k]
+    return most
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def _exact_log2(x):
     """k when x == 2^k (x >= 1), else -1."""

@@ -15,7 +15,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
 from traces._numba import LEAF, prefetch
-from traces.codes import LOCAL, N_SPACES, READONLY, STORE
+from traces.codes import ATOMIC, LOCAL, N_SPACES, READONLY, STORE
 
 # cache levels (rows of cfgs)
 L1, TEX, CONST, L2 = range(4)
@@ -43,7 +43,10 @@ HP_GLOBAL_LVL, HP_RO_LVL = Q.N_PARAMS + 3, Q.N_PARAMS + 4
 HP_PATH_BYTES = Q.N_PARAMS + 5  # bytes the SM's L1 / shared-memory data path moves per cycle
 HP_TAGS = Q.N_PARAMS + 6  # lines the per-SM cache's tag stage resolves per cycle, one per set (0: no such bound)
 HP_CONST_PATH = Q.N_PARAMS + 7  # 1: constant accesses take data-path cycles; 0: their cache is a unit of its own
-HP_LEN = Q.N_PARAMS + 8
+# a shared-memory atomic's data-path cycles x HP_PATH_BYTES: a warp-instruction on distinct words, and each further lane
+# on one word (0: priced as a load, by its bank-conflict degree)
+HP_SATOM, HP_SATOM_LANE = Q.N_PARAMS + 8, Q.N_PARAMS + 9
+HP_LEN = Q.N_PARAMS + 10
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles
 LAT_ISSUE = 4
@@ -385,7 +388,8 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
 
     ``stats[LSU + space]`` adds, per warp-instruction, the data-path cycles it takes times
     ``hp[HP_PATH_BYTES]`` (bytes per cycle): a shared access one cycle per wavefront (its
-    bank-conflict degree), a constant access one per distinct address (none where ``hp[HP_CONST_PATH]`` is 0:
+    bank-conflict degree; a shared atomic at least ``hp[HP_SATOM]`` and ``hp[HP_SATOM_LANE]`` more for each
+    further lane on one word, where the GPU's are known), a constant access one per distinct address (none where ``hp[HP_CONST_PATH]`` is 0:
     Volta's and later constant cache is a unit of its own), an access through a
     per-SM cache (L1, texture, read-only) its sectors' bytes over the path's width but at
     least one cycle and at least its tag stage's cycles (:func:`tag_cycles`, where
@@ -399,6 +403,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     words = np.empty(32 * 16, np.uint64)
     counts = np.empty(max(hp[HP_BANKS], 1), np.int64)
     row = np.empty(32, np.uint64)
+    same_counts = np.empty(32, np.int64)
     sect = np.int64(1) << hp[HP_SECT_LOG2]
     tex_line = np.int64(1) << hp[HP_TEX_LOG2]
     issue = lat[LAT_ISSUE]
@@ -465,7 +470,11 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local, sp, o, g, cyc
             )
         elif path == Q.PATH_BANKS:
-            stats[LSU + sp] += k * path_bytes
+            cost = k * path_bytes
+            if op[i] >= ATOMIC and hp[HP_SATOM] > 0:  # its lanes on one word one after the other
+                same = Q.same_address_lanes(m, addr[i], row, same_counts)
+                cost = max(cost, hp[HP_SATOM] + (same - 1) * hp[HP_SATOM_LANE])
+            stats[LSU + sp] += cost
         elif path == Q.PATH_DISTINCT:
             if hp[HP_CONST_PATH] != 0:
                 stats[LSU + sp] += k * path_bytes

@@ -100,6 +100,11 @@ class HierarchyConfig:
     """Global atomics: the bytes of the address space each of the L2's atomic units serves at a time, round-robin
     over ``atomic_units`` (``cachesim.atomics``); 0: each sector's updates counted alone."""
     atomic_units: int = 1
+    smem_atomic_cycles: float = 0.0
+    """Shared-memory atomics: the data-path cycles of a warp-instruction whose lanes update distinct words (0: an
+    atomic is priced as a load, by its bank-conflict degree)."""
+    smem_atomic_lane_cycles: float = 0.0
+    """The cycles each further lane on one word adds (those read-modify-writes are serialized)."""
     specs: dict[str, CacheSpec | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -122,6 +127,10 @@ class HierarchyConfig:
         v = self.atomic_units
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise HierarchyConfigError("atomic_units", f"expected an integer >= 1, got {v!r}")
+        for name in ("smem_atomic_cycles", "smem_atomic_lane_cycles"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0 or v == float("inf"):
+                raise HierarchyConfigError(name, f"expected a number of cycles >= 0, got {v!r}")
         v = self.l2_slice_bytes
         if not isinstance(v, int) or v < 1 or v & (v - 1):
             raise HierarchyConfigError("l2_slice_bytes", f"expected a power of two, got {v!r}")
@@ -332,6 +341,8 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     hp[H.HP_TAGS] = config.l1_tags_per_cycle
     hp[H.HP_CONST_PATH] = 1 if config.const_on_path else 0
+    hp[H.HP_SATOM] = round(config.smem_atomic_cycles * hp[H.HP_PATH_BYTES])
+    hp[H.HP_SATOM_LANE] = round(config.smem_atomic_lane_cycles * hp[H.HP_PATH_BYTES])
     lat = np.array(
         [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles]
     )

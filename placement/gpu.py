@@ -112,6 +112,12 @@ class Memory:
     """The interleave of the L2's atomic units: each serves this many bytes of the address space at a time,
     round-robin over ``caches.l2_slices`` x ``caches.l2_slice_bytes`` / this units (0: each sector counts
     alone). Measured with ``benchmarks/atomic_contention.py`` (``cachesim.atomics``)."""
+    smem_atomic_cycles: float = 0.0
+    """Cycles of the SM's shared-memory path a warp's atomic on 32 distinct words takes (0: priced as a load, by its
+    bank conflicts); ``placement calibrate``: warp size over its distinct-address shared atomics per cycle an SM."""
+    smem_atomic_lane_cycles: float = 0.0
+    """Cycles each further lane on one word adds to a shared atomic (serialized); ``placement calibrate``: from its
+    same-address shared atomics per cycle an SM, over the warp's 31 further lanes."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,8 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "texels_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
     "l2_atomic_unit_bytes": _NONNEG,
+    "smem_atomic_cycles": _NONNEG,
+    "smem_atomic_lane_cycles": _NONNEG,
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}

@@ -95,4 +95,6 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         const_on_path=constant_on_path_of(gpu),
         atomic_unit_bytes=m.l2_atomic_unit_bytes,
         atomic_units=max(1, k.l2_slices * k.l2_slice_bytes // m.l2_atomic_unit_bytes) if m.l2_atomic_unit_bytes else 1,
+        smem_atomic_cycles=m.smem_atomic_cycles,
+        smem_atomic_lane_cycles=m.smem_atomic_lane_cycles,
     )

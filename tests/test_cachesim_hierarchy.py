@@ -220,6 +220,29 @@ def test_load_store_path_cycles_by_hand():
     assert (rc.requests == r.requests).all() and (rc.hits == r.hits).all()
 
 
+def test_shared_atomics_path_cycles_by_hand():
+    """Shared-memory atomics (smem_atomic_cycles 9.5, smem_atomic_lane_cycles 1 here; the H100 measured 9.39 and
+    0.986): a warp-instruction on distinct words takes 9.5 cycles, each further lane on one word one more, a bank
+    conflict's wavefronts where they are more; loads keep their wavefronts (one word: a broadcast)."""
+    from traces.codes import ATOMIC, LOAD, REDUCTION
+
+    rows = [
+        (0, 0, 0, ATOMIC, 2, 4, lanes * 4, -1),  # 32 distinct words, conflict-free: 9.5
+        (0, 0, 1, ATOMIC, 2, 4, lanes * 0 + 64, -1),  # 32 lanes on one word: 9.5 + 31 = 40.5
+        (0, 0, 2, REDUCTION, 2, 4, (lanes % 4) * 4, -1),  # 8 lanes on each of 4 words: 9.5 + 7 = 16.5
+        (0, 0, 3, LOAD, 2, 4, lanes * 0 + 64, -1),  # a load of one word: 1
+        (0, 0, 4, ATOMIC, 2, 4, lanes * 128, -1),  # 32 words in one bank: 32 wavefronts, more than 9.5
+    ]
+    t = make_trace(rows, 1, 1)
+    r = cachesim.simulate_hierarchy(t, config(smem_atomic_cycles=9.5, smem_atomic_lane_cycles=1.0), blocks_per_sm=1)
+    assert r.lsu_cycles[2] == 9.5 + 40.5 + 16.5 + 1 + 32
+    # without the GPU's figures an atomic is priced as a load: 1, 1 (broadcast), 1, 1, 32
+    r0 = cachesim.simulate_hierarchy(t, config(), blocks_per_sm=1)
+    assert r0.lsu_cycles[2] == 1 + 1 + 1 + 1 + 32
+    with pytest.raises(cachesim.HierarchyConfigError, match="^smem_atomic_lane_cycles"):
+        config(smem_atomic_lane_cycles=-1.0)
+
+
 def test_tag_stage_cycles_by_hand():
     """Volta and later (l1_tags_per_cycle 4): the L1's tag stage resolves 4 lines a cycle, one per set, so a warp's
     access takes at least as many cycles as the most of its lines that share a set (linear index: line mod 4)."""

@@ -253,6 +253,11 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     # atomics on one address: the simulated GPU's 1e6 adds per ms, 1 G/s, each lane one update: one every 1 ns
     assert m["atomic_global_same_gops"] == pytest.approx(1.0)
     assert cfg.memory.l2_atomic_interval_ns == pytest.approx(1.0)
+    # shared atomics at the same 1 G/s, distinct words or one: 1e9 / SMs / clock lanes a cycle an SM, 32 lanes a
+    # warp-instruction; the same rate on one word, so no further lane costs more
+    lanes_per_cycle = 1.0e9 / cfg.compute.sms / (cfg.compute.clock_mhz * 1e6)
+    assert cfg.memory.smem_atomic_cycles == pytest.approx(32 / lanes_per_cycle)
+    assert cfg.memory.smem_atomic_lane_cycles == 0.0
     # the texture units: 4 texels of 16 KiB a thread an iteration, at the simulated 4.5 texels a cycle an SM
     assert m["tex_texels_per_cycle_per_sm"] == pytest.approx(g.texels_per_cycle)
     assert m["tex_gtexels"] == pytest.approx(g.texels_per_cycle * 4 * g.clock_mhz / 1e3)

@@ -402,6 +402,8 @@ def test_missing_key_is_named(tmp_path, name, key, qualified):
         ("h100", "l2_atomic_interval_ns", "-0.733", "memory.l2_atomic_interval_ns", "must be in [0, "),
         ("h100", "l2_atomic_unit_bytes", "-512", "memory.l2_atomic_unit_bytes", "must be in [0, "),
         ("h100", "l2_atomic_unit_bytes", "48", "memory.l2_atomic_unit_bytes", "a multiple of sector_bytes, got 48"),
+        ("h100", "smem_atomic_cycles", "-9.39", "memory.smem_atomic_cycles", "must be in [0, "),
+        ("h100", "smem_atomic_lane_cycles", "-1", "memory.smem_atomic_lane_cycles", "must be in [0, "),
     ],
 )
 def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, words):

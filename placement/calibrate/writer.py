@@ -76,6 +76,12 @@ ATOMIC_SAME = "atomic_global_same_gops"
 update (the L2 does a warp's lanes on one word one after the other: 0.74 ns a lane for 1 to 32 lanes on an H100,
 ``cachesim.atomics``), so ``memory.l2_atomic_interval_ns`` = 1 / this (``placement.hms.t_atomic``)."""
 
+SHARED_ATOMICS = ("atomic_shared_distinct_gops", "atomic_shared_same_gops")
+"""Every thread of the GPU adding to a shared-memory word of its own (distinct) or its block's one word (same), in G
+adds per second over the GPU: over the SMs and the clock, the lanes an SM serves a cycle, so that a warp-instruction
+takes ``memory.smem_atomic_cycles`` = warp size / the distinct rate, and each further lane on one word
+``memory.smem_atomic_lane_cycles`` = (warp size / the same rate - that) / (warp size - 1) (``cachesim``'s walk)."""
+
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
 SECTIONS = ("compute", "memory", "caches", "dram")
 
@@ -141,6 +147,19 @@ def calibrated_tables(
         notes["memory.l2_atomic_interval_ns"] = (f"1 / {ATOMIC_SAME} {atom.value:.4g} G/s (each lane on the one "
                                                  f"address is one update): {comment(atom, cal)}")  # fmt: skip
         used.append(ATOMIC_SAME)
+    dist, same = (cal.measured.get(k) for k in SHARED_ATOMICS)
+    if dist is not None and same is not None and dist.value > 0 and same.value > 0 and not set(SHARED_ATOMICS) & drop:
+        clock = t["compute"].get("clock_mhz", base.compute.clock_mhz)
+        w, sms = base.compute.warp_size, t["compute"].get("sms", base.compute.sms)
+        per_warp = [w / (g.value * 1e3 / sms / clock) for g in (dist, same)]  # G/s -> lanes a cycle an SM -> cycles
+        t["memory"]["smem_atomic_cycles"] = per_warp[0]
+        t["memory"]["smem_atomic_lane_cycles"] = max(0.0, (per_warp[1] - per_warp[0]) / (w - 1))
+        notes["memory.smem_atomic_cycles"] = (f"{w} lanes / ({SHARED_ATOMICS[0]} {dist.value:.4g} G/s over {sms} SMs "
+                                              f"at {clock:.0f} MHz): {comment(dist, cal)}")  # fmt: skip
+        notes["memory.smem_atomic_lane_cycles"] = (f"({w} lanes / ({SHARED_ATOMICS[1]} {same.value:.4g} G/s over "
+                                                   f"{sms} SMs) = {per_warp[1]:.3g} - {per_warp[0]:.3g}) / {w - 1} "
+                                                   f"further lanes: {comment(same, cal)}")  # fmt: skip
+        used.extend(SHARED_ATOMICS)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
         if m is None or key in drop:
