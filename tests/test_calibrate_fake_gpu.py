@@ -113,6 +113,9 @@ class FakeDevice:
             return int(args[1]) * 16 * int(args[2]) / 8.0e9
         if kernel == "smem_bandwidth":
             return grid * block * int(args[0]) * 16 / 30.0e9
+        if kernel == "atomic_global_spread":  # 1 G/s on one word; two units share the KiB of 32 sectors (512 B each)
+            sectors, iters = int(args[1]), int(args[2])
+            return grid * block * iters / (1.0e6 if sectors == 1 else 2.0e6)
         if kernel.startswith("atomic_"):
             iters = int(args[2] if kernel == "atomic_global" else args[1])
             return grid * block * iters / 1.0e6
@@ -258,6 +261,9 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     lanes_per_cycle = 1.0e9 / cfg.compute.sms / (cfg.compute.clock_mhz * 1e6)
     assert cfg.memory.smem_atomic_cycles == pytest.approx(32 / lanes_per_cycle)
     assert cfg.memory.smem_atomic_lane_cycles == 0.0
+    # the L2's atomic units: 32 sectors ran twice as fast as one word, two units share the KiB: 512 B each
+    assert m["atomic_global_32_sectors_gops"] == pytest.approx(2 * m["atomic_global_one_word_gops"]) == pytest.approx(2)
+    assert cfg.memory.l2_atomic_unit_bytes == 512
     # the texture units: 4 texels of 16 KiB a thread an iteration, at the simulated 4.5 texels a cycle an SM
     assert m["tex_texels_per_cycle_per_sm"] == pytest.approx(g.texels_per_cycle)
     assert m["tex_gtexels"] == pytest.approx(g.texels_per_cycle * 4 * g.clock_mhz / 1e3)
@@ -282,3 +288,15 @@ def test_a_benchmark_error_on_the_simulated_gpu_is_a_skip():
         0
     ].reason
     assert "smem_1way_cycles" not in cal.measured and "launch_1_block_us" in cal.measured
+
+
+def test_atomic_unit_bytes_by_hand():
+    from placement.calibrate.writer import atomic_unit_bytes
+
+    # the H100 (benchmarks/atomic_contention.py): 32 sectors at 2.865 G lane-updates/s against one word's 1.354:
+    # 2.116 units share the KiB, 484 B each: 512
+    assert atomic_unit_bytes(2.865 / 1.354, 1024, 32) == 512
+    assert atomic_unit_bytes(1.0, 1024, 32) == 1024  # one unit for the whole KiB
+    assert atomic_unit_bytes(0.5, 1024, 32) == 1024  # slower spread than one word: at most the span
+    assert atomic_unit_bytes(32.0, 1024, 32) == 32 and atomic_unit_bytes(40.0, 1024, 32) == 32  # a sector each
+    assert atomic_unit_bytes(3.0, 1024, 32) == 256  # 341 B: 256 is nearer in log than 512

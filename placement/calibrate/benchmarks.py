@@ -514,7 +514,8 @@ def bench_syncthreads(dev, ctx) -> Result:
 
 def bench_atomics(dev, ctx) -> Result:
     """Atomics, global and shared, each lane on its own address or all on one: cycles per
-    dependent warp-wide atomic (one warp), and the whole GPU's rate."""
+    dependent warp-wide atomic (one warp), and the whole GPU's rate; and global reductions with every warp's lanes on
+    one word or spread over ``SPREAD_SECTORS`` sectors (the L2's atomic units)."""
     r = Result()
     sms = dev.info.sms
     big_grid, big_block, big_iters = sms * 4, 256, 64
@@ -551,8 +552,26 @@ def bench_atomics(dev, ctx) -> Result:
                 "G/s",
                 f"atomics: {space} atomicAdd, {big_grid} x {big_block} threads, {label} address{'es' if same == 0 else ''}",
             )
+    spread = dev.function("atomics", "atomic_global_spread")
+    for sectors, label in ((1, "one_word"), (SPREAD_SECTORS, f"{SPREAD_SECTORS}_sectors")):
+        rates = []
+        for _ in ctx.repetitions(_pick(ctx, REPS)):
+            counters.fill(0)
+            ms = dev.time_ms(spread, big_grid, big_block, (counters, np.int32(sectors), np.int32(big_iters)))
+            rates.append(big_grid * big_block * big_iters / (ms * 1e6))
+        r.add(
+            f"atomic_global_{label}_gops",
+            rates,
+            "G/s",
+            f"atomics: global atomicAdd (result unused), {big_grid} x {big_block} threads, every warp's lanes on "
+            + ("one word" if sectors == 1 else f"word 0 of {sectors} sectors ({sectors * 32} B)"),
+        )
     return r
 
+
+SPREAD_SECTORS = 32
+"""The sectors (1 KiB) ``bench_atomics`` spreads a warp's lanes over to find how many of the L2's atomic units share
+them (``placement.calibrate.writer``: ``memory.l2_atomic_unit_bytes``)."""
 
 TEX_WORDS = 4096
 """The throughput benchmark's texture: 4,096 32-bit texels (16 KiB), resident in the texture / L1 cache of every
@@ -712,7 +731,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("bandwidth", "DRAM read / write / copy, L2 and shared bandwidth", (4, 20), bench_bandwidth),
     Benchmark("bank_conflicts", "n-way shared-memory bank conflicts", (1, 3), bench_bank_conflicts),
     Benchmark("syncthreads", "__syncthreads() with 1..32 warps", (1, 5), bench_syncthreads),
-    Benchmark("atomics", "global and shared atomics, distinct and same address", (2, 6), bench_atomics),
+    Benchmark(
+        "atomics", "global and shared atomics, distinct and same address; the L2's atomic units", (2, 6), bench_atomics
+    ),
     Benchmark("texture", "texture units' texels per cycle (tex1Dfetch)", (1, 3), bench_texture),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),

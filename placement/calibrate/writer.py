@@ -76,6 +76,11 @@ ATOMIC_SAME = "atomic_global_same_gops"
 update (the L2 does a warp's lanes on one word one after the other: 0.74 ns a lane for 1 to 32 lanes on an H100,
 ``cachesim.atomics``), so ``memory.l2_atomic_interval_ns`` = 1 / this (``placement.hms.t_atomic``)."""
 
+ATOMIC_SPREAD = ("atomic_global_one_word_gops", "atomic_global_32_sectors_gops")
+"""Every warp adding to one word, and to word 0 of 32 sectors (1 KiB): the second runs as many times faster as atomic
+units share the KiB (``cachesim.atomics``), so each serves 1 KiB / that many bytes at a time:
+``memory.l2_atomic_unit_bytes``, the power of two nearest, from one sector (32 B) to the KiB."""
+
 SHARED_ATOMICS = ("atomic_shared_distinct_gops", "atomic_shared_same_gops")
 """Every thread of the GPU adding to a shared-memory word of its own (distinct) or its block's one word (same), in G
 adds per second over the GPU: over the SMs and the clock, the lanes an SM serves a cycle, so that a warp-instruction
@@ -83,6 +88,15 @@ takes ``memory.smem_atomic_cycles`` = warp size / the distinct rate, and each fu
 ``memory.smem_atomic_lane_cycles`` = (warp size / the same rate - that) / (warp size - 1) (``cachesim``'s walk)."""
 
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
+
+
+def atomic_unit_bytes(units: float, span: int, sector: int) -> int:
+    """The bytes each atomic unit serves at a time when ``span`` bytes were spread over ``units`` of them: span /
+    units, to the power of two nearest (in log), at least one sector and at most the span."""
+    raw = span / max(units, 1e-9)
+    return int(min(span, max(sector, 2 ** round(math.log2(raw)))))
+
+
 SECTIONS = ("compute", "memory", "caches", "dram")
 
 
@@ -147,6 +161,15 @@ def calibrated_tables(
         notes["memory.l2_atomic_interval_ns"] = (f"1 / {ATOMIC_SAME} {atom.value:.4g} G/s (each lane on the one "
                                                  f"address is one update): {comment(atom, cal)}")  # fmt: skip
         used.append(ATOMIC_SAME)
+    one, spread = (cal.measured.get(k) for k in ATOMIC_SPREAD)
+    if one is not None and spread is not None and one.value > 0 and spread.value > 0 and not set(ATOMIC_SPREAD) & drop:
+        sector = t["memory"].get("sector_bytes", base.memory.sector_bytes)
+        units = spread.value / one.value  # the units the KiB's 32 sectors are spread over
+        t["memory"]["l2_atomic_unit_bytes"] = atomic_unit_bytes(units, 32 * sector, sector)
+        notes["memory.l2_atomic_unit_bytes"] = (f"{32 * sector} B / ({ATOMIC_SPREAD[1]} {spread.value:.4g} G/s over "
+                                                f"{ATOMIC_SPREAD[0]} {one.value:.4g} = {units:.3g} units), the power of "
+                                                f"two nearest: {comment(spread, cal)}")  # fmt: skip
+        used.extend(ATOMIC_SPREAD)
     dist, same = (cal.measured.get(k) for k in SHARED_ATOMICS)
     if dist is not None and same is not None and dist.value > 0 and same.value > 0 and not set(SHARED_ATOMICS) & drop:
         clock = t["compute"].get("clock_mhz", base.compute.clock_mhz)

@@ -33,3 +33,12 @@ extern "C" __global__ void atomic_shared(int same, int iters, long long* out, un
     sink[blockIdx.x] = s[0] + v;
   }
 }
+
+// The L2's atomic units (benchmarks/atomic_contention.py, cachesim/atomics.py): every warp of the grid adds 1
+// `iters` times to the same 32 words, lane l to word 0 of the l-th of `sectors` 32-byte sectors (all 32 lanes on one
+// word with sectors = 1, on 32 sectors of 1 KiB with sectors = 32), the result unused (a reduction, as a histogram's
+// atomicAdd). Timed with events: the 32 sectors run as many times faster than the one word as units share the KiB.
+extern "C" __global__ void atomic_global_spread(unsigned* counters, int sectors, int iters) {
+  unsigned* p = counters + ((threadIdx.x & 31u) % (unsigned)sectors) * 8u;
+  for (int i = 0; i < iters; ++i) atomicAdd(p, 1u);
+}
