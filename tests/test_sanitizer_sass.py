@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from traces.errors import InputError
 from traces.sanitizer import sass
@@ -210,3 +212,18 @@ def test_a_red_recorded_as_an_atomic_is_a_reduction(tmp_path):
     assert cols["op"].tolist() == [LOAD, REDUCTION, ATOMIC]
     cols0, _ = decode(read_records(path))  # without the SASS: as the flags say
     assert cols0["op"].tolist() == [LOAD, ATOMIC, ATOMIC]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 9), st.integers(0, 2**32 - 1))
+def test_seq_in_one_pass_equals_the_sorted_rule(n, warps, seed):
+    # random rows of matvec's listing from a few warps, interleaved: the one-pass table (sass_seq) and the stable
+    # sort by warp give every row the same position
+    fn = _matvec()
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(fn.opcodes), n).astype(np.int64)
+    key = rng.integers(0, warps, n).astype(np.int64)
+    block = fn.block
+    first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
+    last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
+    assert (sass._seq(fn, idx, key) == sass._seq_sorted(idx, key, block, first, last)).all()

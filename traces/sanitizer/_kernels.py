@@ -308,3 +308,26 @@ def global_candidates(space, lo, hi, op, width, base, end, cand, widths, written
         else:
             unknown += 1
     return unknown
+
+
+@nb.njit(cache=True, nogil=True)
+def sass_seq(idx, key, block, first, last, n_keys, out):  # pragma: no cover - numba
+    """Each row's position in its warp's instruction stream (``traces.sanitizer.sass._seq``'s rule) in one pass over
+    the rows in order, with a warp's last instruction and position in tables of ``n_keys`` (keys 0 to n_keys - 1):
+    a warp's first row sits at its instruction's index, each later one after the instructions between it and the
+    warp's previous row, in one block or across the end of the previous row's block and the start of its own."""
+    prev = np.full(n_keys, -1, np.int64)
+    pos = np.zeros(n_keys, np.int64)
+    for r in range(idx.shape[0]):
+        k = key[r]
+        i = idx[r]
+        p = prev[k]
+        if p < 0:
+            v = i
+        elif block[i] == block[p] and i > p:
+            v = pos[k] + (i - p)
+        else:
+            v = pos[k] + (last[block[p]] - p) + (i - first[block[i]]) + 1
+        pos[k] = v
+        prev[k] = i
+        out[r] = v

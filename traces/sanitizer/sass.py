@@ -179,6 +179,11 @@ def _block_counts(fn: SassFunction, rows: np.ndarray, warps: int) -> tuple[np.nd
     return out, counted
 
 
+DENSE_KEYS = 1 << 24
+"""Warps whose positions are counted in tables (two int64 a warp, 256 MiB at most, or two a row) rather than by a
+sort of the rows (``decode.DENSE_WARPS``'s rule)."""
+
+
 def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
     """Each row's estimated position in its warp's instruction stream (module docstring); ``idx``: the row's
     instruction, ``key``: its warp, rows in each warp's order."""
@@ -188,6 +193,19 @@ def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
     block = fn.block
     first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
     last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
+    n_keys = int(key.max()) + 1
+    if key.min() >= 0 and n_keys <= max(DENSE_KEYS, n):  # a table per warp, one pass (no sort)
+        from ._kernels import sass_seq
+
+        out = np.empty(n, np.int64)
+        sass_seq(idx.astype(np.int64), key.astype(np.int64), block.astype(np.int64), first, last, n_keys, out)
+        return out
+    return _seq_sorted(idx, key, block, first, last)
+
+
+def _seq_sorted(idx: np.ndarray, key: np.ndarray, block: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """:func:`_seq` by a stable sort of the rows by warp (any keys; grids too large for a table per warp)."""
+    n = idx.shape[0]
     order = np.argsort(key, kind="stable")
     i, k = idx[order], key[order]
     start = np.r_[True, k[1:] != k[:-1]]
