@@ -15,7 +15,7 @@ instructions a warp, 3n/32 rows) runs
   second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
-    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--max-rows N]
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--max-rows N]
 
 Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
 ("Trace your own kernel").
@@ -54,6 +54,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians (default 3)")
     ap.add_argument("--ring", type=int, default=262_144, help="records the injection library's ring holds "
                     "(default 262,144, placement trace's)")  # fmt: skip
+    ap.add_argument("--poll", choices=("each", "one"), default="each", help="a full ring's waiting warps poll the "
+                    "host's drained count each (default) or one at a time (PLACEMENT_TRACE_POLL, an experiment)")  # fmt: skip
     ap.add_argument("--max-rows", type=int, help="records kept (PLACEMENT_TRACE_MAX_ROWS): with 1, the traced launch "
                     "costs the patched callbacks and their slot counter alone, nothing written")  # fmt: skip
     args = ap.parse_args()
@@ -96,6 +98,7 @@ def main() -> int:
                               PLACEMENT_TRACE_CUBIN_DIR=cubins)  # fmt: skip
             if args.max_rows:
                 traced_env["PLACEMENT_TRACE_MAX_ROWS"] = str(args.max_rows)
+            traced_env["PLACEMENT_TRACE_POLL"] = args.poll
             traced_wall = _run(prog, traced_env)
             seconds, records = Path(stats).read_text().split("\t")
             traced_s, records = float(seconds), int(records)
@@ -140,7 +143,7 @@ def main() -> int:
                               for s, (w, c) in host.items())
                   + f"; placement trace -o T.arrow {whole_s:.2f} s ({records / whole_s / 1e6:.2f} M rows/s end to end)",
                   flush=True)  # fmt: skip
-    print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, medians of {args.repeat}")
+    print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, medians of {args.repeat}")
     return 0
 
 

@@ -13,6 +13,8 @@
 // chosen launch is timed with a pair of CUDA events on its stream (recorded in the launch-begin and launch-end
 // callbacks) and "<ms>\t<device name>" written there. Driver calls made from inside a callback re-enter it on
 // the same thread: those calls return at once (t_inside).
+// PLACEMENT_TRACE_POLL=one (benchmarks/bench_trace.py --poll one, an experiment): warps that find the ring full read
+// the host's drained count one at a time and share it in device memory, instead of each polling it across the bus.
 // PLACEMENT_TRACE_STATS (benchmarks/bench_trace.py): after a traced launch, "<seconds>\t<records>" is written there,
 // the wall time from the launch-begin callback's end (state and ring set up) to the drain thread's end, which holds
 // the patched kernel's run and the copying out of its records.
@@ -233,6 +235,7 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     memset(g_state->ready, 0, capacity * sizeof(unsigned long long));
     g_state->capacity = capacity;
     g_state->max_rows = strtoull(env("PLACEMENT_TRACE_MAX_ROWS", "18446744073709551615"), nullptr, 10);
+    g_state->one_poller = strcmp(env("PLACEMENT_TRACE_POLL", "each"), "one") == 0;
     uint64_t fpc = 0, fsize = 0;
     CHECK(sanitizerGetFunctionPcAndSize(ld->module, ld->functionName, &fpc, &fsize));
     g_state->function_pc = fpc;

@@ -86,9 +86,22 @@ static __device__ __forceinline__ void record(void* userdata, uint64_t pc, uint6
             // wait for the drain thread to free the slot (the ring holds `capacity` records): a read across the bus,
             // so the waiting warps back off (256 ns, doubling to 8 us); polling every 1 us recorded as fast on an H100
             uint32_t ns = 256;
-            while (slot >= *(volatile const unsigned long long*)s->tail + s->capacity) {
-                sleep_ns(ns);
-                if (ns < 8192) ns *= 2;
+            if (s->one_poller) {
+                // the drained count as warps last read it (device memory); one warp at a time reads the host's, so
+                // the bus carries one poll, not one per waiting warp (an experiment: README, "Trace your own kernel")
+                while (slot >= *(volatile unsigned long long*)&s->tail_seen + s->capacity) {
+                    if (atomicCAS(&s->polling, 0u, 1u) == 0u) {
+                        atomicMax(&s->tail_seen, *(volatile const unsigned long long*)s->tail);
+                        atomicExch(&s->polling, 0u);
+                    }
+                    sleep_ns(ns);
+                    if (ns < 8192) ns *= 2;
+                }
+            } else {
+                while (slot >= *(volatile const unsigned long long*)s->tail + s->capacity) {
+                    sleep_ns(ns);
+                    if (ns < 8192) ns *= 2;
+                }
             }
         }
     }
