@@ -48,7 +48,8 @@ def test_missing_nvcc_and_sanitizer_say_how_to_get_them(tmp_path, capsys, monkey
         ([], "no program to run"),
         (["--ctas", "x", "--", "true"], "--ctas 'x'"),
         (["--max-rows", "0", "--", "true"], "--max-rows must be at least 1"),
-        (["--ring", "1000", "--", "true"], "--ring must be at least 1024, got 1000"),
+        (["--ring", "1000", "--", "true"], "--ring must be 1,024 to 67,108,864 records (280 bytes each), got 1,000"),
+        (["--ring", str(1 << 27), "--", "true"], "got 134,217,728"),
         (["--time", "--time-runs", "0", "--", "true"], "--time-runs must be at least 1"),
     ],
 )

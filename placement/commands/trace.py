@@ -41,7 +41,7 @@ DEFAULT_RING = 262_144
 26 Nov 2026), 98,304 records were recorded at 15.3 M a second through a ring of 262,144, 1,572,864 at 11.2 M
 through 4 Mi (rings that hold the launch), and at 1.05-1.3 M through 65,536 or 262,144: once the ring wraps,
 recording is bound at that rate (README, "Trace your own kernel")."""
-MIN_RING = 1024
+MIN_RING, MAX_RING = 1024, 1 << 26  # 280 KiB to 17.5 GiB of pinned host memory (280 bytes a record)
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +82,8 @@ def _check_args(args) -> list[str]:
         raise InputError(f"--launch must be 0 or more, got {args.launch}")
     if args.max_rows is not None and args.max_rows < 1:
         raise InputError(f"--max-rows must be at least 1, got {args.max_rows}")
-    if args.ring < MIN_RING:
-        raise InputError(f"--ring must be at least {MIN_RING}, got {args.ring}")
+    if not MIN_RING <= args.ring <= MAX_RING:
+        raise InputError(f"--ring must be {MIN_RING:,} to {MAX_RING:,} records (280 bytes each), got {args.ring:,}")
     if args.time_runs < 1:
         raise InputError(f"--time-runs must be at least 1, got {args.time_runs}")
     return program
