@@ -13,8 +13,8 @@ throughput without contention.
 
     python benchmarks/atomic_contention.py [--iters 16] [--repeat 5]
 
-Figures measured on an H100 are in the session notes and ``configs/gpus/h100.toml``
-(``l2_atomic_interval_ns``).
+Figures measured on an H100 (26 Nov 2026) are in ``cachesim/atomics.py``'s docstring; ``configs/gpus/h100.toml``
+takes ``l2_atomic_unit_bytes`` from them (``placement calibrate`` measures the same on any GPU).
 """
 
 from __future__ import annotations
