@@ -169,25 +169,17 @@ def distinct_addresses(mask, row, out):
 
 
 @nb.njit(**LEAF)
-def same_address_lanes(mask, row, out, counts):
-    """The most active lanes on one address (an atomic's serialized read-modify-writes; 0 for no active lane).
-    ``out`` and ``counts`` need 32 entries."""
-    n = 0
+def same_address_lanes(mask, row):
+    """The most active lanes on one address (an atomic's serialized read-modify-writes; 0 for no active lane), by
+    counting each active lane's address among the active lanes (32 x 32 compares: shared atomics are few)."""
     most = 0
-    for lane in range(32):
-        if not (mask >> lane) & 1:
-            continue
-        a = row[lane]
-        k = 0
-        while k < n and out[k] != a:
-            k += 1
-        if k == n:
-            out[n] = a
-            counts[n] = 0
-            n += 1
-        counts[k] += 1
-        if counts[k] > most:
-            most = counts[k]
+    for a in range(32):
+        if (mask >> a) & 1:
+            same = 0
+            for b in range(32):
+                if (mask >> b) & 1 and row[b] == row[a]:
+                    same += 1
+            most = max(most, same)
     return most
 
 

@@ -403,7 +403,6 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     words = np.empty(32 * 16, np.uint64)
     counts = np.empty(max(hp[HP_BANKS], 1), np.int64)
     row = np.empty(32, np.uint64)
-    same_counts = np.empty(32, np.int64)
     sect = np.int64(1) << hp[HP_SECT_LOG2]
     tex_line = np.int64(1) << hp[HP_TEX_LOG2]
     issue = lat[LAT_ISSUE]
@@ -472,7 +471,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         elif path == Q.PATH_BANKS:
             cost = k * path_bytes
             if op[i] >= ATOMIC and hp[HP_SATOM] > 0:  # its lanes on one word one after the other
-                same = Q.same_address_lanes(m, addr[i], row, same_counts)
+                same = Q.same_address_lanes(m, addr[i])
                 cost = max(cost, hp[HP_SATOM] + (same - 1) * hp[HP_SATOM_LANE])
             stats[LSU + sp] += cost
         elif path == Q.PATH_DISTINCT:
