@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from sass_recipes import tool
 
+    from traces.atomic import write_text
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default=",".join(ARCHS), help="comma-separated sm_XX list")
     ap.add_argument("--kernels", default="", help="only these .cu stems (default: all)")
@@ -159,9 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{fut.result()['conv2d_kt']}, {KT_BSX} builds {kt[key][a]}")  # fmt: skip
     text = toml_table(kernels, kt, archs, version.group(1) if version else "?")
     out = Path(args.output)
-    tmp_out = out.with_suffix(".toml.tmp")
-    tmp_out.write_text(text)
-    os.replace(tmp_out, out)
+    write_text(out, text)  # atomically (traces.atomic)
     print(f"wrote {out}: {len(kernels)} kernels, {len(kt)} conv2d_kt shapes, {len(archs)} architectures",
           file=sys.stderr)  # fmt: skip
     return 0

@@ -100,8 +100,9 @@ def record_file(path: str, rows: int, chunk_rows: int = 4096) -> None:
         f.write(encode(launch, [(b, size) for b in BASES], acc, chunk_rows=chunk_rows))
 
 
-def pipeline(rec: str, out: str, repeat: int) -> dict:
-    """One container's pipeline, in this (fresh) process: medians of each stage's wall and CPU seconds."""
+def pipeline(rec: str, out: str, repeat: int, sass_fn=None) -> dict:
+    """One container's pipeline, in this (fresh) process: medians of each stage's wall and CPU seconds (``sass_fn``:
+    the kernel's SASS for ``decode``, as ``placement trace`` passes it; ``bench_trace.py`` does)."""
     import traces
     from traces.sanitizer.decode import decode
     from traces.sanitizer.records import read_records
@@ -112,7 +113,7 @@ def pipeline(rec: str, out: str, repeat: int) -> dict:
         with measure("read") as r:
             rf = read_records(rec, mapped=True)  # as placement trace reads its tracer's file
         with measure("decode") as d:
-            cols, info = decode(rf)
+            cols, info = decode(rf, sass_fn=sass_fn)
         del rf  # as placement trace lets the records go before it writes
         with measure("write") as w:
             traces.write(out, cols, info)

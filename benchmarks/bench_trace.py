@@ -11,8 +11,8 @@ instructions a warp, 3n/32 rows) runs
   launch-begin callback's end to the drain thread's end (the patched kernel and the copying out of its records)
   and the records; slowdown = traced / uninstrumented launch, device records per second = records / traced;
 - its record file through the host side as ``placement trace`` does it (``read_records(mapped=True)``,
-  ``decode`` with the kernel's SASS, ``traces.write``) to Arrow IPC and to Parquet: wall and CPU time, rows per
-  second;
+  ``decode`` with the kernel's SASS, ``traces.write``; ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to
+  Parquet: wall and CPU time, rows per second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
     python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--max-rows N]
@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _measure import measure
+from bench_sanitizer_decode import pipeline
 
 APP = Path(__file__).resolve().parent / "trace_apps" / "vecadd_app.cu"
 
@@ -60,11 +60,8 @@ def main() -> int:
                     "costs the patched callbacks and their slot counter alone, nothing written")  # fmt: skip
     args = ap.parse_args()
 
-    import traces
     from traces.sanitizer import build
-    from traces.sanitizer.decode import decode
-    from traces.sanitizer.records import read_records
-    from traces.sanitizer.sass import disassemble, find_nvdisasm
+    from traces.sanitizer.sass import find_nvdisasm, kernel_function
 
     problem = build.driver_problem()
     if problem:
@@ -75,7 +72,6 @@ def main() -> int:
         print("bench_trace: nvcc not found (pip install nvidia-cuda-nvcc)", file=sys.stderr)
         return 2
     lib, fatbin = build.build()
-    rows_out = []
     with tempfile.TemporaryDirectory(prefix="bench-trace-") as d:
         exe = os.path.join(d, "vecadd_app")
         _run([str(nvcc), "-O3", "-o", exe, str(APP)])
@@ -108,26 +104,11 @@ def main() -> int:
                       flush=True)  # fmt: skip
                 continue
             nvdisasm = find_nvdisasm()
-            fn = None
-            if nvdisasm is not None:
-                for c in sorted(Path(cubins).iterdir()):
-                    fn = disassemble(c, nvdisasm).get("vecadd") or fn
-            host = {}
-            for suffix in (".arrow", ".parquet"):
-                walls, cpus = [], []
-                for k in range(args.repeat + 1):  # the first pass warms numba's kernels and pyarrow up
-                    out = os.path.join(d, f"t{e}{suffix}")
-                    with measure("host") as m:
-                        rf = read_records(rec, mapped=True)
-                        cols, info = decode(rf, sass_fn=fn)
-                        del rf
-                        traces.write(out, cols, info)
-                    del cols, info
-                    os.remove(out)
-                    if k:
-                        walls.append(m.figures.wall_s)
-                        cpus.append(m.figures.cpu_s)
-                host[suffix] = (statistics.median(walls), statistics.median(cpus))
+            found = kernel_function(sorted(Path(cubins).iterdir()), "vecadd", nvdisasm) if nvdisasm else None
+            fn = found[0] if found else None
+            # read, decode with the SASS and write, as placement trace does (one warm-up pass, then medians)
+            host = {s: pipeline(rec, os.path.join(d, f"t{e}{s}"), args.repeat, fn)["stages"]["total"]
+                    for s in (".arrow", ".parquet")}  # fmt: skip
             cmd = [sys.executable, "-m", "placement.cli", "trace", "-o", os.path.join(d, f"cmd{e}.arrow"), "--", *prog]
             whole = []
             for k in range(args.repeat):
@@ -135,7 +116,6 @@ def main() -> int:
                 os.remove(os.path.join(d, f"cmd{e}.arrow"))
             whole_s = statistics.median(whole)
             launch = statistics.median(launch_ms) / 1e3
-            rows_out.append((e, records, launch, traced_s, alone, traced_wall, host, whole_s))
             print(f"n = 2^{e}: {records:,} records; launch {launch * 1e6:,.1f} us uninstrumented, traced "
                   f"{traced_s * 1e3:,.1f} ms ({traced_s / launch:,.0f}x), {records / traced_s / 1e6:.2f} M records/s "
                   f"on the device; program {alone:.2f} s alone, {traced_wall:.2f} s traced; host side "

@@ -179,11 +179,6 @@ def _block_counts(fn: SassFunction, rows: np.ndarray, warps: int) -> tuple[np.nd
     return out, counted
 
 
-DENSE_KEYS = 1 << 24
-"""Warps whose positions are counted in tables (two int64 a warp, 256 MiB at most, or two a row) rather than by a
-sort of the rows (``decode.DENSE_WARPS``'s rule)."""
-
-
 def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
     """Each row's estimated position in its warp's instruction stream (module docstring); ``idx``: the row's
     instruction, ``key``: its warp, rows in each warp's order."""
@@ -193,8 +188,10 @@ def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
     block = fn.block
     first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
     last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
+    from .decode import DENSE_WARPS
+
     n_keys = int(key.max()) + 1
-    if key.min() >= 0 and n_keys <= max(DENSE_KEYS, n):  # a table per warp, one pass (no sort)
+    if key.min() >= 0 and n_keys <= max(DENSE_WARPS, n):  # a table per warp, one pass (no sort), as decode counts
         from ._kernels import sass_seq
 
         out = np.empty(n, np.int64)
