@@ -28,13 +28,16 @@ def row_bounds(mask, addr, width, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True)
-def pc_ranges(key, lo, hi, min_gap, factor, out_lo, out_hi):
+def pc_ranges(key, lo, hi, weight, min_gap, factor, out_lo, out_hi):
     """Split each key's sorted row intervals into ranges at unusually large gaps.
 
-    Rows are sorted by (key, lo). Within a key, the gap before a row is its lo minus
-    the highest end seen so far in the key (0 where they overlap). A gap larger than
-    both ``min_gap`` and ``factor`` times the median gap of that key starts a new range.
-    Returns the number of ranges written to ``out_lo``/``out_hi``.
+    Rows are sorted by (key, lo); ``weight``: how many identical rows each stands for (1 for each
+    row of a trace; more where identical rows were counted once, ``objects.infer_objects``).
+    Within a key, the gap before a row is its lo minus the highest end seen so far in the key
+    (0 where they overlap: a row's copies after the first all have gap 0). A gap larger than
+    both ``min_gap`` and ``factor`` times the median gap of that key (``np.median``'s: the middle
+    one, or the mean of the middle two) starts a new range. Returns the number of ranges written
+    to ``out_lo``/``out_hi``.
     """
     n = key.shape[0]
     k = 0
@@ -44,17 +47,25 @@ def pc_ranges(key, lo, hi, min_gap, factor, out_lo, out_hi):
         e = s + 1
         while e < n and key[e] == key[s]:
             e += 1
-        # gaps of this key (overlaps and touching intervals count as 0)
+        # gaps of this key (overlaps and touching intervals count as 0): `zeros` for the copies, the rest in gaps
         g = 0
+        zeros = np.int64(weight[s]) - 1
         run = hi[s]
         for j in range(s + 1, e):
             gaps[g] = lo[j] - run if lo[j] > run else np.uint64(0)
             g += 1
+            zeros += np.int64(weight[j]) - 1
             if hi[j] > run:
                 run = hi[j]
         thr = np.uint64(min_gap)
-        if g > 0:
-            med = np.median(gaps[:g].astype(np.float64))
+        m = g + zeros
+        if m > 0:
+            srt = np.sort(gaps[:g])
+            a = (m - 1) // 2
+            b = m // 2
+            ga = 0.0 if a < zeros else np.float64(srt[a - zeros])
+            gb = 0.0 if b < zeros else np.float64(srt[b - zeros])
+            med = ga if a == b else (ga + gb) / 2.0
             t = med * factor
             if t > thr:
                 thr = np.uint64(t)

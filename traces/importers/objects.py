@@ -183,6 +183,57 @@ def _merge_extents(extents: Iterable[Extent]) -> list[tuple[int, int, list[str]]
     return out
 
 
+def _on_seeds(rlo, rhi, s_lo, s_hi) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows [``rlo``, ``rhi``) against disjoint seed objects sorted by base [``s_lo``, ``s_hi``): each row's slot (the
+    seeds starting at or below its lo), whether it lies inside the seed of its slot, whether it reaches over a
+    seed's edge, and the index of its slot's seed (0 where none)."""
+    slot = np.searchsorted(s_lo, rlo, side="right")  # seeds with base <= lo
+    inside = np.zeros(rlo.size, dtype=bool)
+    span = np.zeros(rlo.size, dtype=bool)
+    jj = np.zeros(rlo.size, dtype=np.int64)
+    k = s_lo.size
+    if k:
+        j = slot - 1
+        has = j >= 0
+        jj = np.where(has, j, 0)
+        inside = has & (rlo >= s_lo[jj]) & (rhi <= s_hi[jj])
+        span = has & (rlo < s_hi[jj]) & (rhi > s_hi[jj])
+        nxt = np.where(slot < k, slot, k - 1)
+        span |= (slot < k) & (rhi > s_lo[nxt])
+    return slot, inside, span, jj
+
+
+def assign_objects(space: np.ndarray, lo: np.ndarray, hi: np.ndarray, found: Objects,
+                   explicit: Iterable[ObjectSpec] = ()) -> np.ndarray:  # fmt: skip
+    """The object of each row (int16, -1 for none) by the objects that :func:`infer_from_bounds` found (``found``,
+    from ``explicit`` and no extents) for rows that include these: a row inside an explicit object is that
+    object's; one that reaches over an explicit object's edge is on none; any other lies inside the inferred
+    object of its family that holds it (its rows were among those inferred from). So rows seen once to infer the
+    objects can be assigned later in parts (``traces.sanitizer.decode`` streams a trace)."""
+    if found.report.get("memcpy_ranges"):
+        raise ValueError("assign_objects: objects inferred with host-copy extents")
+    names = {s.name for s in explicit}
+    obj = np.full(space.shape[0], -1, np.int16)
+    for fam, codes, _ in _FAMILIES:
+        rows = np.flatnonzero(np.isin(space, codes) & (hi > 0))
+        if not rows.size:
+            continue
+        mine = sorted((o for o in found.objects if _family_of(o.space) == fam), key=lambda o: o.base)
+        seeds = [o for o in mine if o.name in names]
+        rest = [o for o in mine if o.name not in names]
+        rlo, rhi = lo[rows], hi[rows]
+        s_lo = np.array([o.base for o in seeds], np.uint64)
+        _, inside, span, jj = _on_seeds(rlo, rhi, s_lo, np.array([o.end for o in seeds], np.uint64))
+        obj[rows[inside]] = np.array([o.id for o in seeds], np.int16)[jj[inside]] if seeds else -1
+        free = ~inside & ~span
+        c_lo = np.array([o.base for o in rest], np.uint64)
+        c_hi = np.array([o.end for o in rest], np.uint64)
+        ci = np.searchsorted(c_lo, rlo[free], side="right") - 1
+        ok = (ci >= 0) & (rhi[free] <= c_hi[np.maximum(ci, 0)]) if rest else np.zeros(ci.size, bool)
+        obj[rows[free][ok]] = np.array([o.id for o in rest], np.int16)[ci[ok]]
+    return obj
+
+
 def infer_objects(
     space: np.ndarray,
     pc: np.ndarray,
@@ -200,6 +251,29 @@ def infer_objects(
     hi = np.zeros(n, dtype=np.uint64)
     if n:
         K.row_bounds(mask, addr, width, lo, hi)
+    return infer_from_bounds(space, pc, op, width, lo, hi, explicit=explicit, extents=extents)
+
+
+def infer_from_bounds(
+    space: np.ndarray,
+    pc: np.ndarray,
+    op: np.ndarray,
+    width: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    weight: np.ndarray | None = None,
+    explicit: Iterable[ObjectSpec] = (),
+    extents: Iterable[Extent] = (),
+) -> Objects:
+    """:func:`infer_objects` of rows given by their bounds (``lo``, the lowest active address; ``hi``, one past
+    the highest active byte; 0, 0 for a row without active lanes). ``weight``: how many identical rows each
+    row stands for (default 1 each): the objects are those of the rows repeated so (``_object_kernels.pc_ranges``'
+    median gap counts the copies, and the tallies of space, width, writes and rows on two objects count them),
+    so a decoder that streams a trace may pass its rows' distinct (space, pc, op, width, lo, hi) once each,
+    counted (``traces.sanitizer.decode``)."""
+    n = space.shape[0]
+    weight = np.ones(n, np.int64) if weight is None else np.asarray(weight, np.int64)
     obj_key = np.full(n, -1, dtype=np.int64)  # provisional key per row: index into `cands`
     cands: list[dict[str, Any]] = []  # candidate objects, in id order once filtered
     explicit = tuple(explicit)
@@ -236,19 +310,9 @@ def infer_objects(
         s_lo = np.array([s[0] for s in seeds], dtype=np.uint64)
         s_hi = np.array([s[1] for s in seeds], dtype=np.uint64)
         s_id = np.array([s[2] for s in seeds], dtype=np.int64)
-        slot = np.searchsorted(s_lo, rlo, side="right")  # seeds with base <= lo
-        inside = np.zeros(rows.size, dtype=bool)
-        span = np.zeros(rows.size, dtype=bool)
-        if seeds:
-            j = slot - 1
-            has = j >= 0
-            jj = np.where(has, j, 0)
-            inside = has & (rlo >= s_lo[jj]) & (rhi <= s_hi[jj])
-            span = has & (rlo < s_hi[jj]) & (rhi > s_hi[jj])
-            nxt = np.where(slot < len(seeds), slot, len(seeds) - 1)
-            span |= (slot < len(seeds)) & (rhi > s_lo[nxt])
-            obj_key[rows[inside]] = s_id[jj[inside]]
-        report["rows_on_two_objects"] += int(span.sum())
+        slot, inside, span, jj = _on_seeds(rlo, rhi, s_lo, s_hi)
+        obj_key[rows[inside]] = s_id[jj[inside]]
+        report["rows_on_two_objects"] += int(weight[rows][span].sum())
         free = ~inside & ~span
         if not free.any():
             continue
@@ -262,7 +326,7 @@ def infer_objects(
         order = np.lexsort((f_lo, key))
         o_lo = np.empty(order.size, dtype=np.uint64)
         o_hi = np.empty(order.size, dtype=np.uint64)
-        k = K.pc_ranges(key[order], f_lo[order], f_hi[order], gap_floor, GAP_FACTOR, o_lo, o_hi)
+        k = K.pc_ranges(key[order], f_lo[order], f_hi[order], weight[f_rows][order], gap_floor, GAP_FACTOR, o_lo, o_hi)
         o = np.argsort(o_lo[:k], kind="stable")
         c_lo = np.empty(k, dtype=np.uint64)
         c_hi = np.empty(k, dtype=np.uint64)
@@ -286,9 +350,9 @@ def infer_objects(
     order_kinds = {"explicit": 0, "memcpy": 1, "inferred": 2}
     nc = max(len(cands), 1)
     keyed = obj_key >= 0
-    kk = obj_key[keyed]
-    sp_table = np.bincount(kk * 8 + space[keyed].astype(np.int64), minlength=nc * 8).reshape(nc, 8)
-    w_table = np.bincount(kk * 17 + width[keyed].astype(np.int64), minlength=nc * 17).reshape(nc, 17)
+    kk, wk = obj_key[keyed], weight[keyed]
+    sp_table = np.bincount(kk * 8 + space[keyed].astype(np.int64), weights=wk, minlength=nc * 8).reshape(nc, 8)
+    w_table = np.bincount(kk * 17 + width[keyed].astype(np.int64), weights=wk, minlength=nc * 17).reshape(nc, 17)
     wr_table = np.bincount(kk, weights=(op[keyed] != LOAD), minlength=nc)
     for ci in sorted(
         range(len(cands)),
