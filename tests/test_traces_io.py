@@ -364,3 +364,37 @@ def test_rows_checked_while_written_give_the_same_file_and_errors(tmp_path, monk
     assert list((tmp_path / "bad").iterdir()) == []  # nothing, not even a temporary file
     with pytest.raises(traces.InputError, match=r"afile/t\.\w+: cannot write there \("):  # good rows: the folder's
         traces.write(tmp_path / "afile" / name, cols, info)
+
+
+@pytest.mark.parametrize("name", ["t.parquet", "t.arrow"])
+def test_write_parts_reads_back_as_the_whole_and_names_a_bad_row_by_its_place_in_the_file(tmp_path, name):
+    # traces.write_parts: the parts (any split) read back as the whole written at once; the checker's state (each
+    # warp's last seq) goes on across the parts; a bad row in a later part is named by its row in the file, and a
+    # count other than the one promised is an error; no file is left by either
+    cols, info = vecadd(ctas=3, warps_per_block=2, mask=0x0000FFFF)
+    cuts = [0, 1, 7, 7, 18]
+    parts = [{k: v[a:b] for k, v in cols.items()} for a, b in zip(cuts, cuts[1:])]
+    assert traces.write_parts(tmp_path / name, iter(parts), info, 18) == 18
+    t = traces.read(tmp_path / name)
+    assert all(np.array_equal(getattr(t, k), v) for k, v in cols.items()) and t.info == info
+    bad = {k: v.copy() for k, v in cols.items()}
+    bad["addr"][9, 20] = 0x10000  # mask 0x0000ffff: lane 20 is inactive
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(traces.TraceError, match=f"{name} row 9: addr: lane 20 is inactive"):
+        traces.write_parts(
+            tmp_path / "bad" / name, ({k: v[a:b] for k, v in bad.items()} for a, b in zip(cuts, cuts[1:])), info, 18
+        )
+    back = {k: v.copy() for k, v in cols.items()}
+    key = cols["cta"].astype(np.int64) * 2 + cols["warp"]
+    r = next(r for r in range(7, 18) if key[r] in key[:7])  # a warp's row in the last part, its previous before it
+    p = max(q for q in range(r) if key[q] == key[r])
+    back["seq"][r] = cols["seq"][p]  # not after its previous
+    with pytest.raises(traces.TraceError, match=f"{name} row {r}: seq: seq {cols['seq'][p]} after {cols['seq'][p]} "):
+        traces.write_parts(
+            tmp_path / "bad" / name, ({k: v[a:b] for k, v in back.items()} for a, b in zip(cuts, cuts[1:])), info, 18
+        )
+    with pytest.raises(traces.TraceError, match="17 rows written where the trace was to hold 18"):
+        traces.write_parts(
+            tmp_path / "bad" / name, iter(parts[:-1] + [{k: v[7:17] for k, v in cols.items()}]), info, 18
+        )
+    assert list((tmp_path / "bad").iterdir()) == []

@@ -16,7 +16,7 @@ import types
 _HOME = {
     **dict.fromkeys(("InputError", "TraceError"), "errors"),
     **dict.fromkeys(("Trace", "atomic_write_table", "convert", "iter_batches", "num_rows", "read", "read_info",
-                     "to_table", "validate", "write"), "io"),
+                     "to_table", "validate", "write", "write_parts"), "io"),
     **dict.fromkeys(("Layout", "Rewritten", "addr_inst_delta", "rewrite", "target_layout"), "rewrite"),
     **dict.fromkeys(("COLUMNS", "INSTRUCTION_CLASSES", "OP_NAMES", "SHORT_OF_SPACE", "SPACE_CODES", "SPACE_NAMES",
                      "SPACE_SHORT", "WARP_SIZE", "Instructions", "KernelInfo", "Measured", "ObjectInfo"), "schema"),

@@ -17,7 +17,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -455,6 +455,42 @@ def write(path, columns: Mapping[str, np.ndarray] | Trace, kernel_info: KernelIn
         except BaseException:
             checking.result()
             raise
+
+
+def write_parts(path, parts: Iterable[Mapping[str, np.ndarray]], kernel_info: KernelInfo, rows: int, *,
+                validate: bool = True) -> int:  # fmt: skip
+    """Write a trace given in parts (each a columns mapping as ``write`` takes, in row order), ``rows`` in all, as
+    ``write`` does (checked against the contract, the file only once complete), holding about two parts: the next
+    part is made and checked in a thread of its own while this one is written (the decoders' kernels, the check
+    and pyarrow's writers release the GIL). Returns the rows written; a count other than ``rows`` is an error."""
+    p = str(path)
+    info = KernelInfo.from_json(kernel_info.to_json(), p)
+    _check_coverage(p, info, rows)
+    checker = _Checker(p, info, rows) if validate else None
+    schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
+    it = iter(parts)
+
+    def prepared(start: int) -> tuple[pa.Table, int] | None:
+        part = next(it, None)
+        if part is None:
+            return None
+        cols = _as_columns(p, part)
+        k = len(cols["cta"])
+        if checker is not None:
+            checker.check(Trace(**cols, info=info, start=start))
+        return to_table(cols, info), k
+
+    done = 0
+    with ThreadPoolExecutor(1) as pool, _trace_writer(p, schema, ROW_GROUP_ROWS) as put:
+        ahead = pool.submit(prepared, 0)
+        while (got := ahead.result()) is not None:
+            table, k = got
+            done += k
+            ahead = pool.submit(prepared, done)
+            put(table)
+        if done != rows:
+            raise TraceError(p, f"{done} rows written where the trace was to hold {rows}")
+    return done
 
 
 # How traces are written to Parquet: zstd-1, no dictionaries, and the lane addresses byte-stream split (their
