@@ -3,17 +3,19 @@
 Writes a record file of a vecadd-like launch (three allocations, each warp loads a[i], b[i] and stores
 v[i], full masks) with ``traces.sanitizer.records.encode``, in chunks of 4,096 records (the most the
 injection library's drain thread writes at once, ``inject.cpp``; ``--chunk-rows`` for fewer), then
-times what ``placement trace`` does with it: reading it (``read_records``), decoding it into the
-contract's columns (``decode``) and writing the validated trace (``traces.write``) to Parquet and to an
-Arrow IPC file (the contract's two containers: ``placement trace -o T.arrow``). Each container's
-pipeline runs in a fresh process (one warm-up pass for numba's kernels, then ``--repeat`` passes), so
-that its peak memory (VmHWM, as ``ru_maxrss``) is the pipeline's alone; each stage prints its median
+times what ``placement trace`` does with it: reading it (``read_records``), the decoder's first pass
+(``decode.Decoder``: the metadata) and its second, part by part as the validated trace is written
+(``traces.write_parts``), to Parquet and to an Arrow IPC file (the contract's two containers: ``placement
+trace -o T.arrow``). ``--from-trace T`` times the records of a trace's rows instead (a generator's, e.g.
+matmul_tiled's, whose rows are mostly shared). Each container's pipeline runs in a fresh process (one
+warm-up pass for numba's kernels, then ``--repeat`` passes), so that its peak memory (VmHWM, as
+``ru_maxrss``; and the peak of its anonymous memory, sampled) is the pipeline's alone; each stage prints its median
 wall and CPU time (this process's user + system, all threads) and rows per wall and per CPU second.
 Each pass writes a new output (the last one is removed between passes, untimed: replacing a 280 MB
 file costs its unlink too). The GPU side (the traced launch's slowdown, device records per second)
 needs a GPU and is not measured here.
 
-    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 5] [--chunk-rows 4096]
+    python benchmarks/bench_sanitizer_decode.py [--rows 1000000] [--repeat 5] [--chunk-rows 4096] [--from-trace T]
 
 Measured 26 Nov 2026 on 2 cores shared with other work: 1 M rows, 267 MiB of records in chunks of 4,096,
 medians of 5 passes, three runs of each alternated; before: fb08ce5 (the numpy reader and decoder, plain
@@ -54,6 +56,28 @@ row decoded before the first byte can be written.
 Re-measured the same day at 43a8e1a with both cores free (no other work; 4 runs): records -> Arrow IPC 7.2-9.7 M
 rows/s (9.4-9.7 in 3 of the 4; 5.4-6.6 per CPU s; decode 0.047 s wall, 0.080 s CPU; write 0.059 s wall), ->
 Parquet 3.8-3.9 M rows/s (3.2-3.3 per CPU s); peak RSS 1,010 / 798 MiB.
+
+Measured 26 Nov 2026 (fourteenth session), both cores free, medians of 5 (3 at 4 M) passes, the container's pipeline in
+a fresh process; before: c2569fb (the whole trace decoded, then written; the record file mapped with MAP_POPULATE),
+after: the streaming decoder (``decode.Decoder``: a first pass for the metadata, the second part by part as
+``traces.write_parts`` writes them, the mapped file's pages let go behind each part). "Peak anonymous" is RssAnon
+sampled every 2 ms (the heap and arrays; peak RSS also counts the record file's mapped pages, which the walk over its
+chunks maps whole on this ext4 and the decoder lets go):
+
+    rows (records)               before                          after
+    2 M (534 MiB), -> IPC        10.5-10.8 M rows/s              9.8-10.1 M rows/s (5.9-6.0 per CPU s)
+    2 M, -> Parquet              3.7-4.1 M rows/s                4.0-4.1 M rows/s
+    2 M, peak RSS IPC / Parquet  (1 M: 798 / 1,018 MiB)          792 / 957-967 MiB; anonymous 271 / 428-460 MiB
+    4 M (1,068 MiB), -> IPC      7.5 M rows/s, peak RSS 2,493    9.6 M rows/s, peak RSS 1,432, anonymous 298 MiB
+    4 M, -> Parquet              4.2 M rows/s, peak RSS 2,633    3.7 M rows/s, peak RSS 1,570, anonymous 433 MiB
+    matmul_tiled 512^2 tile 16   decode alone 1.4-6.6 s,         decode 0.77-0.96 s, all 2.1-2.5 M rows/s
+    (6.3 M rows, 5.8 M shared,   peak RSS 7.5 GiB                (IPC's 1.7 GB written at 0.8 GB/s here), anonymous
+    --from-trace)                                                392 (IPC) / 515 (Parquet) MiB
+
+The anonymous memory stays near 300 MiB (IPC) and 450 MiB (Parquet: a row group is encoded whole) from 1 M to 6 M
+rows: two parts of 2^18 records and their Arrow tables. The streaming costs a second read of the records (about 35 ms
+a million rows), mostly won back by making the next part while this one is written and by the first pass's ranges
+in threads.
 """
 
 from __future__ import annotations
@@ -70,7 +94,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _measure import measure, peak_rss_mib  # noqa: E402
+from _measure import AnonPeak, measure, peak_rss_mib  # noqa: E402
 
 BASES = (0x7F0000000000, 0x7F0010000000, 0x7F0020000000)
 STAGES = ("read", "decode", "write")
@@ -100,31 +124,59 @@ def record_file(path: str, rows: int, chunk_rows: int = 4096) -> None:
         f.write(encode(launch, [(b, size) for b in BASES], acc, chunk_rows=chunk_rows))
 
 
+def record_file_from_trace(path: str, trace: str, chunk_rows: int = 4096) -> int:
+    """A record file of a trace's rows (``placement bench gen``'s, e.g. matmul_tiled, most of whose rows are
+    shared): its global objects as the allocations, shared addresses as window offsets (``shared_base`` 0).
+    Returns the rows."""
+    import traces
+    from traces.codes import ATOMIC, REDUCTION, STORE
+    from traces.sanitizer.records import ACCESS_DTYPE, F_ATOMIC, F_READ, F_WRITE, LaunchRecord, encode
+
+    t = traces.read(trace)
+    acc = np.zeros(len(t), ACCESS_DTYPE)
+    acc["cta"], acc["warp"], acc["pc"], acc["space"] = t.cta, t.warp, t.pc, t.space
+    acc["flags"] = np.select([t.op == STORE, t.op == ATOMIC, t.op == REDUCTION],
+                             [F_WRITE, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_WRITE], F_READ)  # fmt: skip
+    acc["width"], acc["mask"], acc["addr"] = t.width, t.mask, t.addr
+    allocs = sorted({(o.base, o.size) for o in t.info.objects if o.space == "global"})
+    no_params = np.zeros(0, [("offset", "<u4"), ("size", "<u4")])
+    launch = LaunchRecord(0, t.info.kernel, t.info.grid, t.info.block, t.info.regs_per_thread, t.info.smem_per_block,
+                          0, no_params, b"", 0, 0)  # fmt: skip
+    with open(path, "wb") as f:
+        f.write(encode(launch, allocs, acc, chunk_rows=chunk_rows))
+    return len(t)
+
+
 def pipeline(rec: str, out: str, repeat: int, sass_fn=None) -> dict:
     """One container's pipeline, in this (fresh) process: medians of each stage's wall and CPU seconds (``sass_fn``:
-    the kernel's SASS for ``decode``, as ``placement trace`` passes it; ``bench_trace.py`` does)."""
+    the kernel's SASS, as ``placement trace`` passes it; ``bench_trace.py`` does). As ``placement trace`` runs it:
+    "decode" is the decoder's check and first pass (the metadata), "write" its second pass, part by part as
+    ``traces.write_parts`` writes them."""
     import traces
-    from traces.sanitizer.decode import decode
+    from traces.sanitizer.decode import Decoder
     from traces.sanitizer.records import read_records
 
-    base_rss = peak_rss_mib()
+    base_rss, base_anon = peak_rss_mib(), AnonPeak.now_mib()
     figures: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    anon = 0.0
     for k in range(repeat + 1):  # the first pass warms up (numba's cached kernels, pyarrow)
-        with measure("read") as r:
-            rf = read_records(rec, mapped=True)  # as placement trace reads its tracer's file
-        with measure("decode") as d:
-            cols, info = decode(rf, sass_fn=sass_fn)
-        del rf  # as placement trace lets the records go before it writes
-        with measure("write") as w:
-            traces.write(out, cols, info)
-        del cols, info
+        with AnonPeak() as a:
+            with measure("read") as r:
+                rf = read_records(rec, mapped=True)  # as placement trace reads its tracer's file
+            with measure("decode") as d:
+                decoder = Decoder(rf, sass_fn=sass_fn)
+            with measure("write") as w:
+                traces.write_parts(out, decoder.parts(), decoder.info, decoder.n)
+            del decoder, rf
+        anon = max(anon, a.peak_mib)
         os.remove(out)  # the next pass writes a new file, as `placement trace` does, not over this one
         if k:
             for s, m in zip(STAGES, (r, d, w)):
                 figures[s].append((m.figures.wall_s, m.figures.cpu_s))
     med = {s: [statistics.median(v[j] for v in figures[s]) for j in (0, 1)] for s in STAGES}
     med["total"] = [statistics.median(sum(figures[s][i][j] for s in STAGES) for i in range(repeat)) for j in (0, 1)]
-    return {"stages": med, "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
+    return {"stages": med, "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss, "peak_anon_mib": anon,
+            "base_anon_mib": base_anon}  # fmt: skip
 
 
 def main() -> None:
@@ -132,6 +184,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--chunk-rows", type=int, default=4096, help="records per access chunk of the file")
+    ap.add_argument(
+        "--from-trace", metavar="T", help="records of this trace's rows instead of vecadd's (--rows unused)"
+    )
     ap.add_argument("--pipeline", nargs=2, metavar=("RECORDS", "OUTPUT"), help=argparse.SUPPRESS)  # the child's part
     args = ap.parse_args()
     if args.pipeline:
@@ -139,7 +194,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as d:
         rec = os.path.join(d, "records.bin")
-        record_file(rec, args.rows, args.chunk_rows)
+        if args.from_trace:
+            args.rows = record_file_from_trace(rec, args.from_trace, args.chunk_rows)
+        else:
+            record_file(rec, args.rows, args.chunk_rows)
         print(f"{args.rows:,} rows, {os.path.getsize(rec) / 2**20:.0f} MiB of records in chunks of {args.chunk_rows:,}; "
               f"medians of {args.repeat} "
               "passes after a warm-up, each container in a fresh process:")  # fmt: skip
@@ -153,7 +211,8 @@ def main() -> None:
             for s, (wall, cpu) in res["stages"].items():
                 print(f"  {labels.get(s, s):<28} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {args.rows / wall / 1e6:6.2f} M rows/s"
                       f" ({args.rows / cpu / 1e6:6.2f} M per CPU s)")  # fmt: skip
-            print(f"  peak RSS {res['peak_rss_mib']:,.0f} MiB ({res['base_rss_mib']:,.0f} MiB after the imports); "
+            print(f"  peak RSS {res['peak_rss_mib']:,.0f} MiB ({res['base_rss_mib']:,.0f} MiB after the imports), "
+                  f"peak anonymous {res['peak_anon_mib']:,.0f} MiB ({res['base_anon_mib']:,.0f} after the imports); "
                   "goal for the whole tracer: 10 M rows/s")  # fmt: skip
 
 

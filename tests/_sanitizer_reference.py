@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from traces.importers import _object_kernels as K
-from traces.importers.objects import ObjectSpec, _family_of
+from traces.importers.objects import ObjectSpec, _family_of, infer_objects
 from traces.launch import SHARED_WINDOW, coverage_problem
 from traces.schema import (
     ATOMIC,
@@ -23,7 +23,7 @@ from traces.schema import (
     KernelInfo,
     ObjectInfo,
 )
-from traces.sanitizer.decode import VALID_FLAGS, _candidates, _other_objects, _seq, kernel_info, launch_shape
+from traces.sanitizer.decode import VALID_FLAGS, _candidates, kernel_info, launch_shape
 from traces.sanitizer.records import (
     ACCESS,
     ACCESS_DTYPE,
@@ -46,6 +46,42 @@ from traces.sanitizer.records import (
     checked_allocations,
     file_bytes,
 )
+
+
+def _seq(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(The decoder's before it streamed, commit c2569fb.) Position of each row among the rows of its key, in row
+    order; and the number of keys."""
+    n = key.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    start = np.r_[True, sk[1:] != sk[:-1]]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    seq = np.empty(n, np.int64)
+    seq[order] = np.arange(n) - first
+    return seq, int(start.sum())
+
+
+def _other_objects(space, pc, op, width, mask, addr, objects: tuple[ObjectSpec, ...], obj: np.ndarray,
+                   objs: list[ObjectInfo], origins: dict[str, str]) -> None:  # fmt: skip
+    """(The decoder's before it streamed, commit c2569fb.) The shared and local rows' objects, grouped as the other importers do (``importers.objects``), after the
+    global ones: their ids and names go on from ``objs`` (a name already taken gets its id appended); ``obj``,
+    ``objs`` and ``origins`` are filled in place."""
+    other = np.flatnonzero(space != GLOBAL)
+    if not other.size:
+        return
+    o_specs = tuple(s for s in objects if _family_of(s.space) != "offchip")
+    found = infer_objects(space[other], pc[other], op[other], width[other], mask[other], addr[other],
+                          explicit=o_specs)  # fmt: skip
+    shift = len(objs)
+    sub = found.obj.astype(np.int64)
+    obj[other] = np.where(sub >= 0, sub + shift, -1)
+    taken = {o.name for o in objs}
+    for o in found.objects:
+        name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
+        objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
+        origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
 
 
 def read_records(path) -> RecordFile:

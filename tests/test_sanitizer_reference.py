@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import _sanitizer_reference as ref
 from test_sanitizer_records import ALLOCS, SHARED_BASE, VALID, _accesses, _launch
+from traces.errors import InputError
 from traces.importers.objects import ObjectSpec
 from traces.sanitizer import decode as decode_module
 from traces.sanitizer.decode import decode
@@ -42,7 +43,7 @@ def _same_records(a, b):
     if isinstance(a, tuple) or isinstance(b, tuple):
         assert a == b
         return
-    names = [f.name for f in dataclasses.fields(a) if f.name not in ("words", "spans")]  # where the records lie
+    names = [f.name for f in dataclasses.fields(a) if f.name not in ("words", "spans", "shift", "mapping")]  # where
     for name in [*names, "accesses", "access_records"]:  # what they hold
         x, y = getattr(a, name), getattr(b, name)
         if name == "launch":
@@ -67,11 +68,14 @@ def _same_decode(a, b):
     assert info == rinfo
 
 
-def _check_file(path, mapped=False, **options):
+def _check_file(path, mapped=False, chunk_rows=None, **options):
+    """The live reader and decoder (the decoder's passes ``chunk_rows`` records at a time where given) against the
+    reference."""
     rf = _outcome(read_records, path, mapped=mapped)
     _same_records(rf, _outcome(ref.read_records, path))
     if not isinstance(rf, tuple):
-        _same_decode(_outcome(decode, rf, **options), _outcome(ref.decode, ref.read_records(path), **options))
+        live = dict(options, chunk_rows=chunk_rows) if chunk_rows else options
+        _same_decode(_outcome(decode, rf, **live), _outcome(ref.decode, ref.read_records(path), **options))
 
 
 @pytest.mark.parametrize(
@@ -132,6 +136,10 @@ def record_files(draw):
     addr = first[:, None] + elem[None, :] * acc["width"].astype(np.uint64)[:, None]
     sh = acc["space"] == 2
     addr[sh] = np.uint64(shared_base) + rng.integers(0, 0x1000, (int(sh.sum()), 32)).astype(np.uint64)
+    if draw(st.booleans()):  # the shared rows of each pc repeat a few rows (tiles read by every warp): counted once
+        starts = rng.choice([0, 0x40, 0x80, 0x400, 0x2000], (8, 3))  # each pc's row starts, a long gap among them
+        pick = starts[(acc["pc"][sh] // 16) % 8, rng.integers(0, 3, int(sh.sum()))].astype(np.uint64)
+        addr[sh] = np.uint64(shared_base) + pick[:, None] + 4 * elem[None, :]
     loc = acc["space"] == 1
     addr[loc] = np.uint64(0xFFFE00) + 4 * elem
     lanes = ((acc["mask"][:, None] >> elem.astype(np.uint32)) & 1).astype(bool)
@@ -155,25 +163,30 @@ def record_files(draw):
 
 
 @settings(max_examples=150, **SETTINGS)
-@given(case=record_files())
-def test_random_launches(tmp_path, case):
+@given(case=record_files(), chunk_rows=st.sampled_from([None, 1, 2, 7, 64]), distinct=st.sampled_from([None, 1, 5]))
+def test_random_launches(tmp_path, monkeypatch, case, chunk_rows, distinct):
+    # the decoder's two passes in parts of chunk_rows records (seq counted on across them, each part's objects from
+    # the first pass's), the shared and local rows counted once each from `distinct` rows: the reference's result
+    if distinct:
+        monkeypatch.setattr(decode_module, "DISTINCT_ROWS", distinct)
     data, max_rows = case
     path = tmp_path / "rec.bin"
     path.write_bytes(data)
-    _check_file(path, max_rows=max_rows)
+    _check_file(path, chunk_rows=chunk_rows, max_rows=max_rows)
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(case=record_files(), threads=st.sampled_from([2, 3]))
-def test_random_launches_shared_among_threads(tmp_path, monkeypatch, case, threads):
-    # the check and the conversion in parts of the rows, each in a thread (from PARALLEL_ROWS rows): made to happen
-    # here on small files; the parts' seq joined, their errors the first in file order
+@given(case=record_files(), threads=st.sampled_from([2, 3]), chunk_rows=st.sampled_from([None, 1, 4]))
+def test_random_launches_shared_among_threads(tmp_path, monkeypatch, case, threads, chunk_rows):
+    # the check and the first pass in ranges of the rows, each in a thread (from PARALLEL_ROWS rows), each range in
+    # parts of chunk_rows: made to happen here on small files; what the ranges gathered joined, their errors the
+    # first in file order
     monkeypatch.setattr(decode_module, "PARALLEL_ROWS", 1)
     monkeypatch.setattr(decode_module, "_threads", lambda: threads)
     data, max_rows = case
     path = tmp_path / "rec.bin"
     path.write_bytes(data)
-    _check_file(path, max_rows=max_rows)
+    _check_file(path, chunk_rows=chunk_rows, max_rows=max_rows)
 
 
 def test_parts_of_the_rows():
@@ -211,14 +224,51 @@ def test_mapped_file_is_read_only_and_kept_alive(tmp_path):
     assert rf.rows_written == len(_accesses()) and np.array_equal(rf.accesses, _accesses())
 
 
-def test_sass_totals_and_seq(tmp_path):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_record_bytes_and_pages_let_go(tmp_path, mapped):
+    # each access's byte in the file holds its record (records in chunks of 4: the chunk headers between); pages
+    # let go (a mapped file's, MADV_DONTNEED) read the same when touched again; a file read into memory keeps its
+    acc = np.concatenate([_accesses()] * 40)  # 600 records, 168,000 bytes: 41 pages
+    path = tmp_path / "rec.bin"
+    path.write_bytes(encode(_launch(), ALLOCS, acc, chunk_rows=4))
+    data = path.read_bytes()
+    rf = read_records(path, mapped=mapped)
+    assert (rf.mapping is not None) == mapped
+    n, size = rf.n_accesses, ACCESS_DTYPE.itemsize
+    for row in range(n):
+        assert data[rf._byte(row) : rf._byte(row) + size] == rf.access(row).tobytes()
+    assert rf._byte(n) == rf._byte(n - 1) + size
+    before = decode(rf)
+    rf.release(0, n)
+    rf.release(5, 3)  # nothing
+    assert np.array_equal(rf.accesses, acc)
+    _same_decode(decode(rf), before)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("chunk_rows", [None, 1, 3])
+def test_sass_totals_and_seq(tmp_path, monkeypatch, chunk_rows, threads):
+    # the totals from the first pass's rows per instruction (the ranges' joined), seq counted on across the parts
     from test_sanitizer_sass import _matvec, _records
+
+    monkeypatch.setattr(decode_module, "PARALLEL_ROWS", 1)
+    monkeypatch.setattr(decode_module, "_threads", lambda: threads)
 
     fn = _matvec()
     path = _records(tmp_path, fn)
-    _same_decode(
-        _outcome(decode, read_records(path), sass_fn=fn), _outcome(ref.decode, ref.read_records(path), sass_fn=fn)
-    )
+    live = {"chunk_rows": chunk_rows} if chunk_rows else {}
+    _same_decode(_outcome(decode, read_records(path), sass_fn=fn, **live),
+                 _outcome(ref.decode, ref.read_records(path), sass_fn=fn))  # fmt: skip
+    # a pc that is no instruction, late in the file (in the second thread's range): the error names its row
+    data = bytearray(path.read_bytes())
+    rf = read_records(path)
+    row = rf.n_accesses - 2
+    data[rf._byte(row) + 8 : rf._byte(row) + 12] = (0xFFFFF0).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    bad = _outcome(decode, read_records(path), sass_fn=fn, **live)
+    assert bad[0] is InputError and f"row {row}: pc 0xfffff0 is no instruction" in bad[1]
+    _same_decode(_outcome(decode, read_records(path), sass_fn=fn, **live),
+                 _outcome(ref.decode, ref.read_records(path), sass_fn=fn))  # fmt: skip
 
 
 @pytest.mark.parametrize("name_bytes", range(1, 9))

@@ -79,18 +79,23 @@ def run(args) -> int:
     objects = load_objects_toml(args.objects) if args.objects else ()
     t0 = time.perf_counter()
     option = {"accelsim": "kernel", "nvbit": "launch"}.get(args.format)
-    more = {"ctas": args.ctas, "max_rows": args.max_rows, "cubin": args.cubin} if args.format == "sanitizer" else {}
-    cols, info = import_trace(
-        args.format,
-        args.path,
-        objects=objects,
-        **({"skip_bad_lines": args.skip_bad_lines} if hasattr(args, "skip_bad_lines") else {}),
-        **({option: getattr(args, option)} if option else {}),
-        **more,
-    )
-    traces.write(args.output, cols, info)
+    if args.format == "sanitizer":  # decoded in two passes, the second part by part as it is written
+        from traces.sanitizer.decode import open_records
+
+        decoder = open_records(args.path, objects=objects, ctas=args.ctas, max_rows=args.max_rows, cubin=args.cubin)
+        info = decoder.info
+        rows = traces.write_parts(args.output, decoder.parts(), info, decoder.n)
+    else:
+        cols, info = import_trace(
+            args.format,
+            args.path,
+            objects=objects,
+            **({"skip_bad_lines": args.skip_bad_lines} if hasattr(args, "skip_bad_lines") else {}),
+            **({option: getattr(args, option)} if option else {}),
+        )
+        traces.write(args.output, cols, info)
+        rows = int(cols["cta"].shape[0])
     dt = time.perf_counter() - t0
-    rows = int(cols["cta"].shape[0])
     doc = {
         "output": str(args.output),
         "format": args.format,

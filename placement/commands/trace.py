@@ -179,7 +179,7 @@ def run(args) -> int:
     from traces.importers.objects import load_objects_toml
     from traces.sanitizer import build
     from traces.sanitizer.ctas import kernel_pattern, parse_ctas, select_launch
-    from traces.sanitizer.decode import decode
+    from traces.sanitizer.decode import Decoder
     from traces.sanitizer.records import read_records
 
     program = _check_args(args)
@@ -219,7 +219,8 @@ def run(args) -> int:
             raise InputError(f"{program[0]}: launch {chosen} ({names[chosen][1]}) was not recorded")
         rf = read_records(records, mapped=True)  # the tracer's file, in our temporary folder: nothing else writes it
         fn, cubin = _kernel_sass(cubins, rf.launch.name)
-        cols, info = decode(rf, objects=objects, ctas=args.ctas, max_rows=args.max_rows, sass_fn=fn)
+        decoder = Decoder(rf, objects=objects, ctas=args.ctas, max_rows=args.max_rows, sass_fn=fn)
+        info = decoder.info
         if args.time:
             timing_env = {k: v for k, v in env.items() if not k.startswith("PLACEMENT_TRACE_")}
             timing_env.update(PLACEMENT_TRACE_KERNEL=rf.launch.name, PLACEMENT_TRACE_LAUNCH=str(args.launch or 0))
@@ -228,8 +229,9 @@ def run(args) -> int:
                            source=dict(info.source, measured={"runs": len(times), "times_ms": times, "device": device,
                                                               "method": "CUDA events around the launch, uninstrumented "
                                                               "run (placement trace --time)"}))  # fmt: skip
-        del rf  # the records' bytes, before the trace is written
-        traces.write(args.output, cols, info)
+        # the second pass, part by part as it is written: memory follows a part of the records, not the trace
+        rows = traces.write_parts(args.output, decoder.parts(), info, decoder.n)
+        del decoder, rf
         if args.keep_records:
             from traces.atomic import atomic_path
 
@@ -238,7 +240,6 @@ def run(args) -> int:
                 with atomic_path(dst_path) as tmp, open(src_path, "rb") as src, open(tmp, "wb") as dst:
                     dst.write(src.read())
     dt = time.perf_counter() - t0
-    rows = int(cols["cta"].shape[0])
     doc = {
         "output": str(args.output),
         "kernel": info.kernel,

@@ -173,24 +173,18 @@ def check_records(words, spans, start, stop, n_ctas, warps_per_block, first):
 
 
 @nb.njit(cache=True, nogil=True)
-def convert_records(
-    words, spans, start, stop, r, n, shared_base, shared_window, warps_per_block, out, lo, hi, seq, counters
-):
+def convert_records(words, spans, start, stop, r, n, shared_base, shared_window, out, lo, hi, keep_addr):
     """The contract's columns of the rows ``start`` to ``stop`` (``check_records``; checked) that have an active
     lane, written from output row ``r`` up to ``n`` (then it stops), in one pass over the records.
 
     ``out`` is the columns tuple (cta, warp, pc, op, space, width, mask, addr); inactive lanes get address
     0 and shared addresses become offsets in the block's window (``shared_base`` subtracted when not 0).
     ``lo``/``hi``: each row's lowest active address and one past its highest active byte (as
-    ``importers._object_kernels.row_bounds``). ``seq``: each row's position among its warp's rows in these
-    records, counted in ``counters`` (zeros, indexed by cta * ``warps_per_block`` + warp; when it is empty,
-    ``seq`` is not written and no warp is counted).
-    Returns (the output row after the last written, the warps seen, the first row (in file order) of a shared
-    access with an active lane below ``shared_base``, the first whose lane's bytes end beyond
-    ``shared_window``; -1 for none)."""
+    ``importers._object_kernels.row_bounds``). Without ``keep_addr`` the addresses are not written (``out``'s
+    addr may be empty): the decoder's first pass needs the bounds alone. (``seq`` and ``obj``: ``decode.Decoder``.)
+    Returns (the output row after the last written, the first row (in file order) of a shared access with an
+    active lane below ``shared_base``, the first whose lane's bytes end beyond ``shared_window``; -1 for none)."""
     o_cta, o_warp, o_pc, o_op, o_space, o_width, o_mask, o_addr = out
-    count = counters.shape[0] > 0
-    warps = 0
     low = -1
     over = -1
     base = np.uint64(shared_base)
@@ -216,7 +210,8 @@ def convert_records(
                 a_hi = a_lo + w
                 for lane in range(32):
                     x = recs[t, ADDR_WORD + lane]
-                    o_addr[r, lane] = x
+                    if keep_addr:
+                        o_addr[r, lane] = x
                     a_lo = min(a_lo, x)
                     a_hi = max(a_hi, x + w)
             else:
@@ -232,10 +227,11 @@ def convert_records(
                                 x = x - base
                             if x + w > window and over < 0:
                                 over = a + t
-                        o_addr[r, lane] = x
+                        if keep_addr:
+                            o_addr[r, lane] = x
                         a_lo = min(a_lo, x)
                         a_hi = max(a_hi, x + w)
-                    else:
+                    elif keep_addr:
                         o_addr[r, lane] = 0
             if a_hi == 0:
                 a_lo = np.uint64(0)
@@ -248,35 +244,8 @@ def convert_records(
             o_space[r] = np.int8(s)
             o_width[r] = np.int8(width)
             o_mask[r] = np.uint32(m)
-            if count:
-                k = cta * warps_per_block + wp
-                if counters[k] == 0:
-                    warps += 1
-                seq[r] = counters[k]
-                counters[k] += 1
             r += 1
-    return r, warps, low, over
-
-
-@nb.njit(cache=True, nogil=True)
-def join_parts(cta, warp, seq, ends, warps_per_block, counters):
-    """Join the parts of the records that ``convert_records`` wrote in turn (part ``p``: output rows ``ends[p - 1]``
-    to ``ends[p]``, the first from 0), each counting its warps' rows from 0 in ``counters[p]``: each row's ``seq``
-    after the first part gets its warp's rows in the parts before it, and ``counters[0]`` becomes the counts of
-    all. Returns the warps first seen after the first part."""
-    before = counters[0]
-    new = 0
-    for p in range(1, ends.shape[0]):
-        for r in range(ends[p - 1], ends[p]):
-            k = np.int64(cta[r]) * warps_per_block + warp[r]
-            b = before[k]
-            if b == 0 and seq[r] == 0:
-                new += 1
-            seq[r] += b
-        mine = counters[p]
-        for k in range(before.shape[0]):
-            before[k] += mine[k]
-    return new
+    return r, low, over
 
 
 @nb.njit(cache=True, nogil=True)
@@ -311,13 +280,12 @@ def global_candidates(space, lo, hi, op, width, base, end, cand, widths, written
 
 
 @nb.njit(cache=True, nogil=True)
-def sass_seq(idx, key, block, first, last, n_keys, out):  # pragma: no cover - numba
+def sass_seq(idx, key, block, first, last, prev, pos, out):  # pragma: no cover - numba
     """Each row's position in its warp's instruction stream (``traces.sanitizer.sass._seq``'s rule) in one pass over
-    the rows in order, with a warp's last instruction and position in tables of ``n_keys`` (keys 0 to n_keys - 1):
-    a warp's first row sits at its instruction's index, each later one after the instructions between it and the
+    the rows in order, with each warp's last instruction and position in ``prev`` and ``pos`` (indexed by ``key``;
+    -1 and 0 for a warp not yet seen, and left as they end so that the next rows of the stream go on from them): a
+    warp's first row sits at its instruction's index, each later one after the instructions between it and the
     warp's previous row, in one block or across the end of the previous row's block and the start of its own."""
-    prev = np.full(n_keys, -1, np.int64)
-    pos = np.zeros(n_keys, np.int64)
     for r in range(idx.shape[0]):
         k = key[r]
         i = idx[r]
@@ -331,3 +299,37 @@ def sass_seq(idx, key, block, first, last, n_keys, out):  # pragma: no cover - n
         pos[k] = v
         prev[k] = i
         out[r] = v
+
+
+@nb.njit(cache=True, nogil=True)
+def count_seq(key, counters, out):
+    """Each row's position among its warp's rows (``key``), the counts so far in ``counters`` (updated: the next
+    rows of the stream go on from them); returns the warps first seen here."""
+    new = 0
+    for r in range(key.shape[0]):
+        k = key[r]
+        c = counters[k]
+        if c == 0:
+            new += 1
+        out[r] = c
+        counters[k] = c + 1
+    return new
+
+
+@nb.njit(cache=True, nogil=True)
+def mark_seen(key, seen):
+    """Mark each row's warp (``key``) in ``seen``; returns the warps first marked here."""
+    new = 0
+    for r in range(key.shape[0]):
+        k = key[r]
+        if seen[k] == 0:
+            seen[k] = 1
+            new += 1
+    return new
+
+
+@nb.njit(cache=True, nogil=True)
+def warp_keys(cta, warp, warps_per_block, out):
+    """cta * ``warps_per_block`` + warp of each row."""
+    for r in range(cta.shape[0]):
+        out[r] = np.int64(cta[r]) * warps_per_block + warp[r]

@@ -23,7 +23,7 @@ cut short (the program or the tracer was killed).
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 import numpy as np
@@ -115,6 +115,26 @@ class RecordFile:
     spans: np.ndarray  # int64 (k, 4): first word, records, first row, first record number
     rows_written: int
     max_rows_reached: bool
+    shift: int = 0  # the byte of the file where ``words`` starts
+    mapping: mmap.mmap | None = field(default=None, compare=False, repr=False)  # the file's map, if mapped
+
+    def _byte(self, row: int) -> int:
+        """The byte of the file where access ``row``'s record starts (the end of the last for ``n_accesses``)."""
+        j = min(self._span(row), self.spans.shape[0] - 1)
+        return self.shift + 8 * int(self.spans[j, 0] + min(row - self.spans[j, 2], self.spans[j, 1]) * K.RECORD_WORDS)
+
+    def release(self, start: int, stop: int) -> None:
+        """A mapped file's pages that lie wholly within the records of accesses ``start`` to ``stop`` are let go
+        (``MADV_DONTNEED``: they leave this process's resident set and are read again from the page cache if
+        touched), so that a pass over the records holds the part it is in, not all it has read. Nothing for a
+        file read into memory."""
+        if self.mapping is None or not self.spans.shape[0] or stop <= start:
+            return
+        page = mmap.PAGESIZE
+        a = -(-self._byte(start) // page) * page
+        b = self._byte(stop) // page * page
+        if b > a:
+            self.mapping.madvise(mmap.MADV_DONTNEED, a, b - a)
 
     @property
     def n_accesses(self) -> int:
@@ -193,11 +213,9 @@ def read_records(path, *, mapped: bool = False) -> RecordFile:
     """Read a record file (module docstring). Truncated or corrupt files raise :class:`RecordError`. ``mapped``: see
     :func:`file_bytes`."""
     p = str(path)
-    return _parse(p, file_bytes(p, mapped=mapped))
-
-
-# Maps a file and reads it into memory in one call (Linux); elsewhere `mapped` reads the file instead.
-_POPULATE = getattr(mmap, "MAP_POPULATE", None)
+    rf = _parse(p, file_bytes(p, mapped=mapped))
+    rf.release(0, rf.n_accesses)  # the pages the walk over the chunks touched (a file system's large folios)
+    return rf
 
 
 def file_bytes(p: str, *, mapped: bool = False) -> np.ndarray:
@@ -207,16 +225,17 @@ def file_bytes(p: str, *, mapped: bool = False) -> np.ndarray:
     ``mapped``: the file's pages mapped instead of copied (Linux: 0.013 s for 267 MiB in the page cache, against
     0.025-0.035 s to read them), for a file that nothing writes or truncates while it is read (a map's pages cut
     off under it kill the process, SIGBUS, where a read is an error): `placement trace`'s own, in its temporary
-    folder."""
+    folder. The pages are mapped as they are touched (not ``MAP_POPULATE``, which made the whole file resident at
+    once), and the decoder lets go of those it has passed (``RecordFile.release``)."""
     require_file(p)
     try:
         with open(p, "rb") as f:
             size = f.seek(0, 2)
             if size == 0:
                 raise RecordError(p, None, "empty record file (the tracer wrote nothing: the kernel never launched?)")
-            if mapped and _POPULATE is not None:
+            if mapped and hasattr(mmap, "MADV_DONTNEED"):  # Linux (elsewhere: read)
                 try:
-                    m = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+                    m = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
                     return np.frombuffer(m, np.uint8)
                 except OSError:  # a file system that maps no files: read it
                     pass
@@ -279,7 +298,8 @@ def _parse(p: str, buf: np.ndarray) -> RecordFile:
     spans[:, 2] = np.cumsum(access[:, 1]) - access[:, 1]
     spans[:, 3] = access[:, 3] + 1
     allocations = np.concatenate(allocs) if allocs else np.zeros(0, ALLOC_DTYPE)  # copies out of the buffer
-    return RecordFile(p, launch, allocations, words, spans, end[0], bool(end[1] & END_MAX_ROWS))
+    mapping = buf.base.obj if isinstance(buf.base, memoryview) and isinstance(buf.base.obj, mmap.mmap) else None
+    return RecordFile(p, launch, allocations, words, spans, end[0], bool(end[1] & END_MAX_ROWS), shift, mapping)
 
 
 def checked_allocations(path: str, payload, count: int, first: int) -> np.ndarray:

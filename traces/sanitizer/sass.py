@@ -179,15 +179,19 @@ def _block_counts(fn: SassFunction, rows: np.ndarray, warps: int) -> tuple[np.nd
     return out, counted
 
 
+def block_bounds(fn: SassFunction) -> tuple[np.ndarray, np.ndarray]:
+    """Each basic block's first and last instruction (indexes into ``fn.offsets``)."""
+    ids = np.arange(fn.n_blocks)
+    return np.searchsorted(fn.block, ids, side="left"), np.searchsorted(fn.block, ids, side="right") - 1
+
+
 def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
     """Each row's estimated position in its warp's instruction stream (module docstring); ``idx``: the row's
     instruction, ``key``: its warp, rows in each warp's order."""
     n = idx.shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
-    block = fn.block
-    first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
-    last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
+    first, last = block_bounds(fn)
     from .decode import DENSE_WARPS
 
     n_keys = int(key.max()) + 1
@@ -195,9 +199,10 @@ def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
         from ._kernels import sass_seq
 
         out = np.empty(n, np.int64)
-        sass_seq(idx.astype(np.int64), key.astype(np.int64), block.astype(np.int64), first, last, n_keys, out)
+        prev, pos = np.full(n_keys, -1, np.int64), np.zeros(n_keys, np.int64)
+        sass_seq(idx.astype(np.int64), key.astype(np.int64), fn.block.astype(np.int64), first, last, prev, pos, out)
         return out
-    return _seq_sorted(idx, key, block, first, last)
+    return _seq_sorted(idx, key, fn.block, first, last)
 
 
 def _seq_sorted(idx: np.ndarray, key: np.ndarray, block: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -219,24 +224,41 @@ def _seq_sorted(idx: np.ndarray, key: np.ndarray, block: np.ndarray, first: np.n
     return seq
 
 
-def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, where: str = "trace") -> SassCounts:
-    """Totals and ``seq`` of a kernel's rows (``pc``: each row's offset; ``key``: its warp, rows in each warp's
-    order; ``warps``: the warps that ran). InputError when a row's pc is not an instruction of ``fn``."""
+def instruction_index(fn: SassFunction, pc: np.ndarray, where: str = "trace", row0: int = 0) -> np.ndarray:
+    """Each row's instruction (its index in ``fn.offsets``) by its ``pc``; InputError naming the row (``row0`` +
+    its index here) when a row's pc is not an instruction of ``fn``."""
     off = fn.offsets
     idx = np.searchsorted(off, pc.astype(np.int64))
     bad = (idx >= off.shape[0]) | (off[np.minimum(idx, off.shape[0] - 1)] != pc)
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{where}: row {r}: pc {int(pc[r]):#x} is no instruction of {fn.name}'s SASS")
-    rows = np.bincount(idx, minlength=off.shape[0]).astype(np.int64)
+        raise InputError(f"{where}: row {row0 + r}: pc {int(pc[r]):#x} is no instruction of {fn.name}'s SASS")
+    return idx
+
+
+def reductions(fn: SassFunction) -> np.ndarray:
+    """Per instruction: it is a reduction (module docstring)."""
+    return np.array([classify(o).op == REDUCTION for o in fn.opcodes], bool)
+
+
+def totals(fn: SassFunction, rows: np.ndarray, warps: int) -> SassCounts:
+    """The kernel's totals from its rows per instruction (``rows``, a count per entry of ``fn.offsets``; ``warps``:
+    the warps that ran), with no rows' ``seq`` (empty)."""
     blocks, counted = _block_counts(fn, rows, warps)
     per_inst = blocks[fn.block]
     klass = np.array([classify(o).klass for o in fn.opcodes], np.int64)
     by_class = np.bincount(klass, weights=per_inst, minlength=len(CLASS_NAMES)).astype(np.int64)
     executed = int(per_inst.sum())
     ins = Instructions(executed=executed, warps=warps, **{c: int(v) for c, v in zip(CLASS_NAMES, by_class)})
-    is_red = np.array([classify(o).op == REDUCTION for o in fn.opcodes], bool)
-    return SassCounts(ins, _seq(fn, idx, key), int(counted.sum()), int((~counted).sum()), is_red[idx])
+    return SassCounts(ins, np.zeros(0, np.int64), int(counted.sum()), int((~counted).sum()), np.zeros(0, bool))
+
+
+def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, where: str = "trace") -> SassCounts:
+    """Totals and ``seq`` of a kernel's rows (``pc``: each row's offset; ``key``: its warp, rows in each warp's
+    order; ``warps``: the warps that ran). InputError when a row's pc is not an instruction of ``fn``."""
+    idx = instruction_index(fn, pc, where)
+    t = totals(fn, np.bincount(idx, minlength=fn.offsets.shape[0]).astype(np.int64), warps)
+    return SassCounts(t.instructions, _seq(fn, idx, key), t.counted, t.estimated, reductions(fn)[idx])
 
 
 def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> tuple[SassFunction, Path] | None:
