@@ -163,12 +163,16 @@ def record_files(draw):
 
 
 @settings(max_examples=150, **SETTINGS)
-@given(case=record_files(), chunk_rows=st.sampled_from([None, 1, 2, 7, 64]), distinct=st.sampled_from([None, 1, 5]))
-def test_random_launches(tmp_path, monkeypatch, case, chunk_rows, distinct):
+@given(case=record_files(), chunk_rows=st.sampled_from([None, 1, 2, 7, 64]), distinct=st.sampled_from([None, 1, 5]),
+       sparse=st.booleans())  # fmt: skip
+def test_random_launches(tmp_path, monkeypatch, case, chunk_rows, distinct, sparse):
     # the decoder's two passes in parts of chunk_rows records (seq counted on across them, each part's objects from
-    # the first pass's), the shared and local rows counted once each from `distinct` rows: the reference's result
+    # the first pass's), the shared and local rows (and a larger grid's warps) counted once each from `distinct`
+    # rows, the warps as those of a grid too large for a table per warp (sparse): the reference's result
     if distinct:
         monkeypatch.setattr(decode_module, "DISTINCT_ROWS", distinct)
+    if sparse:
+        monkeypatch.setattr(decode_module, "DENSE_WARPS", 0)
     data, max_rows = case
     path = tmp_path / "rec.bin"
     path.write_bytes(data)

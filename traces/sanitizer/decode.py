@@ -233,7 +233,8 @@ class _Gathered:
         self.d = d
         self.seen = np.zeros(d.nctas * d.wpb if d.dense else 0, np.uint8)
         self.warps = 0
-        self.keys = np.zeros(0, np.int64)  # a larger grid: the warps that ran, sorted
+        self.held: list[np.ndarray] = []  # a larger grid: the warps that ran, each part's (``keys``)
+        self.last = 0
         self.per_inst = np.zeros(d.sass_fn.offsets.shape[0] if d.sass_fn is not None else 0, np.int64)
         self.widths = np.zeros((d.c_base.shape[0], max(WIDTHS) + 1), np.int64)
         self.written = np.zeros(d.c_base.shape[0], np.bool_)
@@ -250,7 +251,10 @@ class _Gathered:
         if d.dense:
             self.warps += SK.mark_seen(key, self.seen)
         else:
-            self.keys = np.union1d(self.keys, key)
+            self.held.append(np.unique(key))
+            if sum(k.shape[0] for k in self.held) > max(DISTINCT_ROWS, 2 * self.last):  # amortized: linear in all
+                self.held = [self.keys()]
+                self.last = self.held[0].shape[0]
         if d.sass_fn is not None and self.bad_pc is None:
             try:
                 idx = instruction_index(d.sass_fn, c["pc"].view(np.uint32), str(d.rf.path), r0)
@@ -263,11 +267,15 @@ class _Gathered:
         o = np.flatnonzero(c["space"] != GLOBAL)
         self.other.add(c["space"][o], c["pc"][o], c["op"][o], c["width"][o], lo[o], hi[o])
 
+    def keys(self) -> np.ndarray:
+        """A larger grid's warps that ran, sorted."""
+        return np.unique(np.concatenate(self.held)) if self.held else np.zeros(0, np.int64)
+
     def join(self, later: _Gathered) -> None:
         """Add ``later``'s, gathered from the records after these."""
         if self.d.dense:
             self.warps = int(np.count_nonzero(np.bitwise_or(self.seen, later.seen, out=self.seen)))
-        self.keys = np.union1d(self.keys, later.keys)
+        self.held += later.held
         self.per_inst += later.per_inst
         self.widths += later.widths
         self.written |= later.written
@@ -322,8 +330,8 @@ class Decoder:
         g = got[0]
         for later in got[1:]:
             g.join(later)
-        self.keys = g.keys  # a larger grid: a warp's index in the second pass's tables
-        warps = g.warps if self.dense else int(g.keys.shape[0])
+        self.keys = g.keys()  # a larger grid: a warp's index in the second pass's tables
+        warps = g.warps if self.dense else int(self.keys.shape[0])
         if g.low >= 0:
             raise RecordError(
                 rf.path, rf.record_number(g.low), f"shared address below the window base {L.shared_base:#x}"
