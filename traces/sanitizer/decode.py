@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 VALID_FLAGS = (F_READ, F_WRITE, F_ATOMIC | F_READ | F_WRITE, F_ATOMIC | F_WRITE)
 SEQ_NOTE = "position among the warp's memory instructions (the records hold no other instructions)"
 # The most warps whose seq is counted in a table of one int64 per warp of the grid, however few the rows
-# (128 MiB; above it, one per row at most: traces.io._Checker's rule); a larger grid sorts the rows by warp.
+# (128 MiB); a larger grid's warps are numbered among those that ran (sorted, and searched for each row).
 DENSE_WARPS = 1 << 24
 # The first check shares the records among threads (_threads: the cores, at most MAX_THREADS), each a part of the
 # rows in file order, from PARALLEL_ROWS rows.
