@@ -65,18 +65,23 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def status_mib(key: str) -> float | None:
+    """This process's ``key`` (``VmHWM``, ``RssAnon``, ...) in ``/proc/self/status``, in MiB; None where absent."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * KIB / MIB
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mib(who: int = resource.RUSAGE_SELF) -> float:
     """Peak resident memory. For this process, Linux's VmHWM where it exists: ``ru_maxrss`` of a
     process started by fork + exec also counts the forked parent's pages before the exec."""
-    if who == resource.RUSAGE_SELF:
-        try:
-            with open("/proc/self/status") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) * KIB / MIB
-        except OSError:
-            pass
-    return resource.getrusage(who).ru_maxrss * RSS_UNIT / MIB
+    hwm = status_mib("VmHWM") if who == resource.RUSAGE_SELF else None
+    return hwm if hwm is not None else resource.getrusage(who).ru_maxrss * RSS_UNIT / MIB
 
 
 class measure:
@@ -149,14 +154,7 @@ class AnonPeak:
 
     @staticmethod
     def now_mib() -> float:
-        try:
-            with open("/proc/self/status") as fh:
-                for line in fh:
-                    if line.startswith("RssAnon:"):
-                        return int(line.split()[1]) * KIB / MIB
-        except OSError:
-            pass
-        return 0.0
+        return status_mib("RssAnon") or 0.0
 
     def _sample(self) -> None:
         while not self._stop.is_set():
