@@ -10,9 +10,9 @@ instructions a warp, 3n/32 rows) runs
 - traced (``PLACEMENT_TRACE_STATS``, ``traces/sanitizer/inject.cpp``): the traced launch's wall time from the
   launch-begin callback's end to the drain thread's end (the patched kernel and the copying out of its records)
   and the records; slowdown = traced / uninstrumented launch, device records per second = records / traced;
-- its record file through the host side as ``placement trace`` does it (``read_records(mapped=True)``,
-  ``decode`` with the kernel's SASS, ``traces.write``; ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to
-  Parquet: wall and CPU time, rows per second;
+- its record file through the host side as ``placement trace`` does it (``read_records(mapped=True)``, the
+  ``decode.Decoder``'s two passes with the kernel's SASS, ``traces.write_parts``;
+  ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to Parquet: wall and CPU time, rows per second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
     python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--max-rows N]
