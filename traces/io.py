@@ -405,15 +405,25 @@ def _fits(a: np.ndarray, dt: np.dtype) -> bool:
     return bool(a.min() >= info.min and a.max() <= info.max)
 
 
+def _arrow(a: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """A numpy column as an Arrow array of ``type_`` (its dtype's), no nulls, over the same memory: built from its
+    buffer, since ``pa.array`` of a numpy array imports pandas (0.2 s of a command's start) to ask whether it is
+    one of pandas' arrays. A column of another dtype goes through ``pa.array`` (its checked cast)."""
+    if a.dtype != np.dtype(type_.to_pandas_dtype()):
+        return pa.array(a, type=type_)
+    a = np.ascontiguousarray(a)
+    return pa.Array.from_buffers(type_, a.shape[0], [None, pa.py_buffer(a)])
+
+
 def to_table(columns: Mapping[str, np.ndarray], info: KernelInfo) -> pa.Table:
     """An Arrow table of trace columns with the metadata attached (no copies of ``addr``)."""
     arrays = []
     for f in ARROW_SCHEMA:
         a = columns[f.name]
         if f.name == "addr":
-            arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1), type=pa.uint64()), type=f.type))
+            arrays.append(pa.FixedSizeListArray.from_arrays(_arrow(a.reshape(-1), pa.uint64()), type=f.type))
         else:
-            arrays.append(pa.array(a, type=f.type))
+            arrays.append(_arrow(a, f.type))
     schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
     return pa.Table.from_arrays(arrays, schema=schema)
 
