@@ -94,6 +94,9 @@ class Placement:
     """Object name -> short space, for every object of a kernel (sorted by object id)."""
 
     spaces: tuple[tuple[str, str], ...]
+    windows: int | None = None
+    """The staged objects' window count asked for (``;windows=K``: the staged code one wrote or measured), or
+    None for the tool's choice (``placement.staging.choose``)."""
 
     def __getitem__(self, name: str) -> str:
         for n, s in self.spaces:
@@ -113,7 +116,7 @@ class Placement:
         """`A=T,B=2T` of the moved objects (all objects when no sample is given)."""
         items = self.moved(sample).items() if sample else ((n, (None, s)) for n, s in self.spaces)
         text = ",".join(f"{n}={s}" for n, (_, s) in items)
-        return text or "sample"
+        return (text or "sample") + (f";windows={self.windows}" if self.windows is not None else "")
 
 
 def object_short(o: ObjectInfo) -> str | None:
@@ -129,14 +132,23 @@ def sample_placement(info: KernelInfo) -> Placement:
 def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelInfo) -> Placement:
     """Complete a partial placement (`A=T,B=2T` or a mapping) with the sample's spaces.
 
-    Names must be objects of the kernel; spaces any spelling of G T 2T C S.
+    Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
+    ``;windows=K``: the staged objects' tiles in K windows (a power of two), the staged code one
+    wrote or measured, instead of the tool's choice.
     """
+    windows = None
+    if not isinstance(text, (str, Mapping)):
+        text = ",".join(text)  # --place given more than once
+    if isinstance(text, str) and ";" in text:
+        text, _, tail = text.partition(";")
+        key, _, value = (x.strip() for x in tail.partition("="))
+        if key != "windows" or not value.isdigit() or int(value) < 1 or int(value) & (int(value) - 1):
+            raise InputError(f"--place ...;{tail}: expected ;windows=K with K a power of two (1, 2, 4, ...)")
+        windows = int(value)
     if isinstance(text, str):
         pairs = [p for p in (x.strip() for x in text.split(",")) if p]
-    elif isinstance(text, Mapping):
-        pairs = [f"{k}={v}" for k, v in text.items()]
     else:
-        pairs = [p for x in text for p in (y.strip() for y in x.split(",")) if p]
+        pairs = [f"{k}={v}" for k, v in text.items()]
     wanted: dict[str, str] = {}
     names = {o.name: o for o in info.objects}
     for p in pairs:
@@ -157,7 +169,9 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
             raise InputError(f"--place {p!r}: {name!r} is already a shared-memory array of the kernel; place it in S")
         wanted[name] = short
     sample = sample_placement(info)
-    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces))
+    if windows is not None and not any(is_staged(s) for s in wanted.values()):
+        raise InputError(f"--place ...;windows={windows}: no object is staged (S/G, S/T or S/R) to split into windows")
+    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces), windows)
 
 
 @dataclass(frozen=True)

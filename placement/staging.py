@@ -18,7 +18,12 @@ staged kernel:
   the kernel's own arrays (one staging pass when the whole footprint fits: a
   convolution's input tile), and the fewest that keep the occupancy the placement has
   without tiles (a tiled matrix multiply's small tiles, which a developer picks so
-  that staging does not cost resident blocks). When they coincide there is one.
+  that staging does not cost resident blocks). When they coincide there is one. A third
+  is the textbook tiling: the fewest windows (keeping the occupancy) whose 2D tiles are
+  no wider than the block (Kirk & Hwu's ``Mds[TILE_WIDTH][TILE_WIDTH]``: a warp's rows of
+  the tile then do not share a bank, where a wider tile of the same rows may, as the
+  fewest windows give a tiled matrix multiply with blocks of 8 x 8 and 16 x 16: 2- to
+  4-way conflicts that the textbook kernel, measured, does not have).
 - **Costs** of the staging code per element and per barrier come from nvcc's SASS
   (``placement.addressing.staging_cost``): the copy loops of a static tile have
   compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
@@ -170,15 +175,35 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         smem = _align(own_smem) + sum(_align(b) for _, b, _ in tiles)
         return StagingOption(w, smem, tiles, why)
 
-    fit = occ = None
+    if placement.windows is not None:  # the windows asked for (";windows=K")
+        w = placement.windows
+        o = option(w, f"the windows asked for (;windows={w})")
+        if (
+            w > wins[-1]
+            or o.smem_per_block > limit
+            or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1
+        ):
+            raise IllegalPlacement(
+                "shared",
+                f"windows={w}: the staged tiles of {', '.join(staged)} in {w} windows need {o.smem_per_block:,} bytes of "
+                f"shared memory per block with the kernel's own ({gpu.name} allows {limit:,}), or a warp makes fewer "
+                f"than {w} accesses (at most {wins[-1]} windows)",
+            )
+        return StagingChoice((o,), own_smem)
+    two_d = [i for i, n in enumerate(staged) if info.object(n).shape is not None]
+    fit = occ = narrow = None
     for w in wins:
         o = option(w, "")
         if o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
             continue
         if fit is None:
             fit = option(w, "fewest windows that fit")
-        if occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm >= base_blocks:
+        keeps = occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm >= base_blocks
+        if keeps and occ is None:
             occ = option(w, "fewest windows that keep the occupancy")
+        if keeps and two_d and all(o.tiles[i][2] <= info.block[0] for i in two_d):
+            narrow = option(w, "fewest windows whose 2D tiles are no wider than the block (the textbook tiling)")
+        if occ is not None and (narrow is not None or not two_d):
             break
     if fit is None:
         finest = option(wins[-1], "")
@@ -189,6 +214,8 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
             f"{limit:,} per block",
         )
     options = (fit,) if occ is None or occ.windows == fit.windows else (fit, occ)
+    if narrow is not None and all(narrow.windows != o.windows for o in options):
+        options += (narrow,)
     return StagingChoice(options, own_smem)
 
 

@@ -137,9 +137,10 @@ def test_vecadd_ranking_says_nothing_beats_the_sample():
 
 
 def test_staged_reason_names_tile_and_windows():
-    e = placement.evaluate(MATMUL, "k80", "M=S,N=S")
+    e = placement.evaluate(MATMUL, "k80", "M=S,N=S;windows=1")
     m, n = e.target.explanation.objects
-    # block (bx, by) of 16 x 16 threads reads rows 16 by .. 16 by + 15 of M, all 64 columns: a 16 x 64 tile
+    # block (bx, by) of 16 x 16 threads reads rows 16 by .. 16 by + 15 of M, all 64 columns: in one window, a 16 x 64
+    # tile
     assert m.facts[0].startswith("staged in shared memory: a tile of 16 x 64 elements (4 KiB) per block, 1 window")
     assert n.facts[0].startswith("staged in shared memory: a tile of 64 x 16 elements (4 KiB) per block, 1 window")
     assert any("__syncthreads()" in k for k in e.target.explanation.kernel)

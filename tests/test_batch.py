@@ -305,3 +305,30 @@ def test_table4_suite_is_valid():
                         options=s.options)  # fmt: skip
     p = batch.plan(small)
     assert len(p.tasks) == 5 + 9 + 2 + 2
+
+
+def test_windows_asked_for_are_their_own_tasks(run_cli, tmp_path):
+    # two staged codes of the same spaces (";windows=K": as measured) are two tasks, rows and labels, each staged in
+    # its windows; a placement and the same with windows are not the same placement
+    suite = _suite(
+        tmp_path,
+        """\
+name = "windows"
+gpu = "k40"
+
+[[entry]]
+id = "mm"
+generator = "matmul_naive"
+size = [64]
+block = [16]
+placements = ["", "M=S,N=S;windows=1", "M=S,N=S;windows=4", "M=S,N=S"]
+measured_ns = [9000.0, 8000.0, 7000.0, 7500.0]
+""",
+    )
+    out = tmp_path / "w.parquet"
+    code, _, err = run_cli("batch", suite, "-o", out)
+    assert code == 0, err
+    rows = sorted(pq.read_table(out).to_pylist(), key=lambda r: r["position"])
+    assert [r["placement"] for r in rows] == ["sample", "M=S/G,N=S/G;windows=1", "M=S/G,N=S/G;windows=4", "M=S/G,N=S/G"]
+    assert [r["staging.windows"] for r in rows[1:3]] == [1, 4]
+    assert len({r["task"] for r in rows}) == 4

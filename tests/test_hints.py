@@ -108,9 +108,14 @@ def test_two_textures_paste_together(mm):
 
 
 def test_staged_pair_shares_windows(mm):
+    # the fastest of the window counts tried on the K80: the textbook tiling, 4 windows of 16 x 16 tiles (with
+    # ;windows=1 the tiles span all of k: 16 x 64 and 64 x 16)
     e = placement.evaluate(mm, K80, "M=S,N=S/R", hints=True)
     m, n = e.hints
-    assert "__shared__ float s_M[16][64];" in m.kernel and "__shared__ float s_N[64][16];" in n.kernel
+    assert e.target.evaluation.target.staging["windows"] == 4
+    assert "__shared__ float s_M[16][16];" in m.kernel and "__shared__ float s_N[16][16];" in n.kernel
+    m1, n1 = placement.evaluate(mm, K80, "M=S,N=S/R;windows=1", hints=True).hints
+    assert "__shared__ float s_M[16][64];" in m1.kernel and "__shared__ float s_N[64][16];" in n1.kernel
     assert "__ldg(&N[((N_row0 + r) * 64 + N_col0 + c)])" in n.kernel
     assert all(any("share the windows" in x for x in h.notes) for h in (m, n))
 
@@ -140,7 +145,7 @@ def test_copy_loop_of_a_1d_block_follows_the_tile_width(mm):
 def _all_kinds(mm) -> list[H.Hint]:
     """One hint of every kind: the ones the trace gives, and staging forms it has not (1D, windows, atomics)."""
     out = []
-    for p in ("M=C,N=R,P=S/G", "M=2T,N=T", "M=S,N=S/T", "N=S/R"):
+    for p in ("M=C,N=R,P=S/G", "M=2T,N=T", "M=S,N=S/T;windows=1", "N=S/R;windows=1"):
         out += placement.evaluate(mm, K80, p, hints=True).hints
     info = mm.info
     one_d = traces.ObjectInfo(7, "x", "global", 0, 4096, 4, None, False)

@@ -27,23 +27,41 @@ def matmul():
     return traces.Trace(**cols, info=info)
 
 
-def test_windows_that_fit_and_that_keep_the_occupancy(matmul):
+def test_windows_that_fit_that_keep_the_occupancy_and_the_textbook_tiling(matmul):
     # K = 64 accesses per warp to M and to N. With W windows a block's tiles are M: 16 rows x 64/W columns and
     # N: 64/W rows x 16 columns, 4096/W bytes each. W = 1 (8192 B) fits the 48 KB per block, but 6 blocks of
     # 8 KB fit an SM where the sample has 8 (warp limit, 256 threads): W = 2 (4096 B, 12 blocks) keeps them.
+    # The textbook tiling: M's tile no wider than the block's 16 threads, 64/W <= 16, W = 4 (16 x 16 tiles).
     facts = StagingFacts(matmul)
     legal = check(matmul.info, K40, parse_placement("M=S,N=S", matmul.info), facts)
-    (fit, occ) = legal.staging.options
+    (fit, occ, narrow) = legal.staging.options
     assert (fit.windows, fit.smem_per_block, fit.tiles) == (1, 8192, (("M", 4096, 64), ("N", 4096, 16)))
     assert (occ.windows, occ.smem_per_block, occ.tiles) == (2, 4096, (("M", 2048, 32), ("N", 2048, 16)))
+    assert (narrow.windows, narrow.smem_per_block, narrow.tiles) == (4, 2048, (("M", 1024, 16), ("N", 1024, 16)))
     assert legal.occupancy.blocks_per_sm == 6 and legal.smem_per_block == 8192
 
 
-def test_the_faster_window_count_is_kept_and_both_are_reported(matmul):
+def test_windows_asked_for(matmul):
+    # ";windows=K" stages in K windows only (the code one wrote or measured); more windows than a warp has accesses,
+    # or tiles that do not fit, are illegal; a K that is not a power of two, or with nothing staged, is refused
+    facts = StagingFacts(matmul)
+    p = parse_placement("M=S,N=S;windows=8", matmul.info)
+    assert p.windows == 8 and p.label() == "M=S/G,N=S/G,P=G;windows=8"
+    (only,) = check(matmul.info, K40, p, facts).staging.options
+    assert (only.windows, only.smem_per_block, only.tiles) == (8, 1024, (("M", 512, 8), ("N", 512, 16)))
+    with pytest.raises(IllegalPlacement, match="windows=128"):
+        check(matmul.info, K40, parse_placement("M=S,N=S;windows=128", matmul.info), facts)
+    for bad, why in (("M=S;windows=3", "power of two"), ("M=S;tile=4", "power of two"), ("M=G;windows=2", "no object")):
+        with pytest.raises(traces.InputError, match=why):
+            parse_placement(bad, matmul.info)
+    assert parse_placement(["M=S", "N=S;windows=2"], matmul.info).windows == 2  # --place given twice
+
+
+def test_the_faster_window_count_is_kept_and_each_is_reported(matmul):
     ev = WholeTraceEvaluator(matmul, K40)
     t = ev.evaluate(parse_placement("M=S,N=S", matmul.info)).target
     tried = {d["windows"]: d["time_ns"] for d in t.staging["tried"]}
-    assert set(tried) == {1, 2} and t.time_ns == min(tried.values())
+    assert set(tried) == {1, 2, 4} and t.time_ns == min(tried.values())
     assert t.staging["windows"] == min(tried, key=tried.get)
     # each warp stages its share of both tiles per window: a tile of 4096 / W bytes is 1024 / W floats over
     # 256 threads, 4 / W rows of 32 lanes per warp -> 2 tiles x 4 / W rows x W windows = 8 loads (and 8 shared
