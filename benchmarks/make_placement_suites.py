@@ -10,7 +10,8 @@ placements that were measured, and their measured times (ns):
 - ``gpuperfpredict_matmul.toml``: gpuperfpredict's naive matMul_gpu against its tiled
   matMul_gpu_sharedmem (Tile_Width = block edge) on each GPU of the data that has a
   configuration here, per matrix size and block edge: the naive kernel's trace
-  (``matmul_naive``) with M and N staged in shared memory (``M=S,N=S``) is the tiled
+  (``matmul_naive``) with M and N staged in shared memory in W / Tile_Width windows
+  (``M=S,N=S;windows=K``: Tile_Width x Tile_Width tiles, the tiled kernel's) is the tiled
   kernel. Measured time: the median ``Duration`` of the data's runs of that size and
   block.
 - ``kerneltuner_conv_a100.toml``: Kernel Tuner's 2D convolution on an A100 (4096 x 4096
@@ -80,7 +81,8 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
     base = data / "gpuperfpredict" / "Apps-Gpus"
     out = [
         "# gpuperfpredict's naive matMul_gpu against its tiled matMul_gpu_sharedmem, measured (median Duration of",
-        "# the data's runs per size and block), as the naive kernel's trace with M and N staged in shared memory.",
+        "# the data's runs per size and block), as the naive kernel's trace with M and N staged in shared memory in",
+        "# the tiled kernel's tiles (W / Tile_Width windows of Tile_Width x Tile_Width).",
         "# Written by benchmarks/make_placement_suites.py from ../shared/data/gpuperfpredict (github",
         "# marcosamaris/gpuperfpredict, Datasets/); do not edit by hand.  Run:",
         "#     placement batch configs/suites/gpuperfpredict_matmul.toml -o matmul.parquet --workers 1",
@@ -104,7 +106,7 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
                 t0, t1 = float(naive[(w, b)]) * 1e9, float(tiled[(w, b)]) * 1e9
                 out += [
                     "[[entry]]", f'id = "matmul-{g}-W{w}-b{b}"', 'generator = "matmul_naive"', f"size = [{w}]",
-                    f"block = [{b}]", f'gpu = "{g}"', 'placements = ["", "M=S,N=S"]',
+                    f"block = [{b}]", f'gpu = "{g}"', f'placements = ["", "M=S,N=S;windows={w // b}"]',
                     f"measured_ns = [{t0:.1f}, {t1:.1f}]",
                     f'note = "{dn}: matMul_gpu and matMul_gpu_sharedmem, Input.Size {w}, block {b} x {b}"', "",
                 ]  # fmt: skip
@@ -263,18 +265,29 @@ def _block(kernel: str, text: str) -> list[int]:
     return [bx]
 
 
-def h100_placement(kernel: str, variant: str) -> tuple[str | None, str]:
-    """The placement a variant code stands for ("" = the sample), or None and why the tool cannot express it."""
+def h100_placement(kernel: str, variant: str, traced: dict[str, int] | None = None, block: list[int] | None = None,
+                   measured: dict[str, int] | None = None) -> tuple[str | None, str]:  # fmt: skip
+    """The placement a variant code stands for ("" = the sample), or None and why the tool cannot express it. A
+    staged variant measured at a window count keeps its tiles (``;windows=K``, K scaled by the traced W over the
+    measured W where a smaller matrix is traced: the same tiles, fewer of them); matmul's ``tiled`` (Kirk & Hwu's
+    kernel, unchanged: a TILE x TILE tile of M and of N a window, two barriers a window) is the naive kernel's M and
+    N staged in W / TILE windows (``traced``: the traced size; ``block``: the tile)."""
     if variant == "tiled":
-        return None, ("tiled (benchmarks/kernels/matmul_tiled.cu unchanged) is another kernel, generator matmul_tiled: "
-                      "a suite entry compares placements of one trace")  # fmt: skip
+        if traced is None or block is None:
+            return None, "tiled: the textbook tiling of the traced size (W / TILE windows)"
+        return f"M=S/G,N=S/G;windows={traced['W'] // block[0]}", ""
     spaces = [p.split("=", 1) for p in variant.split(";")[0].split(",")]
     for _, sp in spaces:
         if sp == "R*":
             return None, ("R* (const __restrict__ pointers, plain loads) has no spelling: the tool's R is what __ldg "
                           "compiles to")  # fmt: skip
     moved = [f"{o}={'S/G' if sp == 'S/G-bbox' else sp}" for o, sp in spaces if sp != "G"]
-    return ",".join(moved), ""
+    windows = [int(x.removeprefix("windows=")) for x in variant.split(";")[1:] if x.startswith("windows=")]
+    if windows and traced is not None and measured is not None:
+        windows = [w * traced["W"] // measured["W"] for w in windows]
+        if min(windows) < 1:
+            return None, "a staged variant whose tiles are wider than the traced matrix (W halved until it holds)"
+    return ",".join(moved) + "".join(f";windows={w}" for w in windows), ""
 
 
 def _staged_tiles(generator: str, size: dict[str, int], block: list[int], placement: str) -> list[tuple[int, int]]:
@@ -355,7 +368,7 @@ def h100_suite(data: Path) -> str:
         places, times, notes, used = [], [], [], []
         for v in variants:
             rs = rows[(kernel, size, block, v)]
-            p, why = h100_placement(kernel, v)
+            p, why = h100_placement(kernel, v, tsz, blk, sz)
             if p is not None and "=S/" in p:
                 ok, fact = staged_ok(kernel, size, block, v, p)
                 if not ok:
@@ -372,8 +385,8 @@ def h100_suite(data: Path) -> str:
             places.append(p)
             used.append(v)
             times.append(round(statistics.median(float(r["med_us"]) for r in rs) * 1e3, 1))
-            if ";windows=" in v:
-                notes.append(f"{p} measured with {v.split(';')[1]}")
+            if v == "tiled":
+                notes.append(f"{p}: matmul_tiled.cu (Kirk & Hwu), the textbook tiling")
             if "S/G-bbox" in v:
                 notes.append(f"{p}: the measured {v}")
         if "" not in places:
@@ -404,7 +417,8 @@ def h100_suite(data: Path) -> str:
         "#",
         "# One entry per (kernel, size, block) of variants-run1.csv / variants-run2.csv and the histogram rows of",
         '# variants-extra.csv. Variant codes -> placements: G = the sample (""), R = R (__ldg), T = T, C = C,',
-        "# S/G = S/G (the tool picks its windows; matmul's measured windows are in the note). measured_ns: the",
+        "# S/G = S/G (the tool picks its windows; matmul's at the measured windows, ;windows=K, and its tiled",
+        "# kernel as the textbook tiling, ;windows=W/TILE, placement.placements.parse_placement). measured_ns: the",
         "# median of med_us (30 launches, each after an L2 flush) over the two runs, i.e. their mean; one run for",
         "# variants-extra.csv.",
         f"# The trace is the measured size's where it holds at most {MAX_TRACE_ROWS:,} rows; else the largest size",
