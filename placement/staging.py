@@ -13,17 +13,19 @@ staged kernel:
   write; an object written only by atomics or reductions (and never read plainly) is
   privatized instead (zeroed in shared memory, reduced back to global memory).
 - **Windows.** The tiles of all staged objects are sized together for W windows (W =
-  1, 2, 4, ...). Two choices are worth evaluating, and the faster is kept (both are
+  1, 2, 4, ...). Three choices are worth evaluating, and the fastest is kept (each is
   reported): the fewest windows whose tiles fit the per-block shared-memory limit with
   the kernel's own arrays (one staging pass when the whole footprint fits: a
-  convolution's input tile), and the fewest that keep the occupancy the placement has
-  without tiles (a tiled matrix multiply's small tiles, which a developer picks so
-  that staging does not cost resident blocks). When they coincide there is one. A third
-  is the textbook tiling: the fewest windows (keeping the occupancy) whose 2D tiles are
-  no wider than the block (Kirk & Hwu's ``Mds[TILE_WIDTH][TILE_WIDTH]``: a warp's rows of
-  the tile then do not share a bank, where a wider tile of the same rows may, as the
-  fewest windows give a tiled matrix multiply with blocks of 8 x 8 and 16 x 16: 2- to
-  4-way conflicts that the textbook kernel, measured, does not have).
+  convolution's input tile); the fewest that keep the occupancy the placement has
+  without tiles (small tiles, which a developer picks so that staging does not cost
+  resident blocks); and the textbook tiling, the fewest (keeping the occupancy) whose 2D
+  tiles are no wider than the block nor than a warp's accesses in one window (Kirk &
+  Hwu's ``Mds[TILE_WIDTH][TILE_WIDTH]``, TILE_WIDTH steps of k a window; not a
+  convolution's one tap a window, whose tile is read once). A warp's rows of a tile no
+  wider than the block do not share a bank, where the wider tile of fewer windows may:
+  a tiled matrix multiply of 8 x 8 and 16 x 16 blocks in the fewest windows has 2- to
+  4-way conflicts that the textbook kernel, measured, does not have. Where choices
+  coincide they are one. ``;windows=K`` (``Placement.windows``) evaluates K alone.
 - **Costs** of the staging code per element and per barrier come from nvcc's SASS
   (``placement.addressing.staging_cost``): the copy loops of a static tile have
   compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
@@ -201,7 +203,8 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         keeps = occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm >= base_blocks
         if keeps and occ is None:
             occ = option(w, "fewest windows that keep the occupancy")
-        if keeps and two_d and all(o.tiles[i][2] <= info.block[0] for i in two_d):
+        per_window = -(-k_max // w)  # a warp's accesses in one window
+        if keeps and two_d and all(o.tiles[i][2] <= min(info.block[0], per_window) for i in two_d):
             narrow = option(w, "fewest windows whose 2D tiles are no wider than the block (the textbook tiling)")
         if occ is not None and (narrow is not None or not two_d):
             break
