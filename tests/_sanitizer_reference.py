@@ -24,6 +24,7 @@ from traces.schema import (
     ObjectInfo,
 )
 from traces.sanitizer.decode import VALID_FLAGS, _candidates, kernel_info, launch_shape
+from traces.sanitizer.sass import SassCounts, block_bounds, instruction_index, reductions, totals
 from traces.sanitizer.records import (
     ACCESS,
     ACCESS_DTYPE,
@@ -82,6 +83,44 @@ def _other_objects(space, pc, op, width, mask, addr, objects: tuple[ObjectSpec, 
         name = o.name if o.name not in taken else f"{o.name}_{o.id + shift}"
         objs.append(ObjectInfo(o.id + shift, name, o.space, o.base, o.size, o.elem_bytes, o.shape, o.written))
         origins[name] = found.report["objects"].get(o.name, "inferred from addresses")
+
+
+def sass_seq_sorted(
+    idx: np.ndarray, key: np.ndarray, block: np.ndarray, first: np.ndarray, last: np.ndarray
+) -> np.ndarray:
+    """(traces.sanitizer.sass's, for grids too large for a table per warp, before the decoder streamed: c2569fb.)
+    Each row's position in its warp's instruction stream (the ``seq`` rule of ``traces.sanitizer.sass``'s docstring)
+    by a stable sort of the rows by warp (``key``); ``idx``: each row's instruction; ``first``/``last``: each basic
+    block's first and last instruction."""
+    n = idx.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(key, kind="stable")
+    i, k = idx[order], key[order]
+    start = np.r_[True, k[1:] != k[:-1]]
+    prev = np.r_[0, i[:-1]]
+    b, pb = block[i], block[prev]
+    same = (b == pb) & (i > prev)
+    gap = np.where(same, i - prev, (last[pb] - prev) + (i - first[b]) + 1)
+    gap = np.where(start, i, gap)  # a warp's first row: the instructions before it on the straight path
+    pos = np.cumsum(gap)
+    base = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    pos = pos - pos[base] + i[base]
+    seq = np.empty(n, np.int64)
+    seq[order] = pos
+    return seq
+
+
+def sass_counts(fn, pc: np.ndarray, key: np.ndarray, warps: int, where: str = "trace") -> SassCounts:
+    """(traces.sanitizer.sass's whole-array form before the decoder streamed: c2569fb.) Totals and ``seq`` of a
+    kernel's rows (``pc``: each row's offset; ``key``: its warp, rows in each warp's order; ``warps``: the warps
+    that ran), ``seq`` by the sort (:func:`sass_seq_sorted`), not the decoder's one-pass table; InputError when a
+    row's pc is not an instruction of ``fn``."""
+    idx = instruction_index(fn, pc, where)
+    t = totals(fn, np.bincount(idx, minlength=fn.offsets.shape[0]).astype(np.int64), warps)
+    first, last = block_bounds(fn)
+    seq = sass_seq_sorted(idx, np.asarray(key, np.int64), fn.block, first, last)
+    return SassCounts(t.instructions, seq, t.counted, t.estimated, reductions(fn)[idx])
 
 
 def read_records(path) -> RecordFile:
@@ -246,8 +285,6 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     seq, warps = _seq(key)
     counts = None
     if sass_fn is not None:
-        from traces.sanitizer.sass import sass_counts
-
         counts = sass_counts(sass_fn, acc["pc"].astype(np.int64), key, warps, where=str(rf.path))
         seq = counts.seq
     lo = np.zeros(n, np.uint64)

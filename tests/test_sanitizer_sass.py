@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traces.errors import InputError
+import _sanitizer_reference as ref
 from traces.sanitizer import sass
+from traces.sanitizer._kernels import sass_seq
 
 FIXTURE = Path(__file__).parent / "fixtures" / "matvec.sm_90.sass"
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +52,7 @@ def test_totals_and_seq_hand_worked():
     fn = _matvec()
     pc = _rows(fn)
     assert pc.shape[0] == 32 * 2 + 16 + 1
-    c = sass.sass_counts(fn, pc, np.zeros(pc.shape[0], np.int64), warps=1)
+    c = ref.sass_counts(fn, pc, np.zeros(pc.shape[0], np.int64), warps=1)
     # blocks 7, 9 and 15 ran 2, 1, 1 times (counted); 11 and 14 hold loads never recorded (0); the others are
     # estimated: 0-6 before the first block that ran, once (the warp's entry), 8, 10, 12, 13 the fewer of their
     # neighbours' (1), 16 after the last, as 15 (1)
@@ -73,11 +75,11 @@ def test_seq_per_warp_and_in_any_row_order():
     # two warps' rows interleaved: each warp's seq as if alone
     fn = _matvec()
     pc = _rows(fn)
-    alone = sass.sass_counts(fn, pc, np.zeros(pc.shape[0], np.int64), warps=1).seq
+    alone = ref.sass_counts(fn, pc, np.zeros(pc.shape[0], np.int64), warps=1).seq
     both = np.empty(2 * pc.shape[0], np.int64)
     both[0::2], both[1::2] = pc, pc
     key = np.tile([0, 1], pc.shape[0])
-    c = sass.sass_counts(fn, both, key, warps=2)
+    c = ref.sass_counts(fn, both, key, warps=2)
     assert (c.seq[0::2] == alone).all() and (c.seq[1::2] == alone).all()
     assert c.instructions.executed == 2 * 198
 
@@ -85,9 +87,9 @@ def test_seq_per_warp_and_in_any_row_order():
 def test_a_pc_outside_the_function_is_refused():
     fn = _matvec()
     with pytest.raises(InputError, match=r"rec\.bin: row 1: pc 0x228 is no instruction of matvec"):
-        sass.sass_counts(fn, np.array([0x220, 0x228]), np.zeros(2, np.int64), warps=1, where="rec.bin")
+        ref.sass_counts(fn, np.array([0x220, 0x228]), np.zeros(2, np.int64), warps=1, where="rec.bin")
     with pytest.raises(InputError, match="pc 0xb20"):  # the padding after the last EXIT
-        sass.sass_counts(fn, np.array([0xB20]), np.zeros(1, np.int64), warps=1)
+        ref.sass_counts(fn, np.array([0xB20]), np.zeros(1, np.int64), warps=1)
 
 
 def test_nvdisasm_missing_or_failing_is_one_line(tmp_path):
@@ -223,7 +225,8 @@ def test_seq_in_one_pass_equals_the_sorted_rule(n, warps, seed):
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(fn.opcodes), n).astype(np.int64)
     key = rng.integers(0, warps, n).astype(np.int64)
-    block = fn.block
-    first = np.searchsorted(block, np.arange(fn.n_blocks), side="left")
-    last = np.searchsorted(block, np.arange(fn.n_blocks), side="right") - 1
-    assert (sass._seq(fn, idx, key) == sass._seq_sorted(idx, key, block, first, last)).all()
+    first, last = sass.block_bounds(fn)
+    one_pass = np.empty(n, np.int64)
+    sass_seq(idx, key, fn.block.astype(np.int64), first, last, np.full(warps, -1, np.int64), np.zeros(warps, np.int64),
+             one_pass)  # fmt: skip
+    assert (one_pass == ref.sass_seq_sorted(idx, key, fn.block, first, last)).all()

@@ -281,7 +281,7 @@ def global_candidates(space, lo, hi, op, width, base, end, cand, widths, written
 
 @nb.njit(cache=True, nogil=True)
 def sass_seq(idx, key, block, first, last, prev, pos, out):  # pragma: no cover - numba
-    """Each row's position in its warp's instruction stream (``traces.sanitizer.sass._seq``'s rule) in one pass over
+    """Each row's position in its warp's instruction stream (``traces.sanitizer.sass``' rule for ``seq``) in one pass over
     the rows in order, with each warp's last instruction and position in ``prev`` and ``pos`` (indexed by ``key``;
     -1 and 0 for a warp not yet seen, and left as they end so that the next rows of the stream go on from them): a
     warp's first row sits at its instruction's index, each later one after the instructions between it and the

@@ -185,45 +185,6 @@ def block_bounds(fn: SassFunction) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(fn.block, ids, side="left"), np.searchsorted(fn.block, ids, side="right") - 1
 
 
-def _seq(fn: SassFunction, idx: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Each row's estimated position in its warp's instruction stream (module docstring); ``idx``: the row's
-    instruction, ``key``: its warp, rows in each warp's order."""
-    n = idx.shape[0]
-    if n == 0:
-        return np.zeros(0, np.int64)
-    first, last = block_bounds(fn)
-    from .decode import DENSE_WARPS
-
-    n_keys = int(key.max()) + 1
-    if key.min() >= 0 and n_keys <= max(DENSE_WARPS, n):  # a table per warp, one pass (no sort), as decode counts
-        from ._kernels import sass_seq
-
-        out = np.empty(n, np.int64)
-        prev, pos = np.full(n_keys, -1, np.int64), np.zeros(n_keys, np.int64)
-        sass_seq(idx.astype(np.int64), key.astype(np.int64), fn.block.astype(np.int64), first, last, prev, pos, out)
-        return out
-    return _seq_sorted(idx, key, fn.block, first, last)
-
-
-def _seq_sorted(idx: np.ndarray, key: np.ndarray, block: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """:func:`_seq` by a stable sort of the rows by warp (any keys; grids too large for a table per warp)."""
-    n = idx.shape[0]
-    order = np.argsort(key, kind="stable")
-    i, k = idx[order], key[order]
-    start = np.r_[True, k[1:] != k[:-1]]
-    prev = np.r_[0, i[:-1]]
-    b, pb = block[i], block[prev]
-    same = (b == pb) & (i > prev)
-    gap = np.where(same, i - prev, (last[pb] - prev) + (i - first[b]) + 1)
-    gap = np.where(start, i, gap)  # a warp's first row: the instructions before it on the straight path
-    pos = np.cumsum(gap)
-    base = np.maximum.accumulate(np.where(start, np.arange(n), 0))
-    pos = pos - pos[base] + i[base]
-    seq = np.empty(n, np.int64)
-    seq[order] = pos
-    return seq
-
-
 def instruction_index(fn: SassFunction, pc: np.ndarray, where: str = "trace", row0: int = 0) -> np.ndarray:
     """Each row's instruction (its index in ``fn.offsets``) by its ``pc``; InputError naming the row (``row0`` +
     its index here) when a row's pc is not an instruction of ``fn``."""
@@ -251,14 +212,6 @@ def totals(fn: SassFunction, rows: np.ndarray, warps: int) -> SassCounts:
     executed = int(per_inst.sum())
     ins = Instructions(executed=executed, warps=warps, **{c: int(v) for c, v in zip(CLASS_NAMES, by_class)})
     return SassCounts(ins, np.zeros(0, np.int64), int(counted.sum()), int((~counted).sum()), np.zeros(0, bool))
-
-
-def sass_counts(fn: SassFunction, pc: np.ndarray, key: np.ndarray, warps: int, where: str = "trace") -> SassCounts:
-    """Totals and ``seq`` of a kernel's rows (``pc``: each row's offset; ``key``: its warp, rows in each warp's
-    order; ``warps``: the warps that ran). InputError when a row's pc is not an instruction of ``fn``."""
-    idx = instruction_index(fn, pc, where)
-    t = totals(fn, np.bincount(idx, minlength=fn.offsets.shape[0]).astype(np.int64), warps)
-    return SassCounts(t.instructions, _seq(fn, idx, key), t.counted, t.estimated, reductions(fn)[idx])
 
 
 def kernel_function(cubins, mangled: str, nvdisasm: Path | None = None) -> tuple[SassFunction, Path] | None:
