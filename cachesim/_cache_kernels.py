@@ -1,9 +1,10 @@
 """numba kernels of one set-associative cache (GPGPU-Sim's ``tag_array``, timing-free).
 
 A cache is a row of ``cfg`` (int64, layout below) and a slice of the shared
-``state`` array (uint64, shape (4, lines)): row TAG holds the block address of each
-way, VALID its valid-sector mask (0 = invalid way), DIRTY its dirty-sector mask and
-STAMP the last access (LRU) or allocation (FIFO) instant. Several caches of one kind
+``state`` array (uint64, shape (4, lines), or 5 with FILL): row TAG holds the block address of each
+way, VALID its valid-sector mask (0 = invalid way), DIRTY its dirty-sector mask,
+STAMP the last access (LRU) or allocation (FIFO) instant and FILL (the hierarchy's per-SM
+caches only; these kernels never touch it) the issue slot of its last fill. Several caches of one kind
 (one L1 per SM, one L2 per slice) are instances laid end to end from ``cfg[BASE]``.
 Kernels take typed arrays, never raise and never validate: ``cache.py`` does that.
 """
@@ -26,7 +27,7 @@ WA_NONE, WA_ALLOC, WA_FETCH, WA_LAZY = range(4)
 IDX_LINEAR, IDX_XOR, IDX_IPOLY, IDX_FERMI = range(4)
 
 # state rows
-TAG, VALID, DIRTY, STAMP = range(4)
+TAG, VALID, DIRTY, STAMP, FILL = range(5)
 
 # access outcomes
 MISS, HIT, SECTOR_MISS = 0, 1, 2
@@ -85,7 +86,7 @@ def access(cfg, state, inst, addr, smask, is_write, is_local, t):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_local, t):
-    """One access of cache instance ``inst``; returns (outcome, evicted dirty block, its dirty mask).
+    """One access of cache instance ``inst``; returns (outcome, evicted dirty block, its dirty mask, way).
 
     ``smask`` is the mask of sectors wanted (any nonzero value for a normal line).
     Reads: a hit refreshes the LRU stamp; a sector miss fills the sectors; a miss
@@ -95,7 +96,8 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     invalidates the line and reports a miss; on a write miss the line is allocated
     only with a write-allocate policy (W, F, L). Allocation on miss and on fill give
     the same hits here, since fills are instantaneous in this timing-free model.
-    The evicted block is 0 with mask 0 when nothing dirty was evicted.
+    The evicted block is 0 with mask 0 when nothing dirty was evicted. ``way`` is the index
+    (into the state's rows) of the way that holds the line after the access, -1 when none does.
     """
     nsect = cfg[NSECT]
     full = (np.uint64(1) << np.uint64(nsect)) - np.uint64(1) if nsect < 64 else ~np.uint64(0)
@@ -133,33 +135,33 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
             if wpol == W_RO:
                 valid[way] = zero
                 dirty[way] = zero
-                return MISS, zero, zero
+                return MISS, zero, zero, -1
             if wpol == W_WE:
                 valid[way] &= ~smask
                 dirty[way] &= ~smask
-                return (HIT if present else SECTOR_MISS), zero, zero
+                return (HIT if present else SECTOR_MISS), zero, zero, way
             if lru:
                 stamp[way] = np.uint64(t)
             if present:
                 if wb:
                     dirty[way] |= smask
-                return HIT, zero, zero
+                return HIT, zero, zero, way
             if cfg[WALLOC] != WA_NONE:
                 valid[way] |= smask
                 if wb:
                     dirty[way] |= smask
-            return SECTOR_MISS, zero, zero
+            return SECTOR_MISS, zero, zero, way
         if present:
             if lru:
                 stamp[way] = np.uint64(t)
-            return HIT, zero, zero
+            return HIT, zero, zero, way
         valid[way] |= smask
         if lru:
             stamp[way] = np.uint64(t)
-        return SECTOR_MISS, zero, zero
+        return SECTOR_MISS, zero, zero, way
     # line absent
     if is_write and (wpol == W_RO or cfg[WALLOC] == WA_NONE):
-        return MISS, zero, zero
+        return MISS, zero, zero, -1
     victim = oldest_way
     ev_block = zero
     ev_mask = zero
@@ -170,7 +172,7 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     valid[victim] = smask if nsect > 1 else full
     dirty[victim] = smask if (is_write and wb) else zero
     stamp[victim] = np.uint64(t)
-    return MISS, ev_block, ev_mask
+    return MISS, ev_block, ev_mask, victim
 
 
 @nb.njit(cache=True, nogil=True)

@@ -15,7 +15,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
 from traces._numba import LEAF, prefetch
-from traces.codes import ATOMIC, LOCAL, N_SPACES, READONLY, STORE
+from traces.codes import ATOMIC, LOAD, LOCAL, N_SPACES, READONLY, STORE
 
 # cache levels (rows of cfgs)
 L1, TEX, CONST, L2 = range(4)
@@ -30,7 +30,8 @@ NDRAM = CLOCK + 1  # DRAM requests written so far
 LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per space (see walk)
 L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
 TEXELS = L2SECT + N_SPACES  # texels the texture units fetch: the active lanes of texture rows
-STATS_LEN = TEXELS + 1
+SLOW_ROUNDS = TEXELS + 1  # rounds of long-latency loads closed so far that waited on a request from outside the SM
+STATS_LEN = SLOW_ROUNDS + 1
 # per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
 # for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
 OBJ_STRIDE = N_LEVELS * 3
@@ -46,10 +47,17 @@ HP_CONST_PATH = Q.N_PARAMS + 7  # 1: constant accesses take data-path cycles; 0:
 # a shared-memory atomic's data-path cycles x HP_PATH_BYTES: a warp-instruction on distinct words, and each further lane
 # on one word (0: priced as a load, by its bank-conflict degree)
 HP_SATOM, HP_SATOM_LANE = Q.N_PARAMS + 8, Q.N_PARAMS + 9
-HP_LEN = Q.N_PARAMS + 10
+HP_RESIDENT = Q.N_PARAMS + 10  # resident warps per SM (the schedule's round-robin): a round's issue slots span them
+HP_LEN = Q.N_PARAMS + 11
 NO_LEVEL = -1
-# lat (float64): hit latencies per level, issue cycles
+# lat (float64): hit latencies per level, issue cycles, MLP (long-latency loads a warp has in flight; 0: no rounds)
 LAT_ISSUE = 4
+LAT_MLP = 5
+# per-warp round state (rows of the int64 array ``wst``, one column per warp of the grid): long-latency loads in the
+# warp's open round, the round's size, rounds started, the issue slot of the round's first load, whether a request of
+# the round left the SM (or waited for a line another request of its round is bringing in)
+W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW = range(5)
+W_ROWS = 5
 
 # room kept in the DRAM buffers before each row (one row cannot emit more)
 ROW_MARGIN = 8192
@@ -269,19 +277,40 @@ def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, 
 
 @nb.njit(**LEAF)
 def upper_span(
-    level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle
+    level,
+    inst,
+    cfgs,
+    state,
+    stats,
+    out,
+    hp,
+    lat,
+    addr,
+    nbytes,
+    is_write,
+    is_local,
+    space,
+    obj,
+    gwarp,
+    cycle,
+    now,
+    since,
 ):
-    """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``.
+    """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``;
+    returns how many of its line pieces waited on the L2: misses, and hits on a line filled at issue slot
+    ``since`` or later (in flight still: a line another warp's request of the same round is bringing in).
 
     Missing data is fetched from the L2 (the whole line of a normal cache, the wanted
     sectors of a sectored one); writes go on to the L2 unless the policy is write-back;
     dirty evictions are written back to the L2. A constant-cache miss is a replay
     (Huang & Li cause 2). Without this cache the request goes straight to the L2.
+    A fill records issue slot ``now`` in the way's FILL.
     """
     cfg = cfgs[level]
     if cfg[C.PRESENT] == 0:
         l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj, gwarp, cycle)
-        return
+        return np.int64(1)
+    slow = np.int64(0)
     c2 = cycle + lat[level]
     cl = np.uint64(cfg[C.LINE_LOG2])
     csz = np.uint64(1) << cl
@@ -296,6 +325,13 @@ def upper_span(
         stats[CLOCK] = t
         res = C.access(cfg, state, inst, a, smask, is_write, is_local, t)
         outcome = res[0]
+        way = res[3]
+        if outcome != C.HIT:
+            slow += 1
+            if way >= 0:
+                state[C.FILL, way] = np.uint64(now)
+        elif way >= 0 and np.int64(state[C.FILL, way]) >= since:
+            slow += 1
         _count(stats, level, space, obj, outcome)
         if level == CONST and outcome != C.HIT:
             stats[REPLAYS + Q.REPLAY_CONST_MISS] += 1
@@ -337,21 +373,48 @@ def upper_span(
             else:
                 l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
         a = stop
+    return slow
 
 
 @nb.njit(**LEAF)
 def upper_runs(level, inst, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, is_local, space, obj,
-               gwarp, cycle):  # fmt: skip
+               gwarp, cycle, now, since):  # fmt: skip
     """:func:`l2_runs` for a per-SM cache: each run of consecutive sectors of a line is one :func:`upper_span`,
-    in order, in one call per row."""
+    in order, in one call per row; returns the pieces that waited on the L2 (:func:`upper_span`)."""
+    slow = np.int64(0)
     for j in range(k):
         b, e = _next_run(smasks[j], 0)
         while b >= 0:
             a = lines[j] + np.uint64(b * sect)
             end = a + np.uint64((e - b + 1) * sect)
-            upper_span(level, inst, cfgs, state, stats, out, hp, lat, a, np.int64(end - a), is_write, is_local, space,
-                       obj, gwarp, cycle)  # fmt: skip
+            slow += upper_span(level, inst, cfgs, state, stats, out, hp, lat, a, np.int64(end - a), is_write, is_local,
+                               space, obj, gwarp, cycle, now, since)  # fmt: skip
             b, e = _next_run(smasks[j], e + 1)
+    return slow
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def round_of(wst, stats, g, slot, mlp, resident):
+    """A long-latency load of warp ``g`` issued at ``slot``: opens the warp's next round when its open one is full
+    or closed, counts the load in, and returns the first issue slot whose fills are still in flight for this round:
+    its first load's slot less one turn of the ``resident`` warps, plus one. In the schedule's round-robin (slot =
+    seq x resident + the warp's rank), the other warps issue the instruction this round starts with within that
+    turn, and the warp's own fills of earlier rounds are at least a turn before it.
+
+    GPUPerf's MLP (Sim et al. Sec. 5.3) is the long-latency loads a warp issues before it first waits: the warp's
+    loads go in rounds of ``mlp`` (sizes floor((r + 1) mlp) - floor(r mlp), at least 1, so that they average it)."""
+    if wst[W_ORD, g] >= wst[W_SIZE, g]:
+        r = wst[W_ROUNDS, g]
+        size = np.int64(np.floor((r + 1) * mlp)) - np.int64(np.floor(r * mlp))
+        wst[W_SIZE, g] = max(size, np.int64(1))
+        wst[W_ORD, g] = 0
+        wst[W_ROUNDS, g] = r + 1
+        wst[W_START, g] = slot
+        # the round before it is counted now; each warp's last one at the end (hierarchy.round_counts)
+        stats[SLOW_ROUNDS] += wst[W_SLOW, g]
+        wst[W_SLOW, g] = 0
+    wst[W_ORD, g] += 1
+    return wst[W_START, g] - resident + 1
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -375,7 +438,7 @@ def tag_cycles(cfg, lines, k, tags, sets, counts):
 
 
 @nb.njit(cache=True, nogil=True)
-def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out):
+def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out, wst):
     """Walk rows ``order[start:]`` through the hierarchy; return the next row to do (len(order) when done).
 
     ``cols`` = (cta, warp, op, space, width, mask, addr, obj). Global accesses go through
@@ -395,6 +458,13 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     least one cycle and at least its tag stage's cycles (:func:`tag_cycles`, where
     ``hp[HP_TAGS]`` gives the stage's lines per cycle), and a global or local access that no
     per-SM cache serves one cycle per line (the LD/ST units' pass per transaction).
+
+    Rounds (where ``lat[LAT_MLP]`` > 0): each warp's long-latency loads (loads and atomics of global, local,
+    read-only and texture memory) go in rounds of MLP (:func:`round_of`); a shared-memory store closes the warp's
+    open round (a staging copy stores what its loads brought, so it waits for them). A round is slow when one
+    of its requests waited on the L2 (:func:`upper_span`: misses, and hits on lines still in flight for the
+    same round; every request that no per-SM cache serves). ``wst`` holds the warps' round state; the closed
+    rounds' slow ones are counted in ``stats[SLOW_ROUNDS]``.
     """
     cta, warp, op, space, width, mask, addr, obj = cols
     cap = out[0].shape[0]
@@ -411,6 +481,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     tags = hp[HP_TAGS]
     tag_sets = np.empty(64, np.int64)
     tag_counts = np.zeros(max(cfgs[L1][C.NSETS], cfgs[TEX][C.NSETS], 1), np.int64)
+    mlp = lat[LAT_MLP]
+    resident = hp[HP_RESIDENT]
+    no_round = np.iinfo(np.int64).max  # ``since`` of an access outside the rounds: no hit counts as in flight
     n = order.shape[0]
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
@@ -462,29 +535,39 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             else:
                 stats[LSU + sp] += k * path_bytes
             o_p = op[i]
+            in_round = mlp > 0 and (o_p == LOAD or o_p == ATOMIC)
+            since = round_of(wst, stats, g, slot[i], mlp, resident) if in_round else no_round
             if o_p > STORE or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
                 l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= STORE, sp, o, g, cyc)
+                if in_round:
+                    wst[W_SLOW, g] = 1
                 continue
-            upper_runs(
-                lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local, sp, o, g, cyc
-            )
+            slow = upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local,
+                              sp, o, g, cyc, slot[i], since)  # fmt: skip
+            if in_round and slow > 0:
+                wst[W_SLOW, g] = 1
         elif path == Q.PATH_BANKS:
             cost = k * path_bytes
             if op[i] >= ATOMIC and hp[HP_SATOM] > 0:  # its lanes on one word one after the other
                 same = Q.same_address_lanes(m, addr[i])
                 cost = max(cost, hp[HP_SATOM] + (same - 1) * hp[HP_SATOM_LANE])
             stats[LSU + sp] += cost
+            if mlp > 0 and op[i] == STORE:
+                wst[W_ORD, g] = wst[W_SIZE, g]  # closes the open round
         elif path == Q.PATH_DISTINCT:
             if hp[HP_CONST_PATH] != 0:
                 stats[LSU + sp] += k * path_bytes
             for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
-                upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc)
+                upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc, slot[i],
+                           no_round)  # fmt: skip
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
             stats[TEXELS] += Q.active_lanes(np.uint32(m))
+            since = round_of(wst, stats, g, slot[i], mlp, resident) if mlp > 0 else no_round
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
-            upper_runs(
-                TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o, g, cyc
-            )
+            slow = upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o,
+                              g, cyc, slot[i], since)  # fmt: skip
+            if mlp > 0 and slow > 0:
+                wst[W_SLOW, g] = 1
     return n

@@ -212,6 +212,10 @@ class HierarchyResult:
     atomics: AtomicContention = AtomicContention()
     texels: int = 0
     """Texels the texture units fetched, all SMs together: the active lanes of the texture rows."""
+    rounds: int = 0
+    """Rounds of MLP long-latency loads the warps issued (0 without ``mlp``; ``_hierarchy_kernels.walk``)."""
+    slow_rounds: int = 0
+    """Those of them that waited on the L2 or DRAM."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -234,7 +238,8 @@ class HierarchyResult:
             l2_sectors=self.l2_sectors, dram_requests=int(self.dram_addr.shape[0]),
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
-            obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels,
+            obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels, rounds=self.rounds,
+            slow_rounds=self.slow_rounds,
         )  # fmt: skip
 
 
@@ -261,6 +266,10 @@ class HierarchyTotals:
     atomics: AtomicContention = AtomicContention()
     texels: int = 0
     """Texels the texture units fetched, all SMs together: the active lanes of the texture rows."""
+    rounds: int = 0
+    """Rounds of MLP long-latency loads the warps issued (:attr:`HierarchyResult.rounds`)."""
+    slow_rounds: int = 0
+    """Those of them that waited on the L2 or DRAM."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -315,8 +324,8 @@ def _grow(out: tuple, need: int) -> tuple:
     return new
 
 
-def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
-    """The walk's state and parameters: (cfgs, tag-store state, hp, lat, stats, object table)."""
+def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float) -> tuple[np.ndarray, ...]:
+    """The walk's state and parameters: (cfgs, tag-store state, hp, lat, stats, object table, warps' round state)."""
     # caches: one row of cfgs per level, tag stores laid end to end in one state array
     cfgs = np.zeros((H.N_LEVELS, C.CFG_LEN), np.int64)
     base = 0
@@ -328,7 +337,7 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
         cfgs[k] = cache_config(spec, base)
         if spec is not None:
             base += spec.nsets * spec.assoc * (config.l2_slices if level == "l2" else config.sms)
-    state = np.zeros((4, max(base, 1)), np.uint64)
+    state = np.zeros((5, max(base, 1)), np.uint64)  # with FILL: the per-SM caches' fill slots (walk's rounds)
 
     cc = config.coalesce_config()
     hp = np.zeros(H.HP_LEN, np.int64)
@@ -343,11 +352,27 @@ def _setup(config: HierarchyConfig, info) -> tuple[np.ndarray, ...]:
     hp[H.HP_CONST_PATH] = 1 if config.const_on_path else 0
     hp[H.HP_SATOM] = round(config.smem_atomic_cycles * hp[H.HP_PATH_BYTES])
     hp[H.HP_SATOM_LANE] = round(config.smem_atomic_lane_cycles * hp[H.HP_PATH_BYTES])
+    hp[H.HP_RESIDENT] = blocks_per_sm * info.warps_per_block
     lat = np.array(
-        [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles]
+        [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles, mlp]
     )
     stats = np.zeros(H.STATS_LEN + (info.n_ids + 1) * H.OBJ_STRIDE, np.int64)  # the per-object counts after STATS_LEN
-    return cfgs, state, hp, lat, stats, object_table(info)
+    wst = np.zeros((H.W_ROWS, info.ctas * info.warps_per_block if mlp > 0 else 0), np.int64)
+    return cfgs, state, hp, lat, stats, object_table(info), wst
+
+
+def _check_mlp(mlp) -> float:
+    if not isinstance(mlp, (int, float, np.integer, np.floating)) or isinstance(mlp, bool) or not 0 <= mlp < 1e6:
+        raise HierarchyConfigError("mlp", f"expected a number >= 0 (0: no rounds), got {mlp!r}")
+    return float(mlp)
+
+
+def round_counts(wst: np.ndarray, stats: np.ndarray) -> tuple[int, int]:
+    """(rounds, slow rounds) of the warps' round state after the walk: every round started, and the slow ones
+    closed during the walk plus each warp's last."""
+    if wst.shape[1] == 0:
+        return 0, 0
+    return int(wst[H.W_ROUNDS].sum()), int(stats[H.SLOW_ROUNDS]) + int(wst[H.W_SLOW].sum())
 
 
 def _per_object(stats: np.ndarray) -> dict[str, np.ndarray]:
@@ -364,7 +389,7 @@ def _check_args(config, blocks_per_sm) -> int:
     return int(blocks_per_sm)
 
 
-def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> HierarchyResult:
+def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int, mlp: float = 0.0) -> HierarchyResult:
     """Run a trace (a :class:`traces.Trace`) through the memory hierarchy.
 
     Policy: blocks are assigned to SMs round-robin (block b on SM b mod sms) in waves of
@@ -374,20 +399,26 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
     (seq+1)-th of any (issue slot = seq * resident warps + warp's rank on the SM); all
     SMs issue in step and share the L2, ties broken by SM. A row's estimated cycle is
     its slot times ``issue_cycles``; a DRAM request's adds the hit latencies of the
-    levels it passed. Caches are timing-free: a fill is complete before the next access.
+    levels it passed. Caches are timing-free: a fill is complete before the next access (the
+    rounds below only note, per way of a per-SM cache, the slot of its last fill).
 
     Notes
     -----
     Replays follow Huang & Li Sec. III-B, Eq. 3 causes (1)-(4). DRAM row-buffer outcomes
     follow Sec. III-C2 (Eq. 8), with requests served in order of estimated arrival.
+
+    With ``mlp`` > 0 the walk also groups each warp's long-latency loads in rounds of ``mlp`` and counts the
+    rounds and the slow ones (``rounds``, ``slow_rounds``; see ``_hierarchy_kernels.walk``): a fill stays in
+    flight for the rest of its round, the one timing the caches keep.
     """
     blocks_per_sm = _check_args(config, blocks_per_sm)
+    mlp = _check_mlp(mlp)
     info = trace.info
     n = len(trace)
     sm, slot = schedule(trace, config.sms, blocks_per_sm)
     order = np.argsort(slot * config.sms + sm, kind="stable")
 
-    cfgs, state, hp, lat, stats, obj_info = _setup(config, info)
+    cfgs, state, hp, lat, stats, obj_info, wst = _setup(config, info, blocks_per_sm, mlp)
     cols = _readonly(
         trace.cta,
         trace.warp,
@@ -406,7 +437,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
            np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
     start = 0
     while True:
-        start = H.walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out)
+        start = H.walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, out, wst)
         if start >= n:
             break
         out = _grow(out, int(stats[H.NDRAM]) + 2 * H.ROW_MARGIN)
@@ -428,7 +459,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int) -> Hi
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
-        texels=int(stats[H.TEXELS]), **_per_object(stats),
+        texels=int(stats[H.TEXELS]), **_per_object(stats), **dict(zip(("rounds", "slow_rounds"), round_counts(wst, stats))),
     )  # fmt: skip
 
 
@@ -477,12 +508,14 @@ class HierarchyStream:
     """
 
     def __init__(self, config: HierarchyConfig, info, blocks_per_sm: int, *, on_dram=None,
-                 dram_buffer: int = STREAM_DRAM_BUFFER):  # fmt: skip
+                 dram_buffer: int = STREAM_DRAM_BUFFER, mlp: float = 0.0):  # fmt: skip
         self.blocks_per_sm = _check_args(config, blocks_per_sm)
         self.config = config
         self.info = info
         self._on_dram = on_dram
-        self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info = _setup(config, info)
+        self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info, self._wst = _setup(
+            config, info, self.blocks_per_sm, _check_mlp(mlp)
+        )
         self._per_wave = config.sms * self.blocks_per_sm
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
@@ -550,7 +583,7 @@ class HierarchyStream:
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
-            texels=int(stats[H.TEXELS]),
+            texels=int(stats[H.TEXELS]), **dict(zip(("rounds", "slow_rounds"), round_counts(self._wst, stats))),
             **_per_object(stats),
         )  # fmt: skip
 
@@ -581,7 +614,7 @@ class HierarchyStream:
             start = 0
             while True:
                 start = H.walk(order, start, walk_cols, sm, slot, self._obj_info, self._hp, self._lat, self._cfgs,
-                               self._state, self._stats, self._out)  # fmt: skip
+                               self._state, self._stats, self._out, self._wst)  # fmt: skip
                 if start >= order.shape[0]:
                     break
                 # no request of a row still to walk arrives before that row's issue cycle
