@@ -193,10 +193,17 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
     return ObjectReason(name, before, after, tuple(facts))
 
 
+def _round_bound(t: Terms) -> bool:
+    """Whether T_round, not Eq. 1, is a placement's T (``hms.t_kernel``)."""
+    return t.t_round > t.t_comp + t.t_mem - t.t_overlap
+
+
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     parts = []
+    rounds = (("T_round (waits on rounds of loads)", sample.t_round, target.t_round),) if (
+        _round_bound(sample) or _round_bound(target)) else ()  # fmt: skip
     for label, a, b in (("T_comp", sample.t_comp, target.t_comp), ("T_mem", sample.t_mem, target.t_mem),
-                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap)):  # fmt: skip
+                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *rounds):  # fmt: skip
         d = (b - a) * ns_per_cycle
         if abs(d) >= 0.005 * max(sample.time_ns, 1e-9):
             parts.append(f"{label} {'+' if d > 0 else '-'}{units.time_ns(abs(d))}")
@@ -275,6 +282,11 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
         out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
+    if _round_bound(sample) or _round_bound(target):
+        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _round_bound(t))
+        out.append(f"{which} bound by the warps' waits (T_round: each round of loads as long as its slowest, N warps "
+                   f"at a time): {units.count(sample.slow_rounds)} of {units.count(sample.rounds)} rounds wait on the "
+                   f"L2 -> {units.count(target.slow_rounds)} of {units.count(target.rounds)}")  # fmt: skip
     if abs(target.t_tex - sample.t_tex) > 0.05 * max(sample.t_comp, 1e-9):
         out.append(f"the SMs' texture units busy {units.time_ns(sample.t_tex * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_tex * ns_per_cycle)} (T_TEX, one texel a unit a cycle)")  # fmt: skip

@@ -45,6 +45,9 @@ the sample placement and for the target from the same trace:
    Kepler and Maxwell; it was measured in nvprof's line transactions, so lines are
    counted here too, not 32-byte sectors); a naive matrix multiply on Kepler, whose
    loads all go to the L2, runs near that rate;
+   Extension: T is at least T_round (:func:`t_round`), Hong & Kim's time for warps that wait on memory after
+   their own work, each warp's rounds of MLP long-latency loads as long as their slowest load (the hierarchy
+   counts the rounds that wait on the L2, a hit on a line still in flight for the same round included);
 5. T_overlap from trained Eq. 11 coefficients, else GPUPerf's
    min(T_comp x F_overlap, T_mem), T_comp without W_serial in both (:func:`t_overlap`: Hong &
    Kim add the synchronisation cost after the overlap);
@@ -202,6 +205,13 @@ class Terms:
     t_tex: float = 0.0
     """Cycles per SM the texture units take for the texture rows' texels (:func:`t_tex`; 0: none, or the
     architecture's rate is not known)."""
+    t_round: float = 0.0
+    """Cycles per SM of the warps' rounds of long-latency loads, each as long as its slowest load, and their own
+    work (:func:`t_round`; 0 where the trace has no MLP): T is at least this."""
+    rounds: int = 0
+    """The warps' rounds of long-latency loads (``cachesim.HierarchyTotals.rounds``)."""
+    slow_rounds: int = 0
+    """Those that waited on the L2 or DRAM."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -290,6 +300,8 @@ class _Memory:
     off_chip_amat: float
     instructions: int = 0
     """Warp-instructions of the spaces whose requests these are (Eq. 17's #mem_instrs)."""
+    first_hit_amat: float = 0.0
+    """The mean latency of the first-level cache hits (L1, texture, constant; 0 where there are none)."""
     atomic_max_updates: int = 0
     """The most global atomic updates by one atomic unit of the L2 (``cachesim.AtomicContention.max_updates``)."""
 
@@ -353,7 +365,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     requests each.
     """
     cfg = hierarchy_config(gpu)
-    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm)
+    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info))
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
     bank, arrival, busy, latency = dram_stream(h, gpu)
@@ -426,6 +438,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
     rb = h.row_buffer
     events["row"] = rb.get("miss", 0) + rb.get("conflict", 0)
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
+    first_hit = on_chip_lat / on_chip if on_chip else 0.0
     on_chip += shared
     on_chip_lat += shared * gpu.memory.smem_latency
     instructions = int(h.instructions.sum())  # every space's: OFFCHIP's and shared memory's
@@ -448,6 +461,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         off,
         off_lat / off if off else 0.0,
         instructions,
+        first_hit,
         h.atomics.max_updates,
     )
 
@@ -726,6 +740,37 @@ class MemoryTime:
     t_atomic: float
     itmlp: float
     effective_requests_per_sm: float
+    t_round: float = 0.0
+
+
+def t_round(mem: _Memory, res: Residency, par: Parallelism, gpu: Gpu) -> float:
+    """T_round: Hong & Kim's time for warps that wait on memory one after their own work (their Eq. for
+    MWP = N: (Mem_cycles + Comp_cycles) x #Rep, without the pipeline's start), where a warp's Mem_cycles are its
+    rounds of long-latency loads, each as long as its slowest load, and its Comp_cycles its instructions one
+    after the other (#inst per warp x avg_inst_lat / ILP, GPUPerf's one-warp form): rounds / (#active_SMs x N) x
+    E_round + #Rep x Comp_cycles, #Rep = #total_warps / (#active_SMs x N). E_round is the first-level hit
+    latency for a round served inside the SM and the L2's hit latency for a slow one
+    (``cachesim.HierarchyTotals.slow_rounds``: a request of the round missed, or hit a line still in flight), the
+    least such a round waits: T_round is a floor under T, and DRAM's latency, queues and bandwidth are T_mem's.
+    (Priced at the off-chip requests' mean latency instead, a placement that turns the L2 hits into cache hits
+    leaves its slow rounds to DRAM's latency, while a line another warp of the round is bringing from DRAM is
+    an L2 hit to the caches: conv1d's input in a texture on the K80 came out 2x slower than in global memory.)
+
+    Extension. Hong & Kim's Mem_cycles (their N <= MWP case) charge each memory instruction its full latency;
+    GPUPerf's MLP divides AMAT, the mean over requests, by the loads a warp has in flight. But a warp waits for
+    the slowest of them, and a hit on a line that a request of the same round is still bringing in waits as
+    long as that request (the caches here fill at once; ``cachesim.simulate_hierarchy``). A naive matrix
+    multiply's warps read each line of N in the same round as the block's other warps: the L1 counts seven
+    hits of eight, and each round waits on the L2. On the H100 at 256^2 (16 warps per SM) it runs 15.4 us
+    after the launch where the mean latency gives 8.2 (h100-placements, variants-run1/2); its tiled kernel,
+    whose rounds are the copy's, 10.5."""
+    h = mem.hier
+    if not h.rounds:
+        return 0.0
+    waits = h.slow_rounds * gpu.caches.l2_latency + (h.rounds - h.slow_rounds) * mem.first_hit_amat
+    rep = res.total_warps / (res.active_sms * res.n)
+    comp = par.inst_per_warp * gpu.compute.avg_inst_latency / max(res.ilp, 1.0)
+    return waits / (res.active_sms * res.n) + rep * comp
 
 
 def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) -> MemoryTime:
@@ -758,7 +803,8 @@ def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) 
     t = (inst_off * mem.off_chip_amat / itmlp + inst_on * mem.on_chip_amat / itmlp_on) / active_sms
     l2 = t_l2(mem, gpu)
     atom = t_atomic(mem, gpu)
-    return MemoryTime(max(t, l2, atom), l2, atom, itmlp, eff)
+    rnd = t_round(mem, res, par, gpu)
+    return MemoryTime(max(t, l2, atom), l2, atom, itmlp, eff, rnd)
 
 
 def overlap_features(mem: _Memory, res: Residency) -> np.ndarray:
@@ -783,9 +829,10 @@ def t_overlap(model: OverlapModel | None, features: np.ndarray, parallel: float,
             "GPUPerf fallback min((T_comp - W_serial) x F_overlap, T_mem) (no trained coefficients)")  # fmt: skip
 
 
-def t_kernel(comp: float, memory: float, overlap: float) -> float:
-    """T = T_comp + T_mem - T_overlap (Eq. 1), in cycles of one SM."""
-    return comp + memory - overlap
+def t_kernel(comp: float, memory: float, overlap: float, rounds: float = 0.0) -> float:
+    """T = T_comp + T_mem - T_overlap (Eq. 1), in cycles of one SM, at least T_round (:func:`t_round`): GPUPerf's
+    overlap lets the other warps' work hide a warp's waits, which holds while they are not waiting too."""
+    return max(comp + memory - overlap, rounds)
 
 
 def t_launch(gpu: Gpu, ctas: int, kernel: float) -> float:
@@ -822,7 +869,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     mt = t_mem(mem, res, par, lsu, gpu)
     features = overlap_features(mem, res)
     overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
-    kernel = t_kernel(comp, mt.t_mem, overlap)
+    kernel = t_kernel(comp, mt.t_mem, overlap, mt.t_round)
     launch = t_launch(gpu, info.ctas, kernel)
     cycles = kernel + launch
     h = mem.hier
@@ -870,6 +917,9 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         staging=target.staging or {},
         object_caches=object_caches(info, h),
         t_tex=tex,
+        t_round=mt.t_round,
+        rounds=h.rounds,
+        slow_rounds=h.slow_rounds,
     )
 
 
@@ -916,7 +966,7 @@ class MemoryRun:
         self.gpu, self.opts = gpu, opts
         self.cfg = hierarchy_config(gpu)
         self.queue = queuing.QueueStream()
-        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram)
+        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info))
         self._g = 0.0  # departure delays so far
         self._m = -np.inf  # running maximum of arrival - delay
 

@@ -167,6 +167,18 @@ def evaluation_text(r: EvaluationResult) -> str:
         ["T_overlap", tm(s.t_overlap), tm(t.t_overlap)],
         *([["T_atomic (busiest L2 sector)", tm(s.t_atomic), tm(t.t_atomic)]] if s.t_atomic or t.t_atomic else []),
         *([["T_TEX (texture units)", tm(s.t_tex), tm(t.t_tex)]] if s.t_tex or t.t_tex else []),
+        *(
+            [
+                ["T_round (rounds of loads, each its slowest)", tm(s.t_round), tm(t.t_round)],
+                [
+                    "rounds waiting on the L2 / all",
+                    f"{cnt(s.slow_rounds)} / {cnt(s.rounds)}",
+                    f"{cnt(t.slow_rounds)} / {cnt(t.rounds)}",
+                ],
+            ]
+            if s.rounds or t.rounds
+            else []
+        ),
         ["issued instructions", cnt(s.issued_instructions), cnt(t.issued_instructions)],
         ["addressing delta", cnt(s.addressing_delta), cnt(t.addressing_delta)],
         *[[f"replays: {c}", cnt(s.replays[c]), cnt(t.replays[c])] for c in t.replays],
