@@ -216,7 +216,7 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
 
     The default search evaluates the sample and every single-object move exactly, lets
     CP-SAT pick candidates under the surrogate they give and evaluates those exactly, then up to
-    ``polish_budget`` single-object changes of the best (default: as many as the single moves);
+    ``polish_budget`` single-object changes of the best and the runners-up (default: twice the single moves);
     ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
     ``hints=True`` adds the CUDA changes of the best, and names those of the top ``HINTS_CHECKED`` that cannot be
     pasted as is (``RankResult.hints_incomplete``); ``workers`` processes evaluate in

@@ -31,8 +31,8 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    ``signature`` puts it at or above the ``top``-th best exact time so far
    (``_evaluate_in_rounds``);
 5. evaluates the legal single-object changes of the best exact placement, and again from
-   a better one, until none is better or its budget (as many as the single moves) is spent
-   (``_polish``: the model is not additive); and ranks
+   a better one, and from the runners-up where the best's are all evaluated, until its budget
+   (twice the single moves) is spent (``_polish``: the model is not additive); and ranks
    every placement it evaluated exactly (sample, single moves, pairs, candidates, those).
 
 Shared memory changes occupancy, so a placement with several S objects can
@@ -104,8 +104,9 @@ class SearchOptions:
     """Pairs given a pairwise term (default: 2 per object); one per signature is evaluated to measure it, the
     others only if they could enter the ``top``."""
     polish_budget: int | None = None
-    """Exact evaluations the polish (step 5) may spend around the best (default: as many as there are single
-    moves); 0 turns it off."""
+    """Exact evaluations the polish (step 5) may spend around the best (default: twice the single moves, since
+    T_round made the model less additive: matvec's best on the K80 is two changes from the surrogate's, through
+    a worse one); 0 turns it off."""
     time_limit_s: float = 10.0
     """CP-SAT time limit per solve."""
     max_exhaustive: int = 100_000
@@ -426,7 +427,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         _evaluate_in_rounds(runner, list(dict.fromkeys(legal + placed)), estimate, sig, options.top)
         skipped = sum(p not in runner.exact for p in legal)
         skipped_pairs = sum(p not in runner.exact for p in deferred if p not in legal)
-        budget = options.polish_budget if options.polish_budget is not None else len(singles)
+        budget = options.polish_budget if options.polish_budget is not None else 2 * len(singles)
         polished = _polish(runner, dom, lambda p: _legal(info, gpu, p, ev.staging), estimate, budget)
         exact = runner.exact
     ranked = sorted(exact.values(), key=_key)
@@ -441,18 +442,23 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
 def _polish(runner: "_Runner", dom: dict[str, list[str]], legal: Callable[[Placement], bool],
             estimate: Callable[[Placement], float], budget: int) -> int:  # fmt: skip
     """Step 5: evaluate exactly the legal single-object changes of the best placement evaluated so far, lowest
-    surrogate estimate first, and again from a better one found, until none is better or ``budget``
-    evaluations are spent; returns how many it evaluated. The surrogate adds up single moves and pair terms,
+    surrogate estimate first, and again from a better one found; where the best's changes are all evaluated (a
+    local best), from the best placement whose changes are not, until ``budget`` evaluations are spent or every
+    evaluated placement's are; returns how many it evaluated. The surrogate adds up single moves and pair terms,
     but T = T_comp + T_mem - T_overlap is not additive (each term's bound, the overlap's min, barriers that stay
     serial), so the best can differ from a candidate in one object (transpose on the K80: idata in 2T is
     slower than the sample alone and the best with odata staged; bench_rank's 12 objects at 300,000 rows:
-    371 us without the polish, 331 us after 56 evaluations, its default budget, 308 us after 200)."""
+    371 us without the polish, 331 us after 56 evaluations, its default budget, 308 us after 200). Going on from
+    the runners-up finds a best two changes away through a worse one: matvec on the K80, A in 2D texture memory
+    and x in constant memory, where A alone in 2D texture memory is slower than the sample and the surrogate's
+    best, x through the read-only path, is a local best 12 % slower."""
     evaluated = 0
     tried: set[Placement] = set()
     while evaluated < budget:
-        best = min(runner.exact, key=lambda p: _key(runner.exact[p]))  # ties by label: the same whatever the order
-        if best in tried:
+        untried = [p for p in runner.exact if p not in tried]
+        if not untried:
             break
+        best = min(untried, key=lambda p: _key(runner.exact[p]))  # ties by label: the same whatever the order
         tried.add(best)
         around = [q for n, spaces in dom.items() for sp in spaces if sp != best[n]
                   for q in (_with(best, {n: sp}),) if q not in runner.exact and legal(q)]  # fmt: skip

@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
     p.add_argument("--pair-budget", type=int, default=None, metavar="N",
                    help="pairs given a pairwise surrogate term (default: 2 per object)")  # fmt: skip
     p.add_argument("--polish-budget", type=int, default=None, metavar="N",
-                   help="exact evaluations around the best after the candidates (default: as many as the single "
+                   help="exact evaluations around the best after the candidates (default: twice the single "
                         "moves; 0: none)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
