@@ -31,7 +31,8 @@ LSU = NDRAM + 1  # bytes-equivalent through the SMs' load/store data path, per s
 L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per space
 TEXELS = L2SECT + N_SPACES  # texels the texture units fetch: the active lanes of texture rows
 SLOW_ROUNDS = TEXELS + 1  # rounds of long-latency loads closed so far that waited on a request from outside the SM
-STATS_LEN = SLOW_ROUNDS + 1
+COPY_ROUNDS = SLOW_ROUNDS + 1  # those of them whose loads a shared-memory store then kept (a staging copy's)
+STATS_LEN = COPY_ROUNDS + 1
 # per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
 # for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
 OBJ_STRIDE = N_LEVELS * 3
@@ -56,8 +57,10 @@ LAT_MLP = 5
 # per-warp round state (rows of the int64 array ``wst``, one column per warp of the grid): long-latency loads in the
 # warp's open round, the round's size, rounds started, the issue slot of the round's first load, whether a request of
 # the round left the SM (or waited for a line another request of its round is bringing in)
-W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW = range(5)
-W_ROWS = 5
+W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW, W_STORED, W_ARMED = range(7)
+W_ROWS = 7
+# W_SLOW's values: a round served inside the SM, one that waited on the L2, one of those a shared store then kept
+FAST, SLOW, SLOW_COPY = 0, 1, 2
 
 # room kept in the DRAM buffers before each row (one row cannot emit more)
 ROW_MARGIN = 8192
@@ -394,7 +397,7 @@ def upper_runs(level, inst, cfgs, state, stats, out, hp, lat, lines, smasks, k, 
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def round_of(wst, stats, g, slot, mlp, resident):
+def round_of(wst, stats, g, slot, mlp, resident, obj):
     """A long-latency load of warp ``g`` issued at ``slot``: opens the warp's next round when its open one is full
     or closed, counts the load in, and returns the first issue slot whose fills are still in flight for this round:
     its first load's slot less one turn of the ``resident`` warps, plus one. In the schedule's round-robin (slot =
@@ -402,7 +405,12 @@ def round_of(wst, stats, g, slot, mlp, resident):
     turn, and the warp's own fills of earlier rounds are at least a turn before it.
 
     GPUPerf's MLP (Sim et al. Sec. 5.3) is the long-latency loads a warp issues before it first waits: the warp's
-    loads go in rounds of ``mlp`` (sizes floor((r + 1) mlp) - floor(r mlp), at least 1, so that they average it)."""
+    loads go in rounds of ``mlp`` (sizes floor((r + 1) mlp) - floor(r mlp), at least 1, so that they average it).
+    A load of object ``obj`` right after a shared-memory store of the same object opens a round (a copy loop's
+    next element: its store waits for the load before it)."""
+    if wst[W_ARMED, g] == obj + 2:  # obj + 2: objects are -1 (none) and up, 0 is "no store since the last load"
+        wst[W_ORD, g] = wst[W_SIZE, g]
+    wst[W_ARMED, g] = 0
     if wst[W_ORD, g] >= wst[W_SIZE, g]:
         r = wst[W_ROUNDS, g]
         size = np.int64(np.floor((r + 1) * mlp)) - np.int64(np.floor(r * mlp))
@@ -411,7 +419,8 @@ def round_of(wst, stats, g, slot, mlp, resident):
         wst[W_ROUNDS, g] = r + 1
         wst[W_START, g] = slot
         # the round before it is counted now; each warp's last one at the end (hierarchy.round_counts)
-        stats[SLOW_ROUNDS] += wst[W_SLOW, g]
+        stats[SLOW_ROUNDS] += wst[W_SLOW, g] > 0
+        stats[COPY_ROUNDS] += wst[W_SLOW, g] == SLOW_COPY
         wst[W_SLOW, g] = 0
     wst[W_ORD, g] += 1
     return wst[W_START, g] - resident + 1
@@ -460,11 +469,14 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     per-SM cache serves one cycle per line (the LD/ST units' pass per transaction).
 
     Rounds (where ``lat[LAT_MLP]`` > 0): each warp's long-latency loads (loads and atomics of global, local,
-    read-only and texture memory) go in rounds of MLP (:func:`round_of`); a shared-memory store closes the warp's
-    open round (a staging copy stores what its loads brought, so it waits for them). A round is slow when one
-    of its requests waited on the L2 (:func:`upper_span`: misses, and hits on lines still in flight for the
-    same round; every request that no per-SM cache serves). ``wst`` holds the warps' round state; the closed
-    rounds' slow ones are counted in ``stats[SLOW_ROUNDS]``.
+    read-only and texture memory) go in rounds of MLP (:func:`round_of`). A round is slow when one of its
+    requests waited on the L2 (:func:`upper_span`: misses, and hits on lines still in flight for the same
+    round; every request that no per-SM cache serves). A staging copy shapes its rounds: a shared-memory store
+    marks the open round, if slow, as a copy's (its barrier waits for it), a load of the object just stored
+    opens a new round (one object's copy is a loop, each store waiting for its load), and the first shared load
+    after stores closes the round (the barrier between a copy and its reads). ``wst`` holds the warps' round
+    state; the closed rounds' slow and copy ones are counted in ``stats[SLOW_ROUNDS]`` and
+    ``stats[COPY_ROUNDS]``.
     """
     cta, warp, op, space, width, mask, addr, obj = cols
     cap = out[0].shape[0]
@@ -536,16 +548,16 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 stats[LSU + sp] += k * path_bytes
             o_p = op[i]
             in_round = mlp > 0 and (o_p == LOAD or o_p == ATOMIC)
-            since = round_of(wst, stats, g, slot[i], mlp, resident) if in_round else no_round
+            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if in_round else no_round
             if o_p > STORE or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
                 l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= STORE, sp, o, g, cyc)
                 if in_round:
-                    wst[W_SLOW, g] = 1
+                    wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
                 continue
             slow = upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local,
                               sp, o, g, cyc, slot[i], since)  # fmt: skip
             if in_round and slow > 0:
-                wst[W_SLOW, g] = 1
+                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
         elif path == Q.PATH_BANKS:
             cost = k * path_bytes
             if op[i] >= ATOMIC and hp[HP_SATOM] > 0:  # its lanes on one word one after the other
@@ -553,7 +565,16 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 cost = max(cost, hp[HP_SATOM] + (same - 1) * hp[HP_SATOM_LANE])
             stats[LSU + sp] += cost
             if mlp > 0 and op[i] == STORE:
-                wst[W_ORD, g] = wst[W_SIZE, g]  # closes the open round
+                # a staging copy's store: its round waits at the barrier after the copy
+                if wst[W_SLOW, g] == SLOW:
+                    wst[W_SLOW, g] = SLOW_COPY
+                wst[W_STORED, g] = 1
+                wst[W_ARMED, g] = o + 2
+            elif mlp > 0 and wst[W_STORED, g]:
+                # the first shared load after the stores: the barrier between a copy and its reads closes the round
+                wst[W_ORD, g] = wst[W_SIZE, g]
+                wst[W_STORED, g] = 0
+                wst[W_ARMED, g] = 0
         elif path == Q.PATH_DISTINCT:
             if hp[HP_CONST_PATH] != 0:
                 stats[LSU + sp] += k * path_bytes
@@ -564,10 +585,10 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
             stats[TEXELS] += Q.active_lanes(np.uint32(m))
-            since = round_of(wst, stats, g, slot[i], mlp, resident) if mlp > 0 else no_round
+            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if mlp > 0 else no_round
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
             slow = upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o,
                               g, cyc, slot[i], since)  # fmt: skip
             if mlp > 0 and slow > 0:
-                wst[W_SLOW, g] = 1
+                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
     return n

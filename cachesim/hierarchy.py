@@ -216,6 +216,8 @@ class HierarchyResult:
     """Rounds of MLP long-latency loads the warps issued (0 without ``mlp``; ``_hierarchy_kernels.walk``)."""
     slow_rounds: int = 0
     """Those of them that waited on the L2 or DRAM."""
+    copy_rounds: int = 0
+    """Those slow rounds whose loads a shared-memory store kept: a staging copy's, which its barrier waits for."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -239,7 +241,7 @@ class HierarchyResult:
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
             obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels, rounds=self.rounds,
-            slow_rounds=self.slow_rounds,
+            slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds,
         )  # fmt: skip
 
 
@@ -270,6 +272,8 @@ class HierarchyTotals:
     """Rounds of MLP long-latency loads the warps issued (:attr:`HierarchyResult.rounds`)."""
     slow_rounds: int = 0
     """Those of them that waited on the L2 or DRAM."""
+    copy_rounds: int = 0
+    """Those slow rounds whose loads a shared-memory store kept (:attr:`HierarchyResult.copy_rounds`)."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -367,12 +371,17 @@ def _check_mlp(mlp) -> float:
     return float(mlp)
 
 
-def round_counts(wst: np.ndarray, stats: np.ndarray) -> tuple[int, int]:
-    """(rounds, slow rounds) of the warps' round state after the walk: every round started, and the slow ones
-    closed during the walk plus each warp's last."""
+def round_counts(wst: np.ndarray, stats: np.ndarray) -> dict[str, int]:
+    """``rounds``, ``slow_rounds`` and ``copy_rounds`` of the warps' round state after the walk: every round
+    started, and the slow (copy) ones closed during the walk plus each warp's last."""
     if wst.shape[1] == 0:
-        return 0, 0
-    return int(wst[H.W_ROUNDS].sum()), int(stats[H.SLOW_ROUNDS]) + int(wst[H.W_SLOW].sum())
+        return {"rounds": 0, "slow_rounds": 0, "copy_rounds": 0}
+    last = wst[H.W_SLOW]
+    return {
+        "rounds": int(wst[H.W_ROUNDS].sum()),
+        "slow_rounds": int(stats[H.SLOW_ROUNDS]) + int((last > H.FAST).sum()),
+        "copy_rounds": int(stats[H.COPY_ROUNDS]) + int((last == H.SLOW_COPY).sum()),
+    }
 
 
 def _per_object(stats: np.ndarray) -> dict[str, np.ndarray]:
@@ -459,7 +468,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int, mlp: 
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
-        texels=int(stats[H.TEXELS]), **_per_object(stats), **dict(zip(("rounds", "slow_rounds"), round_counts(wst, stats))),
+        texels=int(stats[H.TEXELS]), **_per_object(stats), **round_counts(wst, stats),
     )  # fmt: skip
 
 
@@ -583,7 +592,7 @@ class HierarchyStream:
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
-            texels=int(stats[H.TEXELS]), **dict(zip(("rounds", "slow_rounds"), round_counts(self._wst, stats))),
+            texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats),
             **_per_object(stats),
         )  # fmt: skip
 

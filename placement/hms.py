@@ -212,6 +212,8 @@ class Terms:
     """The warps' rounds of long-latency loads (``cachesim.HierarchyTotals.rounds``)."""
     slow_rounds: int = 0
     """Those that waited on the L2 or DRAM."""
+    copy_rounds: int = 0
+    """Those slow rounds a staging copy's barrier waits for (``cachesim.HierarchyTotals.copy_rounds``)."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -762,12 +764,20 @@ def t_round(mem: _Memory, res: Residency, par: Parallelism, gpu: Gpu) -> float:
     long as that request (the caches here fill at once; ``cachesim.simulate_hierarchy``). A naive matrix
     multiply's warps read each line of N in the same round as the block's other warps: the L1 counts seven
     hits of eight, and each round waits on the L2. On the H100 at 256^2 (16 warps per SM) it runs 15.4 us
-    after the launch where the mean latency gives 8.2 (h100-placements, variants-run1/2); its tiled kernel,
-    whose rounds are the copy's, 10.5."""
+    after the launch (h100-placements, variants-run1/2), 14.0 here, 8.2 by the mean latency; its tiled kernel,
+    whose rounds are the copy's, 10.5 (8.3 here, where T_round does not bind).
+
+    A staging copy's slow rounds (``copy_rounds``: its loads a shared store kept, the block's barrier waiting
+    for the slowest of its warps) are priced at the GPU's measured DRAM latency (``memory.dram_latency``): a
+    window's tile is new to the block, and blocks that start together copy it at once, so one of them brings
+    it from DRAM while the L2 counts the others' requests as hits. From the H100's measurements: the tiled
+    kernel's 16 tiles take 20.7k cycles at 256^2 in 16 x 16 blocks and the one-window variant's 32 copy rounds
+    36.6k, some 760-1,000 cycles a copy round once the shared-memory work is taken off."""
     h = mem.hier
     if not h.rounds:
         return 0.0
-    waits = h.slow_rounds * gpu.caches.l2_latency + (h.rounds - h.slow_rounds) * mem.first_hit_amat
+    waits = (h.copy_rounds * gpu.memory.dram_latency + (h.slow_rounds - h.copy_rounds) * gpu.caches.l2_latency
+             + (h.rounds - h.slow_rounds) * mem.first_hit_amat)  # fmt: skip
     rep = res.total_warps / (res.active_sms * res.n)
     comp = par.inst_per_warp * gpu.compute.avg_inst_latency / max(res.ilp, 1.0)
     return waits / (res.active_sms * res.n) + rep * comp
@@ -920,6 +930,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         t_round=mt.t_round,
         rounds=h.rounds,
         slow_rounds=h.slow_rounds,
+        copy_rounds=h.copy_rounds,
     )
 
 

@@ -21,7 +21,7 @@ from traces import generators
 from conftest import ROOT
 
 MATMUL = ROOT / "configs" / "examples" / "matmul.parquet"
-K80, A100 = get_gpu("k80"), get_gpu("a100")
+K80, K40, A100 = get_gpu("k80"), get_gpu("k40"), get_gpu("a100")
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None,
                           reason="nvcc is not installed (CUDA toolkit): the snippets are not compiled")  # fmt: skip
 
@@ -238,22 +238,24 @@ def test_top3_hints_compile(name, size, tmp_path):
 
 
 def test_rank_says_which_top3_hints_cannot_be_pasted(mm, monkeypatch):
-    # no origin formula (as for a gather): the staged N of the top 3 cannot be given as is, and the ranking says so
+    # no origin formula (as for a gather): the staged objects of the top 3 cannot be given as is, and the ranking
+    # says so
     import placement.tiles
 
     monkeypatch.setattr(placement.tiles, "origin", lambda facts, name, windows: Origin(None, None, 0, 0))
-    r = placement.rank(mm, K80, top=3, hints=True, workers=1)
-    staged = [p for p in r.ranking[:3] if p.placement["N"].startswith("S/")]
+    # the K40, whose top 3 stage M and N (the K80's top is M=C,N=T since T_round)
+    r = placement.rank(mm, K40, top=3, hints=True, workers=1)
+    staged = [p for p in r.ranking[:3] if any(s.startswith("S/") for s in p.placement.values())]
     assert staged and set(r.hints_incomplete) == {p.label for p in staged}
-    # N's tile is 64 rows x 16 columns of its 64 x 64: its rows start at 0 in every block, its columns not
-    assert all(w.startswith("no formula fits the origins of N's tiles: they are to be set by hand")
-               for w in r.hints_incomplete.values())  # fmt: skip
+    # the first staged object of each names itself (M's tile 16 x 64 of its 64 x 64, N's 64 x 16)
+    for p in staged:
+        first = next(n for n in ("M", "N", "P") if p.placement[n].startswith("S/"))
+        assert r.hints_incomplete[p.label].startswith(
+            f"no formula fits the origins of {first}'s tiles: they are to be set by hand"
+        )
     text = r.text()
     p = staged[0]
-    assert (
-        f"#{p.rank} ({p.label}): --hints cannot give code to paste as is: no formula fits the origins of N's "
-        "tiles: they are to be set by hand." in text
-    )
+    assert f"#{p.rank} ({p.label}): --hints cannot give code to paste as is: {r.hints_incomplete[p.label]}" in text
     assert r.to_dict()["hints"]["incomplete"] == r.hints_incomplete
     assert "cannot give code" not in replace(r, hints=None).text()
 
