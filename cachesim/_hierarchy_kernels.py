@@ -279,26 +279,8 @@ def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, 
 
 
 @nb.njit(**LEAF)
-def upper_span(
-    level,
-    inst,
-    cfgs,
-    state,
-    stats,
-    out,
-    hp,
-    lat,
-    addr,
-    nbytes,
-    is_write,
-    is_local,
-    space,
-    obj,
-    gwarp,
-    cycle,
-    now,
-    since,
-):
+def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, is_local, space, obj, gwarp, cycle,
+               now, since):  # fmt: skip
     """A read or write of [addr, addr + nbytes) at a per-SM cache (L1, texture or constant) of SM ``inst``;
     returns how many of its line pieces waited on the L2: misses, and hits on a line filled at issue slot
     ``since`` or later (in flight still: a line another warp's request of the same round is bringing in).
