@@ -196,11 +196,14 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     fit = occ = narrow = None
     for w in wins:
         o = option(w, "")
-        if o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
+        if o.smem_per_block > limit:  # before occupancy(), which refuses it
+            continue
+        blocks = occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm
+        if blocks < 1:
             continue
         if fit is None:
             fit = option(w, "fewest windows that fit")
-        keeps = occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm >= base_blocks
+        keeps = blocks >= base_blocks
         if keeps and occ is None:
             occ = option(w, "fewest windows that keep the occupancy")
         per_window = -(-k_max // w)  # a warp's accesses in one window

@@ -145,7 +145,7 @@ def plan(suite: Suite) -> Plan:
             if e.measured_ns is not None and sample in parsed:
                 measured_sample = e.measured_ns[parsed.index(sample)]
             for pos, p in enumerate(parsed):
-                full = ",".join(f"{n}={s}" for n, s in p.spaces) + (f";windows={p.windows}" if p.windows else "")
+                full = p.label()  # every object's space, and ";windows=K" where asked for
                 tasks.append(Task(
                     key=f"{e.id}|{g}|{full}", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi, trace_key=key,
                     trace_label=src.label, position=pos, placement=p,
