@@ -193,17 +193,28 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
     return ObjectReason(name, before, after, tuple(facts))
 
 
+def _eq1(t: Terms) -> float:
+    return t.t_comp + t.t_mem - t.t_overlap
+
+
 def _round_bound(t: Terms) -> bool:
-    """Whether T_round, not Eq. 1, is a placement's T (``hms.t_kernel``)."""
-    return t.t_round > t.t_comp + t.t_mem - t.t_overlap
+    """Whether T_round, not Eq. 1 or T_block, is a placement's T (``hms.t_kernel``)."""
+    return t.t_round > _eq1(t) and t.t_round >= t.t_block
+
+
+def _block_bound(t: Terms) -> bool:
+    """Whether T_block, not Eq. 1 or T_round, is a placement's T (``hms.t_kernel``)."""
+    return t.t_block > _eq1(t) and t.t_block > t.t_round
 
 
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     parts = []
     rounds = (("T_round (waits on rounds of loads)", sample.t_round, target.t_round),) if (
         _round_bound(sample) or _round_bound(target)) else ()  # fmt: skip
+    blocks = (("T_block (copies before work)", sample.t_block, target.t_block),) if (
+        _block_bound(sample) or _block_bound(target)) else ()  # fmt: skip
     for label, a, b in (("T_comp", sample.t_comp, target.t_comp), ("T_mem", sample.t_mem, target.t_mem),
-                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *rounds):  # fmt: skip
+                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *rounds, *blocks):  # fmt: skip
         d = (b - a) * ns_per_cycle
         if abs(d) >= 0.005 * max(sample.time_ns, 1e-9):
             parts.append(f"{label} {'+' if d > 0 else '-'}{units.time_ns(abs(d))}")
@@ -287,6 +298,12 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
         out.append(f"{which} bound by the warps' waits (T_round: each round of loads as long as its slowest, N warps "
                    f"at a time): {units.count(sample.slow_rounds)} of {units.count(sample.rounds)} rounds wait on the "
                    f"L2 -> {units.count(target.slow_rounds)} of {units.count(target.rounds)}")  # fmt: skip
+    if _block_bound(sample) or _block_bound(target):
+        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _block_bound(t))
+        out.append(f"{which} bound by the blocks' barriers (T_block: each window's copy, its rounds at DRAM's "
+                   f"latency, before the block's work, {target.blocks_per_sm} blocks an SM side by side in the "
+                   f"first window): {units.count(sample.copy_rounds)} copy rounds -> "
+                   f"{units.count(target.copy_rounds)}")  # fmt: skip
     if abs(target.t_tex - sample.t_tex) > 0.05 * max(sample.t_comp, 1e-9):
         out.append(f"the SMs' texture units busy {units.time_ns(sample.t_tex * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_tex * ns_per_cycle)} (T_TEX, one texel a unit a cycle)")  # fmt: skip

@@ -179,6 +179,14 @@ def evaluation_text(r: EvaluationResult) -> str:
             if s.rounds or t.rounds
             else []
         ),
+        *(
+            [
+                ["T_block (each window's copy, then the block's work)", tm(s.t_block), tm(t.t_block)],
+                ["copy rounds", cnt(s.copy_rounds), cnt(t.copy_rounds)],
+            ]
+            if s.t_block or t.t_block
+            else []
+        ),
         ["issued instructions", cnt(s.issued_instructions), cnt(t.issued_instructions)],
         ["addressing delta", cnt(s.addressing_delta), cnt(t.addressing_delta)],
         *[[f"replays: {c}", cnt(s.replays[c]), cnt(t.replays[c])] for c in t.replays],

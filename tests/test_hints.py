@@ -21,7 +21,7 @@ from traces import generators
 from conftest import ROOT
 
 MATMUL = ROOT / "configs" / "examples" / "matmul.parquet"
-K80, K40, A100 = get_gpu("k80"), get_gpu("k40"), get_gpu("a100")
+K80, A100 = get_gpu("k80"), get_gpu("a100")
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None,
                           reason="nvcc is not installed (CUDA toolkit): the snippets are not compiled")  # fmt: skip
 
@@ -243,8 +243,8 @@ def test_rank_says_which_top3_hints_cannot_be_pasted(mm, monkeypatch):
     import placement.tiles
 
     monkeypatch.setattr(placement.tiles, "origin", lambda facts, name, windows: Origin(None, None, 0, 0))
-    # the K40, whose top 3 stage M and N (the K80's top is M=C,N=T since T_round)
-    r = placement.rank(mm, K40, top=3, hints=True, workers=1)
+    # the GTX-680, whose top 3 stage M and N (the K80's top is M=C,N=T since T_round, the K40's since T_block)
+    r = placement.rank(mm, get_gpu("gtx680"), top=3, hints=True, workers=1)
     staged = [p for p in r.ranking[:3] if any(s.startswith("S/") for s in p.placement.values())]
     assert staged and set(r.hints_incomplete) == {p.label for p in staged}
     # the first staged object of each names itself (M's tile 16 x 64 of its 64 x 64, N's 64 x 16)
