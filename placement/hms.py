@@ -863,7 +863,7 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     departures (DRAM's bandwidth); no term of the papers has the copy's latency that a barrier exposes when
     few blocks share an SM, and Eq. 1's overlap hides it behind work that waits at the same barrier. On the
     H100 (h100-placements, variants-run1/2), the one-window staged matmul in 16 x 16 blocks (2 blocks an SM
-    at 256^2, 32 copy rounds a warp) is measured 1.16-1.31x the naive kernel's time and was predicted 0.98,
+    at 256^2, 31 copy rounds a warp) is measured 1.16-1.31x the naive kernel's time and was predicted 0.98,
     now 1.21; in 32 x 32 blocks (one an SM, 2 windows) measured 0.95-1.01, predicted 0.79, now 0.96, behind
     its textbook tiling (measured 0.68-0.78, predicted 0.91). Taking every window side by side instead (k +
     B c each) put 8 x 8 tiles (16 blocks an SM, 32 windows) at 1.21 where they measure 0.64-1.03."""

@@ -330,6 +330,23 @@ def test_t_block_by_hand():
     assert t_kernel(100.0, 300.0, 80.0, 698.475, 8075.28) == 8075.28
 
 
+def test_evaluate_says_when_t_block_binds():
+    """The example matmul (64^2, 16 blocks of 16 x 16) staged on the K40: 16 blocks on 15 SMs, 4 windows, one copy
+    round a window and warp (M's and N's loads together), 128 warps x 4 = 512; each window's copy comes before the
+    block's work with nothing else on the SM: T_block is the time, and the output says so."""
+    from conftest import ROOT
+
+    import placement
+
+    r = placement.evaluate(ROOT / "configs" / "examples" / "matmul.parquet", "k40", "M=S/G,N=S/G")
+    t = r.target.evaluation.target
+    assert t.copy_rounds == 512 and t.t_block > max(t.t_round, t.t_comp + t.t_mem - t.t_overlap)
+    assert t.cycles == pytest.approx(t.t_block + t.t_launch)
+    text = r.text()
+    assert "the placement bound by the blocks' barriers (T_block" in text and "0 copy rounds -> 512" in text
+    assert "T_block (each window's copy, then the block's work)" in text
+
+
 def test_naive_matmul_waits_on_every_round_and_its_tiles_win():
     """matmul_naive at 256^2 in 16 x 16 blocks on the H100: each warp's 512 loads (2 x 256) go in rounds of the
     recipe's MLP 6.281, ceil(512 / 6.281) = 82 of them, and every one waits on the L2 (each line of N is read by
