@@ -193,18 +193,14 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
     return ObjectReason(name, before, after, tuple(facts))
 
 
-def _eq1(t: Terms) -> float:
-    return t.t_comp + t.t_mem - t.t_overlap
-
-
 def _round_bound(t: Terms) -> bool:
-    """Whether T_round, not Eq. 1 or T_block, is a placement's T (``hms.t_kernel``)."""
-    return t.t_round > _eq1(t) and t.t_round >= t.t_block
+    """Whether T_round, not Eq. 1 or T_block, is a placement's T (``Terms.bound``)."""
+    return t.bound == "round"
 
 
 def _block_bound(t: Terms) -> bool:
-    """Whether T_block, not Eq. 1 or T_round, is a placement's T (``hms.t_kernel``)."""
-    return t.t_block > _eq1(t) and t.t_block > t.t_round
+    """Whether T_block, not Eq. 1 or T_round, is a placement's T (``Terms.bound``)."""
+    return t.bound == "block"
 
 
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:

@@ -219,6 +219,14 @@ class Terms:
     copy_rounds: int = 0
     """Those slow rounds a staging copy's barrier waits for (``cachesim.HierarchyTotals.copy_rounds``)."""
 
+    @property
+    def bound(self) -> str:
+        """Which of :func:`t_kernel`'s terms is T: 'block' (T_block), 'round' (T_round) or 'eq1' (Eq. 1)."""
+        eq1 = self.t_comp + self.t_mem - self.t_overlap
+        if self.t_block > max(eq1, self.t_round):
+            return "block"
+        return "round" if self.t_round > eq1 else "eq1"
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         del d["object_caches"]
