@@ -9,13 +9,15 @@ instructions a warp, 3n/32 rows) runs
   ``placement trace --time``): the uninstrumented launch, median of ``--repeat`` runs;
 - traced (``PLACEMENT_TRACE_STATS``, ``traces/sanitizer/inject.cpp``): the traced launch's wall time from the
   launch-begin callback's end to the drain thread's end (the patched kernel and the copying out of its records)
-  and the records; slowdown = traced / uninstrumented launch, device records per second = records / traced;
+  and the records; slowdown = traced / uninstrumented launch, device records per second = records / traced; and
+  the drain thread's seconds writing records out and waiting for the next one (which side bounds a wrapped ring);
 - its record file through the host side as ``placement trace`` does it (``read_records(mapped=True)``, the
   ``decode.Decoder``'s two passes with the kernel's SASS, ``traces.write_parts``;
   ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to Parquet: wall and CPU time, rows per second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
-    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--max-rows N]
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--flush]
+                                     [--max-rows N] [--device-only]
 
 Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
 ("Trace your own kernel").
@@ -56,6 +58,10 @@ def main() -> int:
                     "(default 262,144, placement trace's)")  # fmt: skip
     ap.add_argument("--poll", choices=("each", "one"), default="each", help="a full ring's waiting warps poll the "
                     "host's drained count each (default) or one at a time (PLACEMENT_TRACE_POLL, an experiment)")  # fmt: skip
+    ap.add_argument("--flush", action="store_true", help="the drain thread evicts the lines it wrote out from the "
+                    "CPU's caches before freeing them (PLACEMENT_TRACE_FLUSH, an experiment)")  # fmt: skip
+    ap.add_argument("--device-only", action="store_true", help="the traced launch alone: no host side, no whole "
+                    "command (the experiments' runs)")  # fmt: skip
     ap.add_argument("--max-rows", type=int, help="records kept (PLACEMENT_TRACE_MAX_ROWS): with 1, the traced launch "
                     "costs the patched callbacks and their slot counter alone, nothing written")  # fmt: skip
     args = ap.parse_args()
@@ -95,9 +101,18 @@ def main() -> int:
             if args.max_rows:
                 traced_env["PLACEMENT_TRACE_MAX_ROWS"] = str(args.max_rows)
             traced_env["PLACEMENT_TRACE_POLL"] = args.poll
+            traced_env["PLACEMENT_TRACE_FLUSH"] = "1" if args.flush else "0"
             traced_wall = _run(prog, traced_env)
-            seconds, records = Path(stats).read_text().split("\t")
+            seconds, records, write_s, wait_s, chunks = Path(stats).read_text().split("\t")
             traced_s, records = float(seconds), int(records)
+            drain = (f"drain thread {float(write_s) * 1e3:,.1f} ms writing {int(chunks):,} chunks, "
+                     f"{float(wait_s) * 1e3:,.1f} ms waiting")  # fmt: skip
+            if args.device_only:
+                launch = statistics.median(launch_ms) / 1e3
+                print(f"n = 2^{e}: {records:,} records; launch {launch * 1e6:,.1f} us uninstrumented, traced "
+                      f"{traced_s * 1e3:,.1f} ms ({traced_s / launch:,.0f}x), {records / traced_s / 1e6:.2f} M "
+                      f"records/s on the device; {drain}", flush=True)  # fmt: skip
+                continue
             if args.max_rows:  # the callbacks' cost alone: no records to decode
                 print(f"n = 2^{e}: {records:,} records kept of {3 * n // 32:,}; launch "
                       f"{statistics.median(launch_ms) * 1e3:,.1f} us uninstrumented, traced {traced_s * 1e3:,.1f} ms",
@@ -118,12 +133,15 @@ def main() -> int:
             launch = statistics.median(launch_ms) / 1e3
             print(f"n = 2^{e}: {records:,} records; launch {launch * 1e6:,.1f} us uninstrumented, traced "
                   f"{traced_s * 1e3:,.1f} ms ({traced_s / launch:,.0f}x), {records / traced_s / 1e6:.2f} M records/s "
-                  f"on the device; program {alone:.2f} s alone, {traced_wall:.2f} s traced; host side "
+                  f"on the device ({drain}); program {alone:.2f} s alone, {traced_wall:.2f} s traced; host side "
                   + ", ".join(f"{s[1:]} {w:.3f} s wall {c:.3f} s CPU ({records / w / 1e6:.1f} M rows/s)"
                               for s, (w, c) in host.items())
                   + f"; placement trace -o T.arrow {whole_s:.2f} s ({records / whole_s / 1e6:.2f} M rows/s end to end)",
                   flush=True)  # fmt: skip
-    print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, medians of {args.repeat}")
+    print(
+        f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, flush {args.flush}, "
+        f"medians of {args.repeat}"
+    )
     return 0
 
 

@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # Every check that waits on a GPU, in one device call (the tool library's `run`; carry [".whl"]), most wanted first,
-# each step under its own time limit so that the call fits the 10 minutes one command may take (590 s in all; the
-# first step builds the injection library with nvcc). Each step's output
-# goes to $OUT/<step>.log and its exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out
-# elsewhere). Without a GPU every step fails at once with its one-line reason.
+# each step under its own time limit so that the call fits the 10 minutes one command may take (500 s of limits in
+# all; the first step builds the injection library with nvcc). Each step's output goes to $OUT/<step>.log and its
+# exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere). Without a GPU
+# every step fails at once with its one-line reason.
 #
 #   .whl/  wheels the device cannot download (it reaches nothing outside): OR-Tools and what it needs, for the
 #          device's Python (README, "Trace your own kernel"):
 #          python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #            --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#            -d .whl ortools==9.15.6755 protobuf==6.33.1 immutabledict
+#            -d .whl ortools==9.15.6755 immutabledict
 #
 #   bash benchmarks/gpu_session.sh            # on the device, from the repository root
 #
 # The steps:
-# 1. bench-trace-each / bench-trace-one: `placement trace`'s recording once its ring wraps (1.05-1.3 M records a
-#    second on an H100, 26 Nov 2026, whatever the ring's size), with the waiting warps polling the host's drained
-#    count each (the default) or one at a time (PLACEMENT_TRACE_POLL=one, the experiment that tests the guess that
-#    the polls flood the bus): benchmarks/bench_trace.py at n = 2^22 and 2^24;
-# 2. calibrate: `placement calibrate --quick`, whose global atomics across L2 units (atomic_global_spread) have not
-#    run on a GPU yet;
-# 3. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100).
+# 1. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100
+#    before the streaming decoder, which has not met a GPU yet);
+# 2. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
+#    `placement rank conv1d.parquet --gpu h100`;
+# 3. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^22 and 2^24, host side and whole
+#    command included), with the drain thread's seconds writing and waiting, which say which side bounds a ring
+#    that wraps (1.05-1.3 M records a second on an H100, 26 Nov 2026, whatever the ring's size);
+# 4. wrap-experiments: the traced launch alone at 2^24 with the two guesses for that bound, each alone and both:
+#    the waiting warps poll the host's drained count one at a time (--poll one), and the drain thread evicts the
+#    lines it wrote out from the CPU's caches (--flush);
+# 5. calibrate: `placement calibrate --quick`, whose global atomics across L2 units (atomic_global_spread) have not
+#    run on a GPU yet.
 set -u
 PY=${PYTHON:-python3}
 OUT=${OUT:-$PWD/gpu-session-out}
@@ -41,8 +46,26 @@ step() {  # step NAME LIMIT_S COMMAND...
     echo "$name rc=$rc ${limit}s-limit $((SECONDS - t0))s" | tee -a "$OUT/steps.txt"
 }
 
-step nvidia-smi 20 nvidia-smi
-step bench-trace-each 180 "$PY" benchmarks/bench_trace.py --sizes 22,24 --repeat 1 --poll each
-step bench-trace-one 120 "$PY" benchmarks/bench_trace.py --sizes 22,24 --repeat 1 --poll one
-step calibrate 120 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
-step trace-apps 150 "$PY" -m pytest -q -p no:cacheprovider tests/test_sanitizer_gpu.py
+step nvidia-smi 15 nvidia-smi
+step trace-apps 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_sanitizer_gpu.py
+trace_rank() {
+    local d
+    d=$(mktemp -d)
+    nvcc -O3 -o "$d/conv1d_app" benchmarks/trace_apps/conv1d_app.cu &&
+        "$PY" -m placement.cli trace --time -o "$d/conv1d.parquet" -- "$d/conv1d_app" &&
+        "$PY" -m placement.cli info "$d/conv1d.parquet" &&
+        "$PY" -m placement.cli rank "$d/conv1d.parquet" --gpu h100
+}
+export PY OUT
+export -f trace_rank
+step trace-rank 60 bash -c trace_rank
+step bench-trace 150 "$PY" benchmarks/bench_trace.py --sizes 22,24 --repeat 1
+wrap_experiments() {
+    "$PY" benchmarks/bench_trace.py --sizes 24 --repeat 1 --device-only &&
+        "$PY" benchmarks/bench_trace.py --sizes 24 --repeat 1 --device-only --poll one &&
+        "$PY" benchmarks/bench_trace.py --sizes 24 --repeat 1 --device-only --flush &&
+        "$PY" benchmarks/bench_trace.py --sizes 24 --repeat 1 --device-only --poll one --flush
+}
+export -f wrap_experiments
+step wrap-experiments 90 bash -c wrap_experiments
+step calibrate 100 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json

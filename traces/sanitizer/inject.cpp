@@ -15,9 +15,13 @@
 // the same thread: those calls return at once (t_inside).
 // PLACEMENT_TRACE_POLL=one (benchmarks/bench_trace.py --poll one, an experiment): warps that find the ring full read
 // the host's drained count one at a time and share it in device memory, instead of each polling it across the bus.
-// PLACEMENT_TRACE_STATS (benchmarks/bench_trace.py): after a traced launch, "<seconds>\t<records>" is written there,
-// the wall time from the launch-begin callback's end (state and ring set up) to the drain thread's end, which holds
-// the patched kernel's run and the copying out of its records.
+// PLACEMENT_TRACE_FLUSH=1 (benchmarks/bench_trace.py --flush, an experiment): the drain thread evicts the ring's lines
+// it has written out from the CPU's caches (clflush) before freeing them, so that the device's partial writes of the
+// next records into a wrapped ring find no cached copy to snoop or merge (the second guess for the wrapped rate).
+// PLACEMENT_TRACE_STATS (benchmarks/bench_trace.py): after a traced launch, "<seconds>\t<records>\t<write
+// s>\t<wait s>\t<chunks>" is written there: the wall time from the launch-begin callback's end (state and ring set up)
+// to the drain thread's end, which holds the patched kernel's run and the copying out of its records; the records;
+// the drain thread's seconds writing chunks out (and flushing them) and waiting for the next slot; its chunks.
 // Run on an H100 (driver 580.159.04, 26 Nov 2026; README, "Trace your own kernel").
 #include <cuda.h>
 #include <cxxabi.h>
@@ -27,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -166,12 +174,34 @@ F driver_fn(const char* name) {
 // second either way, whatever the ring's size (not yet understood; README, "Trace your own kernel").
 constexpr double DRAIN_SPIN_US = 500.0;
 constexpr int DRAIN_SLEEP_US = 50;
+constexpr size_t CACHE_LINE = 64;  // x86-64's (clflush's unit)
+double g_drain_write_s = 0, g_drain_wait_s = 0;  // PLACEMENT_TRACE_STATS
+unsigned long long g_drain_chunks = 0;
+
+// PLACEMENT_TRACE_FLUSH: the lines of `bytes` from `p` leave the CPU's caches (clflush; nothing elsewhere)
+void evict(const void* p, size_t bytes) {
+#if defined(__x86_64__)
+    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)(CACHE_LINE - 1), end = (uintptr_t)p + bytes;
+    for (uintptr_t a = first; a < end; a += CACHE_LINE) _mm_clflush((const void*)a);
+    _mm_mfence();
+#else
+    (void)p, (void)bytes;
+#endif
+}
 
 void drain() {  // write ready records out of the ring, in slot order, as they come
     unsigned long long next = 0;
     const unsigned long long capacity = g_state->capacity;
     auto idle_since = std::chrono::steady_clock::now();
     bool idle = false;
+    const bool flush = strcmp(env("PLACEMENT_TRACE_FLUSH", "0"), "1") == 0;
+    using clock = std::chrono::steady_clock;
+    auto since = clock::now();  // the drain's seconds writing and waiting (PLACEMENT_TRACE_STATS)
+    const auto lap = [&since](double& into) {
+        const auto now = clock::now();
+        into += std::chrono::duration<double>(now - since).count();
+        since = now;
+    };
     for (;;) {
         // the ready slots from `next` on, up to 4096 and the ring's end: written from where they lie, and freed
         const unsigned long long first = next % capacity;
@@ -180,13 +210,20 @@ void drain() {  // write ready records out of the ring, in slot order, as they c
                *(volatile unsigned long long*)&g_state->ready[first + count] == next + count + 1)
             ++count;
         if (count) {
+            lap(g_drain_wait_s);
             write_chunk(3, count, g_state->ring + first, (size_t)count * sizeof(AccessRecord));
+            if (flush) evict(g_state->ring + first, (size_t)count * sizeof(AccessRecord));
+            lap(g_drain_write_s);
+            ++g_drain_chunks;
             next += count;
             __atomic_store_n(&g_state->drained, next, __ATOMIC_RELEASE);
             idle = false;
         } else if (g_stop.load()) {
             unsigned long long reserved = __atomic_load_n(&g_state->head, __ATOMIC_ACQUIRE);
-            if (next >= reserved || next >= g_state->max_rows) break;
+            if (next >= reserved || next >= g_state->max_rows) {
+                lap(g_drain_wait_s);
+                break;
+            }
         } else {
             const auto now = std::chrono::steady_clock::now();
             if (!idle) idle = true, idle_since = now;
@@ -357,7 +394,8 @@ void end_launch(Sanitizer_LaunchData* ld) {
     fflush(g_out);
     if (const char* stats = env("PLACEMENT_TRACE_STATS")) {
         if (FILE* f = fopen(stats, "w")) {
-            fprintf(f, "%.9f\t%llu\n", seconds, (unsigned long long)end[0]);
+            fprintf(f, "%.9f\t%llu\t%.6f\t%.6f\t%llu\n", seconds, (unsigned long long)end[0], g_drain_write_s,
+                    g_drain_wait_s, g_drain_chunks);
             fclose(f);
         }
     }
