@@ -16,7 +16,7 @@ instructions a warp, 3n/32 rows) runs
   ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to Parquet: wall and CPU time, rows per second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
-    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll each|one] [--flush]
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll one|each]
                                      [--max-rows N] [--device-only]
 
 Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
@@ -56,10 +56,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians (default 3)")
     ap.add_argument("--ring", type=int, default=262_144, help="records the injection library's ring holds "
                     "(default 262,144, placement trace's)")  # fmt: skip
-    ap.add_argument("--poll", choices=("each", "one"), default="each", help="a full ring's waiting warps poll the "
-                    "host's drained count each (default) or one at a time (PLACEMENT_TRACE_POLL, an experiment)")  # fmt: skip
-    ap.add_argument("--flush", action="store_true", help="the drain thread evicts the lines it wrote out from the "
-                    "CPU's caches before freeing them (PLACEMENT_TRACE_FLUSH, an experiment)")  # fmt: skip
+    ap.add_argument("--poll", choices=("one", "each"), default="one", help="a full ring's waiting warps poll the "
+                    "host's drained count one at a time (default) or each (PLACEMENT_TRACE_POLL=each, the first form)")  # fmt: skip
     ap.add_argument("--device-only", action="store_true", help="the traced launch alone: no host side, no whole "
                     "command (the experiments' runs)")  # fmt: skip
     ap.add_argument("--max-rows", type=int, help="records kept (PLACEMENT_TRACE_MAX_ROWS): with 1, the traced launch "
@@ -101,7 +99,6 @@ def main() -> int:
             if args.max_rows:
                 traced_env["PLACEMENT_TRACE_MAX_ROWS"] = str(args.max_rows)
             traced_env["PLACEMENT_TRACE_POLL"] = args.poll
-            traced_env["PLACEMENT_TRACE_FLUSH"] = "1" if args.flush else "0"
             traced_wall = _run(prog, traced_env)
             seconds, records, write_s, wait_s, chunks = Path(stats).read_text().split("\t")
             traced_s, records = float(seconds), int(records)
@@ -138,10 +135,7 @@ def main() -> int:
                               for s, (w, c) in host.items())
                   + f"; placement trace -o T.arrow {whole_s:.2f} s ({records / whole_s / 1e6:.2f} M rows/s end to end)",
                   flush=True)  # fmt: skip
-    print(
-        f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, flush {args.flush}, "
-        f"medians of {args.repeat}"
-    )
+    print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, medians of {args.repeat}")
     return 0
 
 

@@ -13,15 +13,13 @@
 // chosen launch is timed with a pair of CUDA events on its stream (recorded in the launch-begin and launch-end
 // callbacks) and "<ms>\t<device name>" written there. Driver calls made from inside a callback re-enter it on
 // the same thread: those calls return at once (t_inside).
-// PLACEMENT_TRACE_POLL=one (benchmarks/bench_trace.py --poll one, an experiment): warps that find the ring full read
-// the host's drained count one at a time and share it in device memory, instead of each polling it across the bus.
-// PLACEMENT_TRACE_FLUSH=1 (benchmarks/bench_trace.py --flush, an experiment): the drain thread evicts the ring's lines
-// it has written out from the CPU's caches (clflush) before freeing them, so that the device's partial writes of the
-// next records into a wrapped ring find no cached copy to snoop or merge (the second guess for the wrapped rate).
+// Warps that find the ring full read the host's drained count one at a time and share it in device memory; with
+// PLACEMENT_TRACE_POLL=each (benchmarks/bench_trace.py --poll each, the first form) every waiting warp polls it
+// across the bus, which held a wrapped ring to 1.2 M records a second on an H100 (15.5 M one at a time, 27 Nov 2026).
 // PLACEMENT_TRACE_STATS (benchmarks/bench_trace.py): after a traced launch, "<seconds>\t<records>\t<write
 // s>\t<wait s>\t<chunks>" is written there: the wall time from the launch-begin callback's end (state and ring set up)
 // to the drain thread's end, which holds the patched kernel's run and the copying out of its records; the records;
-// the drain thread's seconds writing chunks out (and flushing them) and waiting for the next slot; its chunks.
+// the drain thread's seconds writing chunks out and waiting for the next slot; its chunks.
 // Run on an H100 (driver 580.159.04, 26 Nov 2026; README, "Trace your own kernel").
 #include <cuda.h>
 #include <cxxabi.h>
@@ -31,10 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 #include <atomic>
 #include <chrono>
@@ -170,31 +164,18 @@ F driver_fn(const char* name) {
 
 // When the next slot is not ready, the drain thread yields for up to DRAIN_SPIN_US before it sleeps DRAIN_SLEEP_US.
 // On an H100 (26 Nov 2026, benchmarks/bench_trace.py) a launch of 98,304 records into a ring of 262,144 took 6.4 ms
-// this way, 11.6 ms with a 50 us sleep at every miss. Once the ring wraps, recording runs at 1.05-1.3 M records a
-// second either way, whatever the ring's size (not yet understood; README, "Trace your own kernel").
+// this way, 11.6 ms with a 50 us sleep at every miss. Once the ring wraps, the drain thread's writing bounds the
+// recording: 15.5 M records a second at n = 2^24, 99 ms writing and 2 ms waiting (27 Nov 2026).
 constexpr double DRAIN_SPIN_US = 500.0;
 constexpr int DRAIN_SLEEP_US = 50;
-constexpr size_t CACHE_LINE = 64;  // x86-64's (clflush's unit)
 double g_drain_write_s = 0, g_drain_wait_s = 0;  // PLACEMENT_TRACE_STATS
 unsigned long long g_drain_chunks = 0;
-
-// PLACEMENT_TRACE_FLUSH: the lines of `bytes` from `p` leave the CPU's caches (clflush; nothing elsewhere)
-void evict(const void* p, size_t bytes) {
-#if defined(__x86_64__)
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)(CACHE_LINE - 1), end = (uintptr_t)p + bytes;
-    for (uintptr_t a = first; a < end; a += CACHE_LINE) _mm_clflush((const void*)a);
-    _mm_mfence();
-#else
-    (void)p, (void)bytes;
-#endif
-}
 
 void drain() {  // write ready records out of the ring, in slot order, as they come
     unsigned long long next = 0;
     const unsigned long long capacity = g_state->capacity;
     auto idle_since = std::chrono::steady_clock::now();
     bool idle = false;
-    const bool flush = strcmp(env("PLACEMENT_TRACE_FLUSH", "0"), "1") == 0;
     using clock = std::chrono::steady_clock;
     auto since = clock::now();  // the drain's seconds writing and waiting (PLACEMENT_TRACE_STATS)
     const auto lap = [&since](double& into) {
@@ -212,7 +193,6 @@ void drain() {  // write ready records out of the ring, in slot order, as they c
         if (count) {
             lap(g_drain_wait_s);
             write_chunk(3, count, g_state->ring + first, (size_t)count * sizeof(AccessRecord));
-            if (flush) evict(g_state->ring + first, (size_t)count * sizeof(AccessRecord));
             lap(g_drain_write_s);
             ++g_drain_chunks;
             next += count;
@@ -272,7 +252,7 @@ void begin_launch(Sanitizer_LaunchData* ld) {
     memset(g_state->ready, 0, capacity * sizeof(unsigned long long));
     g_state->capacity = capacity;
     g_state->max_rows = strtoull(env("PLACEMENT_TRACE_MAX_ROWS", "18446744073709551615"), nullptr, 10);
-    g_state->one_poller = strcmp(env("PLACEMENT_TRACE_POLL", "each"), "one") == 0;
+    g_state->one_poller = strcmp(env("PLACEMENT_TRACE_POLL", "one"), "each") != 0;
     uint64_t fpc = 0, fsize = 0;
     CHECK(sanitizerGetFunctionPcAndSize(ld->module, ld->functionName, &fpc, &fsize));
     g_state->function_pc = fpc;

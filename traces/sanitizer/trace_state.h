@@ -35,7 +35,7 @@ struct TraceState {
     unsigned long long function_pc;
     unsigned long long tail_seen;  // device copy: the most `drained` a warp has read (one_poller)
     uint32_t max_rows_reached;
-    uint32_t one_poller;  // PLACEMENT_TRACE_POLL=one: a full ring's waiting warps read `tail` one at a time
+    uint32_t one_poller;  // a full ring's waiting warps read `tail` one at a time (PLACEMENT_TRACE_POLL=each: 0)
     uint32_t polling;     // device copy: 1 while a warp reads `tail` (one_poller)
     uint32_t n_ranges;
     uint32_t range_lo[MAX_CTA_RANGES];
