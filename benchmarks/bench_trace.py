@@ -16,7 +16,7 @@ instructions a warp, 3n/32 rows) runs
   ``bench_sanitizer_decode.pipeline``) to Arrow IPC and to Parquet: wall and CPU time, rows per second;
 - as the whole command, ``placement trace -o T.arrow -- vecadd_app n`` (wall, rows per second end to end).
 
-    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll one|each]
+    python benchmarks/bench_trace.py [--sizes 20,22,24] [--repeat 3] [--ring 262144] [--poll one|each] [--stages]
                                      [--max-rows N] [--device-only]
 
 Without a GPU it says what is missing in one line and exits 2. Figures measured on an H100 are in the README
@@ -58,6 +58,8 @@ def main() -> int:
                     "(default 262,144, placement trace's)")  # fmt: skip
     ap.add_argument("--poll", choices=("one", "each"), default="one", help="a full ring's waiting warps poll the "
                     "host's drained count one at a time (default) or each (PLACEMENT_TRACE_POLL=each, the first form)")  # fmt: skip
+    ap.add_argument("--stages", action="store_true", help="also the host side's stages to Arrow IPC (read, decode, "
+                    "write), with the kernel's SASS and without it")  # fmt: skip
     ap.add_argument("--device-only", action="store_true", help="the traced launch alone: no host side, no whole "
                     "command (the experiments' runs)")  # fmt: skip
     ap.add_argument("--max-rows", type=int, help="records kept (PLACEMENT_TRACE_MAX_ROWS): with 1, the traced launch "
@@ -135,6 +137,10 @@ def main() -> int:
                               for s, (w, c) in host.items())
                   + f"; placement trace -o T.arrow {whole_s:.2f} s ({records / whole_s / 1e6:.2f} M rows/s end to end)",
                   flush=True)  # fmt: skip
+            for label, sass in (("with", fn), ("without", None)) if args.stages else ():
+                st = pipeline(rec, os.path.join(d, f"s{e}.arrow"), args.repeat, sass)["stages"]
+                print(f"  host side to Arrow IPC {label} the SASS, wall (CPU) s: "
+                      + ", ".join(f"{k} {w:.3f} ({c:.3f})" for k, (w, c) in st.items()), flush=True)  # fmt: skip
     print(f"cores: {os.cpu_count()}, ring {args.ring:,} records, poll {args.poll}, medians of {args.repeat}")
     return 0
 
