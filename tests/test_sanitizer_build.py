@@ -80,3 +80,25 @@ def test_device_record_layout_matches_the_reader(tmp_path):
     want = [d.itemsize] + [d.fields[f][1] for f in ("cta", "warp", "pc", "flags", "space", "width", "mask", "addr")]
     assert [int(v) for v in out[0].split()] == want
     assert [int(v) for v in out[1].split()] == [R.F_READ, R.F_WRITE, R.F_ATOMIC, 0, 1, 2]
+
+
+def test_toolkit_found_through_an_nvcc_wrapper(tmp_path, monkeypatch):
+    """An nvcc that is a wrapper script outside its toolkit (``exec /usr/local/cuda-13.0/bin/nvcc "$@"`` in
+    /usr/local/bin): cuda.h and the toolkit's Compute Sanitizer are found where nvcc's --dryrun says it runs from."""
+    kit = tmp_path / "cuda-13.0"
+    (kit / "include").mkdir(parents=True)
+    (kit / "include" / "cuda.h").write_text("/* */\n")
+    san = kit / "compute-sanitizer"
+    (san / "include").mkdir(parents=True)
+    (san / "include" / "sanitizer.h").write_text("/* */\n")
+    (san / "libsanitizer-public.so").write_bytes(b"\x7fELF")
+    wrapper = tmp_path / "bin" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "#$ _NVVM_BRANCH_=nvvm"\necho "#$ TOP={kit}/bin/.."\n')
+    wrapper.chmod(0o755)
+    assert build.toolkit_roots(wrapper) == [tmp_path, kit]
+    monkeypatch.setattr(build, "_pip_roots", lambda: [])  # none from pip: the toolkit's own
+    assert build.find_sanitizer(wrapper) == (san / "include", san)
+    # a wrapper that names no TOP: only the folder above it, where there is no toolkit
+    wrapper.write_text("#!/bin/sh\nexit 1\n")
+    assert build.toolkit_roots(wrapper) == [tmp_path]

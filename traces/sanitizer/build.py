@@ -73,11 +73,28 @@ def find_nvcc() -> Path | None:
     return None
 
 
+def toolkit_roots(nvcc: Path) -> list[Path]:
+    """The CUDA toolkit folders ``nvcc`` may belong to: the one above its resolved path, and where that is not a
+    toolkit (a wrapper script such as ``exec /usr/local/cuda-13.0/bin/nvcc "$@"`` in /usr/local/bin), the ``TOP``
+    that nvcc's own ``--dryrun`` names."""
+    roots = [nvcc.resolve().parent.parent]
+    if not (roots[0] / "include" / "cuda.h").is_file():
+        try:
+            out = subprocess.run([str(nvcc), "--dryrun", "-c", "placement-probe.cu"], check=False,
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return roots
+        m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.MULTILINE)
+        if m:
+            roots.append(Path(m.group(1).strip()).resolve())
+    return roots
+
+
 def find_sanitizer(nvcc: Path | None = None) -> tuple[Path, Path] | None:
     """(include folder, library folder) of the Compute Sanitizer API."""
     cands = [r / "compute-sanitizer" for r in _pip_roots()]
     if nvcc is not None:
-        cands.append(nvcc.resolve().parent.parent / "compute-sanitizer")
+        cands += [r / "compute-sanitizer" for r in toolkit_roots(nvcc)]
     for c in cands:
         if (c / "include" / "sanitizer.h").is_file() and (c / "libsanitizer-public.so").is_file():
             return c / "include", c
@@ -105,7 +122,7 @@ def find_toolchain() -> Toolchain:
     san = find_sanitizer(nvcc)
     if san is None:
         raise MissingTool(f"the Compute Sanitizer API (sanitizer.h, libsanitizer-public.so) not found; {PIP_HINT}")
-    cuda_h = [nvcc.resolve().parent.parent / "include"] + [r / "include" for r in _pip_roots()]
+    cuda_h = [r / "include" for r in toolkit_roots(nvcc) + _pip_roots()]
     inc = next((c for c in cuda_h if (c / "cuda.h").is_file()), None)
     if inc is None:
         raise MissingTool(f"cuda.h not found beside nvcc ({nvcc}); {PIP_HINT}")
