@@ -153,3 +153,19 @@ def test_measured_device_takes_its_catalog_name():
     m = measured_time([0.02, 0.01], "NVIDIA H100 80GB HBM3")
     assert m.time_ns == pytest.approx(15000.0) and m.gpu == "h100"
     assert measured_time([1.0], "Some Future GPU").gpu == "Some Future GPU"
+
+
+def test_time_says_when_it_timed_a_first_launch(tmp_path, capsys, monkeypatch):
+    # the kernel's first launch (no --launch) is said to run slower than its later ones, in the output and the
+    # trace's source; a later launch (--launch 1 of a kernel launched twice) is not
+    vecadd = "_Z6vecaddPfPKfS1_i\tvecadd(float*, float const*, float const*, int)"
+    app = _stand_in(tmp_path, monkeypatch, launches=(vecadd, vecadd), times=("0.012",))
+    out = tmp_path / "t.parquet"
+    assert main(["trace", "-o", str(out), "--time", "--", *app]) == 0
+    text = capsys.readouterr().out
+    assert "the kernel's first launch in the program: on an H100 a first launch took a median 11 us more" in text
+    assert traces.read_info(out).source["measured"]["first_launch"] is True
+    out.unlink()
+    assert main(["trace", "-o", str(out), "--time", "--launch", "1", "--", *app]) == 0
+    assert "first launch" not in capsys.readouterr().out
+    assert traces.read_info(out).source["measured"]["first_launch"] is False

@@ -37,6 +37,15 @@ NAME = "trace"
 HELP = "trace one launch of a CUDA program (Compute Sanitizer API; needs a GPU)"
 TRACER_FAILED = 86  # inject.cpp's exit code when the tracer itself fails
 DEFAULT_RING = 262_144
+# Measured on an H100: ../shared/data/h100-placements (probe_us, a first launch, against med_us, the median of
+# 30 later ones after an L2 flush, 368 variants: +11.3 us median, +6 to +16 us between the quartiles) and
+# placement trace --time of benchmarks/trace_apps/conv1d_app.cu launching conv1d five times (27 Nov 2026:
+# 21.8-28.9 us for the first launch, 11.4-15.2 us for the second and fifth).
+FIRST_LAUNCH_NOTE = (
+    "on an H100 a first launch took a median 11 us more than the kernel's later launches (conv1d 22-29 us "
+    "against 11-15 us), which the model does not predict; where the program repeats the kernel, --launch N traces "
+    "and times a later launch"
+)
 """Records the injection library's ring holds (inject.cpp's default too). On an H100 (benchmarks/bench_trace.py,
 26 Nov 2026), 98,304 records were recorded at 15.3 M a second through a ring of 262,144, 1,572,864 at 11.2 M
 through 4 Mi (rings that hold the launch), and at 1.05-1.3 M through 65,536 or 262,144: once the ring wraps,
@@ -59,7 +68,9 @@ def add_arguments(p) -> None:
                    "70 MiB); a ring that holds the whole launch traces it fastest")  # fmt: skip
     p.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name objects")
     p.add_argument("--time", action="store_true", help="also time the launch uninstrumented (a second run of the "
-                   "program, a CUDA event pair around the launch): the trace's measured time")  # fmt: skip
+                   "program, a CUDA event pair around the launch): the trace's measured time. A kernel's first launch "
+                   "in a program runs slower than its later ones (on an H100 a median 11 us more): where the program "
+                   "repeats the kernel, --launch N traces and times a later one")  # fmt: skip
     p.add_argument("--time-runs", type=int, default=1, metavar="N",
                    help="with --time: run the program N times and take the median (default 1)")  # fmt: skip
     p.add_argument(
@@ -228,7 +239,8 @@ def run(args) -> int:
             info = replace(info, measured=measured_time(times, device),
                            source=dict(info.source, measured={"runs": len(times), "times_ms": times, "device": device,
                                                               "method": "CUDA events around the launch, uninstrumented "
-                                                              "run (placement trace --time)"}))  # fmt: skip
+                                                              "run (placement trace --time)",
+                                                              "first_launch": not args.launch}))  # fmt: skip
         # the second pass, part by part as it is written: memory follows a part of the records, not the trace
         rows = traces.write_parts(args.output, decoder.parts(), info, decoder.n)
         del decoder, rf
@@ -274,5 +286,7 @@ def run(args) -> int:
         runs = info.source["measured"]["runs"]
         print(f"measured: {time_ns(info.measured.time_ns)} on {info.measured.gpu} "
               f"({'median of ' + plural(runs, 'run') if runs > 1 else 'one run'}, uninstrumented)")  # fmt: skip
+        if not args.launch:
+            print(f"  the kernel's first launch in the program: {FIRST_LAUNCH_NOTE}")
     print("estimated: " + ", ".join(doc["estimated"]))
     return 0
