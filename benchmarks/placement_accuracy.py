@@ -152,6 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", nargs="+")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    for p in args.results:  # one line, not pyarrow's traceback, for a results file that is not there
+        if not Path(p).is_file():
+            print(
+                f"placement_accuracy: {p}: no such file (placement batch SUITE.toml -o {p} writes it)", file=sys.stderr
+            )
+            return 2
     scores = [score(p) for p in args.results]
     if args.json:
         print(json.dumps(scores, indent=1))
