@@ -38,3 +38,49 @@ def test_bench_trace_without_a_gpu_is_one_line_exit_2():
                        capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("bench_trace: ")
+
+
+def test_l1_wavefronts_kernels_load_plain_and_through_the_read_only_path(tmp_path):
+    import l1_wavefronts
+
+    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
+    if nvcc is None or nvdisasm is None:
+        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
+    src, cubin = tmp_path / "l1.cu", tmp_path / "l1.cubin"
+    src.write_text(l1_wavefronts.SOURCE)
+    subprocess.run([str(nvcc), "-cubin", "-arch=sm_80", "-std=c++17", "-o", str(cubin), str(src)], check=True,
+                   capture_output=True)  # fmt: skip
+    fns = sass.disassemble(cubin, nvdisasm)
+    plain, ro = fns["plain"].opcodes, fns["readonly"].opcodes
+    # the lanes' offsets are one read-only load; the timed loads are plain LDG in one kernel and LDG.E.CONSTANT in
+    # the other, 8 per iteration of the loop (nvcc unrolls it: a multiple of 8)
+    timed_plain = [o for o in plain if o.startswith("LDG.E") and "CONSTANT" not in o]
+    timed_ro = [o for o in ro if o.startswith("LDG.E.CONSTANT")]
+    assert len(timed_plain) % 8 == 0 and len(timed_plain) > 0
+    assert len(timed_ro) == len(timed_plain) + 1 and sum("CONSTANT" in o for o in plain if o.startswith("LDG")) == 1
+
+
+def test_l1_wavefronts_predictions_by_hand():
+    from l1_wavefronts import PATTERNS, predicted
+
+    # (the walk's cycles, the most lines on one sector position)
+    assert predicted(PATTERNS["aligned 128 B"]) == (1.0, 1)
+    assert predicted(PATTERNS["128 B from +4 B"]) == (1.25, 2)  # sectors 0-3 of one line and 0 of the next
+    assert predicted(PATTERNS["128 B from +32 B"]) == (1.0, 1)  # sectors 1-3 and 0: four positions, once each
+    assert predicted(PATTERNS["halves, 2nd in the next line, same sectors"]) == (1.0, 2)
+    assert predicted(PATTERNS["halves, 2nd in the next line, other sectors"]) == (1.0, 1)
+    # 16,440 bytes on: 56 bytes into a line, so the second half takes sectors 1-3 of it (5 sectors in all)
+    assert predicted(PATTERNS["halves, 2nd one Kernel Tuner row on"]) == (1.25, 2)
+    assert predicted(PATTERNS["8 lines, sector 0 of each"]) == (2.0, 8)
+    assert predicted(PATTERNS["8 lines, sectors 0-3 in turn"]) == (2.0, 2)
+    assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32)
+    assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8)
+    assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
+
+
+@pytest.mark.skipif(build.driver_problem() is None, reason="a GPU driver is here: the script would run")
+def test_l1_wavefronts_without_a_gpu_is_one_line_exit_2():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "l1_wavefronts.py"), "--iters", "1"],
+                       capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("l1_wavefronts: no CUDA GPU")

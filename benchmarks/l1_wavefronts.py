@@ -1,0 +1,144 @@
+"""L1 hits of a warp's load: how many cycles of the SM's L1 data path each access pattern takes, plain loads and
+__ldg (needs a CUDA GPU and CuPy: pip install 'gpu-placement[gpu]').
+
+``cachesim``'s walk charges a warp-instruction that an SM's cache serves its sectors' bytes over the data path's
+width (``smem_banks x smem_bank_bytes``, 128 B a cycle), but at least its tag stage's cycles (4 lines a cycle, one
+a set: configs/architectures.toml [NV-T]): an unaligned 128-byte access (5 sectors) 1.25 cycles, two 64-byte
+halves in two lines 1 cycle, 32 lanes on 32 lines 8 cycles. Where the L1's data lives in the 32 banks it shares
+with shared memory, a sector of one line and the same sector of another are in the same banks, and such an access
+would take as many cycles as the most lines needing one sector position (2, 2 and 32 in those examples). The
+Kernel Tuner convolution on an A100 (../shared/data/kerneltuner-convolution) reads the image in two 64-byte halves
+a warp with blocks 16 wide, and there staging and __ldg are measured faster than plain loads where the model
+predicts them slower; this script measures which rule the GPU follows.
+
+Every warp of 32 warps an SM loads, ``--iters`` times, 8 independent floats a lane from an L1-resident buffer at the
+pattern's byte offsets (lane l at ``offset(l)``, moved by a multiple of 128 bytes per load so the 8 loads take 8
+different sets), as plain loads (``LDG``) and through the read-only path (``__ldg``: ``LDG.E.CONSTANT``). The
+launch is timed with CUDA events (median of ``--repeat``); the figure is SM cycles per warp-load at the clock the
+driver reports, and relative to the aligned 128-byte pattern (1 cycle on the rule above). Each pattern's line says
+what both rules predict.
+
+    python benchmarks/l1_wavefronts.py [--iters 256] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+SOURCE = r"""
+#define LOADS 8
+#define MOVE (37 * 128)  // bytes between a lane's 8 loads: whole lines, 8 different sets
+template <bool RO>
+__device__ __forceinline__ void body(const char* __restrict__ buf, const int* __restrict__ offs, int iters,
+                                     float* sink) {
+  const unsigned lane = threadIdx.x & 31;
+  const char* p = buf + offs[lane];
+  float acc = 0.f;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < LOADS; ++k) {
+      const float* q = (const float*)(p + ((i + k) & (LOADS - 1)) * MOVE);
+      acc += RO ? __ldg(q) : *q;
+    }
+  }
+  if (acc == -1.f) sink[0] = acc;
+}
+extern "C" __global__ void plain(const char* buf, const int* offs, int iters, float* sink) {
+  body<false>(buf, offs, iters, sink);
+}
+extern "C" __global__ void readonly(const char* buf, const int* offs, int iters, float* sink) {
+  body<true>(buf, offs, iters, sink);
+}
+"""
+
+LINE, SECTOR = 128, 32
+KT_PITCH = (4096 + 15 - 1) * 4  # the Kernel Tuner convolution's input row: 4110 floats
+
+
+def _halves(second: int) -> list[int]:
+    """Lanes 0-15 on the first 64 bytes of a line, lanes 16-31 on 64 bytes from ``second``."""
+    return [4 * lane if lane < 16 else second + 4 * (lane - 16) for lane in range(32)]
+
+
+# name: 32 byte offsets, one a lane
+PATTERNS = {
+    "aligned 128 B": [4 * lane for lane in range(32)],
+    "128 B from +4 B": [4 + 4 * lane for lane in range(32)],
+    "128 B from +32 B": [32 + 4 * lane for lane in range(32)],
+    "128 B from +56 B": [56 + 4 * lane for lane in range(32)],
+    "halves, 2nd in the next line, same sectors": _halves(LINE),
+    "halves, 2nd in the next line, other sectors": _halves(LINE + 64),
+    "halves, 2nd one Kernel Tuner row on": _halves(KT_PITCH),
+    "halves, 2nd one row on, from +8 B": [8 + o for o in _halves(KT_PITCH)],
+    "8 lines, sector 0 of each": [LINE * (lane % 8) + 4 * (lane // 8) for lane in range(32)],
+    "8 lines, sectors 0-3 in turn": [LINE * (lane % 8) + SECTOR * (lane % 4) + 4 * (lane // 8) for lane in range(32)],
+    "32 lines, sector 0 of each": [LINE * lane for lane in range(32)],
+    "32 lines, sectors 0-3 in turn": [LINE * lane + SECTOR * (lane % 4) for lane in range(32)],
+}
+
+
+def predicted(offsets: list[int]) -> tuple[float, int]:
+    """(the walk's cycles: sectors' bytes over 128 B or the tag stage's lines at 4 a cycle, whichever is more,
+    taking distinct sets; the most lines needing one sector position)."""
+    sectors = {o // SECTOR for o in offsets}
+    lines = {o // LINE for o in offsets}
+    walk = max(len(sectors) * SECTOR / LINE, -(-len(lines) // 4), 1)
+    by_position: dict[int, set[int]] = {}
+    for s in sectors:
+        by_position.setdefault(s % (LINE // SECTOR), set()).add(s // (LINE // SECTOR))
+    return float(walk), max(len(v) for v in by_position.values())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=256, help="iterations of 8 loads a lane (default 256)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed launches per pattern; medians (default 5)")
+    args = ap.parse_args()
+    try:
+        import cupy as cp
+
+        dev = cp.cuda.Device(0)
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    except Exception as exc:  # noqa: BLE001 - no CuPy, no driver, no GPU (CuPy raises several kinds): one line
+        print(f"l1_wavefronts: no CUDA GPU through CuPy ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 2
+    sms = props["multiProcessorCount"]
+    clock_ghz = props["clockRate"] / 1e6
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    mod = cp.RawModule(code=SOURCE, options=("-std=c++17",))
+    grid, block = 4 * sms, 256  # 32 warps an SM
+    warps = grid * block // 32
+    buf = cp.ones(64 * 1024, cp.float32)  # 256 KiB; a pattern spans at most 8 x 37 lines + 16.5 KiB
+    sink = cp.zeros(1, cp.float32)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): {grid} x {block} threads, "
+          f"{args.iters} x 8 loads a lane, medians of {args.repeat}")  # fmt: skip
+    print(f"{'pattern':<46} {'walk':>5} {'banks':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
+    base: dict[str, float] = {}
+    for pat, offsets in PATTERNS.items():
+        offs = cp.asarray(offsets, dtype=cp.int32)
+        cycles = {}
+        for kind in ("plain", "readonly"):
+            fn = mod.get_function(kind)
+            a = (buf, offs, cp.int32(args.iters), sink)
+            fn((grid,), (block,), a)  # warm-up: the buffer into every SM's L1
+            times = []
+            for _ in range(args.repeat):
+                start.record()
+                fn((grid,), (block,), a)
+                stop.record()
+                stop.synchronize()
+                times.append(cp.cuda.get_elapsed_time(start, stop))
+            loads_per_sm = warps * args.iters * 8 / sms
+            cycles[kind] = statistics.median(times) * 1e6 * clock_ghz / loads_per_sm
+            base.setdefault(kind, cycles[kind])
+        walk, banks = predicted(offsets)
+        print(f"{pat:<46} {walk:>5.2f} {banks:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "
+              f"{cycles['readonly']:>7.2f} {cycles['readonly'] / base['readonly']:>5.2f}", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
