@@ -19,9 +19,12 @@ takes ``l2_atomic_unit_bytes`` from them (``placement calibrate`` measures the s
 
 from __future__ import annotations
 
-import argparse
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _cupy_device import cupy_device, microbenchmark_args
 
 SOURCE = r"""
 extern "C" __global__ void red(unsigned* p, int sectors, int words, int active, int iters, int own) {
@@ -52,20 +55,12 @@ PATTERNS = (
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=16, help="atomics per thread (default 16)")
-    ap.add_argument("--repeat", type=int, default=5, help="timed launches per pattern; medians (default 5)")
-    args = ap.parse_args()
-    try:
-        import cupy as cp
-
-        dev = cp.cuda.Device(0)
-        props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    except Exception as exc:  # noqa: BLE001 - no CuPy, no driver, no GPU (CuPy raises several kinds): one line
-        print(f"atomic_contention: no CUDA GPU through CuPy ({type(exc).__name__}: {exc})", file=sys.stderr)
+    args = microbenchmark_args(__doc__, 16, "atomics per thread")
+    device = cupy_device("atomic_contention")
+    if device is None:
         return 2
+    cp, props, name = device
     sms = props["multiProcessorCount"]
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     mod = cp.RawModule(code=SOURCE)  # NVRTC optimizes by default (it takes no -O3)
     grid, block = 4 * sms, 256
     warps = grid * block // 32

@@ -23,9 +23,12 @@ what both rules predict.
 
 from __future__ import annotations
 
-import argparse
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _cupy_device import cupy_device, microbenchmark_args
 
 SOURCE = r"""
 #define LOADS 8
@@ -92,21 +95,13 @@ def predicted(offsets: list[int]) -> tuple[float, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=256, help="iterations of 8 loads a lane (default 256)")
-    ap.add_argument("--repeat", type=int, default=5, help="timed launches per pattern; medians (default 5)")
-    args = ap.parse_args()
-    try:
-        import cupy as cp
-
-        dev = cp.cuda.Device(0)
-        props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    except Exception as exc:  # noqa: BLE001 - no CuPy, no driver, no GPU (CuPy raises several kinds): one line
-        print(f"l1_wavefronts: no CUDA GPU through CuPy ({type(exc).__name__}: {exc})", file=sys.stderr)
+    args = microbenchmark_args(__doc__, 256, "iterations of 8 loads a lane")
+    device = cupy_device("l1_wavefronts")
+    if device is None:
         return 2
+    cp, props, name = device
     sms = props["multiProcessorCount"]
     clock_ghz = props["clockRate"] / 1e6
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     mod = cp.RawModule(code=SOURCE, options=("-std=c++17",))
     grid, block = 4 * sms, 256  # 32 warps an SM
     warps = grid * block // 32

@@ -1,6 +1,6 @@
-"""The GPU-only benchmark scripts where no GPU is: benchmarks/atomic_contention.py's kernels compile to the
-instructions it says it measures (nvcc and nvdisasm, skipped without them), and benchmarks/bench_trace.py says what
-is missing in one line and exits 2."""
+"""The GPU-only benchmark scripts where no GPU is: benchmarks/atomic_contention.py's and l1_wavefronts.py's kernels
+compile to the instructions they say they measure (nvcc and nvdisasm, skipped without them), l1_wavefronts.py's
+predictions by hand, and each script says what is missing in one line and exits 2."""
 
 from __future__ import annotations
 
@@ -16,41 +16,49 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def test_atomic_contention_kernels_are_red_and_atomg(tmp_path):
-    import atomic_contention
-
+def _sass_of(tmp_path, source: str, arch: str, *flags: str) -> dict:
+    """The functions of ``source`` compiled for ``arch`` (nvcc -cubin) as nvdisasm lists them; skips without
+    either tool."""
     nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
     if nvcc is None or nvdisasm is None:
         pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
-    src, cubin = tmp_path / "ac.cu", tmp_path / "ac.cubin"
-    src.write_text(atomic_contention.SOURCE)
-    subprocess.run([str(nvcc), "-cubin", "-arch=sm_90", "-o", str(cubin), str(src)], check=True, capture_output=True)
-    fns = sass.disassemble(cubin, nvdisasm)
+    src, cubin = tmp_path / "k.cu", tmp_path / "k.cubin"
+    src.write_text(source)
+    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", *flags, "-o", str(cubin), str(src)], check=True,
+                   capture_output=True)  # fmt: skip
+    return sass.disassemble(cubin, nvdisasm)
+
+
+def test_atomic_contention_kernels_are_red_and_atomg(tmp_path):
+    import atomic_contention
+
+    fns = _sass_of(tmp_path, atomic_contention.SOURCE, "sm_90")
     red, atom = fns["red"].opcodes, fns["atom"].opcodes
     # the result unused: a reduction, no atomic; the result summed: an atomic, no reduction
     assert any(o.startswith("REDG.E.ADD") for o in red) and not any(o.startswith("ATOMG") for o in red)
     assert any(o.startswith("ATOMG.E.ADD") for o in atom) and not any(o.startswith("REDG") for o in atom)
 
 
-@pytest.mark.skipif(build.driver_problem() is None, reason="a GPU driver is here: the script would run")
-def test_bench_trace_without_a_gpu_is_one_line_exit_2():
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_trace.py"), "--sizes", "10"],
+@pytest.mark.skipif(build.driver_problem() is None, reason="a GPU driver is here: the scripts would run")
+@pytest.mark.parametrize(
+    "script,args,start",
+    [
+        ("bench_trace", ["--sizes", "10"], "bench_trace: "),
+        ("l1_wavefronts", ["--iters", "1"], "l1_wavefronts: no CUDA GPU"),
+        ("atomic_contention", ["--iters", "1"], "atomic_contention: no CUDA GPU"),
+    ],
+)
+def test_gpu_scripts_without_a_gpu_are_one_line_exit_2(script, args, start):
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), *args],
                        capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
     assert r.returncode == 2
-    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("bench_trace: ")
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith(start)
 
 
 def test_l1_wavefronts_kernels_load_plain_and_through_the_read_only_path(tmp_path):
     import l1_wavefronts
 
-    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
-    if nvcc is None or nvdisasm is None:
-        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
-    src, cubin = tmp_path / "l1.cu", tmp_path / "l1.cubin"
-    src.write_text(l1_wavefronts.SOURCE)
-    subprocess.run([str(nvcc), "-cubin", "-arch=sm_80", "-std=c++17", "-o", str(cubin), str(src)], check=True,
-                   capture_output=True)  # fmt: skip
-    fns = sass.disassemble(cubin, nvdisasm)
+    fns = _sass_of(tmp_path, l1_wavefronts.SOURCE, "sm_80", "-std=c++17")
     plain, ro = fns["plain"].opcodes, fns["readonly"].opcodes
     # the lanes' offsets are one read-only load; the timed loads are plain LDG in one kernel and LDG.E.CONSTANT in
     # the other, 8 per iteration of the loop (nvcc unrolls it: a multiple of 8)
@@ -76,11 +84,3 @@ def test_l1_wavefronts_predictions_by_hand():
     assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32)
     assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8)
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
-
-
-@pytest.mark.skipif(build.driver_problem() is None, reason="a GPU driver is here: the script would run")
-def test_l1_wavefronts_without_a_gpu_is_one_line_exit_2():
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "l1_wavefronts.py"), "--iters", "1"],
-                       capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
-    assert r.returncode == 2
-    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("l1_wavefronts: no CUDA GPU")
