@@ -37,6 +37,10 @@ NAME = "trace"
 HELP = "trace one launch of a CUDA program (Compute Sanitizer API; needs a GPU)"
 TRACER_FAILED = 86  # inject.cpp's exit code when the tracer itself fails
 DEFAULT_RING = 262_144
+"""Records the injection library's ring holds (inject.cpp's default too). On an H100 (benchmarks/bench_trace.py,
+27 Nov 2026), 98,304 to 1,572,864 records were recorded at 9.1-15.5 M a second through a ring of 262,144 and at
+9.3 M through 65,536: the drain thread's writing of the record file bounds it, whatever the ring's size, since a
+full ring's waiting warps poll the host one at a time (README, "Trace your own kernel")."""
 # Measured on an H100: ../shared/data/h100-placements (probe_us, a first launch, against med_us, the median of
 # 30 later ones after an L2 flush, 368 variants: +11.3 us median, +6 to +16 us between the quartiles) and
 # placement trace --time of benchmarks/trace_apps/conv1d_app.cu launching conv1d five times (27 Nov 2026:
@@ -46,10 +50,6 @@ FIRST_LAUNCH_NOTE = (
     "against 11-15 us), which the model does not predict; where the program repeats the kernel, --launch N traces "
     "and times a later launch"
 )
-"""Records the injection library's ring holds (inject.cpp's default too). On an H100 (benchmarks/bench_trace.py,
-26 Nov 2026), 98,304 records were recorded at 15.3 M a second through a ring of 262,144, 1,572,864 at 11.2 M
-through 4 Mi (rings that hold the launch), and at 1.05-1.3 M through 65,536 or 262,144: once the ring wraps,
-recording is bound at that rate (README, "Trace your own kernel")."""
 MIN_RING, MAX_RING = 1024, 1 << 26  # 280 KiB to 17.5 GiB of pinned host memory (280 bytes a record)
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-rows", type=int, metavar="N", help="stop recording after N warp-level memory instructions")
     p.add_argument("--ring", type=int, default=DEFAULT_RING, metavar="N",
                    help=f"records the ring buffer in pinned host memory holds, 280 bytes each (default {DEFAULT_RING:,}, "
-                   "70 MiB); a ring that holds the whole launch traces it fastest")  # fmt: skip
+                   "70 MiB); recording runs at the pace the record file is written, whatever the ring's size")  # fmt: skip
     p.add_argument("--objects", metavar="FILE.toml", help="[[object]] tables (name, base, size, ...) that name objects")
     p.add_argument("--time", action="store_true", help="also time the launch uninstrumented (a second run of the "
                    "program, a CUDA event pair around the launch): the trace's measured time. A kernel's first launch "
