@@ -98,6 +98,7 @@ objects = st.lists(
     st.tuples(st.sampled_from([128, 1024, 4096, 20000, 40000, 70000]), st.booleans(), st.booleans()),
     min_size=1, max_size=5,
 )  # fmt: skip
+EXHAUSTIVE_LEGAL = 500
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,7 +108,11 @@ def test_no_ranking_holds_an_illegal_placement(objects, const_kb, smem_kb):
         K80, memory=dataclasses.replace(K80.memory, const_bank_bytes=const_kb * 1024, smem_per_block=smem_kb * 1024)
     )
     trace = _kernel_with(objects)
-    for strategy in ("cpsat", "exhaustive"):
+    # the exhaustive search where it evaluates at most EXHAUSTIVE_LEGAL placements: five objects can have 3,000 and
+    # more legal placements, which made this test take 6 to 131 s by the examples drawn (27 Nov 2026); CP-SAT always
+    legal = count_legal(trace.info, gpu, staging=StagingFacts(trace))
+    strategies = ("cpsat", "exhaustive") if legal is not None and legal <= EXHAUSTIVE_LEGAL else ("cpsat",)
+    for strategy in strategies:
         r = solve(WholeTraceEvaluator(trace, gpu), options=SearchOptions(strategy=strategy, top=8))
         assert r.ranking
         for e in r.ranking:
