@@ -11,8 +11,8 @@ placements that were measured, and their measured times (ns):
   matMul_gpu_sharedmem (Tile_Width = block edge) on each GPU of the data that has a
   configuration here, per matrix size and block edge: the naive kernel's trace
   (``matmul_naive``) with M and N staged in shared memory in W / Tile_Width windows
-  (``M=S,N=S;windows=K``: Tile_Width x Tile_Width tiles, the tiled kernel's) is the tiled
-  kernel. Measured time: the median ``Duration`` of the data's runs of that size and
+  (``M=S,N=S;windows=K;unrolled``: Tile_Width x Tile_Width tiles, the tiled kernel's, read in
+  its compile-time k loop) is the tiled kernel. Measured time: the median ``Duration`` of the data's runs of that size and
   block.
 - ``kerneltuner_conv_a100.toml``: Kernel Tuner's 2D convolution on an A100 (4096 x 4096
   outputs, 15 x 15 filter in constant memory) for every (block, tile) shape of ``SHAPES``
@@ -82,7 +82,8 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
     out = [
         "# gpuperfpredict's naive matMul_gpu against its tiled matMul_gpu_sharedmem, measured (median Duration of",
         "# the data's runs per size and block), as the naive kernel's trace with M and N staged in shared memory in",
-        "# the tiled kernel's tiles (W / Tile_Width windows of Tile_Width x Tile_Width).",
+        "# the tiled kernel's tiles (W / Tile_Width windows of Tile_Width x Tile_Width), read in its compile-time k",
+        "# loop (;unrolled: nvcc's LDS.128; nvprof's shared_load of the tiled kernel is 5/8 of its reads).",
         "# Written by benchmarks/make_placement_suites.py from ../shared/data/gpuperfpredict (github",
         "# marcosamaris/gpuperfpredict, Datasets/); do not edit by hand.  Run:",
         "#     placement batch configs/suites/gpuperfpredict_matmul.toml -o matmul.parquet --workers 1",
@@ -106,7 +107,7 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
                 t0, t1 = float(naive[(w, b)]) * 1e9, float(tiled[(w, b)]) * 1e9
                 out += [
                     "[[entry]]", f'id = "matmul-{g}-W{w}-b{b}"', 'generator = "matmul_naive"', f"size = [{w}]",
-                    f"block = [{b}]", f'gpu = "{g}"', f'placements = ["", "M=S,N=S;windows={w // b}"]',
+                    f"block = [{b}]", f'gpu = "{g}"', f'placements = ["", "M=S,N=S;windows={w // b};unrolled"]',
                     f"measured_ns = [{t0:.1f}, {t1:.1f}]",
                     f'note = "{dn}: matMul_gpu and matMul_gpu_sharedmem, Input.Size {w}, block {b} x {b}"', "",
                 ]  # fmt: skip
@@ -271,11 +272,13 @@ def h100_placement(kernel: str, variant: str, traced: dict[str, int] | None = No
     staged variant measured at a window count keeps its tiles (``;windows=K``, K scaled by the traced W over the
     measured W where a smaller matrix is traced: the same tiles, fewer of them); matmul's ``tiled`` (Kirk & Hwu's
     kernel, unchanged: a TILE x TILE tile of M and of N a window, two barriers a window) is the naive kernel's M and
-    N staged in W / TILE windows (``traced``: the traced size; ``block``: the tile)."""
+    N staged in W / TILE windows (``traced``: the traced size; ``block``: the tile), read in its compile-time k loop
+    (``;unrolled``: nvcc makes each lane's 4 reads of an Mds row one LDS.128, Nsight Compute's shared loads of
+    matmul_tiled_16 are 5/8 of the tool's staged kernel's, ``ncu-raw-variants.csv``)."""
     if variant == "tiled":
         if traced is None or block is None:
             return None, "tiled: the textbook tiling of the traced size (W / TILE windows)"
-        return f"M=S/G,N=S/G;windows={traced['W'] // block[0]}", ""
+        return f"M=S/G,N=S/G;windows={traced['W'] // block[0]};unrolled", ""
     spaces = [p.split("=", 1) for p in variant.split(";")[0].split(",")]
     for _, sp in spaces:
         if sp == "R*":
@@ -418,9 +421,9 @@ def h100_suite(data: Path) -> str:
         "# One entry per (kernel, size, block) of variants-run1.csv / variants-run2.csv and the histogram rows of",
         '# variants-extra.csv. Variant codes -> placements: G = the sample (""), R = R (__ldg), T = T, C = C,',
         "# S/G = S/G (the tool picks its windows; matmul's at the measured windows, ;windows=K, and its tiled",
-        "# kernel as the textbook tiling, ;windows=W/TILE, placement.placements.parse_placement). measured_ns: the",
-        "# median of med_us (30 launches, each after an L2 flush) over the two runs, i.e. their mean; one run for",
-        "# variants-extra.csv.",
+        "# kernel as the textbook tiling read in its compile-time k loop, ;windows=W/TILE;unrolled,",
+        "# placement.placements.parse_placement). measured_ns: the median of med_us (30 launches, each after an L2",
+        "# flush) over the two runs, i.e. their mean; one run for variants-extra.csv.",
         f"# The trace is the measured size's where it holds at most {MAX_TRACE_ROWS:,} rows; else the largest size",
         "# that does with one parameter halved (vecadd, conv1d, histogram: n; conv2d_channels: height, keeping",
         "# the row pitch; matvec: cols, keeping the grid; matmul_naive: W), said in the entry's note, which is then",

@@ -103,7 +103,7 @@ class WholeTraceEvaluator(Evaluator):
         for option in choice.options:
             occ = occupancy(self.gpu, self.info.threads_per_block, regs_for(self.info, self.gpu), option.smem_per_block)
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
-            key = (tuple(staged), option.windows)
+            key = (tuple(staged), option.windows, first.unrolled)
             pieces = _counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
                                               option.smem_per_block, order=self.staging.order,
                                               whole=ts.STAGE_WHOLE_ROWS, rows_hint=self._staged_rows.get(key)),

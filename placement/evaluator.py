@@ -156,10 +156,11 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
     return terms(run.info, run.memory, ev.gpu, ev.options, target)
 
 
-def group_key(placement: Placement) -> tuple[tuple[str, str], ...]:
+def group_key(placement: Placement) -> tuple:
     """Placements with one key share their rewritten trace and their staged tiles: every object in the same
-    space but for the source of a staged one (S/G, S/T, S/R); the evaluators evaluate them together."""
-    return tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces)
+    space but for the source of a staged one (S/G, S/T, S/R), the same windows asked for and the same
+    ``unrolled``; the evaluators evaluate them together."""
+    return (tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces), placement.windows, placement.unrolled)
 
 
 def groups(placements: list[Placement]) -> list[list[Placement]]:

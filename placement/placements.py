@@ -97,6 +97,10 @@ class Placement:
     windows: int | None = None
     """The staged objects' window count asked for (``;windows=K``: the staged code one wrote or measured), or
     None for the tool's choice (``placement.staging.choose``)."""
+    unrolled: bool = False
+    """The staged tiles are read in loops whose trip counts are compile-time constants (``;unrolled``: the
+    textbook tiled kernels' ``for (k = 0; k < TILE_WIDTH; ++k)``), which nvcc unrolls and vectorizes: a lane's
+    consecutive aligned reads of a tile become 128-bit loads (``traces.staging.vectorize``)."""
 
     def __getitem__(self, name: str) -> str:
         for n, s in self.spaces:
@@ -116,7 +120,11 @@ class Placement:
         """`A=T,B=2T` of the moved objects (all objects when no sample is given)."""
         items = self.moved(sample).items() if sample else ((n, (None, s)) for n, s in self.spaces)
         text = ",".join(f"{n}={s}" for n, (_, s) in items)
-        return (text or "sample") + (f";windows={self.windows}" if self.windows is not None else "")
+        return (
+            (text or "sample")
+            + (f";windows={self.windows}" if self.windows is not None else "")
+            + (";unrolled" if self.unrolled else "")
+        )
 
 
 def object_short(o: ObjectInfo) -> str | None:
@@ -133,18 +141,33 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
     """Complete a partial placement (`A=T,B=2T` or a mapping) with the sample's spaces.
 
     Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
-    ``;windows=K``: the staged objects' tiles in K windows (a power of two), the staged code one
-    wrote or measured, instead of the tool's choice.
+    options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
+    objects' tiles in K windows (a power of two) instead of the tool's choice; ``;unrolled``, the tiles
+    read in loops of compile-time trip counts (:attr:`Placement.unrolled`).
     """
     windows = None
+    unrolled = False
     if not isinstance(text, (str, Mapping)):
         text = ",".join(text)  # --place given more than once
     if isinstance(text, str) and ";" in text:
-        text, _, tail = text.partition(";")
-        key, _, value = (x.strip() for x in tail.partition("="))
-        if key != "windows" or not value.isdigit() or int(value) < 1 or int(value) & (int(value) - 1):
-            raise InputError(f"--place ...;{tail}: expected ;windows=K with K a power of two (1, 2, 4, ...)")
-        windows = int(value)
+        text, *tails = text.split(";")
+        for tail in tails:
+            key, _, value = (x.strip() for x in tail.partition("="))
+            if key == "unrolled" and not value and not unrolled:
+                unrolled = True
+                continue
+            if (
+                key != "windows"
+                or windows is not None
+                or not value.isdigit()
+                or int(value) < 1
+                or int(value) & (int(value) - 1)
+            ):
+                raise InputError(
+                    f"--place ...;{tail}: expected ;windows=K with K a power of two (1, 2, 4, ...) or ;unrolled, "
+                    "each at most once"
+                )
+            windows = int(value)
     if isinstance(text, str):
         pairs = [p for p in (x.strip() for x in text.split(",")) if p]
     else:
@@ -171,7 +194,9 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
     sample = sample_placement(info)
     if windows is not None and not any(is_staged(s) for s in wanted.values()):
         raise InputError(f"--place ...;windows={windows}: no object is staged (S/G, S/T or S/R) to split into windows")
-    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces), windows)
+    if unrolled and not any(is_staged(s) for s in wanted.values()):
+        raise InputError("--place ...;unrolled: no object is staged (S/G, S/T or S/R) to read in unrolled loops")
+    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces), windows, unrolled)
 
 
 @dataclass(frozen=True)

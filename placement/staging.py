@@ -276,6 +276,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
             obj=a.obj, source=source, length=-(-max(a.ordinals, 1) // option.windows), shared_base=base, pitch=pitch,
             load=a.loads > 0, writeback=wb, int_per_element=cost.stage[(source, form)],
             writeback_int_per_element=cost.writeback[form] if wb != "none" else 0.0,
+            vector_bytes=ts.VECTOR_BYTES if placement.unrolled else 0,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

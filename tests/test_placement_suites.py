@@ -72,13 +72,17 @@ def test_variant_codes_map_to_placements(mk):
     assert mk.h100_placement("vecadd", "a=T,b=R") == ("a=T,b=R", "")
     assert mk.h100_placement("conv1d", "in=S/G,mask=C") == ("in=S/G,mask=C", "")
     # a staged variant keeps its measured windows, scaled to keep its tiles where a smaller W is traced; the tiled
-    # kernel is the textbook tiling, W / TILE windows of the traced W; a tile wider than the traced matrix is out
+    # kernel is the textbook tiling, W / TILE windows of the traced W, read in its unrolled k loop; a tile wider than
+    # the traced matrix is out
     assert mk.h100_placement("matmul", "M=S/G,N=S/G;windows=4") == ("M=S/G,N=S/G;windows=4", "")
     assert mk.h100_placement("matmul", "M=S/G,N=S/G;windows=4", {"W": 256}, [16], {"W": 1024}) == (
         "M=S/G,N=S/G;windows=1",
         "",
     )
-    assert mk.h100_placement("matmul", "tiled", {"W": 256}, [16], {"W": 1024}) == ("M=S/G,N=S/G;windows=16", "")
+    assert mk.h100_placement("matmul", "tiled", {"W": 256}, [16], {"W": 1024}) == (
+        "M=S/G,N=S/G;windows=16;unrolled",
+        "",
+    )
     assert mk.h100_placement("matmul", "M=S/G,N=S/G;windows=2", {"W": 256}, [16], {"W": 1024})[0] is None
     assert mk.h100_placement("conv2d_channels", "in=S/G-bbox,mask=G") == ("in=S/G", "")
     for kernel, v in (("conv1d", "in=R*,mask=G"), ("conv1d", "in=G,mask=R*"), ("matmul", "tiled")):

@@ -757,3 +757,89 @@ def first_writer(idx, cta, op, mask, addr, width, base, elem, target, plain_only
                 if e0 <= target <= e1:
                     return np.int64(cta[i])
     return np.int64(-1)
+
+
+@nb.njit(cache=True, nogil=True)
+def vector_rows(cta, warp, seq, pc, op, space, width, mask, addr, obj, delta, slot_of, vec_of, pc_top, keep):
+    """Merge each lane's consecutive reads of a staged tile into vector loads, in place (``traces.staging.vectorize``).
+
+    Rows are ``stage_rows``' output (each warp's rows together, in program order). A head is a shared load of a
+    staged object whose slot s merges its reads (``vec_of[slot_of[obj]]`` = V > 0 bytes) by the kernel's own
+    code (``pc < pc_top``; the staging code's rows are not), of ``width`` w < V dividing V, every active lane's
+    address a multiple of V. Its chain is the warp's next V / w - 1 loads of that object, before any staging
+    row (a window's end) or any other access of the object: each with the head's mask and width, lane l
+    reading the head's address + m w at the m-th. A full chain becomes the head with width V (its delta the
+    chain's deltas less the loads removed); the others get ``keep`` False, and each later row of the warp
+    moves up by the rows removed before it. Returns the rows removed.
+    """
+    n = cta.shape[0]
+    longest = np.int64(1)
+    for v in vec_of:
+        longest = max(longest, np.int64(v))
+    chain = np.empty(longest, np.int64)
+    for r in range(n):
+        keep[r] = True
+    r = 0
+    removed_total = np.int64(0)
+    while r < n:
+        e = r + 1
+        while e < n and cta[e] == cta[r] and warp[e] == warp[r]:
+            e += 1
+        # the warp's rows are r .. e-1
+        for i in range(r, e):
+            o = np.int64(obj[i])
+            if not keep[i] or o < 0 or o >= slot_of.shape[0] or slot_of[o] < 0 or op[i] != LOAD or space[i] != SHARED:
+                continue
+            vb = np.int64(vec_of[slot_of[o]])
+            w = np.int64(width[i])
+            if np.int64(pc[i]) >= pc_top or vb <= 0 or w < 1 or w >= vb or vb % w != 0:
+                continue
+            m = np.uint32(mask[i])
+            aligned = True
+            for lane in range(32):
+                if (m >> np.uint32(lane)) & np.uint32(1) and addr[i, lane] % np.uint64(vb) != np.uint64(0):
+                    aligned = False
+                    break
+            if not aligned or m == np.uint32(0):
+                continue
+            need = vb // w - 1
+            got = 0
+            j = i + 1
+            while j < e and got < need:
+                if np.int64(pc[j]) >= pc_top:
+                    break
+                if np.int64(obj[j]) != o:
+                    j += 1
+                    continue
+                if op[j] != LOAD or space[j] != SHARED or not keep[j]:
+                    break
+                if np.uint32(mask[j]) != m or np.int64(width[j]) != w:
+                    break
+                step = np.uint64((got + 1) * w)
+                ok = True
+                for lane in range(32):
+                    if (m >> np.uint32(lane)) & np.uint32(1) and addr[j, lane] != addr[i, lane] + step:
+                        ok = False
+                        break
+                if not ok:
+                    break
+                chain[got] = j
+                got += 1
+                j += 1
+            if got < need:
+                continue
+            d = np.int64(delta[i]) - need
+            for k in range(need):
+                keep[chain[k]] = False
+                d += np.int64(delta[chain[k]])
+            delta[i] = np.int16(max(min(d, 32767), -32768))
+            width[i] = np.int8(vb)
+        gone = np.int64(0)
+        for i in range(r, e):
+            if not keep[i]:
+                gone += 1
+            else:
+                seq[i] -= gone
+        removed_total += gone
+        r = e
+    return removed_total
