@@ -436,6 +436,11 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
                       f"{t} v_{n} = {read};   // was {orig}"]  # fmt: skip
         if used > 1:
             inner.append("__syncthreads();   // before the next window's copy overwrites the tile")
+        if staging.get("unrolled"):
+            notes.append(f"as ;unrolled prices it: read the tile in a loop whose trip count is a compile-time constant "
+                         f"(the tile's width a template parameter or constexpr): where a thread reads 16 bytes of s_{n} "
+                         f"one element after another from a 16-byte aligned offset, nvcc then makes them one 128-bit "
+                         f"load (LDS.128); with a run-time bound each element is a load of its own")  # fmt: skip
     body += ["    " + line for block in inner if block is not None for line in block.splitlines()]
     body.append("}")
     kernel = "\n".join([decl] + body)

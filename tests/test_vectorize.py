@@ -228,7 +228,7 @@ def test_unrolled_option_parses():
             parse_placement(bad, info)
 
 
-def test_tiled_matmul_issues_5_shared_loads_for_8_reads(tmp_path):
+def test_tiled_matmul_issues_5_shared_loads_for_8_reads(tmp_path, run_cli):
     # matmul_naive at W = 64 in 16 x 16 blocks (128 warps, each 64 reads of M and 64 of N), M and N staged in the
     # textbook 16 x 16 tiles (4 windows): unrolled, each lane's 16 reads of its Mds row a window are 4 LDS.128,
     # Nds's column reads stay: 128 x 64 x 3 / 4 = 6,144 fewer issued instructions and shared requests, the
@@ -256,3 +256,8 @@ def test_tiled_matmul_issues_5_shared_loads_for_8_reads(tmp_path):
         .target
     )
     assert streamed.issued_instructions == vec.issued_instructions and streamed.mem_requests == vec.mem_requests
+    # the hints say what code ;unrolled prices, and only for it
+    for place, said in (("M=S,N=S;windows=4;unrolled", 2), ("M=S,N=S;windows=4", 0)):
+        code, out, err = run_cli("evaluate", path, "--gpu", "k40", "--place", place, "--hints")
+        assert code == 0, err
+        assert out.count("one 128-bit load (LDS.128)") == said
