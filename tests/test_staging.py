@@ -303,16 +303,23 @@ def random_traces(draw):
     return trace_of(rows, [X], ctas, threads=32 * warps), draw(st.integers(1, 4))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_traces())
-def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
-    t, windows = case
+def x_plan(t, windows, source="global", shared_base=0, int_per=2.0):
+    """(plan, footprint, access) of object 0 of ``t`` staged in ``windows`` windows from ``source``: its tile at
+    ``shared_base``, loaded, never written, ``int_per`` non-memory instructions an element."""
     order = S.program_order(t)
     rows = S.object_rows(t, order, 0)
     a = S.access(t, rows, 0)
     fp = S.footprint(t, rows, a, (windows,))
-    tile, pitch = fp.bytes[0], fp.pitch[0]
-    so = S.StagedObject(0, "readonly", -(-a.ordinals // windows), 64, pitch, True, "none", 2, 0)
+    plan = S.StagedObject(0, source, -(-a.ordinals // windows), shared_base, fp.pitch[0], True, "none", int_per, 0)
+    return plan, fp, a
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces())
+def test_staged_traces_keep_every_access_in_order_inside_the_tile(case):
+    t, windows = case
+    so, fp, a = x_plan(t, windows, "readonly", 64, 2)
+    tile = fp.bytes[0]
     st_ = S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=64 + tile)
     s = st_.trace
     ins = st_.inserted
@@ -349,11 +356,8 @@ def test_staged_accesses_read_their_element_of_the_tile(case):
     t, windows = case
     ncols = t.info.objects[0].shape[1] if t.info.objects[0].shape else 0
     order = S.program_order(t)
-    rows = S.object_rows(t, order, 0)
-    a = S.access(t, rows, 0)
-    fp = S.footprint(t, rows, a, (windows,))
-    length = -(-a.ordinals // windows)
-    so = S.StagedObject(0, "global", length, 64, fp.pitch[0], True, "none", 1, 0)
+    so, fp, a = x_plan(t, windows, "global", 64, 1)
+    length = so.length
     s = S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=64 + fp.bytes[0]).trace
     seen: dict[tuple[int, int], int] = {}
     where = {}  # original row -> (block, window, elements of its active lanes)
@@ -385,10 +389,7 @@ def test_one_pass_staging_equals_for_any_buffer_length(case):
     # same rows, deltas and inserted counts
     t, windows = case
     order = S.program_order(t)
-    rows = S.object_rows(t, order, 0)
-    a = S.access(t, rows, 0)
-    fp = S.footprint(t, rows, a, (windows,))
-    so = S.StagedObject(0, "global", -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", 2.5, 0)
+    so, fp, _ = x_plan(t, windows, "global", 0, 2.5)
     delta = (np.arange(len(t)) % 3).astype(np.int16)
     ref = S.stage(t, delta, [so], windows, barrier=1, smem_per_block=fp.bytes[0])
     n = len(ref.trace)

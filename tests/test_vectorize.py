@@ -15,7 +15,7 @@ from placement.placements import parse_placement
 from traces import staging as S
 from traces.schema import LOAD, SHARED
 
-from test_staging import BASE, trace_of
+from test_staging import BASE, trace_of, x_plan
 
 ROWS, COLS = 2, 8  # X is 2 x 8 floats; Y a plain global array read between X's reads
 LANES = np.arange(32)
@@ -197,11 +197,7 @@ def reference(plain: S.Staged, vb: int = 16):
 @given(chains())
 def test_vectorize_equals_the_rule_lane_by_lane(case):
     t, windows = case
-    order = S.program_order(t)
-    rows = S.object_rows(t, order, 0)
-    a = S.access(t, rows, 0)
-    fp = S.footprint(t, rows, a, (windows,))
-    plan = S.StagedObject(0, "global", -(-a.ordinals // windows), 32, fp.pitch[0], True, "none", 2, 0)
+    plan, fp, _ = x_plan(t, windows, "global", 32, 2)
     delta = (np.arange(len(t)) % 3).astype(np.int16)
     plain = S.stage(t, delta, [plan], windows, barrier=1, smem_per_block=32 + fp.bytes[0])
     keep, width, dl, seq = reference(plain)
