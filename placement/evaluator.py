@@ -150,7 +150,8 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
     """One staging option's terms, either evaluator's: the instructions and barriers it adds on top of the
     addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
     added, detail = staging_detail(option, run.inserted, costs)
-    detail["unrolled"] = placement.unrolled
+    if placement.unrolled:  # said only where asked: the detail of every other placement is as it was
+        detail["unrolled"] = True
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
                     ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
                     mlp_scale=placement_mlp_scale(ev, placement))  # fmt: skip
