@@ -257,3 +257,25 @@ def test_tiled_matmul_issues_5_shared_loads_for_8_reads(tmp_path, run_cli):
         code, out, err = run_cli("evaluate", path, "--gpu", "k40", "--place", place, "--hints")
         assert code == 0, err
         assert out.count("one 128-bit load (LDS.128)") == said
+
+
+def test_doubles_merge_two_reads():
+    # X of doubles (2 x 8, 8 bytes each), read like Mds: a thread's reads k and k + 1 (16 bytes from an aligned
+    # offset) are one 128-bit load, so 8 reads make 4 loads, each saving 1 instruction
+    X = traces.ObjectInfo(0, "X", "global", BASE, ROWS * COLS * 8, 8, (ROWS, COLS), False)
+    t4 = trace_of([(0, 0, 10 * k, LOAD, 0, (LANES // 16) * COLS + k, 0xFFFFFFFF) for k in range(8)], [X], ctas=1)
+    cols = t4.columns()
+    cols["width"] = np.full(len(t4), 8, np.int8)
+    cols["addr"] = BASE + 8 * ((cols["addr"] - BASE) // 4)  # the same elements, 8 bytes each
+    t = traces.Trace(**cols, info=t4.info)
+    traces.validate(t)
+    a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
+    fp = S.footprint(t, S.object_rows(t, S.program_order(t), 0), a, (1,))
+    plan = S.StagedObject(0, "global", a.ordinals, 0, fp.pitch[0], True, "none", 2, 0)
+    plain, vec = both(t, plan, np.zeros(len(t), np.int16), fp)
+    assert len(x_reads(plain)) == 8 and len(x_reads(vec)) == 4
+    s = vec.trace
+    assert s.width[x_reads(vec)].tolist() == [16] * 4
+    assert vec.addr_inst_delta[x_reads(vec)].tolist() == [-1] * 4
+    for j, i in enumerate(x_reads(vec)):
+        assert s.addr[i].tolist() == ((LANES // 16) * COLS * 8 + 16 * j).tolist()
