@@ -356,7 +356,7 @@ def test_staged_accesses_read_their_element_of_the_tile(case):
     t, windows = case
     ncols = t.info.objects[0].shape[1] if t.info.objects[0].shape else 0
     order = S.program_order(t)
-    so, fp, a = x_plan(t, windows, "global", 64, 1)
+    so, fp, _ = x_plan(t, windows, "global", 64, 1)
     length = so.length
     s = S.stage(t, np.zeros(len(t), np.int16), [so], windows, barrier=1, smem_per_block=64 + fp.bytes[0]).trace
     seen: dict[tuple[int, int], int] = {}

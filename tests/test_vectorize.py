@@ -33,9 +33,7 @@ def mds_like(elements, windows=1, y_between=True):
         if y_between:
             rows.append((0, 0, 10 * k + 5, LOAD, 1, LANES, 0xFFFFFFFF))
     t = trace_of(rows, [X, Y], ctas=1)
-    a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
-    fp = S.footprint(t, S.object_rows(t, S.program_order(t), 0), a, (windows,))
-    plan = S.StagedObject(0, "global", -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", 2, 0)
+    plan, fp, _ = x_plan(t, windows)
     delta = np.ones(len(t), np.int16)  # each kernel row one addressing instruction more than the sample's
     return t, plan, delta, fp
 
@@ -87,9 +85,7 @@ def test_misaligned_and_strided_reads_stay():
         X = traces.ObjectInfo(0, "X", "global", BASE, 32 * COLS * 4, 4, (32, COLS), False)
         rows = [(0, 0, 10 * k, LOAD, 0, LANES % COLS + 0 * e + e, 0xFFFFFFFF) for k, e in enumerate(elems)]
         tt = trace_of(rows, [X], ctas=1)
-        a = S.access(tt, S.object_rows(tt, S.program_order(tt), 0), 0)
-        f = S.footprint(tt, S.object_rows(tt, S.program_order(tt), 0), a, (1,))
-        p = S.StagedObject(0, "global", a.ordinals, 0, f.pitch[0], True, "none", 2, 0)
+        p, f, _ = x_plan(tt, 1)
         pl, ve = both(tt, p, np.zeros(len(tt), np.int16), f)
         assert len(pl.trace) == len(ve.trace)
 
@@ -269,9 +265,7 @@ def test_doubles_merge_two_reads():
     cols["addr"] = BASE + 8 * ((cols["addr"] - BASE) // 4)  # the same elements, 8 bytes each
     t = traces.Trace(**cols, info=t4.info)
     traces.validate(t)
-    a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
-    fp = S.footprint(t, S.object_rows(t, S.program_order(t), 0), a, (1,))
-    plan = S.StagedObject(0, "global", a.ordinals, 0, fp.pitch[0], True, "none", 2, 0)
+    plan, fp, _ = x_plan(t, 1)
     plain, vec = both(t, plan, np.zeros(len(t), np.int16), fp)
     assert len(x_reads(plain)) == 8 and len(x_reads(vec)) == 4
     s = vec.trace
