@@ -32,7 +32,7 @@ from .hms import (
     terms,
 )
 from .occupancy import occupancy, regs_for
-from .placements import IllegalPlacement, Legality, Placement, check, is_staged, sample_placement
+from .placements import IllegalPlacement, Legality, Placement, build_key, check, is_staged, sample_placement
 
 if TYPE_CHECKING:  # pragma: no cover
     from .attribution import ObjectAccesses
@@ -302,8 +302,8 @@ class _StreamJob:
         self.costs = stg.costs(ev.gpu)
         self.options = choice.options
         self.plans = [stg.plan(ev.staging, ev.gpu, placement, o, choice.own_smem) for o in choice.options]
-        self.occ = [occupancy(ev.gpu, info.threads_per_block, regs_for(info, ev.gpu), o.smem_per_block)
-                    for o in choice.options]  # fmt: skip
+        regs = regs_for(info, ev.gpu, build_key(info, placement))
+        self.occ = [occupancy(ev.gpu, info.threads_per_block, regs, o.smem_per_block) for o in choice.options]
         self.runs = [None] * len(choice.options)  # made at the first group, with the staged trace's metadata
         self.infos = [None] * len(choice.options)
         self.inserted = [np.zeros(6, np.int64) for _ in choice.options]

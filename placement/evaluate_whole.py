@@ -29,7 +29,7 @@ from .hms import (
     whole_memory,
 )
 from .occupancy import Occupancy, occupancy, regs_for
-from .placements import Legality, Placement, check, is_staged, sample_placement
+from .placements import Legality, Placement, build_key, check, is_staged, sample_placement
 
 
 class WholeTraceEvaluator(Evaluator):
@@ -101,14 +101,15 @@ class WholeTraceEvaluator(Evaluator):
         costs = stg.costs(self.gpu)
         tried: list[list] = [[] for _ in placements]
         for option in choice.options:
-            occ = occupancy(self.gpu, self.info.threads_per_block, regs_for(self.info, self.gpu), option.smem_per_block)
+            regs = [regs_for(self.info, self.gpu, build_key(self.info, p)) for p in placements]
+            occs = [occupancy(self.gpu, self.info.threads_per_block, r, option.smem_per_block) for r in regs]
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
             key = (tuple(staged), option.windows, first.unrolled)
             pieces = _counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
                                               option.smem_per_block, order=self.staging.order,
                                               whole=ts.STAGE_WHOLE_ROWS, rows_hint=self._staged_rows.get(key)),
                               self._staged_rows, key)  # fmt: skip
-            for k, t in enumerate(_option_terms(self, placements, plans, option, occ, costs, pieces)):
+            for k, t in enumerate(_option_terms(self, placements, plans, option, occs, costs, pieces)):
                 tried[k].append((option, t))
         return [fastest(t) for t in tried]
 
@@ -135,17 +136,18 @@ def _counted(pieces: Iterator[ts.Staged], rows: dict, key) -> Iterator[ts.Staged
         p = next(pieces, None)
 
 
-def _option_terms(ev: WholeTraceEvaluator, placements: list[Placement], plans: list, option, occ: Occupancy, costs,
-                  pieces: Iterator[ts.Staged]) -> list[Terms]:  # fmt: skip
+def _option_terms(ev: WholeTraceEvaluator, placements: list[Placement], plans: list, option, occs: list[Occupancy],
+                  costs, pieces: Iterator[ts.Staged]) -> list[Terms]:  # fmt: skip
     """The terms of one staging option of ``placements`` (one ``group_key``) from the pieces of its staged trace
     (``traces.staging.stage_pieces`` with ``plans[0]``), each re-sourced for the other plans one at a time
     (``with_sources``). A staged trace of one piece goes whole through each placement's hierarchy; the pieces
     of a longer one are fed to each placement's hierarchy and queues in turn (``MemoryRun``), their inserted
-    instructions and deltas summed, one piece alive at a time."""
+    instructions and deltas summed, one piece alive at a time. ``occs`` the placements' occupancies (each
+    build's own registers, ``placement.occupancy.regs_for``)."""
     piece = next(pieces)
     if not piece.part:
         out = []
-        for p, st in zip(placements, with_sources(piece, plans)):
+        for p, occ, st in zip(placements, occs, with_sources(piece, plans)):
             memory = whole_memory(st.trace, ev.gpu, ev.options)
             delta = int(st.addr_inst_delta.sum(dtype=np.int64))
             out.append(staged_terms(ev, p, option, occ, costs, StagedRun(st.trace.info, memory, st.inserted, delta)))
@@ -162,12 +164,12 @@ def _option_terms(ev: WholeTraceEvaluator, placements: list[Placement], plans: l
             deltas[k] += int(st.addr_inst_delta.sum(dtype=np.int64))
             if runs[k] is None:
                 infos[k] = st.trace.info
-                runs[k] = MemoryRun(infos[k], ev.gpu, ev.options, residency(infos[k], ev.gpu, occ).blocks_per_sm)
+                runs[k] = MemoryRun(infos[k], ev.gpu, ev.options, residency(infos[k], ev.gpu, occs[k]).blocks_per_sm)
             runs[k].feed(st.trace)
             del st
         piece = None  # the next piece is made with this one gone
         piece = next(pieces, None)
-    return [staged_terms(ev, p, option, occ, costs,
+    return [staged_terms(ev, p, option, occs[k], costs,
                          StagedRun(infos[k], runs[k].finish(), ts.inserted_counts(inserted[k]), deltas[k]))
             for k, p in enumerate(placements)]  # fmt: skip
 

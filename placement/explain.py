@@ -252,7 +252,8 @@ def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
             f"{units.count(par[1])} cycles{issued})")  # fmt: skip
 
 
-def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int = 0) -> list[str]:
+def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int = 0,
+                  own_build: bool = False) -> list[str]:  # fmt: skip
     out = []
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
@@ -285,7 +286,9 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
         word = "lowered" if target.n < sample.n else "raised"
         out.append(f"occupancy {word}: {sample.n} -> {target.n} warps per SM ({sample.blocks_per_sm} -> "
                    f"{target.blocks_per_sm} blocks), shared memory {units.nbytes(sample.smem_per_block)} -> "
-                   f"{units.nbytes(target.smem_per_block)} per block")  # fmt: skip
+                   f"{units.nbytes(target.smem_per_block)} per block"
+                   + ("; the placement's build has registers of its own (the trace's regs_by_placement)"
+                      if own_build else ""))  # fmt: skip
     if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
         out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
@@ -321,7 +324,10 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
                                       together, (writeback or {}).get(name, "none")))  # fmt: skip
-    return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block)))
+    build = ",".join(f"{n}={s}" for n, s in target.placement.items() if sample.placement.get(n) != s)
+    own_build = build in (info.extra.get("regs_by_placement") or {})
+    return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block,
+                                                           own_build)))  # fmt: skip
 
 
 __all__ = ["Explanation", "ObjectReason", "explain", "moved_events", "space_of"]

@@ -116,7 +116,7 @@ def occupancy(gpu: Gpu, threads_per_block: int, regs_per_thread: int = 0, smem_p
     )
 
 
-def regs_for(info: traces.KernelInfo, gpu: Gpu) -> int:
+def regs_for(info: traces.KernelInfo, gpu: Gpu, build: str = "") -> int:
     """The registers per thread of the trace's kernel when built for ``gpu``: the trace's
     ``extra["regs_by_arch"]`` entry of the GPU's architecture, else that of the nearest lower one of the
     same major version (sm_87 reads sm_86), else ``regs_per_thread`` (the build the trace describes).
@@ -125,10 +125,25 @@ def regs_for(info: traces.KernelInfo, gpu: Gpu) -> int:
     with 2 x 2 outputs a thread uses 32 registers on sm_80 and 254 on sm_90 (nvcc 13.0,
     ``traces/generators/registers.toml``), 8 blocks of 256 threads a SM against 1. The generators store
     every architecture's count (``benchmarks/arch_registers.py``); an importer that knows one build leaves
-    ``regs_by_arch`` out. ``traces.schema`` has validated the map when the trace was read."""
-    by_arch = info.extra.get("regs_by_arch") or {}
+    ``regs_by_arch`` out. ``traces.schema`` has validated the map when the trace was read.
+
+    ``build`` names a placement's build by its moved objects (``placement.placements.build_key``: "input=S/G").
+    Another placement is another program, with registers of its own, and where the trace's
+    ``extra["regs_by_placement"]`` has that build its count comes first, by the same architecture rule: the
+    same convolution staged in shared memory takes 80 registers on sm_90 (6 resident blocks of 128 threads,
+    against 3 with plain loads), and through ``__ldg`` 44-52 on sm_80 where plain loads take 32
+    (``traces/generators/registers_variants.toml``)."""
     major, minor = gpu.compute_capability
-    # sm_XY -> (X, Y): sm_86 is 8.6, sm_100 is 10.0
-    built = {divmod(int(k[3:]), 10): v for k, v in by_arch.items()}
-    lower = [(cc, v) for cc, v in built.items() if cc[0] == major and cc[1] <= minor]
-    return max(lower)[1] if lower else info.regs_per_thread
+
+    def pick(by_arch: dict) -> int | None:
+        # sm_XY -> (X, Y): sm_86 is 8.6, sm_100 is 10.0
+        built = {divmod(int(k[3:]), 10): v for k, v in by_arch.items()}
+        lower = [(cc, v) for cc, v in built.items() if cc[0] == major and cc[1] <= minor]
+        return max(lower)[1] if lower else None
+
+    own = (info.extra.get("regs_by_placement") or {}).get(build) if build else None
+    for by_arch in (own or {}, info.extra.get("regs_by_arch") or {}):
+        regs = pick(by_arch)
+        if regs is not None:
+            return regs
+    return info.regs_per_thread

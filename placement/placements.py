@@ -137,6 +137,12 @@ def sample_placement(info: KernelInfo) -> Placement:
     return Placement(tuple((o.name, s) for o in info.objects if (s := object_short(o)) is not None))
 
 
+def build_key(info: KernelInfo, placement: Placement) -> str:
+    """The placement's build as ``extra["regs_by_placement"]`` names it (``placement.occupancy.regs_for``): its
+    moved objects as ``name=space`` in object order ("input=S/G"), "" for the sample's own."""
+    return ",".join(f"{n}={s}" for n, (_, s) in placement.moved(sample_placement(info)).items())
+
+
 def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelInfo) -> Placement:
     """Complete a partial placement (`A=T,B=2T` or a mapping) with the sample's spaces.
 
@@ -299,7 +305,7 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
         choice = staging.choose(gpu, placement, smem)
         smem = choice.options[0].smem_per_block
     try:
-        occ = occupancy(gpu, info.threads_per_block, regs_for(info, gpu), smem)
+        occ = occupancy(gpu, info.threads_per_block, regs_for(info, gpu, build_key(info, placement)), smem)
     except InputError as exc:
         raise IllegalPlacement("launch", str(exc)) from None
     if occ.blocks_per_sm < 1:

@@ -50,7 +50,7 @@ from traces.launch import SHARED_ALIGN
 from . import addressing
 from .gpu import Gpu
 from .occupancy import occupancy, regs_for
-from .placements import STAGING_SOURCE, IllegalPlacement, Placement, is_staged
+from .placements import STAGING_SOURCE, IllegalPlacement, Placement, build_key, is_staged
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     wins = ts.window_counts(k_max)
     fps = {n: facts.footprint(n, wins) for n in staged}
     limit = gpu.memory.smem_per_block
-    threads, regs = info.threads_per_block, regs_for(info, gpu)
+    threads, regs = info.threads_per_block, regs_for(info, gpu, build_key(info, placement))
     base_blocks = occupancy(gpu, threads, regs, own_smem).blocks_per_sm
 
     def option(w: int, why: str) -> StagingOption:

@@ -188,19 +188,33 @@ class KernelInfo:
         return kernel_info_from_dict(d, path)
 
 
-def _check_regs_by_arch(by_arch, path: str) -> None:
+def _check_regs_by_arch(by_arch, path: str, field: str = "extra.regs_by_arch") -> None:
     """``extra.regs_by_arch``, where a generator put it: {"sm_XY": registers per thread of that build}."""
     if by_arch is None:
         return
+    name = field.removeprefix("extra.")
     if not isinstance(by_arch, dict):
-        raise TraceError(path, "regs_by_arch must be an object of sm_XY: registers", field="extra.regs_by_arch")
+        raise TraceError(path, f"{name} must be an object of sm_XY: registers", field=field)
     for k, v in by_arch.items():
         if not re.fullmatch(r"sm_[1-9][0-9]{1,2}", k):
-            raise TraceError(path, f"regs_by_arch key {shown(k)} is not an architecture like sm_90",
-                             field="extra.regs_by_arch")  # fmt: skip
+            raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_REGS_PER_THREAD:
-            raise TraceError(path, f"regs_by_arch.{k} must be in 0..{MAX_REGS_PER_THREAD}, got {shown(v)}",
-                             field=f"extra.regs_by_arch.{k}")  # fmt: skip
+            raise TraceError(path, f"{name}.{k} must be in 0..{MAX_REGS_PER_THREAD}, got {shown(v)}",
+                             field=f"{field}.{k}")  # fmt: skip
+
+
+def _check_regs_by_placement(by_placement, path: str) -> None:
+    """``extra.regs_by_placement``, where a generator put it: {"obj=space,...": {"sm_XY": registers}}, the
+    registers of the build of each placement whose code the generator knows (``placement.occupancy.regs_for``)."""
+    if by_placement is None:
+        return
+    field = "extra.regs_by_placement"
+    if not isinstance(by_placement, dict):
+        raise TraceError(path, "regs_by_placement must be an object of placement: {sm_XY: registers}", field=field)
+    for k, v in by_placement.items():
+        if not isinstance(k, str) or not re.fullmatch(r"[^=,;\s]+=[^=,;\s]+(,[^=,;\s]+=[^=,;\s]+)*", k):
+            raise TraceError(path, f"regs_by_placement key {shown(k)} is not a placement like input=R", field=field)
+        _check_regs_by_arch(v, path, f"{field}.{k}")
 
 
 def _req(d: dict, key: str, kind, path: str, where: str):
@@ -339,6 +353,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     if not isinstance(source, dict) or not isinstance(extra, dict):
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
     _check_regs_by_arch(extra.get("regs_by_arch"), path)
+    _check_regs_by_placement(extra.get("regs_by_placement"), path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

@@ -25,6 +25,7 @@ def to_dict(s) -> dict:
         "block": list(info.block),
         "regs_per_thread": info.regs_per_thread,
         "regs_by_arch": dict(info.extra.get("regs_by_arch") or {}),
+        "regs_by_placement": {k: dict(v) for k, v in (info.extra.get("regs_by_placement") or {}).items()},
         "smem_per_block": info.smem_per_block,
         "rows": s.rows,
         "warps": s.warps,
@@ -79,6 +80,9 @@ def run(args) -> int:
             "registers     per architecture (the model takes the GPU's): "
             + ", ".join(f"{k} {v}" for k, v in sorted(d["regs_by_arch"].items(), key=lambda kv: int(kv[0][3:])))
         )
+    for build, by_arch in d["regs_by_placement"].items():
+        archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
+        print(f"  built {build}: " + ", ".join(f"{k} {v}" for k, v in archs))
     print(f"rows          {plural(d['rows'], 'warp-level memory instruction')} from {plural(d['warps'], 'warp')}"
           + (f" ({d['unassigned_rows']:,} on no object)" if d["unassigned_rows"] else ""))  # fmt: skip
     print("by space      " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_space"].items()))

@@ -78,6 +78,20 @@ def registers() -> dict:
     return _REGISTERS
 
 
+VARIANT_REGISTER_FILE = Path(__file__).with_name("registers_variants.toml")
+_VARIANT_REGISTERS: dict | None = None
+
+
+def variant_registers() -> dict:
+    """``registers_variants.toml`` (``benchmarks/arch_registers.py --variants``): the registers per thread of the
+    builds of a benchmark kernel's other placements, where its source builds them (conv2d_kt's R, S/G, S/R)."""
+    global _VARIANT_REGISTERS
+    if _VARIANT_REGISTERS is None:
+        with open(VARIANT_REGISTER_FILE, "rb") as f:
+            _VARIANT_REGISTERS = tomllib.load(f)
+    return _VARIANT_REGISTERS
+
+
 def regs_by_arch(entry: dict) -> dict[str, int]:
     """``{sm_XY: registers}`` of one ``registers.toml`` entry (a value is the registers, or [registers,
     spill-store bytes, spill-load bytes])."""

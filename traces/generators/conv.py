@@ -28,6 +28,11 @@ What the SASS (nvcc 13.0, sm_80) does, and so the rows:
   reads input rows past the H + FH - 1 the image has, so the ``input`` object covers the
   rows the launch reads (:func:`input_rows`).
 
+Registers (``extra``): ``regs_by_arch``, the shape's plain build on every architecture
+(``registers.toml``), and ``regs_by_placement``, its builds with the input through ``__ldg`` or staged in
+shared memory (``input=R``, ``input=S/G``, ``input=S/R``: ``registers_variants.toml``,
+:func:`variant_registers`), which ``placement.occupancy.regs_for`` takes for those placements.
+
 Instruction totals (:func:`warp_counts`): the recipe (``recipes.toml`` entry
 ``conv2d_kt``, compiled at ``RECIPE_SHAPE``) scaled by the shape's structure: ldst = U + T
 (U distinct loads, T = tile_size_x*tile_size_y stores); fp32 = FH*FW*T FFMA plus the
@@ -76,6 +81,23 @@ def shape_registers(bsx: int, bsy: int, tsx: int, tsy: int) -> dict | None:
     if bsx < FW:
         return None
     return C.registers().get(KERNEL, {}).get(f"{bsy},{tsx},{tsy}")
+
+
+def variant_registers(bsx: int, bsy: int, tsx: int, tsy: int) -> dict[str, dict[str, int]]:
+    """``{"input=R": {sm_XY: registers}, "input=S/G": ..., "input=S/R": ...}``: the registers of the shape's
+    builds with the input through ``__ldg`` or staged in shared memory (``-Dread_only=1``, ``-Duse_shmem=1``;
+    ``registers_variants.toml``), for ``extra["regs_by_placement"]`` (``placement.occupancy.regs_for``). A
+    build the table lacks (block_size_x < 15; a staged one at a block_size_x it was not built for) is left out
+    and that placement takes the plain build's registers."""
+    if bsx < FW:
+        return {}
+    table = C.variant_registers().get(KERNEL, {})
+    out = {}
+    for v in ("R", "S/G", "S/R"):
+        entry = table.get(f"R,{bsy},{tsx},{tsy}" if v == "R" else f"{v},{bsx},{bsy},{tsx},{tsy}")
+        if entry:
+            out[f"input={v}"] = C.regs_by_arch(entry)
+    return out
 
 
 def load_offsets(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[np.ndarray, np.ndarray]:
@@ -201,8 +223,12 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     # the shape's own registers on every architecture (placement.occupancy.regs_for); none for a shape
     # outside the table, whose recipe count (the .cu's default shape) stands everywhere
     by_arch = C.regs_by_arch(entry) if entry else {}
+    # and those of its builds for the input's other placements (R, S/G, S/R)
+    extra = {"regs_by_arch": by_arch}
+    if by_placement := variant_registers(bsx, bsy, tsx, tsy):
+        extra["regs_by_placement"] = by_placement
     info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes,
-                         extra={"regs_by_arch": by_arch})  # fmt: skip
+                         extra=extra)  # fmt: skip
     if arch in by_arch:
         info = replace(info, regs_per_thread=by_arch[arch])
     return cols, info
