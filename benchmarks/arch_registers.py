@@ -126,6 +126,20 @@ def variant_shapes() -> list[tuple[str, int, int, int, int]]:
     return out
 
 
+def _value(v: tuple[int, int, int]) -> str:
+    """A table value: the registers, or [registers, spill-store bytes, spill-load bytes] where ptxas spills."""
+    return str(v[0]) if v[1] == 0 and v[2] == 0 else f"[{v[0]}, {v[1]}, {v[2]}]"
+
+
+def _archs_line(archs) -> str:
+    return f"archs = [{', '.join(repr(a).replace(chr(39), chr(34)) for a in archs)}]"
+
+
+def _entry(key: str, per: dict, archs) -> str:
+    """One table line, ``KEY = { sm_XY = value, ... }`` in ``archs`` order."""
+    return f"{key} = {{ {', '.join(f'{a} = {_value(per[a])}' for a in archs if a in per)} }}"
+
+
 def variants_table(found: dict[str, dict[str, tuple[int, int, int]]], archs, version: str) -> str:
     lines = [
         "# Registers per thread of conv2d_kt's builds for the other placements of its input (ptxas's report of",
@@ -134,17 +148,11 @@ def variants_table(found: dict[str, dict[str, tuple[int, int, int]]], archs, ver
         '# edit. Keys: "R,block_size_y,tile_size_x,tile_size_y" (any block_size_x >= 15 builds the same code) and',
         '# "S/G,block_size_x,block_size_y,tile_size_x,tile_size_y" (the copy loop follows block_size_x). A value',
         "# is the registers, or [registers, spill-store bytes, spill-load bytes] per thread where ptxas spills.",
-        f"archs = [{', '.join(repr(a).replace(chr(39), chr(34)) for a in archs)}]",
+        _archs_line(archs),
         "",
         "[conv2d_kt]",
     ]
-
-    def value(v: tuple[int, int, int]) -> str:
-        return str(v[0]) if v[1] == 0 and v[2] == 0 else f"[{v[0]}, {v[1]}, {v[2]}]"
-
-    for key in sorted(found):
-        per = found[key]
-        lines.append(f'"{key}" = {{ {", ".join(f"{a} = {value(per[a])}" for a in archs if a in per)} }}')
+    lines += [_entry(f'"{key}"', found[key], archs) for key in sorted(found)]
     return "\n".join(lines) + "\n"
 
 
@@ -179,22 +187,14 @@ def toml_table(kernels: dict[str, dict[str, tuple[int, int, int]]], kt: dict, ar
         '# [conv2d_kt]: benchmarks/kernels/conv2d_kt.cu per shape "block_size_y,tile_size_x,tile_size_y"',
         f"# (block_size_x {KT_BSX}; any block_size_x >= 15 builds the same code). A value is the registers, or",
         "# [registers, spill-store bytes, spill-load bytes] per thread where ptxas spills.",
-        f"archs = [{', '.join(repr(a).replace(chr(39), chr(34)) for a in archs)}]",
+        _archs_line(archs),
         "",
         "[kernels]",
     ]
-
-    def value(v: tuple[int, int, int]) -> str:
-        return str(v[0]) if v[1] == 0 and v[2] == 0 else f"[{v[0]}, {v[1]}, {v[2]}]"
-
-    for name in sorted(kernels):
-        per = kernels[name]
-        lines.append(f"{name} = {{ {', '.join(f'{a} = {value(per[a])}' for a in archs if a in per)} }}")
+    lines += [_entry(name, kernels[name], archs) for name in sorted(kernels)]
     if kt:
         lines += ["", "[conv2d_kt]"]
-        for shape in sorted(kt):
-            per = kt[shape]
-            lines.append(f'"{shape}" = {{ {", ".join(f"{a} = {value(per[a])}" for a in archs if a in per)} }}')
+        lines += [_entry(f'"{shape}"', kt[shape], archs) for shape in sorted(kt)]
     return "\n".join(lines) + "\n"
 
 

@@ -115,10 +115,11 @@ def test_generated_traces_carry_the_table_and_it_survives_a_file(tmp_path):
     assert out.extra["regs_by_arch"] == {} and regs_for(out, load_gpu("h100")) == out.regs_per_thread
 
 
-def _metadata(by_arch) -> str:
+def _metadata(by_arch, key: str = "regs_by_arch") -> str:
+    """A vecadd trace's metadata with ``extra[key]`` set to ``by_arch`` (tests/test_build_registers.py too)."""
     _, info = generators.generate("vecadd", [4096], [256])
     d = json.loads(info.to_json())
-    d["extra"]["regs_by_arch"] = by_arch
+    d["extra"][key] = by_arch
     return json.dumps(d)
 
 
@@ -131,11 +132,19 @@ def _metadata(by_arch) -> str:
         ({"sm_90": "32"}, "extra.regs_by_arch.sm_90"),
         ({"sm_90": True}, "extra.regs_by_arch.sm_90"),
         ({"sm_90": -1}, "extra.regs_by_arch.sm_90"),
+        # a placement's build's registers (tests/test_build_registers.py)
+        ([32], "extra.regs_by_placement"),
+        ({"a": {"sm_80": 32}}, "extra.regs_by_placement"),
+        ({"a=R;windows=2": {"sm_80": 32}}, "extra.regs_by_placement"),
+        ({"a=R": 32}, "extra.regs_by_placement.a=R"),
+        ({"a=R": {"gfx90a": 32}}, "extra.regs_by_placement.a=R"),
+        ({"a=R": {"sm_80": 300}}, "extra.regs_by_placement.a=R.sm_80"),
+        ({"a=R,b=T": {"sm_80": "52"}}, "extra.regs_by_placement.a=R,b=T.sm_80"),
     ],
 )
 def test_bad_regs_by_arch_is_refused_naming_the_field(by_arch, field):
     with pytest.raises(traces.TraceError) as e:
-        KernelInfo.from_json(_metadata(by_arch), "t.parquet")
+        KernelInfo.from_json(_metadata(by_arch, field.split(".")[1]), "t.parquet")
     assert e.value.field == field and "t.parquet" in str(e.value) and "\n" not in str(e.value)
 
 

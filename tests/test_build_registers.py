@@ -25,6 +25,8 @@ from traces import generators
 from traces.generators import _common as C
 from traces.schema import KernelInfo
 
+from test_arch_registers import _metadata as arch_metadata
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -144,28 +146,7 @@ def test_staged_placements_evaluated_together_take_each_builds_registers(tmp_pat
 
 
 def _metadata(by_placement) -> str:
-    _, info = generators.generate("vecadd", [4096], [256])
-    d = json.loads(info.to_json())
-    d["extra"]["regs_by_placement"] = by_placement
-    return json.dumps(d)
-
-
-@pytest.mark.parametrize(
-    "by_placement, field",
-    [
-        ([32], "extra.regs_by_placement"),
-        ({"a": {"sm_80": 32}}, "extra.regs_by_placement"),
-        ({"a=R;windows=2": {"sm_80": 32}}, "extra.regs_by_placement"),
-        ({"a=R": 32}, "extra.regs_by_placement.a=R"),
-        ({"a=R": {"gfx90a": 32}}, "extra.regs_by_placement.a=R"),
-        ({"a=R": {"sm_80": 300}}, "extra.regs_by_placement.a=R.sm_80"),
-        ({"a=R,b=T": {"sm_80": "52"}}, "extra.regs_by_placement.a=R,b=T.sm_80"),
-    ],
-)
-def test_bad_regs_by_placement_is_refused_naming_the_field(by_placement, field):
-    with pytest.raises(traces.TraceError) as e:
-        KernelInfo.from_json(_metadata(by_placement), "t.parquet")
-    assert e.value.field == field and "t.parquet" in str(e.value) and "\n" not in str(e.value)
+    return arch_metadata(by_placement, "regs_by_placement")
 
 
 @settings(max_examples=200, deadline=None)
