@@ -210,8 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-conv2d-kt", action="store_true", help="skip conv2d_kt's shape table")
     ap.add_argument("--check-bsx", action="store_true", help=f"also build conv2d_kt at block_size_x {KT_CHECK_BSX}")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--variants", action="store_true",
-                    help="write conv2d_kt's R, S/G and S/R builds' registers instead (registers_variants.toml)")
+    ap.add_argument(
+        "--variants",
+        action="store_true",
+        help="write conv2d_kt's R, S/G and S/R builds' registers instead (registers_variants.toml)",
+    )
     ap.add_argument("-o", "--output", default=None, help=f"default {DEFAULT_OUT} ({VARIANTS_OUT} with --variants)")
     args = ap.parse_args(argv)
     archs = tuple(a.strip() for a in args.arch.split(",") if a.strip())

@@ -180,7 +180,9 @@ def test_nvcc_rebuilds_the_tables_counts(tmp_path):
     for v, shape, arch in (("S/G", (32, 4, 2, 2), "sm_90"), ("R", (32, 2, 4, 2), "sm_86")):
         got = mod.try_report(nvcc, ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu", arch, tmp_path,
                              (*mod.KT_VARIANTS[v], *mod.kt_defines(*shape)))  # fmt: skip
-        assert C.regs_by_arch({arch: got["conv2d_kt"]}) == {arch: C.regs_by_arch(table[mod.variant_key(v, *shape)])[arch]}
+        assert C.regs_by_arch({arch: got["conv2d_kt"]}) == {
+            arch: C.regs_by_arch(table[mod.variant_key(v, *shape)])[arch]
+        }
     # a staged tile over 48 KB of static shared memory: ptxas refuses it, and the table has no entry
     assert mod.try_report(nvcc, ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu", "sm_80", tmp_path,
                           (*mod.KT_VARIANTS["S/G"], *mod.kt_defines(64, 16, 4, 4))) is None  # fmt: skip
