@@ -78,7 +78,7 @@ def test_variant_table_covers_every_shape_and_holds_nvccs_counts():
     assert C.regs_by_arch(C.registers()["conv2d_kt"]["4,2,2"])["sm_90"] == 164
     assert C.regs_by_arch(table["S/G,32,4,2,2"])["sm_90"] == 80
     assert C.regs_by_arch(table["S/R,32,4,2,2"])["sm_90"] == 80
-    # 14 + 4 x 128 columns and 14 + 4 x 16 rows of floats are 164 KB: no S/G build of 128 x 16 blocks...
+    # a 64 x 16 block's 4 x 4 tiles stage (16 x 4 + 14) rows of (64 x 4 + 14) floats, 84,240 B: no build
     assert "S/G,64,16,4,4" not in table
 
 
