@@ -20,7 +20,7 @@ from traces import SPACE_SHORT
 from . import units
 from .attribution import ObjectAccesses
 from .hms import Terms
-from .placements import STAGING_SOURCE, is_staged
+from .placements import STAGING_SOURCE, is_staged, moved_key
 
 # (label, getter) of the events compared; counts and latencies a reader can check.
 EVENTS = (
@@ -324,8 +324,7 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
                                       together, (writeback or {}).get(name, "none")))  # fmt: skip
-    build = ",".join(f"{n}={s}" for n, s in target.placement.items() if sample.placement.get(n) != s)
-    own_build = build in (info.extra.get("regs_by_placement") or {})
+    own_build = moved_key(sample.placement, target.placement) in (info.extra.get("regs_by_placement") or {})
     return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block,
                                                            own_build)))  # fmt: skip
 

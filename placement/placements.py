@@ -118,8 +118,7 @@ class Placement:
 
     def label(self, sample: "Placement | None" = None) -> str:
         """`A=T,B=2T` of the moved objects (all objects when no sample is given)."""
-        items = self.moved(sample).items() if sample else ((n, (None, s)) for n, s in self.spaces)
-        text = ",".join(f"{n}={s}" for n, (_, s) in items)
+        text = moved_key(sample.as_dict() if sample else {}, self.as_dict())
         return (
             (text or "sample")
             + (f";windows={self.windows}" if self.windows is not None else "")
@@ -137,10 +136,15 @@ def sample_placement(info: KernelInfo) -> Placement:
     return Placement(tuple((o.name, s) for o in info.objects if (s := object_short(o)) is not None))
 
 
+def moved_key(sample: Mapping[str, str], target: Mapping[str, str]) -> str:
+    """``target``'s objects whose space differs from ``sample``'s as ``name=space``, in ``target``'s order."""
+    return ",".join(f"{n}={s}" for n, s in target.items() if sample.get(n) != s)
+
+
 def build_key(info: KernelInfo, placement: Placement) -> str:
     """The placement's build as ``extra["regs_by_placement"]`` names it (``placement.occupancy.regs_for``): its
     moved objects as ``name=space`` in object order ("input=S/G"), "" for the sample's own."""
-    return ",".join(f"{n}={s}" for n, (_, s) in placement.moved(sample_placement(info)).items())
+    return moved_key(sample_placement(info).as_dict(), placement.as_dict())
 
 
 def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelInfo) -> Placement:
