@@ -49,7 +49,8 @@ HP_CONST_PATH = Q.N_PARAMS + 7  # 1: constant accesses take data-path cycles; 0:
 # on one word (0: priced as a load, by its bank-conflict degree)
 HP_SATOM, HP_SATOM_LANE = Q.N_PARAMS + 8, Q.N_PARAMS + 9
 HP_RESIDENT = Q.N_PARAMS + 10  # resident warps per SM (the schedule's round-robin): a round's issue slots span them
-HP_LEN = Q.N_PARAMS + 11
+HP_L1_BANKS = Q.N_PARAMS + 11  # 1: the per-SM cache's data array is the shared memory's banks (a load's lines conflict)
+HP_LEN = Q.N_PARAMS + 12
 NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles, MLP (long-latency loads a warp has in flight; 0: no rounds)
 LAT_ISSUE = 4
@@ -446,8 +447,10 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     further lane on one word, where the GPU's are known), a constant access one per distinct address (none where ``hp[HP_CONST_PATH]`` is 0:
     Volta's and later constant cache is a unit of its own), an access through a
     per-SM cache (L1, texture, read-only) its sectors' bytes over the path's width but at
-    least one cycle and at least its tag stage's cycles (:func:`tag_cycles`, where
-    ``hp[HP_TAGS]`` gives the stage's lines per cycle), and a global or local access that no
+    least one cycle, at least its tag stage's cycles (:func:`tag_cycles`, where
+    ``hp[HP_TAGS]`` gives the stage's lines per cycle) and, where ``hp[HP_L1_BANKS]`` says the cache's data array
+    is the shared memory's banks, at least the most distinct words one bank serves (a warp reading two image rows
+    of 16 floats reads both rows' words from the same 16 banks: 2 cycles), and a global or local access that no
     per-SM cache serves one cycle per line (the LD/ST units' pass per transaction).
 
     Rounds (where ``lat[LAT_MLP]`` > 0): each warp's long-latency loads (loads and atomics of global, local,
@@ -473,6 +476,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     wpb = hp[HP_WPB]
     path_bytes = hp[HP_PATH_BYTES]
     tags = hp[HP_TAGS]
+    l1_banks = hp[HP_L1_BANKS]
     tag_sets = np.empty(64, np.int64)
     tag_counts = np.zeros(max(cfgs[L1][C.NSETS], cfgs[TEX][C.NSETS], 1), np.int64)
     mlp = lat[LAT_MLP]
@@ -523,9 +527,11 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 nsec = 0
                 for j in range(k):
                     nsec += _popcount(smasks[j])
-                stats[LSU + sp] += max(
-                    nsec * sect, tag_cycles(cfgs[lvl], lines, k, tags, tag_sets, tag_counts) * path_bytes
-                )
+                cost = max(nsec * sect, tag_cycles(cfgs[lvl], lines, k, tags, tag_sets, tag_counts) * path_bytes)
+                if l1_banks != 0 and k > 1:
+                    bank = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[Q.P_BANK_BYTES], words, counts)
+                    cost = max(cost, bank * path_bytes)
+                stats[LSU + sp] += cost
             else:
                 stats[LSU + sp] += k * path_bytes
             o_p = op[i]

@@ -93,6 +93,11 @@ class HierarchyConfig:
     """Lines the tag stage of a per-SM cache (L1, texture) resolves per cycle, at most one per set: a warp's access
     takes at least as many cycles of the load/store path as the most of its lines that share a set (0: no such
     bound, only the sectors' bytes over the path's width)."""
+    l1_data_banks: bool = False
+    """Whether the per-SM cache's data array is the shared memory's banks (``smem_banks`` words of
+    ``smem_bank_bytes``; one array from Volta on): a warp's cached load then takes at least as many cycles as the
+    most distinct words any bank serves, its lanes' words in different lines of one bank read one after the
+    other, as a shared-memory bank conflict (False: no such bound)."""
     const_on_path: bool = True
     """Whether constant accesses take cycles of the load/store data path (one per distinct address). False from
     Volta on, where the indexed constant cache is a unit of its own beside L1TEX."""
@@ -115,6 +120,8 @@ class HierarchyConfig:
         v = self.l1_tags_per_cycle
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise HierarchyConfigError("l1_tags_per_cycle", f"expected an integer >= 0, got {v!r}")
+        if not isinstance(self.l1_data_banks, bool):
+            raise HierarchyConfigError("l1_data_banks", f"expected true or false, got {self.l1_data_banks!r}")
         for name in ("l1_latency", "tex_latency", "const_latency", "l2_latency", "issue_cycles"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
@@ -354,6 +361,7 @@ def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float) -> tup
     hp[H.HP_PATH_BYTES] = config.smem_banks * config.smem_bank_bytes
     hp[H.HP_TAGS] = config.l1_tags_per_cycle
     hp[H.HP_CONST_PATH] = 1 if config.const_on_path else 0
+    hp[H.HP_L1_BANKS] = 1 if config.l1_data_banks else 0
     hp[H.HP_SATOM] = round(config.smem_atomic_cycles * hp[H.HP_PATH_BYTES])
     hp[H.HP_SATOM_LANE] = round(config.smem_atomic_lane_cycles * hp[H.HP_PATH_BYTES])
     hp[H.HP_RESIDENT] = blocks_per_sm * info.warps_per_block

@@ -34,6 +34,12 @@ def l1_tags_per_cycle_of(gpu: Gpu) -> int:
     return int(v) if v else 0
 
 
+def l1_data_banks_of(gpu: Gpu) -> bool:
+    """Whether the GPU's per-SM cache reads its data through the shared memory's banks (``l1_data_banks`` of the
+    architecture's ``[<arch>.models]``: Volta on, cited in configs/architectures.toml)."""
+    return bool(_arch_models(gpu).get("l1_data_banks", False))
+
+
 def constant_on_path_of(gpu: Gpu) -> bool:
     """Whether the GPU's constant accesses take load/store data-path cycles: not where its architecture's
     ``[<arch>.models]`` says ``constant_own_pipe`` (Volta on, cited in configs/architectures.toml)."""
@@ -92,6 +98,7 @@ def hierarchy_config(gpu: Gpu) -> cachesim.HierarchyConfig:
         readonly={"tex": "tex", "l1": "l1", "none": "l2"}[k.readonly_cache],
         tex_in_l1=k.l1_tex_unified,
         l1_tags_per_cycle=l1_tags_per_cycle_of(gpu),
+        l1_data_banks=l1_data_banks_of(gpu),
         const_on_path=constant_on_path_of(gpu),
         atomic_unit_bytes=m.l2_atomic_unit_bytes,
         atomic_units=max(1, k.l2_slices * k.l2_slice_bytes // m.l2_atomic_unit_bytes) if m.l2_atomic_unit_bytes else 1,

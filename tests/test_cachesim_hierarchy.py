@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import cachesim
 import traces
+from traces.codes import READONLY
 
 DRAM = cachesim.DramConfig(
     352.0, 742.0, 1008.0,
@@ -265,6 +266,35 @@ def test_tag_stage_cycles_by_hand():
     assert r1.lsu_cycles[0] == 32 + 32 + 16 + 2 + 32
     with pytest.raises(cachesim.HierarchyConfigError, match="^l1_tags_per_cycle"):
         config(l1_tags_per_cycle=-1)
+
+
+def test_l1_data_banks_by_hand():
+    """Volta and later (l1_data_banks): the L1's data array is the shared memory's 32 banks of 4 bytes, so a warp's
+    cached load takes at least as many cycles as the most distinct words one bank serves, whatever its sectors and
+    tags say. Lines 1,152 B apart (9 lines: sets 0, 1, 2, 3 of 4, one tag cycle) hold their words in the same
+    banks."""
+    two_rows = 0x10000 + (lanes % 16) * 4 + (lanes // 16) * 1152
+    four_rows = 0x20000 + (lanes % 8) * 4 + (lanes // 8) * 1152
+    rows = [
+        (0, 0, 0, 0, 0, 4, two_rows, -1),  # 16-wide block, 2 rows: banks 0-15 twice -> 2 (4 sectors: 1)
+        (0, 0, 1, 0, 0, 4, 0x40004 + lanes * 4, -1),  # unaligned 128 B: 2 lines, every bank once -> 5 sectors, 1.25
+        (0, 0, 2, 0, 0, 4, four_rows, -1),  # 8-wide, 4 rows: banks 0-7 four times -> 4 (4 sectors: 1)
+        (0, 0, 3, 0, 0, 8, 0x60000 + lanes * 8, -1),  # 256 B of doubles: 2 words a bank -> 2 (8 sectors: 2)
+        (0, 0, 4, 0, 0, 4, 0x80000 + lanes * 4096, -1),  # 32 lines in one bank and one set -> 32 (tags: 32)
+    ]
+    t = make_trace(rows, 1, 1)
+    l1 = "S:4:128:64,L:R:m:N:L"
+    r = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True), blocks_per_sm=1)
+    assert r.lsu_cycles[0] == 2 + 1.25 + 4 + 2 + 32
+    # a separate L1 (Maxwell and Pascal here): sectors and tags only
+    r0 = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4), blocks_per_sm=1)
+    assert r0.lsu_cycles[0] == 1 + 1.25 + 1 + 2 + 32
+    # the same loads through the read-only path served by the L1 (__ldg from Volta on) pay the same
+    ro = make_trace([(c, w, q, op, READONLY, wd, a, o) for (c, w, q, op, _, wd, a, o) in rows], 1, 1)
+    cfg = config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True, readonly="l1")
+    assert cachesim.simulate_hierarchy(ro, cfg, blocks_per_sm=1).lsu_cycles[READONLY] == 2 + 1.25 + 4 + 2 + 32
+    with pytest.raises(cachesim.HierarchyConfigError, match="^l1_data_banks"):
+        config(l1_data_banks=1)
 
 
 def test_writable_and_read_only_columns_share_one_kernel():

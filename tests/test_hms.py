@@ -442,6 +442,15 @@ def test_constant_accesses_leave_the_data_path_from_volta_on():
         True, True, False, False, False]  # fmt: skip
 
 
+def test_l1_reads_through_the_shared_banks_from_volta_on():
+    # configs/architectures.toml's l1_data_banks (Volta to Blackwell: L1 and shared memory one array); Maxwell's
+    # and Pascal's L1 / texture cache is an array of its own, Kepler's L1 too
+    from placement.memory import hierarchy_config
+
+    assert [hierarchy_config(get_gpu(g)).l1_data_banks for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
+        False, False, True, True, True]  # fmt: skip
+
+
 def test_texture_units_bound_t_comp_by_hand():
     # conv1d of 2^16 outputs, 7 taps, its input in a 1D texture: 7 x 2^16 texels (every lane active, the
     # generator clamps at the edges instead of masking); the H100's SMs fetch 4 a cycle (4 texture units,
