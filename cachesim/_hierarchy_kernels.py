@@ -32,7 +32,8 @@ L2SECT = LSU + N_SPACES  # sectors the L2 serves (hits, misses and writes), per 
 TEXELS = L2SECT + N_SPACES  # texels the texture units fetch: the active lanes of texture rows
 SLOW_ROUNDS = TEXELS + 1  # rounds of long-latency loads closed so far that waited on a request from outside the SM
 COPY_ROUNDS = SLOW_ROUNDS + 1  # those of them whose loads a shared-memory store then kept (a staging copy's)
-STATS_LEN = COPY_ROUNDS + 1
+L1_BANK_CONFLICTS = COPY_ROUNDS + 1  # cached accesses' words read after the first in one L1 data bank (HP_L1_BANKS)
+STATS_LEN = L1_BANK_CONFLICTS + 1
 # per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
 # for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
 OBJ_STRIDE = N_LEVELS * 3
@@ -531,6 +532,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 if l1_banks != 0 and k > 1:
                     bank = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[Q.P_BANK_BYTES], words, counts)
                     cost = max(cost, bank * path_bytes)
+                    stats[L1_BANK_CONFLICTS] += bank - 1
                 stats[LSU + sp] += cost
             else:
                 stats[LSU + sp] += k * path_bytes

@@ -225,6 +225,10 @@ class HierarchyResult:
     """Those of them that waited on the L2 or DRAM."""
     copy_rounds: int = 0
     """Those slow rounds whose loads a shared-memory store kept: a staging copy's, which its barrier waits for."""
+    l1_bank_conflicts: int = 0
+    """Bank conflicts of the accesses a per-SM cache served (``HierarchyConfig.l1_data_banks``): each access's
+    bank-conflict degree less one, summed (Nsight Compute counts them for global loads and stores as
+    l1tex__data_bank_conflicts_pipe_lsu_mem_global_op_ld and _op_st)."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -248,7 +252,7 @@ class HierarchyResult:
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
             obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels, rounds=self.rounds,
-            slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds,
+            slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds, l1_bank_conflicts=self.l1_bank_conflicts,
         )  # fmt: skip
 
 
@@ -281,6 +285,8 @@ class HierarchyTotals:
     """Those of them that waited on the L2 or DRAM."""
     copy_rounds: int = 0
     """Those slow rounds whose loads a shared-memory store kept (:attr:`HierarchyResult.copy_rounds`)."""
+    l1_bank_conflicts: int = 0
+    """:attr:`HierarchyResult.l1_bank_conflicts`."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -477,6 +483,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int, mlp: 
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
         texels=int(stats[H.TEXELS]), **_per_object(stats), **round_counts(wst, stats),
+        l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]),
     )  # fmt: skip
 
 
@@ -601,7 +608,7 @@ class HierarchyStream:
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
             texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats),
-            **_per_object(stats),
+            l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), **_per_object(stats),
         )  # fmt: skip
 
     def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:

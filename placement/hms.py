@@ -218,6 +218,8 @@ class Terms:
     """Those that waited on the L2 or DRAM."""
     copy_rounds: int = 0
     """Those slow rounds a staging copy's barrier waits for (``cachesim.HierarchyTotals.copy_rounds``)."""
+    l1_bank_conflicts: int = 0
+    """Bank conflicts of the accesses the L1 served, from Volta on (``cachesim.HierarchyTotals.l1_bank_conflicts``)."""
 
     @property
     def bound(self) -> str:
@@ -982,6 +984,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         rounds=h.rounds,
         slow_rounds=h.slow_rounds,
         copy_rounds=h.copy_rounds,
+        l1_bank_conflicts=h.l1_bank_conflicts,
     )
 
 

@@ -190,6 +190,11 @@ def evaluation_text(r: EvaluationResult) -> str:
         ["issued instructions", cnt(s.issued_instructions), cnt(t.issued_instructions)],
         ["addressing delta", cnt(s.addressing_delta), cnt(t.addressing_delta)],
         *[[f"replays: {c}", cnt(s.replays[c]), cnt(t.replays[c])] for c in t.replays],
+        *(
+            [["L1 bank conflicts (cached accesses)", cnt(s.l1_bank_conflicts), cnt(t.l1_bank_conflicts)]]
+            if s.l1_bank_conflicts or t.l1_bank_conflicts
+            else []
+        ),
         ["memory requests", cnt(s.mem_requests), cnt(t.mem_requests)],
         ["AMAT (cycles)", num(s.amat), num(t.amat)],
         ["DRAM_lat (cycles)", num(s.dram_lat), num(t.dram_lat)],

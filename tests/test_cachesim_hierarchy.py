@@ -286,9 +286,15 @@ def test_l1_data_banks_by_hand():
     l1 = "S:4:128:64,L:R:m:N:L"
     r = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True), blocks_per_sm=1)
     assert r.lsu_cycles[0] == 2 + 1.25 + 4 + 2 + 32
+    # counted as Nsight Compute's global-load data bank conflicts: each load's degree less one
+    assert r.l1_bank_conflicts == r.totals().l1_bank_conflicts == 1 + 0 + 3 + 1 + 31
+    s = cachesim.HierarchyStream(config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True), t.info, 1)
+    s.feed(t)
+    assert s.finish().l1_bank_conflicts == r.l1_bank_conflicts
     # a separate L1 (Maxwell and Pascal here): sectors and tags only
     r0 = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4), blocks_per_sm=1)
     assert r0.lsu_cycles[0] == 1 + 1.25 + 1 + 2 + 32
+    assert r0.l1_bank_conflicts == 0
     # the same loads through the read-only path served by the L1 (__ldg from Volta on) pay the same
     ro = make_trace([(c, w, q, op, READONLY, wd, a, o) for (c, w, q, op, _, wd, a, o) in rows], 1, 1)
     cfg = config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True, readonly="l1")

@@ -449,6 +449,14 @@ def test_l1_reads_through_the_shared_banks_from_volta_on():
 
     assert [hierarchy_config(get_gpu(g)).l1_data_banks for g in ("k80", "gtx980", "v100", "a100", "h100")] == [
         False, False, True, True, True]  # fmt: skip
+    # Kernel Tuner's convolution in 16 x 4 blocks at 256^2 (row pitch 270 floats: the second row's 16 words sit
+    # 14 banks on, 2 banks shared): each of a warp's 225 input loads and its output store reads two lines
+    # through one bank, 1 conflict each; 2,048 warps. The staged input leaves only the copy's and the store's.
+    cols, info = generate("conv2d_kt", [256, 256], [16, 4, 1, 1])
+    ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("a100"))
+    assert ev.sample.l1_bank_conflicts == 2048 * (225 + 1)
+    assert ev.evaluate(parse_placement("input=S/G", ev.info)).target.l1_bank_conflicts < 2048 * 10
+    assert WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("k80")).sample.l1_bank_conflicts == 0
 
 
 def test_texture_units_bound_t_comp_by_hand():

@@ -40,6 +40,7 @@ def assert_same(whole: cachesim.HierarchyResult, totals: cachesim.HierarchyTotal
         np.testing.assert_array_equal(getattr(totals, f), getattr(w, f), err_msg=f)
     assert (totals.dram_requests, totals.dram_bytes, totals.row_buffer, totals.n_banks, totals.texels) == (
         w.dram_requests, w.dram_bytes, w.row_buffer, w.n_banks, w.texels)  # fmt: skip
+    assert totals.l1_bank_conflicts == w.l1_bank_conflicts == whole.l1_bank_conflicts
     # the served pieces are the whole run's DRAM requests in its arrival order, with its outcomes
     d = whole.dram
     cat = {f: np.concatenate([getattr(p, f) for p in pieces]) if pieces else np.zeros(0) for f in
