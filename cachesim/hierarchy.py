@@ -95,7 +95,7 @@ class HierarchyConfig:
     bound, only the sectors' bytes over the path's width)."""
     l1_data_banks: bool = False
     """Whether the per-SM cache's data array is the shared memory's banks (``smem_banks`` words of
-    ``smem_bank_bytes``; one array from Volta on): a warp's cached load then takes at least as many cycles as the
+    ``smem_bank_bytes``; one array from Volta on): a warp's cached access then takes at least as many cycles as the
     most distinct words any bank serves, its lanes' words in different lines of one bank read one after the
     other, as a shared-memory bank conflict (False: no such bound)."""
     const_on_path: bool = True
