@@ -278,7 +278,8 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     if target.l1_bank_conflicts != sample.l1_bank_conflicts:
         a, n = sample.l1_bank_conflicts, target.l1_bank_conflicts
         out.append(f"bank conflicts of the accesses the L1 serves: {units.change(n - a)} ({units.count(a)} -> "
-                   f"{units.count(n)}; words of different lines in one bank of the L1, the array shared memory also uses)")  # fmt: skip
+                   f"{units.count(n)}; words of different lines in one bank of the L1, the array shared memory "
+                   "also uses)")  # fmt: skip
     ins = target.staging.get("inserted") if target.staging else None
     if ins:
         words = (("loads", "loads"), ("stores", "shared-memory stores"), ("int", "other instructions"),
