@@ -23,6 +23,7 @@ block's window, in declaration order, aligned to 16 bytes.
 
 from __future__ import annotations
 
+import functools
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -49,15 +50,17 @@ PC_STEP = 16  # bytes per SASS instruction on sm_70 and later
 
 RECIPE_FILE = Path(__file__).with_name("recipes.toml")
 _LETTER = {"int": "i", "fp32": "f", "fp64": "d", "sfu": "s", "ldst": "m", "sync": "y", "branch": "b"}
-_RECIPES: dict | None = None
+
+
+@functools.cache
+def _table(path: Path) -> dict:
+    """A TOML table of this package, read once."""
+    with open(path, "rb") as f:
+        return tomllib.load(f)
 
 
 def recipes() -> dict:
-    global _RECIPES
-    if _RECIPES is None:
-        with open(RECIPE_FILE, "rb") as f:
-            _RECIPES = tomllib.load(f)
-    return _RECIPES
+    return _table(RECIPE_FILE)
 
 
 def recipe(kernel: str) -> dict:
@@ -65,31 +68,21 @@ def recipe(kernel: str) -> dict:
 
 
 REGISTER_FILE = Path(__file__).with_name("registers.toml")
-_REGISTERS: dict | None = None
 
 
 def registers() -> dict:
     """``registers.toml`` (written by ``benchmarks/arch_registers.py``): the benchmark kernels' registers per
     thread on each architecture nvcc 13 builds."""
-    global _REGISTERS
-    if _REGISTERS is None:
-        with open(REGISTER_FILE, "rb") as f:
-            _REGISTERS = tomllib.load(f)
-    return _REGISTERS
+    return _table(REGISTER_FILE)
 
 
 VARIANT_REGISTER_FILE = Path(__file__).with_name("registers_variants.toml")
-_VARIANT_REGISTERS: dict | None = None
 
 
 def variant_registers() -> dict:
     """``registers_variants.toml`` (``benchmarks/arch_registers.py --variants``): the registers per thread of the
     builds of a benchmark kernel's other placements, where its source builds them (conv2d_kt's R, S/G, S/R)."""
-    global _VARIANT_REGISTERS
-    if _VARIANT_REGISTERS is None:
-        with open(VARIANT_REGISTER_FILE, "rb") as f:
-            _VARIANT_REGISTERS = tomllib.load(f)
-    return _VARIANT_REGISTERS
+    return _table(VARIANT_REGISTER_FILE)
 
 
 def regs_by_arch(entry: dict) -> dict[str, int]:
