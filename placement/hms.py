@@ -84,7 +84,7 @@ from traces.context import CONTEXTS
 
 from . import _dram_kernels, addressing, queuing
 from .gpu import Gpu
-from .memory import hierarchy_config, texels_per_cycle_of
+from .memory import build_hierarchy_config, texels_per_cycle_of
 from .models import gpuperf
 from .models.params import l2_rate_of, sustained_fraction_of
 from .occupancy import Occupancy
@@ -115,11 +115,12 @@ MIN_DEPARTURE = 1e-3
 """Floor of the cycles between two requests served inside an SM (a guard against dividing by 0)."""
 
 
-def first_levels(gpu: Gpu) -> dict[str, str | None]:
-    """The per-SM cache level each off-chip space meets first (None: straight to the L2), from ``[caches]``."""
+def first_levels(gpu: Gpu, cfg: cachesim.HierarchyConfig) -> dict[str, str | None]:
+    """The per-SM cache level each off-chip space meets first (None: straight to the L2), from ``[caches]`` and, for
+    global memory, the build's hierarchy (``cfg``: ``placement.memory.build_hierarchy_config``)."""
     k = gpu.caches
     return {
-        "global": "l1" if k.global_in_l1 else None,
+        "global": "l1" if cfg.global_in_l1 else None,
         "local": "l1",
         "constant": "const",
         "texture1d": "tex",
@@ -380,7 +381,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     ``queuing.dram_latency``): every resident warp of every active SM with MLP
     requests each.
     """
-    cfg = hierarchy_config(gpu)
+    cfg = build_hierarchy_config(gpu, trace.info.extra)
     h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info))
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
@@ -401,7 +402,7 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
     k = gpu.caches
     hit_latency = {"l1": k.l1_latency, "tex": k.tex_latency, "const": k.const_latency, "l2": k.l2_latency}
     present = {lvl: cfg.specs[lvl] is not None for lvl in cachesim.LEVELS}
-    first_level = first_levels(gpu)
+    first_level = first_levels(gpu, cfg)
     li = {lvl: i for i, lvl in enumerate(cachesim.LEVELS)}
 
     dram_lat = q.dram_lat if opts.queuing else q.mean_service
@@ -1029,7 +1030,7 @@ class MemoryRun:
 
     def __init__(self, info, gpu: Gpu, opts: Options, blocks_per_sm: int):
         self.gpu, self.opts = gpu, opts
-        self.cfg = hierarchy_config(gpu)
+        self.cfg = build_hierarchy_config(gpu, info.extra)
         self.queue = queuing.QueueStream()
         self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info))
         self._g = 0.0  # departure delays so far

@@ -8,8 +8,10 @@ simulation reads it, so it names ``Gpu`` for the type checker only.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import cachesim
 
@@ -38,6 +40,28 @@ def l1_data_banks_of(gpu: Gpu) -> bool:
     """Whether the GPU's per-SM cache reads its data through the shared memory's banks (``l1_data_banks`` of the
     architecture's ``[<arch>.models]``: Volta on, cited in configs/architectures.toml)."""
     return bool(_arch_models(gpu).get("l1_data_banks", False))
+
+
+def global_l1_opt_in_of(gpu: Gpu) -> bool:
+    """Whether a build with ``-Xptxas -dlcm=ca`` caches the GPU's global loads in its per-SM L1 where its default does
+    not (``global_l1_opt_in`` of the architecture's ``[<arch>.models]``: Maxwell cc 5.2 and Pascal, cited in
+    configs/architectures.toml)."""
+    return bool(_arch_models(gpu).get("global_l1_opt_in", False))
+
+
+def build_hierarchy_config(gpu: Gpu, extra: Mapping[str, Any]) -> cachesim.HierarchyConfig:
+    """:func:`hierarchy_config` for one build: a trace's ``extra["dlcm"]`` (its ``-Xptxas -dlcm``, checked by
+    ``traces.schema``) routes its global loads. ``"cg"`` keeps them out of the L1 on every GPU (``ld.global.cg``,
+    the L2 only); ``"ca"`` sends them through it on a GPU that caches them by default (Fermi, Volta on) and on one
+    whose architecture takes the opt-in (:func:`global_l1_opt_in_of`) and has an L1 in its configuration; elsewhere
+    (Kepler, Maxwell cc 5.0) the loads stay in the L2, as the K40's nvprof counters of gpuperfpredict's ``-dlcm=ca``
+    build show (no L1 global hits). No ``dlcm``: the GPU's default."""
+    cfg = hierarchy_config(gpu)
+    dlcm = extra.get("dlcm")
+    if dlcm is None:
+        return cfg
+    cached = dlcm == "ca" and (cfg.global_in_l1 or (global_l1_opt_in_of(gpu) and bool(cfg.l1.strip())))
+    return cfg if cached == cfg.global_in_l1 else dataclasses.replace(cfg, global_in_l1=cached)
 
 
 def constant_on_path_of(gpu: Gpu) -> bool:

@@ -140,6 +140,10 @@ def _metadata(by_arch, key: str = "regs_by_arch") -> str:
         ({"a=R": {"gfx90a": 32}}, "extra.regs_by_placement.a=R"),
         ({"a=R": {"sm_80": 300}}, "extra.regs_by_placement.a=R.sm_80"),
         ({"a=R,b=T": {"sm_80": "52"}}, "extra.regs_by_placement.a=R,b=T.sm_80"),
+        # a build's -Xptxas -dlcm (placement.memory.build_hierarchy_config)
+        ("cs", "extra.dlcm"),
+        (["ca"], "extra.dlcm"),
+        (True, "extra.dlcm"),
     ],
 )
 def test_bad_regs_by_arch_is_refused_naming_the_field(by_arch, field):
@@ -199,3 +203,16 @@ def test_seed_models_take_the_gpus_registers_too(tmp_path):
     assert kernel_from_trace(path).regs_per_thread == 32
     assert kernel_from_trace(path, load_gpu("h100")).regs_per_thread == 254
     assert kernel_from_trace(path, load_gpu("rtx2080ti")).regs_per_thread == 64
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.none(), st.sampled_from(["ca", "cg", "cs", "CA", ""]), st.integers(), st.booleans(),
+                 st.lists(st.text(max_size=2), max_size=2)))  # fmt: skip
+def test_any_dlcm_reads_or_is_one_trace_error(dlcm):
+    # extra.dlcm: "ca" or "cg" (the build's -Xptxas -dlcm), else one TraceError naming the field
+    try:
+        info = KernelInfo.from_json(_metadata(dlcm, "dlcm"), "t.parquet")
+    except traces.TraceError as exc:
+        assert dlcm not in ("ca", "cg", None) and exc.field == "extra.dlcm" and "\n" not in str(exc)
+        return
+    assert info.extra.get("dlcm") in ("ca", "cg", None) and info.extra.get("dlcm") == dlcm

@@ -489,3 +489,53 @@ def test_texels_per_cycle_from_the_architecture():
     h = get_gpu("h100")
     measured = dataclasses.replace(h, compute=dataclasses.replace(h.compute, texels_per_cycle=4.5))
     assert texels_per_cycle_of(measured) == 4.5
+
+
+def test_a_builds_dlcm_routes_its_global_loads():
+    # extra.dlcm, the build's -Xptxas -dlcm (placement.memory.build_hierarchy_config): "cg" keeps global loads out of
+    # the L1 everywhere; "ca" caches them where the GPU does by default (Volta on) and where the architecture takes
+    # the opt-in (configs/architectures.toml global_l1_opt_in: Maxwell cc 5.2, Pascal), not on Kepler or cc 5.0
+    from placement.catalog import entries
+    from placement.memory import build_hierarchy_config
+
+    cc50 = next(e.name for e in entries() if e.cc == (5, 0))
+    gpus = ("gtx980", "p6000", cc50, "k40", "k80", "a100", "h100")
+    routes = {dlcm: [build_hierarchy_config(get_gpu(g), {"dlcm": dlcm} if dlcm else {}).global_in_l1 for g in gpus]
+              for dlcm in (None, "ca", "cg")}  # fmt: skip
+    assert routes == {
+        None: [False, False, False, False, False, True, True],
+        "ca": [True, True, False, False, False, True, True],
+        "cg": [False] * 7,
+    }
+
+
+def test_dlcm_ca_on_the_gtx980_by_hand():
+    # gpuperfpredict's naive matMul, built with -dlcm=ca: one warp of a 16 x 16 block reads M[i * 256 + k] for its
+    # two rows i, k = 0..255: 512 requests of one 32-byte sector each. Cached in the GTX-980's L1, the first read of
+    # each sector misses (8 floats a sector: 2 rows x 256 / 8 = 64), the other 448 hit; without -dlcm=ca all 512 go
+    # to the L2. On the K40 (Kepler: no opt-in) the build changes nothing.
+    import cachesim
+    from placement.memory import build_hierarchy_config
+
+    cols, info = generate("matmul_naive", [256], [16])
+    m_id = next(o.id for o in info.objects if o.name == "M")
+    sel = (cols["obj"] == m_id) & (cols["cta"] == 0) & (cols["warp"] == 0)
+    one = {k: v[sel] for k, v in cols.items()}
+    got = {}
+    for dlcm in (None, "ca"):
+        extra = {**info.extra, "dlcm": dlcm} if dlcm else info.extra
+        t = traces.Trace(**one, info=dataclasses.replace(info, extra=extra))
+        h = cachesim.simulate_hierarchy(t, build_hierarchy_config(get_gpu("gtx980"), extra), 8).totals()
+        l1, l2 = cachesim.LEVELS.index("l1"), cachesim.LEVELS.index("l2")
+        got[dlcm] = (int(h.requests[l1].sum()), int(h.hits[l1].sum()), int(h.requests[l2].sum()))
+    assert got == {None: (0, 0, 512), "ca": (512, 448, 64)}
+    # the whole kernel: the L1 serves part of the naive kernel's loads, so it runs faster; the K40 ignores the flag
+    cols, info = generate("matmul_naive", [128], [16])
+    ca = dataclasses.replace(info, extra={**info.extra, "dlcm": "ca"})
+    t = {
+        g: [WholeTraceEvaluator(traces.Trace(**cols, info=i), get_gpu(g)).sample for i in (info, ca)]
+        for g in ("gtx980", "k40")
+    }
+    assert "l1.global" in t["gtx980"][1].caches and "l1.global" not in t["gtx980"][0].caches
+    assert t["gtx980"][1].cycles < t["gtx980"][0].cycles
+    assert t["k40"][1].cycles == t["k40"][0].cycles

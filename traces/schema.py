@@ -217,6 +217,18 @@ def _check_regs_by_placement(by_placement, path: str) -> None:
         _check_regs_by_arch(v, path, f"{field}.{k}")
 
 
+DLCM = ("ca", "cg")
+"""Values of ``extra.dlcm``: the build's ``-Xptxas -dlcm`` (global loads cached at all levels, or in the L2 only;
+``placement.memory.build_hierarchy_config`` routes them)."""
+
+
+def _check_dlcm(dlcm, path: str) -> None:
+    """``extra.dlcm``, where a trace says how its build caches global loads: one of :data:`DLCM`."""
+    if dlcm is not None and dlcm not in DLCM:
+        raise TraceError(path, f"dlcm must be one of {', '.join(map(repr, DLCM))} (-Xptxas -dlcm), got {shown(dlcm)}",
+                         field="extra.dlcm")  # fmt: skip
+
+
 def _req(d: dict, key: str, kind, path: str, where: str):
     if not isinstance(d, dict) or key not in d:
         raise TraceError(path, f"missing metadata key '{where}{key}'", field=f"{where}{key}")
@@ -354,6 +366,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
     _check_regs_by_arch(extra.get("regs_by_arch"), path)
     _check_regs_by_placement(extra.get("regs_by_placement"), path)
+    _check_dlcm(extra.get("dlcm"), path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

@@ -83,6 +83,9 @@ def run(args) -> int:
     for build, by_arch in d["regs_by_placement"].items():
         archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
         print(f"  built {build}: " + ", ".join(f"{k} {v}" for k, v in archs))
+    if d["extra"].get("dlcm"):
+        where = "L1 and L2" if d["extra"]["dlcm"] == "ca" else "the L2 only"
+        print(f"build         -Xptxas -dlcm={d['extra']['dlcm']}: global loads cached in {where} where the GPU allows")
     print(f"rows          {plural(d['rows'], 'warp-level memory instruction')} from {plural(d['warps'], 'warp')}"
           + (f" ({d['unassigned_rows']:,} on no object)" if d["unassigned_rows"] else ""))  # fmt: skip
     print("by space      " + ", ".join(f"{k} {v:,}" for k, v in d["rows_per_space"].items()))
