@@ -84,6 +84,9 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
         "# the data's runs per size and block), as the naive kernel's trace with M and N staged in shared memory in",
         "# the tiled kernel's tiles (W / Tile_Width windows of Tile_Width x Tile_Width), read in its compile-time k",
         "# loop (;unrolled: nvcc's LDS.128; nvprof's shared_load of the tiled kernel is 5/8 of its reads).",
+        '# dlcm = "ca": the programs were built with -Xptxas -dlcm=ca (gpuperfpredict src/common/Makefile.common);',
+        "# the GTX-980's counters show its global loads cached (matMul_gpu Global.Hit.Rate 58-96 %), the Kepler",
+        "# GPUs' do not (no L1 global hits): configs/architectures.toml, global_l1_opt_in.",
         "# Written by benchmarks/make_placement_suites.py from ../shared/data/gpuperfpredict (github",
         "# marcosamaris/gpuperfpredict, Datasets/); do not edit by hand.  Run:",
         "#     placement batch configs/suites/gpuperfpredict_matmul.toml -o matmul.parquet --workers 1",
@@ -107,7 +110,7 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
                 t0, t1 = float(naive[(w, b)]) * 1e9, float(tiled[(w, b)]) * 1e9
                 out += [
                     "[[entry]]", f'id = "matmul-{g}-W{w}-b{b}"', 'generator = "matmul_naive"', f"size = [{w}]",
-                    f"block = [{b}]", f'gpu = "{g}"', f'placements = ["", "M=S,N=S;windows={w // b};unrolled"]',
+                    f"block = [{b}]", 'dlcm = "ca"', f'gpu = "{g}"', f'placements = ["", "M=S,N=S;windows={w // b};unrolled"]',
                     f"measured_ns = [{t0:.1f}, {t1:.1f}]",
                     f'note = "{dn}: matMul_gpu and matMul_gpu_sharedmem, Input.Size {w}, block {b} x {b}"', "",
                 ]  # fmt: skip

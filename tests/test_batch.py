@@ -272,6 +272,14 @@ BAD = {
         'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\nsize = [1024]\nplacements = ["A=G", ""]\n',
         "entry 1 ('t'): placement '' is the same placement as 'A=G'",
     ),
+    "bad dlcm": (
+        'gpu = "k80"\n[[entry]]\nid = "t"\ngenerator = "triad"\ndlcm = "cs"\nplacements = [""]\n',
+        "entry 1 ('t'): dlcm must be one of 'ca', 'cg' (the build's -Xptxas -dlcm), got 'cs'",
+    ),
+    "dlcm of a trace file": (
+        'gpu = "k80"\n[[entry]]\ntrace = "t.parquet"\ndlcm = "ca"\nplacements = [""]\n',
+        "entry 1: size, block and dlcm go with 'generator', not with 'trace'",
+    ),
     "no trace file": (
         'gpu = "k80"\n[[entry]]\ntrace = "nope.parquet"\nplacements = [""]\n',
         "entry 1: trace file",

@@ -29,6 +29,8 @@ Each ``[[entry]]``::
     generator = "spmv"              # ... or a benchmark generator (`placement bench list`)
     size = [2048]                   #     its size parameters (optional, defaults otherwise)
     block = [256]                   #     its block parameters (optional)
+    dlcm = "ca"                     #     the measured build's -Xptxas -dlcm, "ca" or "cg" (optional;
+                                    #     the trace's extra.dlcm: where global loads are cached)
     gpu = "k80"                     # a name from `placement gpus`, a .toml path (relative to
                                     # the suite), or a list of them; default: the top-level gpu
     placements = ["", "vec=G", "rowDelimiters=S,vec=G"]

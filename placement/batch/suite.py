@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -13,6 +14,7 @@ import traces
 from traces import generators
 from traces.errors import InputError, shown
 from traces.inputfile import read_bytes
+from traces.schema import DLCM
 from traces.tomlfile import parse_toml
 
 from ..gpu import get_gpu
@@ -26,7 +28,9 @@ log = logging.getLogger(__name__)
 SUITE_KEYS = ("name", "description", "gpu", "options", "entry")
 
 
-ENTRY_KEYS = ("id", "trace", "generator", "size", "block", "gpu", "placements", "measured_ns", "rank", "top", "note")
+ENTRY_KEYS = (
+    "id", "trace", "generator", "size", "block", "dlcm", "gpu", "placements", "measured_ns", "rank", "top", "note",
+)  # fmt: skip
 
 
 OPTION_KEYS = ("queue", "instruction_counting", "queuing", "even_banks", "overlap")
@@ -51,14 +55,18 @@ class TraceSource:
     generator: str | None = None
     size: tuple[int, ...] | None = None
     block: tuple[int, ...] | None = None
+    dlcm: str | None = None
+    """A generator's trace: the measured build's ``-Xptxas -dlcm`` (``traces.schema.DLCM``), put in the trace's
+    ``extra["dlcm"]``; None: the GPU's default. (A trace file says its own, in its metadata.)"""
 
     @property
     def key(self) -> str:
         """Identifies the trace (the workers' cache key)."""
+        build = f":dlcm={self.dlcm}" if self.dlcm else ""
         if self.path is not None:
             st = os.stat(self.path)
-            return f"file:{self.path}:{st.st_size}:{st.st_mtime_ns}"
-        return f"gen:{self.generator}:size={list(self.size or [])}:block={list(self.block or [])}"
+            return f"file:{self.path}:{st.st_size}:{st.st_mtime_ns}{build}"
+        return f"gen:{self.generator}:size={list(self.size or [])}:block={list(self.block or [])}{build}"
 
     @property
     def label(self) -> str:
@@ -69,13 +77,21 @@ class TraceSource:
             parts.append("size=" + "x".join(map(str, self.size)))
         if self.block:
             parts.append("block=" + "x".join(map(str, self.block)))
+        if self.dlcm:
+            parts.append("dlcm=" + self.dlcm)
         return "generator:" + " ".join(parts)
 
     def load(self) -> traces.Trace:
         if self.path is not None:
             return traces.read(self.path)
         cols, info = generators.generate(self.generator, self.size, self.block)
-        return traces.Trace(**cols, info=info)
+        return traces.Trace(**cols, info=self.build_info(info))
+
+    def build_info(self, info: traces.KernelInfo) -> traces.KernelInfo:
+        """``info`` with the entry's build options in its ``extra``."""
+        if self.dlcm is None:
+            return info
+        return dataclasses.replace(info, extra={**info.extra, "dlcm": self.dlcm})
 
 
 @dataclass(frozen=True)
@@ -246,8 +262,9 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if "trace" in e:
         if not isinstance(e["trace"], str):
             raise SuiteError(f"{where}: trace must be a path, got {shown(e['trace'])}")
-        if "size" in e or "block" in e:
-            raise SuiteError(f"{where}: size and block go with 'generator', not with 'trace'")
+        if "size" in e or "block" in e or "dlcm" in e:
+            raise SuiteError(f"{where}: size, block and dlcm go with 'generator', not with 'trace' (a trace file says "
+                             "its build's dlcm in its metadata, extra.dlcm)")  # fmt: skip
         tp = Path(e["trace"])
         tp = tp if tp.is_absolute() else base / tp
         if not os.path.isfile(tp):
@@ -264,7 +281,11 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
             generators.get(name).resolve(size, block)
         except InputError as exc:
             raise SuiteError(f"{where}: {exc}") from None
-        source = TraceSource(generator=name, size=size, block=block)
+        dlcm = e.get("dlcm")
+        if dlcm is not None and dlcm not in DLCM:
+            raise SuiteError(f"{where}: dlcm must be one of {', '.join(map(repr, DLCM))} (the build's -Xptxas -dlcm), "
+                             f"got {shown(dlcm)}")  # fmt: skip
+        source = TraceSource(generator=name, size=size, block=block, dlcm=dlcm)
         default_id = name
     eid = eid or default_id
     where = _where(ps, i, eid)
