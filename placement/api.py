@@ -59,15 +59,17 @@ def _gpu(gpu: "str | os.PathLike | Gpu") -> "Gpu":
 
 
 def model_options(queue: str = "kingman", overlap: "str | os.PathLike | OverlapModel | None" = None,
-                  instruction_counting: bool = True, queuing: bool = True, even_banks: bool = False) -> "Options":  # fmt: skip
-    """The model's options (``placement.hms.Options``); ``overlap`` a COEFFS.toml of ``placement train`` or a model."""
+                  instruction_counting: bool = True, queuing: bool = True, even_banks: bool = False,
+                  dlcm: str | None = None) -> "Options":  # fmt: skip
+    """The model's options (``placement.hms.Options``); ``overlap`` a COEFFS.toml of ``placement train`` or a model;
+    ``dlcm`` the build's ``-Xptxas -dlcm`` ('ca' or 'cg') over the trace's ``extra.dlcm``."""
     from .hms import Options
     from .overlap import load
 
     if isinstance(overlap, (str, os.PathLike)):
         overlap = load(os.fspath(overlap))
     return Options(queue=queue, instruction_counting=instruction_counting, queuing=queuing, even_banks=even_banks,
-                   overlap=overlap)  # fmt: skip
+                   overlap=overlap, dlcm=dlcm)  # fmt: skip
 
 
 def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,

@@ -9,3 +9,7 @@ QUEUE_MODES = ("kingman", "kingman-paper", "exact")
 STREAM_MODES = ("auto", "yes", "no")
 """How ``evaluate`` and ``rank`` read a trace file: streamed when too big to hold whole ('auto',
 ``placement.api.WHOLE_TRACE_BUDGET``), or forced either way."""
+
+DLCM = ("ca", "cg")
+"""The build's ``-Xptxas -dlcm`` values ``evaluate`` and ``rank`` take (``--dlcm``): ``traces.schema.DLCM``, repeated
+here so that the command line imports no trace reader (tests/test_hms.py holds them equal)."""

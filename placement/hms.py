@@ -142,10 +142,15 @@ class Options:
     even_banks: bool = False
     """True: DRAM requests spread round-robin over the banks instead of by address (Fig. 8)."""
     overlap: OverlapModel | None = None
+    dlcm: str | None = None
+    """The build's ``-Xptxas -dlcm`` ('ca' or 'cg'; ``placement.memory.build_hierarchy_config``) over the trace's
+    ``extra.dlcm``; None: the trace's, else the GPU's default."""
 
     def __post_init__(self):
         if self.queue not in queuing.MODES:
             raise traces.InputError(f"--queue {self.queue!r}: expected one of {', '.join(queuing.MODES)}")
+        if self.dlcm is not None and self.dlcm not in traces.schema.DLCM:
+            raise traces.InputError(f"--dlcm {self.dlcm!r}: expected one of {', '.join(traces.schema.DLCM)}")
 
 
 @dataclass(frozen=True)
@@ -381,7 +386,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     ``queuing.dram_latency``): every resident warp of every active SM with MLP
     requests each.
     """
-    cfg = build_hierarchy_config(gpu, trace.info.extra)
+    cfg = build_hierarchy_config(gpu, trace.info.extra, opts.dlcm)
     h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info))
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
@@ -1018,6 +1023,7 @@ def evaluation(info: traces.KernelInfo, gpu: Gpu, options: Options, sample: Term
             "instruction_counting": options.instruction_counting,
             "queuing": options.queuing,
             "even_banks": options.even_banks,
+            "dlcm": options.dlcm,
         },
     )
 
@@ -1030,7 +1036,7 @@ class MemoryRun:
 
     def __init__(self, info, gpu: Gpu, opts: Options, blocks_per_sm: int):
         self.gpu, self.opts = gpu, opts
-        self.cfg = build_hierarchy_config(gpu, info.extra)
+        self.cfg = build_hierarchy_config(gpu, info.extra, opts.dlcm)
         self.queue = queuing.QueueStream()
         self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info))
         self._g = 0.0  # departure delays so far

@@ -49,15 +49,15 @@ def global_l1_opt_in_of(gpu: Gpu) -> bool:
     return bool(_arch_models(gpu).get("global_l1_opt_in", False))
 
 
-def build_hierarchy_config(gpu: Gpu, extra: Mapping[str, Any]) -> cachesim.HierarchyConfig:
-    """:func:`hierarchy_config` for one build: a trace's ``extra["dlcm"]`` (its ``-Xptxas -dlcm``, checked by
-    ``traces.schema``) routes its global loads. ``"cg"`` keeps them out of the L1 on every GPU (``ld.global.cg``,
+def build_hierarchy_config(gpu: Gpu, extra: Mapping[str, Any], dlcm: str | None = None) -> cachesim.HierarchyConfig:
+    """:func:`hierarchy_config` for one build: its ``-Xptxas -dlcm`` (``dlcm``, the command line's ``--dlcm``, else the
+    trace's ``extra["dlcm"]``, checked by ``traces.schema``) routes its global loads. ``"cg"`` keeps them out of the L1 on every GPU (``ld.global.cg``,
     the L2 only); ``"ca"`` sends them through it on a GPU that caches them by default (Fermi, Volta on) and on one
     whose architecture takes the opt-in (:func:`global_l1_opt_in_of`) and has an L1 in its configuration; elsewhere
     (Kepler, Maxwell cc 5.0) the loads stay in the L2, as the K40's nvprof counters of gpuperfpredict's ``-dlcm=ca``
     build show (no L1 global hits). No ``dlcm``: the GPU's default."""
     cfg = hierarchy_config(gpu)
-    dlcm = extra.get("dlcm")
+    dlcm = dlcm or extra.get("dlcm")
     if dlcm is None:
         return cfg
     cached = dlcm == "ca" and (cfg.global_in_l1 or (global_l1_opt_in_of(gpu) and bool(cfg.l1.strip())))

@@ -539,3 +539,26 @@ def test_dlcm_ca_on_the_gtx980_by_hand():
     assert "l1.global" in t["gtx980"][1].caches and "l1.global" not in t["gtx980"][0].caches
     assert t["gtx980"][1].cycles < t["gtx980"][0].cycles
     assert t["k40"][1].cycles == t["k40"][0].cycles
+
+
+def test_dlcm_on_the_command_line_overrides_the_trace(run_cli, tmp_path):
+    # --dlcm (evaluate, rank; placement.api's dlcm=): the build's flag over the trace's extra.dlcm
+    import placement
+    from placement.choices import DLCM
+
+    assert DLCM == traces.schema.DLCM
+    cols, info = generate("matmul_naive", [64], [16])
+    path = tmp_path / "mm.parquet"
+    traces.write(path, cols, info)
+    assert "l1.global" not in placement.evaluate(path, "gtx980").to_dict()["caches"]
+    d = placement.evaluate(path, "gtx980", dlcm="ca").to_dict()
+    assert d["caches"]["l1.global"]["requests"] > 0 and d["options"]["dlcm"] == "ca"
+    assert "l1.global" not in placement.evaluate(path, "a100", dlcm="cg").to_dict()["caches"]
+    code, out, err = run_cli("evaluate", path, "--gpu", "gtx980", "--dlcm", "ca", "--json")
+    assert code == 0 and json.loads(out)["caches"]["l1.global"] == d["caches"]["l1.global"]
+    ranked = placement.rank(path, "gtx980", top=2, dlcm="ca").to_dict()
+    assert ranked["sample"]["caches"]["l1.global"] == d["sample"]["caches"]["l1.global"]
+    code, out, err = run_cli("evaluate", path, "--gpu", "gtx980", "--dlcm", "cs")
+    assert code == 2 and out == "" and "--dlcm" in err
+    with pytest.raises(traces.InputError, match="^--dlcm 'cs': expected one of ca, cg$"):
+        placement.evaluate(path, "gtx980", dlcm="cs")

@@ -10,8 +10,8 @@ for. The ablations of the paper's Figs. 7-9 are options.
 
 from __future__ import annotations
 
+from ..choices import DLCM, STREAM_MODES
 from ..choices import QUEUE_MODES as MODES
-from ..choices import STREAM_MODES
 from ._output import print_json
 
 NAME = "evaluate"
@@ -41,6 +41,10 @@ def add_model_arguments(p) -> None:
     p.add_argument(
         "--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)"
     )
+    p.add_argument("--dlcm", choices=DLCM, default=None,
+                   help="the build's -Xptxas -dlcm: ca caches global loads in the L1 where the GPU allows (Maxwell "
+                        "cc 5.2, Pascal, and by default Volta on), cg in the L2 only; default: the trace's, else the "
+                        "GPU's default")  # fmt: skip
     p.add_argument("--stream", choices=STREAM_MODES, default="auto",
                    help="read the trace in row groups (bounded memory) instead of whole: auto (default) when the "
                         "whole trace would take over 1 GiB, yes, or no; the results are the same")  # fmt: skip
@@ -49,7 +53,8 @@ def add_model_arguments(p) -> None:
 def model_kwargs(args) -> dict:
     """The model options of the command line as ``placement.evaluate`` / ``placement.rank`` keywords."""
     return {"queue": args.queue, "overlap": args.overlap, "instruction_counting": not args.no_instruction_counting,
-            "queuing": not args.no_queuing, "even_banks": args.even_banks, "stream": args.stream}  # fmt: skip
+            "queuing": not args.no_queuing, "even_banks": args.even_banks, "dlcm": args.dlcm,
+            "stream": args.stream}  # fmt: skip
 
 
 def run(args) -> int:
