@@ -30,7 +30,8 @@ from .hms import (
     total_warps,
     trace_mlp,
 )
-from .placements import Placement, check, is_staged
+from .builds import own_mlp
+from .placements import Placement, build_key, check, is_staged
 
 if TYPE_CHECKING:  # pragma: no cover
     import traces
@@ -133,16 +134,21 @@ class StagedRun:
 
 
 def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
-    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads."""
+    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads; 1 where the
+    placement's build has an MLP of its own in the trace (``placement.builds.own_mlp``: nvcc's schedule of
+    that build, which :func:`hms.residency` takes instead of scaling the sample's)."""
+    if own_mlp(ev.info, ev.gpu, build_key(ev.info, placement)) is not None:
+        return 1.0
     return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
-                     trace_mlp(ev.info))  # fmt: skip
+                     trace_mlp(ev.info, ev.gpu))  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,
                    delta: int) -> Terms:  # fmt: skip
     """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
     target = Target(placement, legal.occupancy, legal.smem_per_block, target_issue(ev.sample, ev.options, delta),
-                    ev.sample.w_serial, mlp_scale=placement_mlp_scale(ev, placement))  # fmt: skip
+                    ev.sample.w_serial, mlp_scale=placement_mlp_scale(ev, placement),
+                    build=build_key(ev.info, placement))  # fmt: skip
     return terms(info, memory, ev.gpu, ev.options, target)
 
 
@@ -154,7 +160,7 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
         detail["unrolled"] = True
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
                     ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
-                    mlp_scale=placement_mlp_scale(ev, placement))  # fmt: skip
+                    mlp_scale=placement_mlp_scale(ev, placement), build=build_key(ev.info, placement))  # fmt: skip
     return terms(run.info, run.memory, ev.gpu, ev.options, target)
 
 

@@ -253,7 +253,7 @@ def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
 
 
 def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int = 0,
-                  own_build: bool = False) -> list[str]:  # fmt: skip
+                  own_build: bool = False, own_mlp: bool = False) -> list[str]:  # fmt: skip
     out = []
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
@@ -294,6 +294,10 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
                    f"{units.nbytes(target.smem_per_block)} per block"
                    + ("; the placement's build has registers of its own (the trace's regs_by_placement)"
                       if own_build else ""))  # fmt: skip
+    if abs(target.mlp / sample.mlp - 1.0) > 0.05:
+        why = ("the placement's build schedules its loads otherwise (the trace's mlp_by_placement)" if own_mlp
+               else "its other loads take the moved object's slots (GPUPerf's MLP, scaled)")  # fmt: skip
+        out.append(f"loads in flight per warp (MLP) {sample.mlp:.3g} -> {target.mlp:.3g}: {why}")
     if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
         out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
@@ -329,9 +333,11 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
                                       together, (writeback or {}).get(name, "none")))  # fmt: skip
-    own_build = moved_key(sample.placement, target.placement) in (info.extra.get("regs_by_placement") or {})
+    build = moved_key(sample.placement, target.placement)
+    own_build = build in (info.extra.get("regs_by_placement") or {})
+    own_mlp = build in (info.extra.get("mlp_by_placement") or {})
     return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block,
-                                                           own_build)))  # fmt: skip
+                                                           own_build, own_mlp)))  # fmt: skip
 
 
 __all__ = ["Explanation", "ObjectReason", "explain", "moved_events", "space_of"]

@@ -83,6 +83,7 @@ from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces.context import CONTEXTS
 
 from . import _dram_kernels, addressing, queuing
+from .builds import mlp_for
 from .gpu import Gpu
 from .memory import build_hierarchy_config, texels_per_cycle_of
 from .models import gpuperf
@@ -226,6 +227,8 @@ class Terms:
     """Those slow rounds a staging copy's barrier waits for (``cachesim.HierarchyTotals.copy_rounds``)."""
     l1_bank_conflicts: int = 0
     """Bank conflicts of the accesses the L1 served, from Volta on (``cachesim.HierarchyTotals.l1_bank_conflicts``)."""
+    mlp: float = 1.0
+    """GPUPerf's MLP the placement ran with (:func:`residency`: its build's for the GPU, times :func:`mlp_scale`)."""
 
     @property
     def bound(self) -> str:
@@ -387,7 +390,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     requests each.
     """
     cfg = build_hierarchy_config(gpu, trace.info.extra, opts.dlcm)
-    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info))
+    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info, gpu))
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
     bank, arrival, busy, latency = dram_stream(h, gpu)
@@ -521,6 +524,8 @@ class Target:
     """A staged placement's ``Terms.staging`` detail."""
     mlp_scale: float = 1.0
     """The placement's MLP over the sample's (:func:`mlp_scale`)."""
+    build: str = ""
+    """The placement's build (``placement.placements.build_key``): its own MLP where the trace has it."""
 
 
 def sample_issue(ins: traces.Instructions, options: Options) -> Issue:
@@ -611,17 +616,20 @@ def total_warps(info: traces.KernelInfo) -> int:
     return info.instructions.warps or info.ctas * info.warps_per_block
 
 
-def trace_mlp(info: traces.KernelInfo) -> float:
-    """The trace's MLP (its SASS recipe's ``mlp``; 1 where it has none)."""
-    return float(info.extra.get("mlp", 1.0) or 1.0)
+def trace_mlp(info: traces.KernelInfo, gpu: Gpu | None = None, build: str = "") -> float:
+    """The trace's MLP built for ``gpu`` (``placement.builds.mlp_for``: the placement build's, else the GPU
+    architecture's, else its SASS recipe's ``mlp``; 1 where it has none)."""
+    return mlp_for(info, gpu, build)
 
 
-def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0) -> Residency:
-    """The warps that run at once under ``occ`` (GPUPerf Sec. 4); the trace's MLP times ``mlp_scale``."""
+def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0,
+              build: str = "") -> Residency:  # fmt: skip
+    """The warps that run at once under ``occ`` (GPUPerf Sec. 4); the MLP of the trace built for ``gpu`` (of
+    placement build ``build`` where the trace has it, :func:`trace_mlp`) times ``mlp_scale``."""
     active_sms = min(gpu.compute.sms, info.ctas)
     blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
-    mlp = trace_mlp(info) * mlp_scale
+    mlp = trace_mlp(info, gpu, build) * mlp_scale
     ilp = float(info.extra.get("ilp", 1.0) or 1.0)
     return Residency(total_warps(info), active_sms, blocks_per_sm, n, ilp, mlp)
 
@@ -925,7 +933,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     ``memory(blocks_per_sm, in_flight)`` gives the placement's :class:`_Memory` (``_memory`` over
     its trace, or a streamed run).
     """
-    res = residency(info, gpu, target.occ, target.mlp_scale)
+    res = residency(info, gpu, target.occ, target.mlp_scale, target.build)
     mem = memory(res.blocks_per_sm, res.in_flight)
     inst = issued(target.issue, mem)
     par = parallelism(inst, mem, res, gpu)
@@ -991,6 +999,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         slow_rounds=h.slow_rounds,
         copy_rounds=h.copy_rounds,
         l1_bank_conflicts=h.l1_bank_conflicts,
+        mlp=res.mlp,
     )
 
 
@@ -1038,7 +1047,7 @@ class MemoryRun:
         self.gpu, self.opts = gpu, opts
         self.cfg = build_hierarchy_config(gpu, info.extra, opts.dlcm)
         self.queue = queuing.QueueStream()
-        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info))
+        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info, gpu))
         self._g = 0.0  # departure delays so far
         self._m = -np.inf  # running maximum of arrival - delay
 

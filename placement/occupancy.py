@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import traces
 from traces.errors import InputError
 
+from .builds import arch_value
 from .gpu import Gpu
 
 RESOURCES = ("blocks", "warps", "registers", "shared memory")
@@ -133,17 +134,9 @@ def regs_for(info: traces.KernelInfo, gpu: Gpu, build: str = "") -> int:
     same convolution staged in shared memory takes 80 registers on sm_90 (6 resident blocks of 128 threads,
     against 3 with plain loads), and through ``__ldg`` 44-52 on sm_80 where plain loads take 32
     (``traces/generators/registers_variants.toml``)."""
-    major, minor = gpu.compute_capability
-
-    def pick(by_arch: dict) -> int | None:
-        # sm_XY -> (X, Y): sm_86 is 8.6, sm_100 is 10.0
-        built = {divmod(int(k[3:]), 10): v for k, v in by_arch.items()}
-        lower = [(cc, v) for cc, v in built.items() if cc[0] == major and cc[1] <= minor]
-        return max(lower)[1] if lower else None
-
     own = (info.extra.get("regs_by_placement") or {}).get(build) if build else None
     for by_arch in (own or {}, info.extra.get("regs_by_arch") or {}):
-        regs = pick(by_arch)
+        regs = arch_value(by_arch, gpu.compute_capability)
         if regs is not None:
             return regs
     return info.regs_per_thread

@@ -188,6 +188,12 @@ class KernelInfo:
         return kernel_info_from_dict(d, path)
 
 
+_ARCH_KEY = re.compile(r"sm_[1-9][0-9]{1,2}")
+"""A build's architecture in ``extra``'s per-architecture maps: sm_XY."""
+_BUILD_KEY = re.compile(r"[^=,;\s]+=[^=,;\s]+(,[^=,;\s]+=[^=,;\s]+)*")
+"""A placement's build in ``extra``'s per-placement maps: its moved objects, ``input=R`` or ``a=S/G,b=T``."""
+
+
 def _check_regs_by_arch(by_arch, path: str, field: str = "extra.regs_by_arch") -> None:
     """``extra.regs_by_arch``, where a generator put it: {"sm_XY": registers per thread of that build}."""
     if by_arch is None:
@@ -196,7 +202,7 @@ def _check_regs_by_arch(by_arch, path: str, field: str = "extra.regs_by_arch") -
     if not isinstance(by_arch, dict):
         raise TraceError(path, f"{name} must be an object of sm_XY: registers", field=field)
     for k, v in by_arch.items():
-        if not re.fullmatch(r"sm_[1-9][0-9]{1,2}", k):
+        if not _ARCH_KEY.fullmatch(k):
             raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_REGS_PER_THREAD:
             raise TraceError(path, f"{name}.{k} must be in 0..{MAX_REGS_PER_THREAD}, got {shown(v)}",
@@ -212,9 +218,51 @@ def _check_regs_by_placement(by_placement, path: str) -> None:
     if not isinstance(by_placement, dict):
         raise TraceError(path, "regs_by_placement must be an object of placement: {sm_XY: registers}", field=field)
     for k, v in by_placement.items():
-        if not isinstance(k, str) or not re.fullmatch(r"[^=,;\s]+=[^=,;\s]+(,[^=,;\s]+=[^=,;\s]+)*", k):
+        if not isinstance(k, str) or not _BUILD_KEY.fullmatch(k):
             raise TraceError(path, f"regs_by_placement key {shown(k)} is not a placement like input=R", field=field)
         _check_regs_by_arch(v, path, f"{field}.{k}")
+
+
+MAX_MLP = 1e6
+"""Above any MLP a warp can have (``cachesim.hierarchy`` refuses one as large)."""
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_mlp(extra: dict, path: str) -> None:
+    """``extra.mlp`` (GPUPerf's MLP of the trace's build: a number in [0, 1e6), 0 meaning none) and, where a
+    generator put them, ``extra.mlp_by_arch`` ({"sm_XY": MLP of that architecture's build}) and
+    ``extra.mlp_by_placement`` ({"obj=space,...": {"sm_XY": MLP}}), whose MLPs are at least 1 (the load
+    itself; ``placement.builds.mlp_for``)."""
+    mlp = extra.get("mlp")
+    if mlp is not None and not (_is_number(mlp) and 0 <= mlp < MAX_MLP):
+        raise TraceError(path, f"mlp must be a number in [0, {MAX_MLP:g}), got {shown(mlp)}", field="extra.mlp")
+
+    def by_arch(m, field: str) -> None:
+        name = field.removeprefix("extra.")
+        if not isinstance(m, dict):
+            raise TraceError(path, f"{name} must be an object of sm_XY: MLP", field=field)
+        for k, v in m.items():
+            if not _ARCH_KEY.fullmatch(k):
+                raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
+            if not (_is_number(v) and 1 <= v < MAX_MLP):
+                raise TraceError(path, f"{name}.{k} must be a number in [1, {MAX_MLP:g}), got {shown(v)}",
+                                 field=f"{field}.{k}")  # fmt: skip
+
+    if extra.get("mlp_by_arch") is not None:
+        by_arch(extra["mlp_by_arch"], "extra.mlp_by_arch")
+    by_placement = extra.get("mlp_by_placement")
+    if by_placement is None:
+        return
+    field = "extra.mlp_by_placement"
+    if not isinstance(by_placement, dict):
+        raise TraceError(path, "mlp_by_placement must be an object of placement: {sm_XY: MLP}", field=field)
+    for k, v in by_placement.items():
+        if not isinstance(k, str) or not _BUILD_KEY.fullmatch(k):
+            raise TraceError(path, f"mlp_by_placement key {shown(k)} is not a placement like input=R", field=field)
+        by_arch(v, f"{field}.{k}")
 
 
 DLCM = ("ca", "cg")
@@ -367,6 +415,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     _check_regs_by_arch(extra.get("regs_by_arch"), path)
     _check_regs_by_placement(extra.get("regs_by_placement"), path)
     _check_dlcm(extra.get("dlcm"), path)
+    _check_mlp(extra, path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

@@ -20,6 +20,7 @@ from traces.errors import InputError, shown
 from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
+from ..builds import mlp_for
 from ..occupancy import occupancy, regs_for
 from .params import Machine
 
@@ -251,7 +252,8 @@ def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
     otherwise it counts #lines transactions (Hong & Kim Sec. 3.4.5: compute
     capability 1.3 and later coalesce into as few transactions as possible). With ``gpu`` (a
     ``placement.gpu.Gpu``), the registers per thread are that GPU's build's where the trace has them
-    (``placement.occupancy.regs_for``), as the placement model takes them.
+    (``placement.occupancy.regs_for``), and so is the MLP (``placement.builds.mlp_for``), as the placement model
+    takes them.
     """
     import numpy as np
 
@@ -304,7 +306,7 @@ def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
         regs_per_thread=regs_for(info, gpu) if gpu is not None else info.regs_per_thread,
         smem_per_block=info.smem_per_block,
         ilp=float(info.extra.get("ilp", 1.0)),
-        mlp=float(info.extra.get("mlp", 1.0)),
+        mlp=mlp_for(info, gpu),
         data_bytes=float(sum(o.size for o in info.objects if o.space in _OFF_CHIP_OBJECTS)),
         measured_s=info.measured.time_ns * 1e-9 if info.measured else None,
     )

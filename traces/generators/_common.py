@@ -85,6 +85,15 @@ def variant_registers() -> dict:
     return _table(VARIANT_REGISTER_FILE)
 
 
+MLP_FILE = Path(__file__).with_name("mlp.toml")
+
+
+def mlps() -> dict:
+    """``mlp.toml`` (written by ``benchmarks/arch_mlp.py``): GPUPerf's MLP of the benchmark kernels' SASS on each
+    architecture nvcc 13 builds, and of conv2d_kt's shapes and their ``__ldg`` builds."""
+    return _table(MLP_FILE)
+
+
 def regs_by_arch(entry: dict) -> dict[str, int]:
     """``{sm_XY: registers}`` of one ``registers.toml`` entry (a value is the registers, or [registers,
     spill-store bytes, spill-load bytes])."""
@@ -266,6 +275,9 @@ def kernel_info(name: str, grid, block, layout: Layout, tally: Tally, *, params:
     if by_arch:
         # nvcc's registers per thread on every architecture (placement.occupancy.regs_for takes the GPU's)
         ex["regs_by_arch"] = regs_by_arch(by_arch)
+    if mlp_by_arch := mlps()["kernels"].get(sass or name):
+        # and the MLP of every architecture's SASS (placement.builds.mlp_for takes the GPU's)
+        ex["mlp_by_arch"] = {arch: float(v) for arch, v in mlp_by_arch.items()}
     if notes:
         ex["notes"] = notes
     if extra:

@@ -31,7 +31,9 @@ What the SASS (nvcc 13.0, sm_80) does, and so the rows:
 Registers (``extra``): ``regs_by_arch``, the shape's plain build on every architecture
 (``registers.toml``), and ``regs_by_placement``, its builds with the input through ``__ldg`` or staged in
 shared memory (``input=R``, ``input=S/G``, ``input=S/R``: ``registers_variants.toml``,
-:func:`variant_registers`), which ``placement.occupancy.regs_for`` takes for those placements.
+:func:`variant_registers`), which ``placement.occupancy.regs_for`` takes for those placements. MLP, the
+same way (:func:`shape_mlp`, ``mlp.toml``): ``mlp_by_arch`` of the plain build and ``mlp_by_placement`` of
+the ``__ldg`` build on Turing, Ampere and Hopper (``placement.builds.mlp_for``).
 
 Instruction totals (:func:`warp_counts`): the recipe (``recipes.toml`` entry
 ``conv2d_kt``, compiled at ``RECIPE_SHAPE``) scaled by the shape's structure: ldst = U + T
@@ -98,6 +100,20 @@ def variant_registers(bsx: int, bsy: int, tsx: int, tsy: int) -> dict[str, dict[
         if entry:
             out[f"input={v}"] = C.regs_by_arch(entry)
     return out
+
+
+def shape_mlp(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The MLP of the shape's builds (``mlp.toml``, ``benchmarks/arch_mlp.py``): ``({sm_XY: MLP},
+    {"input=R": {sm_XY: MLP}})``, its plain build's on every architecture the table has, for
+    ``extra["mlp_by_arch"]``, and its ``__ldg`` build's, for ``extra["mlp_by_placement"]``
+    (``placement.builds.mlp_for``). Empty for a shape outside the table (block_size_x < 15). A staged build
+    has none: its compute loop reads shared memory, and its copy loop is priced apart (``placement.staging``)."""
+    if bsx < FW:
+        return {}, {}
+    table = C.mlps().get(KERNEL, {})
+    plain = {a: float(v) for a, v in table.get(f"{bsy},{tsx},{tsy}", {}).items()}
+    ldg = {a: float(v) for a, v in table.get(f"R,{bsy},{tsx},{tsy}", {}).items()}
+    return plain, ({"input=R": ldg} if ldg else {})
 
 
 def load_offsets(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[np.ndarray, np.ndarray]:
@@ -227,6 +243,13 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     extra = {"regs_by_arch": by_arch}
     if by_placement := variant_registers(bsx, bsy, tsx, tsy):
         extra["regs_by_placement"] = by_placement
+    # and the MLP of the shape's plain and __ldg builds (placement.builds.mlp_for); the recipe's (the .cu's
+    # default shape on sm_80) stands where the table has none
+    mlp_by_arch, mlp_by_placement = shape_mlp(bsx, bsy, tsx, tsy)
+    if mlp_by_arch:
+        extra["mlp_by_arch"] = mlp_by_arch
+    if mlp_by_placement:
+        extra["mlp_by_placement"] = mlp_by_placement
     info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes,
                          extra=extra)  # fmt: skip
     if arch in by_arch:
