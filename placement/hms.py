@@ -1047,7 +1047,9 @@ class MemoryRun:
         self.gpu, self.opts = gpu, opts
         self.cfg = build_hierarchy_config(gpu, info.extra, opts.dlcm)
         self.queue = queuing.QueueStream()
-        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info, gpu))
+        self.hier = cachesim.HierarchyStream(
+            self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info, gpu)
+        )
         self._g = 0.0  # departure delays so far
         self._m = -np.inf  # running maximum of arrival - delay
 

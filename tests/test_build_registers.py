@@ -189,11 +189,19 @@ def test_nvcc_rebuilds_the_tables_counts(tmp_path):
 
 
 def test_info_lists_the_builds(tmp_path, run_cli):
+    # their registers, and their MLPs (tests/test_build_mlp.py; traces/generators/mlp.toml)
     cols, info = generators.generate("conv2d_kt", [256, 128], [32, 4, 2, 2])
     path = tmp_path / "kt.parquet"
     traces.write(path, cols, info)
     code, out, err = run_cli("info", path)
     assert code == 0, err
-    assert "  built input=S/G: sm_75 57, sm_80 32, sm_86 40, sm_90 80" in out.splitlines()
+    lines = out.splitlines()
+    assert "  built input=S/G: sm_75 57, sm_80 32, sm_86 40, sm_90 80" in lines
+    assert ("MLP           16.133 in this build; per architecture (the model takes the GPU's): "
+            "sm_75 38.561, sm_80 16.133, sm_86 22.023, sm_90 87.188") in lines  # fmt: skip
+    assert "  built input=R: sm_75 20.096, sm_80 10.544, sm_86 10.742, sm_90 93.809" in lines
     code, out, err = run_cli("info", path, "--json")
-    assert json.loads(out)["regs_by_placement"]["input=R"]["sm_80"] == 52
+    d = json.loads(out)
+    assert d["regs_by_placement"]["input=R"]["sm_80"] == 52
+    assert d["mlp_by_arch"] == C.mlps()["conv2d_kt"]["4,2,2"]
+    assert d["mlp_by_placement"] == {"input=R": C.mlps()["conv2d_kt"]["R,4,2,2"]}

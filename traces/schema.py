@@ -194,35 +194,6 @@ _BUILD_KEY = re.compile(r"[^=,;\s]+=[^=,;\s]+(,[^=,;\s]+=[^=,;\s]+)*")
 """A placement's build in ``extra``'s per-placement maps: its moved objects, ``input=R`` or ``a=S/G,b=T``."""
 
 
-def _check_regs_by_arch(by_arch, path: str, field: str = "extra.regs_by_arch") -> None:
-    """``extra.regs_by_arch``, where a generator put it: {"sm_XY": registers per thread of that build}."""
-    if by_arch is None:
-        return
-    name = field.removeprefix("extra.")
-    if not isinstance(by_arch, dict):
-        raise TraceError(path, f"{name} must be an object of sm_XY: registers", field=field)
-    for k, v in by_arch.items():
-        if not _ARCH_KEY.fullmatch(k):
-            raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_REGS_PER_THREAD:
-            raise TraceError(path, f"{name}.{k} must be in 0..{MAX_REGS_PER_THREAD}, got {shown(v)}",
-                             field=f"{field}.{k}")  # fmt: skip
-
-
-def _check_regs_by_placement(by_placement, path: str) -> None:
-    """``extra.regs_by_placement``, where a generator put it: {"obj=space,...": {"sm_XY": registers}}, the
-    registers of the build of each placement whose code the generator knows (``placement.occupancy.regs_for``)."""
-    if by_placement is None:
-        return
-    field = "extra.regs_by_placement"
-    if not isinstance(by_placement, dict):
-        raise TraceError(path, "regs_by_placement must be an object of placement: {sm_XY: registers}", field=field)
-    for k, v in by_placement.items():
-        if not isinstance(k, str) or not _BUILD_KEY.fullmatch(k):
-            raise TraceError(path, f"regs_by_placement key {shown(k)} is not a placement like input=R", field=field)
-        _check_regs_by_arch(v, path, f"{field}.{k}")
-
-
 MAX_MLP = 1e6
 """Above any MLP a warp can have (``cachesim.hierarchy`` refuses one as large)."""
 
@@ -231,38 +202,63 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _check_mlp(extra: dict, path: str) -> None:
-    """``extra.mlp`` (GPUPerf's MLP of the trace's build: a number in [0, 1e6), 0 meaning none) and, where a
-    generator put them, ``extra.mlp_by_arch`` ({"sm_XY": MLP of that architecture's build}) and
-    ``extra.mlp_by_placement`` ({"obj=space,...": {"sm_XY": MLP}}), whose MLPs are at least 1 (the load
-    itself; ``placement.builds.mlp_for``)."""
+def _is_regs(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_REGS_PER_THREAD
+
+
+def _is_build_mlp(v) -> bool:
+    return _is_number(v) and 1 <= v < MAX_MLP
+
+
+# what each per-architecture map of ``extra`` holds: (the value's word, its test, what it must be)
+_BY_ARCH = {
+    "regs": ("registers", _is_regs, f"in 0..{MAX_REGS_PER_THREAD}"),
+    "mlp": ("MLP", _is_build_mlp, f"a number in [1, {MAX_MLP:g})"),
+}
+
+
+def _check_by_arch(by_arch, path: str, field: str, kind: str) -> None:
+    """One ``{"sm_XY": value}`` map of ``extra`` (``regs_by_arch``, ``mlp_by_arch`` or one build's in a
+    ``*_by_placement`` map), where a generator put it: each value that architecture's build's (``_BY_ARCH``)."""
+    if by_arch is None:
+        return
+    word, ok, expect = _BY_ARCH[kind]
+    name = field.removeprefix("extra.")
+    if not isinstance(by_arch, dict):
+        raise TraceError(path, f"{name} must be an object of sm_XY: {word}", field=field)
+    for k, v in by_arch.items():
+        if not _ARCH_KEY.fullmatch(k):
+            raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
+        if not ok(v):
+            raise TraceError(path, f"{name}.{k} must be {expect}, got {shown(v)}", field=f"{field}.{k}")
+
+
+def _check_by_placement(by_placement, path: str, kind: str) -> None:
+    """``extra.regs_by_placement`` / ``extra.mlp_by_placement``, where a generator put it: {"obj=space,...":
+    {"sm_XY": value}}, the registers or MLP of the build of each placement whose code the generator knows
+    (``placement.occupancy.regs_for``, ``placement.builds.mlp_for``)."""
+    if by_placement is None:
+        return
+    name = f"{kind}_by_placement"
+    field = f"extra.{name}"
+    if not isinstance(by_placement, dict):
+        raise TraceError(path, f"{name} must be an object of placement: {{sm_XY: {_BY_ARCH[kind][0]}}}", field=field)
+    for k, v in by_placement.items():
+        if not isinstance(k, str) or not _BUILD_KEY.fullmatch(k):
+            raise TraceError(path, f"{name} key {shown(k)} is not a placement like input=R", field=field)
+        _check_by_arch(v, path, f"{field}.{k}", kind)
+
+
+def _check_builds(extra: dict, path: str) -> None:
+    """The build facts of ``extra``: ``mlp`` (GPUPerf's MLP of the trace's build: a number in [0, 1e6), 0
+    meaning none), and where a generator put them the per-architecture and per-placement maps of registers
+    and MLP (an MLP there is at least 1, the load itself)."""
     mlp = extra.get("mlp")
     if mlp is not None and not (_is_number(mlp) and 0 <= mlp < MAX_MLP):
         raise TraceError(path, f"mlp must be a number in [0, {MAX_MLP:g}), got {shown(mlp)}", field="extra.mlp")
-
-    def by_arch(m, field: str) -> None:
-        name = field.removeprefix("extra.")
-        if not isinstance(m, dict):
-            raise TraceError(path, f"{name} must be an object of sm_XY: MLP", field=field)
-        for k, v in m.items():
-            if not _ARCH_KEY.fullmatch(k):
-                raise TraceError(path, f"{name} key {shown(k)} is not an architecture like sm_90", field=field)
-            if not (_is_number(v) and 1 <= v < MAX_MLP):
-                raise TraceError(path, f"{name}.{k} must be a number in [1, {MAX_MLP:g}), got {shown(v)}",
-                                 field=f"{field}.{k}")  # fmt: skip
-
-    if extra.get("mlp_by_arch") is not None:
-        by_arch(extra["mlp_by_arch"], "extra.mlp_by_arch")
-    by_placement = extra.get("mlp_by_placement")
-    if by_placement is None:
-        return
-    field = "extra.mlp_by_placement"
-    if not isinstance(by_placement, dict):
-        raise TraceError(path, "mlp_by_placement must be an object of placement: {sm_XY: MLP}", field=field)
-    for k, v in by_placement.items():
-        if not isinstance(k, str) or not _BUILD_KEY.fullmatch(k):
-            raise TraceError(path, f"mlp_by_placement key {shown(k)} is not a placement like input=R", field=field)
-        by_arch(v, f"{field}.{k}")
+    for kind in _BY_ARCH:
+        _check_by_arch(extra.get(f"{kind}_by_arch"), path, f"extra.{kind}_by_arch", kind)
+        _check_by_placement(extra.get(f"{kind}_by_placement"), path, kind)
 
 
 DLCM = ("ca", "cg")
@@ -412,10 +408,8 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     extra = d.get("extra") or {}
     if not isinstance(source, dict) or not isinstance(extra, dict):
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
-    _check_regs_by_arch(extra.get("regs_by_arch"), path)
-    _check_regs_by_placement(extra.get("regs_by_placement"), path)
+    _check_builds(extra, path)
     _check_dlcm(extra.get("dlcm"), path)
-    _check_mlp(extra, path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

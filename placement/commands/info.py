@@ -26,6 +26,9 @@ def to_dict(s) -> dict:
         "regs_per_thread": info.regs_per_thread,
         "regs_by_arch": dict(info.extra.get("regs_by_arch") or {}),
         "regs_by_placement": {k: dict(v) for k, v in (info.extra.get("regs_by_placement") or {}).items()},
+        "mlp": float(info.extra.get("mlp") or 1.0),
+        "mlp_by_arch": dict(info.extra.get("mlp_by_arch") or {}),
+        "mlp_by_placement": {k: dict(v) for k, v in (info.extra.get("mlp_by_placement") or {}).items()},
         "smem_per_block": info.smem_per_block,
         "rows": s.rows,
         "warps": s.warps,
@@ -83,6 +86,14 @@ def run(args) -> int:
     for build, by_arch in d["regs_by_placement"].items():
         archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
         print(f"  built {build}: " + ", ".join(f"{k} {v}" for k, v in archs))
+    if d["mlp_by_arch"] or d["mlp_by_placement"]:
+        print(
+            f"MLP           {d['mlp']:g} in this build; per architecture (the model takes the GPU's): "
+            + ", ".join(f"{k} {v:g}" for k, v in sorted(d["mlp_by_arch"].items(), key=lambda kv: int(kv[0][3:])))
+        )
+    for build, by_arch in d["mlp_by_placement"].items():
+        archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
+        print(f"  built {build}: " + ", ".join(f"{k} {v:g}" for k, v in archs))
     if d["extra"].get("dlcm"):
         where = "L1 and L2" if d["extra"]["dlcm"] == "ca" else "the L2 only"
         print(f"build         -Xptxas -dlcm={d['extra']['dlcm']}: global loads cached in {where} where the GPU allows")
