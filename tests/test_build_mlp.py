@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import tempfile
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,6 @@ from traces.generators import _common as C
 from traces.schema import KernelInfo
 
 ROOT = Path(__file__).resolve().parent.parent
-SASS_TOOLS = (ROOT / "benchmarks" / "sass_recipes.py").exists()
 
 
 def _script():
@@ -191,3 +191,28 @@ def test_the_table_script_renders_what_it_found():
     assert got["archs"] == ["sm_80", "sm_90"]
     assert got["kernels"]["vecadd"] == {"sm_80": 1.5, "sm_90": 1.5}
     assert got["conv2d_kt"] == {"4,2,2": {"sm_80": 16.133}, "R,4,2,2": {"sm_80": 10.5}}
+
+
+def test_rerunning_the_script_reproduces_the_table(tmp_path):
+    """Two kernels on two architectures, and conv2d_kt's default shape's plain and __ldg builds on sm_90, built
+    again (about a minute): the table is what nvcc and nvdisasm give."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from sass_recipes import find_tool
+
+    if not find_tool("nvcc") or not find_tool("nvdisasm"):
+        pytest.skip("nvcc and nvdisasm are not both installed (CUDA toolkit; pip install nvidia-cuda-nvdisasm)")
+    mod = _script()
+    out = tmp_path / "m.toml"
+    assert mod.main(["--arch", "sm_75,sm_90", "--kernels", "matvec,conv1d", "--no-conv2d-kt", "-o", str(out)]) == 0
+    got = tomllib.loads(out.read_text())["kernels"]
+    table = C.mlps()["kernels"]
+    for name in ("matvec", "conv1d"):
+        assert got[name] == {a: table[name][a] for a in ("sm_75", "sm_90")}
+    with tempfile.TemporaryDirectory() as tmp:
+        nvcc, nvdisasm = find_tool("nvcc"), find_tool("nvdisasm")
+        cu = ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu"
+        defines = ("block_size_x=32", "block_size_y=4", "tile_size_x=2", "tile_size_y=2")
+        plain = mod.build_mlp(cu, "sm_90", Path(tmp), nvcc, nvdisasm, defines)
+        ldg = mod.build_mlp(cu, "sm_90", Path(tmp), nvcc, nvdisasm, ("read_only=1", *defines))
+    kt = C.mlps()["conv2d_kt"]
+    assert plain == {"conv2d_kt": kt["4,2,2"]["sm_90"]} and ldg == {"conv2d_kt": kt["R,4,2,2"]["sm_90"]}
