@@ -104,9 +104,11 @@ def test_generated_traces_carry_the_mlps_and_they_survive_a_file(tmp_path):
     # a kernel of benchmarks/kernels carries its own row
     _, mv = generators.generate("matvec", [1024], [128])
     assert mv.extra["mlp_by_arch"] == C.mlps()["kernels"]["matvec"]
-    # a conv2d_kt shape outside the table (block_size_x < 15) keeps the kernel's row, the default shape's
+    # a conv2d_kt shape outside the table (block_size_x < 15) keeps the recipe's MLP everywhere, as its
+    # registers: not the kernels' row, which is the default shape's (2 x 2 tiles: 87.2 on sm_90)
     _, small = generators.generate("conv2d_kt", [64, 64], [8, 4, 1, 1])
-    assert small.extra["mlp_by_arch"] == C.mlps()["kernels"]["conv2d_kt"] and "mlp_by_placement" not in small.extra
+    assert small.extra["mlp_by_arch"] == {} and "mlp_by_placement" not in small.extra
+    assert mlp_for(small, load_gpu("h100")) == C.recipes()["conv2d_kt"]["mlp"] == 16.133
 
 
 def test_residency_takes_the_builds_mlp():
