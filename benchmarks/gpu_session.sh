@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check that waits on a GPU, in one device call (the tool library's `run`; carry [".whl"]), most wanted first,
-# each step under its own time limit so that the call fits the 10 minutes one command may take (525 s of limits in
+# each step under its own time limit so that the call fits the 10 minutes one command may take (570 s of limits in
 # all; the first step builds the injection library with nvcc). Each step's output goes to $OUT/<step>.log and its
 # exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere). Without a GPU
 # every step fails at once with its one-line reason.
@@ -17,15 +17,19 @@
 # 1. l1-wavefronts: benchmarks/l1_wavefronts.py, the L1 data path's cycles per warp-load by access pattern, plain and
 #    __ldg: whether an unaligned or two-half access costs its sectors' bytes over 128 B a cycle (the walk's rule) or
 #    as many cycles as lines needing one sector position (the A100 convolution's 16-wide blocks; not yet run);
-# 2. atomic-contention: benchmarks/atomic_contention.py, every pattern again (a privatized histogram's write-back,
+# 2. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
+#    A100 suite's 32 (block, tile) shapes, built for the device (registers checked against the tables), timed, and
+#    written to $OUT/conv2d_kt.json; `python benchmarks/make_placement_suites.py --conv-cache conv2d_kt.json
+#    --conv-gpu h100 --out DIR` makes it a suite (the registers and MLP per build await this, 29 Nov 2026);
+# 3. atomic-contention: benchmarks/atomic_contention.py, every pattern again (a privatized histogram's write-back,
 #    32 lanes on 32 words of 4 sectors, is its (4, 8, 32) row: the H100 suite's bins=S/G are predicted 26-45 % slow);
-# 3. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
+# 4. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
 #    27 Nov 2026);
-# 4. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
+# 5. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
 #    `placement rank conv1d.parquet --gpu h100` (numba compiles its kernels on first use there: ~60 s);
-# 5. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
+# 6. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
 #    host side and whole command included), with the drain thread's seconds writing and waiting;
-# 6. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
+# 7. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
 #    512 B, 27 Nov 2026).
 set -u
 PY=${PYTHON:-python3}
@@ -49,6 +53,7 @@ step() {  # step NAME LIMIT_S COMMAND...
 
 step nvidia-smi 15 nvidia-smi
 step l1-wavefronts 60 "$PY" benchmarks/l1_wavefronts.py
+step conv2d-kt 75 "$PY" benchmarks/conv2d_kt_variants.py -o "$OUT/conv2d_kt.json"
 step atomic-contention 60 "$PY" benchmarks/atomic_contention.py
 step trace-apps 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_sanitizer_gpu.py
 trace_rank() {
@@ -62,7 +67,7 @@ trace_rank() {
 export PY OUT
 export -f trace_rank
 step trace-rank 150 bash -c trace_rank
-step bench-trace 150 "$PY" benchmarks/bench_trace.py --sizes 20,22,24 --repeat 3 --stages
+step bench-trace 120 "$PY" benchmarks/bench_trace.py --sizes 20,22,24 --repeat 3 --stages
 if [ -n "${CALIBRATE:-}" ]; then
     step calibrate 100 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
 fi

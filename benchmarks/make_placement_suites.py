@@ -117,13 +117,14 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
     return "\n".join(out), skipped
 
 
-def conv_size(bx: int, by: int, tx: int, ty: int) -> tuple[int, int]:
-    """Width and height (outputs, multiples of the block's tile) holding CONV_WAVES waves of blocks."""
+def conv_size(bx: int, by: int, tx: int, ty: int, gpu_name: str = "a100") -> tuple[int, int]:
+    """Width and height (outputs, multiples of the block's tile) holding CONV_WAVES waves of blocks on
+    ``gpu_name``."""
     from placement.gpu import get_gpu
     from placement.occupancy import occupancy
     from traces.generators._common import recipe
 
-    gpu = get_gpu("a100")
+    gpu = get_gpu(gpu_name)
     per_sm = occupancy(gpu, bx * by, int(recipe("conv2d_kt")["regs"]), 0).blocks_per_sm
     outputs = CONV_WAVES * gpu.compute.sms * per_sm * bx * by * tx * ty
     side = math.sqrt(outputs)
@@ -132,16 +133,12 @@ def conv_size(bx: int, by: int, tx: int, ty: int) -> tuple[int, int]:
     return w, h
 
 
-def conv_suite(data: Path) -> str:
-    cache = json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"]
-    times: dict[tuple, float] = {}
-    for v in cache.values():
-        t = v.get("time")
-        if not isinstance(t, (int, float)) or v["use_padding"] != 0:
-            continue
-        times[
-            (v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])
-        ] = t
+def conv_suite(data: Path, cache_file: Path | None = None, gpu: str = "a100") -> str:
+    """The Kernel Tuner convolution's suite: the A100's measurements (``data``), or with ``cache_file`` another
+    GPU's (``benchmarks/conv2d_kt_variants.py``'s JSON, Kernel Tuner's cache keys) priced on ``gpu``."""
+    if cache_file is not None:
+        return _conv_suite_of(json.loads(Path(cache_file).read_text()), Path(cache_file).name, gpu)
+    times = conv_times(json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"])
     out = [
         "# Kernel Tuner's 2D convolution on an NVIDIA A100-PCIE-40GB (4096 x 4096 outputs, 15 x 15 filter in",
         "# constant memory), the four measured variants of the input image per (block, tile) shape: G, R (__ldg),",
@@ -159,7 +156,47 @@ def conv_suite(data: Path) -> str:
         'gpu = "a100"',
         "",
     ]
-    n = 0
+    entries, n = conv_entries(times, "a100")
+    print(f"kerneltuner conv: {n} shapes with all four variants measured", file=sys.stderr)
+    return "\n".join(out + entries)
+
+
+def conv_times(cache: dict) -> dict[tuple, float]:
+    """{(block_size_x, block_size_y, tile_size_x, tile_size_y, read_only, use_shmem): ms} of a Kernel Tuner
+    cache's unpadded builds."""
+    times: dict[tuple, float] = {}
+    for v in cache.values():
+        t = v.get("time")
+        if not isinstance(t, (int, float)) or v["use_padding"] != 0:
+            continue
+        times[
+            (v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])
+        ] = t
+    return times
+
+
+def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
+    """A suite of ``benchmarks/conv2d_kt_variants.py``'s measurements ``doc`` (from file ``source``) on ``gpu``."""
+    out = [
+        f"# Kernel Tuner's 2D convolution (benchmarks/kernels/conv2d_kt.cu) on {doc.get('device_name', '?')}",
+        f"# ({doc.get('arch', '?')}, {doc.get('nvcc', 'nvcc ?')}): {doc.get('image', 4096)} x {doc.get('image', 4096)} "
+        "outputs, the four builds",
+        f"# of the input per (block, tile) shape, median of {doc.get('repeat', '?')} launches. Written by",
+        f"# benchmarks/make_placement_suites.py --conv-cache {source} --conv-gpu {gpu}; the trace as the A100 suite's.",
+        "",
+        f'name = "kerneltuner-conv-{gpu}"',
+        f'description = "2D convolution: input image in G, R, S/G, S/R, measured on {doc.get("device_name", gpu)}"',
+        f'gpu = "{gpu}"',
+        "",
+    ]
+    entries, n = conv_entries(conv_times(doc["cache"]), gpu)
+    print(f"kerneltuner conv ({gpu}): {n} shapes with all four variants measured", file=sys.stderr)
+    return "\n".join(out + entries)
+
+
+def conv_entries(times: dict[tuple, float], gpu: str) -> tuple[list[str], int]:
+    """The suite's entries (TOML lines) of the shapes whose four variants ``times`` has, and their count."""
+    out, n = [], 0
     for bx in SHAPE_BLOCKS_X:
         for by in SHAPE_BLOCKS_Y:
             for tx, ty in SHAPE_TILES:
@@ -167,7 +204,7 @@ def conv_suite(data: Path) -> str:
                 if any(t is None for t in ts):
                     continue
                 n += 1
-                w, h = conv_size(bx, by, tx, ty)
+                w, h = conv_size(bx, by, tx, ty, gpu)
                 out += [
                     "[[entry]]", f'id = "conv-{bx}x{by}-t{tx}x{ty}"', 'generator = "conv2d_kt"',
                     f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]",
@@ -176,8 +213,7 @@ def conv_suite(data: Path) -> str:
                     f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of G, R, S/G, S/R of 4096 x 4096, '
                     f'traced at {w} x {h} {RATIOS_ONLY}"', "",
                 ]  # fmt: skip
-    print(f"kerneltuner conv: {n} shapes with all four variants measured", file=sys.stderr)
-    return "\n".join(out)
+    return out, n
 
 
 H100 = "h100-placements"
@@ -454,8 +490,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(ROOT / "configs" / "suites"))
+    ap.add_argument(
+        "--conv-cache",
+        default=None,
+        help="only write kerneltuner_conv_GPU.toml from this benchmarks/conv2d_kt_variants.py JSON",
+    )
+    ap.add_argument("--conv-gpu", default="h100", help="the GPU configuration that suite prices (default h100)")
     args = ap.parse_args(argv)
     data, out = Path(args.data), Path(args.out)
+    if args.conv_cache:
+        sys.path.insert(0, str(ROOT))
+        path = out / f"kerneltuner_conv_{args.conv_gpu}.toml"
+        path.write_text(conv_suite(data, Path(args.conv_cache), args.conv_gpu))
+        print(f"wrote {path}", file=sys.stderr)
+        return 0
     if not data.is_dir():
         print(f"make_placement_suites: no data folder {data}", file=sys.stderr)
         return 2

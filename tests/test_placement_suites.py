@@ -209,3 +209,52 @@ def test_score_reads_the_ratios_only_marks_from_the_suite(acc, tmp_path):
     ids, why = acc.ratios_only_entries(str(out))
     assert ids is None and "changed" in why
     assert acc.score(str(out))["median_abs_error"] is None
+
+
+def test_a_measured_conv_cache_becomes_a_suite_the_batch_reads(mk, tmp_path):
+    # benchmarks/conv2d_kt_variants.py's JSON on another GPU: Kernel Tuner's keys, times in ms; a shape missing
+    # one of its four builds (ptxas refused it) is left out
+    kt = _load("conv2d_kt_variants")
+    cache = {}
+    for n, shape in enumerate(kt.shapes()):
+        for ro, sh in kt.VARIANTS:
+            if shape == (16, 1, 1, 1) and (ro, sh) == (1, 1):
+                continue
+            bx, by, tx, ty = shape
+            cache[kt.key(shape, ro, sh)] = {"block_size_x": bx, "block_size_y": by, "tile_size_x": tx,
+                                            "tile_size_y": ty, "read_only": ro, "use_shmem": sh, "use_padding": 0,
+                                            "time": 1.0 + 0.1 * n + 0.01 * (2 * ro + sh)}  # fmt: skip
+    doc = {"device_name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "nvcc": "Build cuda_13.0", "image": 4096,
+           "repeat": 7, "cache": cache}  # fmt: skip
+    src = tmp_path / "conv2d_kt.json"
+    src.write_text(json.dumps(doc))
+    assert mk.main(["--out", str(tmp_path), "--conv-cache", str(src), "--conv-gpu", "h100"]) == 0
+    suite = load_suite(tmp_path / "kerneltuner_conv_h100.toml")
+    assert suite.gpus == ["h100"] and suite.name == "kerneltuner-conv-h100"
+    entries = {e.id: e for e in suite.entries}
+    assert len(entries) == len(kt.shapes()) - 1 == 31 and "conv-16x1-t1x1" not in entries
+    e = entries["conv-32x4-t2x2"]
+    n = kt.shapes().index((32, 4, 2, 2))
+    assert e.placements == ("", "input=R", "input=S/G", "input=S/R")
+    # G, R, S/G, S/R: (read_only, use_shmem) = (0, 0), (1, 0), (0, 1), (1, 1), timed 0.01 ms x (2 ro + sh) apart
+    assert list(e.measured_ns) == pytest.approx([(1.0 + 0.1 * n + 0.01 * k) * 1e6 for k in (0, 2, 1, 3)])
+
+
+def test_the_conv_timer_keys_its_builds_as_kernel_tuner_does():
+    # the A100 cache's key of the 32 x 4 block, 2 x 2 tiles, __ldg and staged: block, tile, read_only,
+    # use_padding, use_shmem, use_cmem, filter height and width
+    kt = _load("conv2d_kt_variants")
+    assert kt.key((32, 4, 2, 2), 1, 1) == "32,4,2,2,1,0,1,1,15,15"
+    data = ROOT.parent / "shared" / "data" / "kerneltuner-convolution" / "A100.json.gz"
+    if not data.exists():
+        pytest.skip(f"no {data}: the key is checked against the literal only")
+    import gzip
+
+    assert kt.key((32, 4, 2, 2), 1, 1) in json.load(gzip.open(data))["cache"]
+
+
+def test_the_conv_timer_without_a_gpu_says_so_in_one_line(capsys):
+    kt = _load("conv2d_kt_variants")
+    assert kt.main(["-o", "/nonexistent/x.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("conv2d_kt_variants: no CUDA GPU")
