@@ -30,7 +30,6 @@ from .hms import (
     total_warps,
     trace_mlp,
 )
-from .builds import own_mlp
 from .placements import Placement, build_key, check, is_staged
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,11 +133,8 @@ class StagedRun:
 
 
 def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
-    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads; 1 where the
-    placement's build has an MLP of its own in the trace (``placement.builds.own_mlp``: nvcc's schedule of
-    that build, which :func:`hms.residency` takes instead of scaling the sample's)."""
-    if own_mlp(ev.info, ev.gpu, build_key(ev.info, placement)) is not None:
-        return 1.0
+    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (``hms.residency``
+    leaves it out where the placement's build has an MLP of its own)."""
     return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
                      trace_mlp(ev.info, ev.gpu))  # fmt: skip
 

@@ -83,7 +83,7 @@ from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces.context import CONTEXTS
 
 from . import _dram_kernels, addressing, queuing
-from .builds import mlp_for
+from .builds import mlp_for, own_mlp
 from .gpu import Gpu
 from .memory import build_hierarchy_config, texels_per_cycle_of
 from .models import gpuperf
@@ -228,7 +228,7 @@ class Terms:
     l1_bank_conflicts: int = 0
     """Bank conflicts of the accesses the L1 served, from Volta on (``cachesim.HierarchyTotals.l1_bank_conflicts``)."""
     mlp: float = 1.0
-    """GPUPerf's MLP the placement ran with (:func:`residency`: its build's for the GPU, times :func:`mlp_scale`)."""
+    """GPUPerf's MLP the placement ran with (:func:`residency`)."""
 
     @property
     def bound(self) -> str:
@@ -523,7 +523,8 @@ class Target:
     staging: dict[str, Any] | None = None
     """A staged placement's ``Terms.staging`` detail."""
     mlp_scale: float = 1.0
-    """The placement's MLP over the sample's (:func:`mlp_scale`)."""
+    """The placement's MLP over the sample's (:func:`mlp_scale`; :func:`residency` leaves it out where the
+    placement's build has an MLP of its own)."""
     build: str = ""
     """The placement's build (``placement.placements.build_key``): its own MLP where the trace has it."""
 
@@ -624,12 +625,14 @@ def trace_mlp(info: traces.KernelInfo, gpu: Gpu | None = None, build: str = "") 
 
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0,
               build: str = "") -> Residency:  # fmt: skip
-    """The warps that run at once under ``occ`` (GPUPerf Sec. 4); the MLP of the trace built for ``gpu`` (of
-    placement build ``build`` where the trace has it, :func:`trace_mlp`) times ``mlp_scale``."""
+    """The warps that run at once under ``occ`` (GPUPerf Sec. 4), and their MLP: that of placement build ``build``
+    where the trace has it (``placement.builds.own_mlp``: that build's own schedule, not scaled), else the trace's
+    built for ``gpu`` (:func:`trace_mlp`) times ``mlp_scale``."""
     active_sms = min(gpu.compute.sms, info.ctas)
     blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
-    mlp = trace_mlp(info, gpu, build) * mlp_scale
+    own = own_mlp(info, gpu, build)
+    mlp = own if own is not None else trace_mlp(info, gpu) * mlp_scale
     ilp = float(info.extra.get("ilp", 1.0) or 1.0)
     return Residency(total_warps(info), active_sms, blocks_per_sm, n, ilp, mlp)
 

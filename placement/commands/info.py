@@ -16,7 +16,14 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _by_arch(by_arch: dict) -> str:
+    """``{sm_XY: value}`` as ``sm_75 64, sm_80 32, ...``, in architecture order (sm_100 after sm_90)."""
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(by_arch.items(), key=lambda kv: int(kv[0][3:])))
+
+
 def to_dict(s) -> dict:
+    from ..builds import mlp_for
+
     info = s.info
     return {
         "path": s.path,
@@ -26,7 +33,7 @@ def to_dict(s) -> dict:
         "regs_per_thread": info.regs_per_thread,
         "regs_by_arch": dict(info.extra.get("regs_by_arch") or {}),
         "regs_by_placement": {k: dict(v) for k, v in (info.extra.get("regs_by_placement") or {}).items()},
-        "mlp": float(info.extra.get("mlp") or 1.0),
+        "mlp": mlp_for(info),
         "mlp_by_arch": dict(info.extra.get("mlp_by_arch") or {}),
         "mlp_by_placement": {k: dict(v) for k, v in (info.extra.get("mlp_by_placement") or {}).items()},
         "smem_per_block": info.smem_per_block,
@@ -79,21 +86,14 @@ def run(args) -> int:
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
     if d["regs_by_arch"]:
-        print(
-            "registers     per architecture (the model takes the GPU's): "
-            + ", ".join(f"{k} {v}" for k, v in sorted(d["regs_by_arch"].items(), key=lambda kv: int(kv[0][3:])))
-        )
+        print("registers     per architecture (the model takes the GPU's): " + _by_arch(d["regs_by_arch"]))
     for build, by_arch in d["regs_by_placement"].items():
-        archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
-        print(f"  built {build}: " + ", ".join(f"{k} {v}" for k, v in archs))
+        print(f"  built {build}: " + _by_arch(by_arch))
     if d["mlp_by_arch"] or d["mlp_by_placement"]:
-        print(
-            f"MLP           {d['mlp']:g} in this build; per architecture (the model takes the GPU's): "
-            + ", ".join(f"{k} {v:g}" for k, v in sorted(d["mlp_by_arch"].items(), key=lambda kv: int(kv[0][3:])))
-        )
+        print(f"MLP           {d['mlp']:g} in this build; per architecture (the model takes the GPU's): "
+              + _by_arch(d["mlp_by_arch"]))  # fmt: skip
     for build, by_arch in d["mlp_by_placement"].items():
-        archs = sorted(by_arch.items(), key=lambda kv: int(kv[0][3:]))
-        print(f"  built {build}: " + ", ".join(f"{k} {v:g}" for k, v in archs))
+        print(f"  built {build}: " + _by_arch(by_arch))
     if d["extra"].get("dlcm"):
         where = "L1 and L2" if d["extra"]["dlcm"] == "ca" else "the L2 only"
         print(f"build         -Xptxas -dlcm={d['extra']['dlcm']}: global loads cached in {where} where the GPU allows")
