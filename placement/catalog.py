@@ -24,7 +24,9 @@ Derived fields (every constant they use is in the data files):
   channels x slices per channel, each slice a GPGPU-Sim cache string whose set
   count is a power of two (:func:`l2_string`);
 - the L1 (and Kepler's texture cache) ways from the catalog's size over the
-  architecture's sets and line size.
+  architecture's sets and line size;
+- ``l2_atomic_interval_ns`` = the architecture's ``l2_atomic_cycles`` over the GPU's
+  clock (the H100's measured interval in cycles, which Volta to Blackwell assume).
 
 Names are matched forgivingly (:func:`normalize`): case, spaces, dashes, dots and
 the vendor's words (NVIDIA, GeForce) do not matter; :func:`suggest` gives the
@@ -56,7 +58,7 @@ SECTIONS = ("compute", "memory", "caches", "dram")
 
 # Keys of the architecture file that are inputs of a derivation, not Gpu fields.
 _DERIVATION_KEYS = {
-    "memory": set(),
+    "memory": {"l2_atomic_cycles"},
     "caches": {"l1_geometry", "l1_policy", "tex_kb", "tex_geometry", "tex_policy", "l2_assoc", "l2_policy",
                "l2_index", "l2_slices_per_channel"},
     "dram": {"channel_bits"},
@@ -393,6 +395,12 @@ def config_tables(s: Spec) -> dict:
     if s.smem_per_sm is not None:
         mem["smem_per_sm"] = s.smem_per_sm
     mem.setdefault("smem_per_sm", mem["smem_per_block"])
+    if "l2_atomic_cycles" in t["memory"]:  # the architecture's atomic interval in cycles, at this GPU's clock
+        cycles = t["memory"]["l2_atomic_cycles"]
+        if isinstance(cycles, bool) or not isinstance(cycles, (int, float)) or not 0 <= cycles < 1e6:
+            raise CatalogError(f"{arch_path()}: [{s.arch}.memory] l2_atomic_cycles must be a number in [0, 1e6), "
+                               f"got {cycles!r}")  # fmt: skip
+        mem["l2_atomic_interval_ns"] = float(cycles) * 1e3 / s.clock_mhz
     c = t["caches"]
     caches = {k: v for k, v in c.items() if k not in _DERIVATION_KEYS["caches"]}
     l1 = ""

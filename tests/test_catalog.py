@@ -159,6 +159,57 @@ def test_derived_memory_timing_hand_worked():
     assert g.dram.channels == 320 // 16  # GDDR6X channels of 16 bits (Accel-Sim SM86_RTX3070)
 
 
+def test_hopper_takes_the_h100s_measured_latencies_launch_and_atomics():
+    # the catalog's Hopper GPUs (same GH100 die) take microbenchmarks.csv's latencies in cycles, its empty kernel and
+    # its atomics, as the bundled h100.toml does (issue 33: mt4g's 222 / 864 / 42 / 17 are not the H100's)
+    h100 = get_gpu("h100")
+    for name in ("h200", "h100-pcie", "h100-nvl"):
+        g = get_gpu(name)
+        for f in ("l1_latency", "tex_latency", "const_latency", "l2_latency"):
+            assert getattr(g.caches, f) == getattr(h100.caches, f), (name, f)
+        assert (g.memory.dram_latency, g.memory.smem_latency) == (696.91, 28.94)
+        assert (g.dram.row_hit_ns, g.dram.row_miss_ns, g.dram.row_conflict_ns) == (167.4, 352.9, 479.4)
+        assert (g.compute.launch_us, g.compute.launch_per_block_ns) == (3.872, 0.602)
+        # 1.4475 cycles an update at the GPU's own clock: h100.toml's 0.733 ns at 1974.7 MHz is 1.4475 cycles
+        assert g.memory.l2_atomic_interval_ns == pytest.approx(1.4475e3 / g.compute.clock_mhz, rel=1e-12)
+        assert h100.ns_to_cycles(h100.memory.l2_atomic_interval_ns) == pytest.approx(1.4475, abs=1e-4)
+        assert (g.memory.l2_atomic_unit_bytes, g.memory.smem_atomic_cycles, g.memory.smem_atomic_lane_cycles) == (
+            512, 9.39, 0.986)  # fmt: skip
+
+
+def test_atomics_are_assumed_from_volta_on_and_absent_before():
+    # Volta to Blackwell assume the H100's cycles; Kepler to Pascal have no source, so no bound (0)
+    for name, clock in (("v100-sxm2", 1530.0), ("t4", 1590.0), ("rtx3090", 1695.0), ("rtx4090", 2520.0),
+                        ("rtx5090", 2407.0)):  # fmt: skip
+        m = get_gpu(name).memory
+        assert get_gpu(name).compute.clock_mhz == clock
+        assert m.l2_atomic_interval_ns == pytest.approx(1447.5 / clock, rel=1e-12)
+        assert (m.l2_atomic_unit_bytes, m.smem_atomic_cycles) == (512, 9.39)
+    for name in ("gtx1080", "gtx980", "k40"):
+        m = get_gpu(name).memory
+        assert (m.l2_atomic_interval_ns, m.l2_atomic_unit_bytes, m.smem_atomic_cycles) == (0.0, 0, 0.0)
+
+
+@pytest.mark.parametrize("value", ['"fast"', "-1.0", "true"])
+def test_a_bad_atomic_interval_in_the_architecture_file_is_one_line(tmp_path, monkeypatch, value):
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "catalog.csv").write_text(catalog.catalog_path().read_text())
+    text = catalog.arch_path().read_text()
+    bad = text.replace("l2_atomic_cycles = 1.4475            # [AT-H]", f"l2_atomic_cycles = {value}  # [AT-H]", 1)
+    assert bad != text
+    (tmp_path / "architectures.toml").write_text(bad)
+    monkeypatch.setenv("PLACEMENT_CONFIGS", str(tmp_path))
+    for f in (catalog._load, catalog._index, catalog._arch_data):
+        f.cache_clear()
+    try:
+        with pytest.raises(InputError, match=r"architectures.toml: \[hopper.memory\] l2_atomic_cycles must be a "
+                                             r"number in \[0, 1e6\), got "):  # fmt: skip
+            get_gpu("h200")
+    finally:
+        for f in (catalog._load, catalog._index, catalog._arch_data):
+            f.cache_clear()
+
+
 def test_l2_string_splits_awkward_sizes():
     # H200: 50 MB over 48 HBM3e channels x 2 slices does not split evenly; 80 slices do.
     s, slices = catalog.l2_string(50 * 1024 * 1024, 96, 128, 20, "L:B:m:L:X", "X")
