@@ -97,12 +97,16 @@ def departure_delay_cached(k: KernelParams, m: Machine, active_sms: int) -> floa
     :func:`mem_ld_effective`): only the requests that miss every cache leave at
     DRAM's spacing (Eq. 15); an L2 hit leaves at the L2's, active_sms /
     L2_transactions_per_cycle per transaction, and an L1 hit does not leave the SM.
-    Without hit ratios or an L2 rate it is Eq. 15 unchanged.
+    Without an L2 rate (Volta and later: no measured rate) the L2 hits leave at Eq. 15's
+    spacing with the misses, and the L1 hits still do not: a request served inside the
+    SM takes no slot on the way to memory. Without hit ratios it is Eq. 15 unchanged.
     """
     dep = departure_delay(k, m)
     rate = m.l2_transactions_per_cycle
-    if (k.l1_hit_ratio <= 0 and k.l2_hit_ratio <= 0) or not rate or rate <= 0:
+    if k.l1_hit_ratio <= 0 and k.l2_hit_ratio <= 0:
         return dep
+    if not rate or rate <= 0:
+        return (1.0 - min(max(k.l1_hit_ratio, 0.0), 1.0)) * dep
     trans = k.global_transactions / k.mem_insts if k.mem_insts > 0 else k.coal_per_mw  # per request (Eq. 13-14 weights)
     return k.miss_ratio * dep + k.l2_hit_ratio * trans * active_sms / rate
 
