@@ -152,7 +152,8 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
 
     Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
     options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
-    objects' tiles in K windows (a power of two) instead of the tool's choice; ``;unrolled``, the tiles
+    objects' tiles in K windows (any K >= 1: ceil(accesses / K) accesses a window) instead of the tool's choice;
+    ``;unrolled``, the tiles
     read in loops of compile-time trip counts (:attr:`Placement.unrolled`).
     """
     windows = None
@@ -166,16 +167,9 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
             if key == "unrolled" and not value and not unrolled:
                 unrolled = True
                 continue
-            if (
-                key != "windows"
-                or windows is not None
-                or not value.isdigit()
-                or int(value) < 1
-                or int(value) & (int(value) - 1)
-            ):
+            if key != "windows" or windows is not None or not value.isdigit() or int(value) < 1:
                 raise InputError(
-                    f"--place ...;{tail}: expected ;windows=K with K a power of two (1, 2, 4, ...) or ;unrolled, "
-                    "each at most once"
+                    f"--place ...;{tail}: expected ;windows=K with K a whole number >= 1 or ;unrolled, each at most once"
                 )
             windows = int(value)
     if isinstance(text, str):

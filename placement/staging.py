@@ -13,7 +13,8 @@ staged kernel:
   write; an object written only by atomics or reductions (and never read plainly) is
   privatized instead (zeroed in shared memory, reduced back to global memory).
 - **Windows.** The tiles of all staged objects are sized together for W windows (W =
-  1, 2, 4, ...). Three choices are worth evaluating, and the fastest is kept (each is
+  1, 2, 4, ..., and for 2D tiles the textbook K / block width where that divides K, so a
+  304-wide matrix in 16 x 16 blocks gets Kirk & Hwu's 19 windows). Three choices are worth evaluating, and the fastest is kept (each is
   reported): the fewest windows whose tiles fit the per-block shared-memory limit with
   the kernel's own arrays (one staging pass when the whole footprint fits: a
   convolution's input tile); the fewest that keep the occupancy the placement has
@@ -166,7 +167,13 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     for n in staged:
         _check_writes(facts, n)
     k_max = max(facts.access(n).ordinals for n in staged)
-    wins = ts.window_counts(k_max)
+    two_d = [i for i, n in enumerate(staged) if info.object(n).shape is not None]
+    finest = ts.window_counts(k_max)[-1]  # one access a window (a power of two at or above it)
+    # the textbook tiling's K / block width windows where the block's width divides K (2D tiles only), and the
+    # windows asked for
+    wins = ts.window_counts(k_max, info.block[0] if two_d else 0)
+    if placement.windows is not None and placement.windows <= finest:
+        wins = tuple(sorted({*wins, placement.windows}))
     fps = {n: facts.footprint(n, wins) for n in staged}
     limit = gpu.memory.smem_per_block
     threads, regs = info.threads_per_block, regs_for(info, gpu, build_key(info, placement))
@@ -180,19 +187,14 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     if placement.windows is not None:  # the windows asked for (";windows=K")
         w = placement.windows
         o = option(w, f"the windows asked for (;windows={w})")
-        if (
-            w > wins[-1]
-            or o.smem_per_block > limit
-            or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1
-        ):
+        if w > finest or o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
             raise IllegalPlacement(
                 "shared",
                 f"windows={w}: the staged tiles of {', '.join(staged)} in {w} windows need {o.smem_per_block:,} bytes of "
                 f"shared memory per block with the kernel's own ({gpu.name} allows {limit:,}), or a warp makes fewer "
-                f"than {w} accesses (at most {wins[-1]} windows)",
+                f"than {w} accesses (at most {finest} windows)",
             )
         return StagingChoice((o,), own_smem)
-    two_d = [i for i, n in enumerate(staged) if info.object(n).shape is not None]
     fit = occ = narrow = None
     for w in wins:
         o = option(w, "")

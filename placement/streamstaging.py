@@ -64,6 +64,7 @@ class StreamStagingFacts:
         for o in info.objects:
             self._bases[o.id], self._elems[o.id] = o.base, o.elem_bytes
         self._fp: dict[int, ts.Footprint] | None = None
+        self._asked: set[int] = set()  # window counts asked for (";windows=K") beyond those measured by default
         self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
         self._later: dict[tuple[int, bool], tuple[int, int]] = {}  # conflicts whose earlier block is not known yet
         self.reads = 0
@@ -108,6 +109,9 @@ class StreamStagingFacts:
         return choose(self, gpu, placement, own_smem)
 
     def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:
+        if self._fp and not set(windows) <= set(next(iter(self._fp.values())).windows):
+            self._asked |= set(windows)  # a count not measured yet (";windows=K"): one more read for it
+            self._fp = None
         if self._fp is None:
             self._pass_b()
         fp = self._fp[self._id(name)]
@@ -195,7 +199,12 @@ class StreamStagingFacts:
         if not want_fp and not owners:
             return
         k_all = int(self._k.max()) if self._k.shape[0] else 0
-        wins = ts.window_counts(k_all)
+        # the counts placement.staging.choose asks for: powers of two, each 2D object's textbook K / block width, and
+        # any asked for
+        tile = self.info.block[0]
+        wins = tuple(sorted({*ts.window_counts(k_all), *self._asked,
+                             *(w for o in self.info.objects if o.shape is not None
+                               for w in ts.window_counts(int(self._k[o.id]), tile))}))  # fmt: skip
         rows_max = {i: np.zeros(len(wins), np.int64) for i in objs}
         pitch_max = {i: np.zeros(len(wins), np.int64) for i in objs}
         found: dict[tuple[int, bool], tuple[int, int]] = {}  # (the later block, the element)

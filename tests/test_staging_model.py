@@ -51,10 +51,29 @@ def test_windows_asked_for(matmul):
     assert (only.windows, only.smem_per_block, only.tiles) == (8, 1024, (("M", 512, 8), ("N", 512, 16)))
     with pytest.raises(IllegalPlacement, match="windows=128"):
         check(matmul.info, K40, parse_placement("M=S,N=S;windows=128", matmul.info), facts)
-    for bad, why in (("M=S;windows=3", "power of two"), ("M=S;tile=4", "power of two"), ("M=G;windows=2", "no object")):
+    for bad, why in (("M=S;windows=0", "whole number >= 1"), ("M=S;windows=x", "whole number >= 1"),
+                     ("M=S;tile=4", "whole number >= 1"), ("M=G;windows=2", "no object")):  # fmt: skip
         with pytest.raises(traces.InputError, match=why):
             parse_placement(bad, matmul.info)
+    # any K: 3 windows of ceil(64 / 3) = 22 accesses, M's tile 16 x 22 and N's 22 x 16 (1,408 B each, 2 x 1,408
+    # aligned to 128 B: 2 x 1,408 = 2,816 B)
+    (three,) = check(matmul.info, K40, parse_placement("M=S,N=S;windows=3", matmul.info), facts).staging.options
+    assert (three.windows, three.tiles) == (3, (("M", 16 * 22 * 4, 22), ("N", 22 * 16 * 4, 16)))
     assert parse_placement(["M=S", "N=S;windows=2"], matmul.info).windows == 2  # --place given twice
+
+
+def test_the_textbook_tiling_of_a_width_no_power_of_two_divides():
+    # W = 80 in 16 x 16 blocks: K = 80 accesses of M and N a warp. Kirk & Hwu tile it in 80 / 16 = 5 windows of
+    # 16 x 16 tiles (1 KiB each); the powers of two give 4 windows of 20-wide tiles, wider than the block, or 8 of
+    # 10: before, 8 was the "textbook" option, with twice the barriers of the kernel one writes
+    cols, info = generate("matmul_naive", [80], [16])
+    t = traces.Trace(**cols, info=info)
+    assert traces.staging.window_counts(80, 16) == (1, 2, 4, 5, 8, 16, 32, 64, 128)
+    assert traces.staging.window_counts(80, 0) == traces.staging.window_counts(80, 24) == (1, 2, 4, 8, 16, 32, 64, 128)
+    legal = check(info, K40, parse_placement("M=S,N=S", info), StagingFacts(t))
+    narrow = legal.staging.options[-1]
+    assert narrow.why.startswith("fewest windows whose 2D tiles are no wider than the block")
+    assert (narrow.windows, narrow.tiles) == (5, (("M", 1024, 16), ("N", 1024, 16)))
 
 
 def test_the_faster_window_count_is_kept_and_each_is_reported(matmul):
@@ -178,3 +197,26 @@ def test_a_written_object_is_never_staged_where_blocks_overlap(t):
     r = solve(WholeTraceEvaluator(t, K40), options=SearchOptions(strategy="exhaustive", top=4))
     for e in r.ranking:
         check(t.info, K40, Placement(tuple(e.target.placement.items())), StagingFacts(t))
+
+
+def test_streamed_facts_give_the_same_windows_and_measure_an_asked_count():
+    # the streamed trace's facts (placement.streamstaging, pass B over groups of blocks) measure the textbook count
+    # with the powers of two, so they choose the same options as the whole trace's; a count asked for that they did
+    # not measure (;windows=3) costs one more read and gives the same tiles
+    from placement.streamstaging import StreamStagingFacts
+
+    cols, info = generate("matmul_naive", [80], [16])
+    t = traces.Trace(**cols, info=info)
+    whole = StagingFacts(t)
+
+    def groups():
+        yield t
+
+    stream = StreamStagingFacts(info, groups)
+    stream.feed(t)
+    for text in ("M=S,N=S", "M=S,N=S;windows=3", "M=S,N=S;windows=5"):
+        p = parse_placement(text, info)
+        a = check(info, K40, p, whole).staging.options
+        b = check(info, K40, p, stream).staging.options
+        assert a == b, text
+    assert stream.reads == 2  # the default counts, then 3 once asked

@@ -18,7 +18,8 @@ with the staging code. The model:
   (its ordinal) belongs to window ``k // L``; all staged objects share the windows (the
   same number W of them: L = ceil(K / W), K the most accesses one warp makes), so one
   loop over W tiles stages them together, as a tiled matrix multiply stages its M and N
-  tiles. ``footprint`` measures the tile bytes for W = 1, 2, 4, ...; the caller picks W.
+  tiles. ``footprint`` measures the tile bytes for W = 1, 2, 4, ... and the textbook
+  tiling's K / block width (:func:`window_counts`), or for the W asked; the caller picks W.
 - **Staging code.** Before its first access of window j, each warp runs its share of a
   cooperative copy of every staged tile: element q of the tile (row-major over its
   bounding box) is loaded by thread q mod threads_per_block from the source space (one
@@ -132,12 +133,16 @@ def access(trace: Trace, rows: np.ndarray, obj: int) -> Access:
     return Access(obj, int(k), int(loads), int(stores), int(atomics))
 
 
-def window_counts(ordinals: int) -> tuple[int, ...]:
-    """The window counts W the footprint is measured for: 1, 2, 4, ... up to the first >= ``ordinals``."""
+def window_counts(ordinals: int, tile: int = 0) -> tuple[int, ...]:
+    """The window counts W the footprint is measured for: 1, 2, 4, ... up to the first >= ``ordinals``, and, where
+    ``tile`` > 0 divides ``ordinals``, ``ordinals // tile``: the textbook tiling's phases (Kirk & Hwu: Width /
+    TILE_WIDTH windows of TILE_WIDTH accesses; 19 for a width of 304 in 16-wide tiles), which no power of two is."""
     out = [1]
     while out[-1] < max(ordinals, 1):
         out.append(out[-1] * 2)
-    return tuple(out)
+    if tile > 0 and ordinals >= tile and ordinals % tile == 0:
+        out.append(ordinals // tile)
+    return tuple(sorted(set(out)))
 
 
 @dataclass(frozen=True)
