@@ -15,9 +15,9 @@ staged kernel:
 - **Windows.** The tiles of all staged objects are sized together for W windows (W =
   1, 2, 4, ..., and for 2D tiles the textbook K / block width where that divides K, so a
   304-wide matrix in 16 x 16 blocks gets Kirk & Hwu's 19 windows). Three choices are
-  worth evaluating, and the fastest is kept (each is reported): the fewest windows whose tiles fit the per-block shared-memory limit with
-  the kernel's own arrays (one staging pass when the whole footprint fits: a
-  convolution's input tile); the fewest that keep the occupancy the placement has
+  worth evaluating, and the fastest is kept (each is reported): the fewest windows whose
+  tiles fit the per-block shared-memory limit with the kernel's own arrays (one staging
+  pass when the whole footprint fits: a convolution's input tile); the fewest that keep the occupancy the placement has
   without tiles (small tiles, which a developer picks so that staging does not cost
   resident blocks); and the textbook tiling, the fewest (keeping the occupancy) whose 2D
   tiles are no wider than the block nor than a warp's accesses in one window (Kirk &
