@@ -220,3 +220,23 @@ def test_streamed_facts_give_the_same_windows_and_measure_an_asked_count():
         b = check(info, K40, p, stream).staging.options
         assert a == b, text
     assert stream.reads == 2  # the default counts, then 3 once asked
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([8, 16]), st.integers(2, 7))
+def test_the_textbook_option_is_width_over_block_for_any_multiple(block, tiles):
+    # W = tiles x block: the textbook option stages block x block tiles of M and N in W / block windows, on the
+    # whole trace's facts and on the streamed ones alike, whatever W / block is (a power of two or not)
+    from placement.streamstaging import StreamStagingFacts
+
+    w = tiles * block
+    cols, info = generate("matmul_naive", [w], [block])
+    t = traces.Trace(**cols, info=info)
+    stream = StreamStagingFacts(info, lambda: iter([t]))
+    stream.feed(t)
+    p = parse_placement("M=S,N=S", info)
+    whole = check(info, K40, p, StagingFacts(t)).staging.options
+    assert check(info, K40, p, stream).staging.options == whole
+    tile = block * block * 4
+    textbook = [o for o in whole if o.tiles == (("M", tile, block), ("N", tile, block))]
+    assert textbook and min(o.windows for o in textbook) == tiles
