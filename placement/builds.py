@@ -5,8 +5,8 @@ architecture apart, and another placement of an array is another program. The ge
 build has (``benchmarks/arch_registers.py``, ``benchmarks/arch_mlp.py``) in the trace's metadata as maps of
 ``{"sm_XY": value}``: ``extra["regs_by_arch"]`` / ``extra["mlp_by_arch"]`` for the trace's own code, and
 ``extra["regs_by_placement"]`` / ``extra["mlp_by_placement"]`` keyed by a placement's build
-(``placement.placements.build_key``: "input=R"). This module picks the value of the GPU's architecture;
-``placement.occupancy.regs_for`` and :func:`mlp_for` use it.
+(``placement.placements.build_key``: "input=R"). This module picks the value of the GPU's architecture,
+the placement build's first (:func:`built_value`); ``placement.occupancy.regs_for`` and :func:`mlp_for` use it.
 """
 
 from __future__ import annotations
@@ -29,11 +29,25 @@ def arch_value(by_arch: Mapping[str, float], compute_capability: tuple[int, int]
     return max(lower)[1] if lower else None
 
 
+def own_value(info: traces.KernelInfo, gpu: Gpu, build: str, kind: str):
+    """The ``kind`` ("regs" or "mlp") of placement build ``build`` on ``gpu`` where the trace has it
+    (``extra["<kind>_by_placement"]``, by :func:`arch_value`), else None."""
+    by_arch = (info.extra.get(f"{kind}_by_placement") or {}).get(build) if build else None
+    return arch_value(by_arch, gpu.compute_capability) if by_arch else None
+
+
+def built_value(info: traces.KernelInfo, gpu: Gpu, build: str, kind: str):
+    """The ``kind`` ("regs" or "mlp") of the trace's kernel built for ``gpu``: placement build ``build``'s
+    (:func:`own_value`), else the trace's code built for the GPU's architecture (``extra["<kind>_by_arch"]``),
+    else None (the build the trace itself describes)."""
+    own = own_value(info, gpu, build, kind)
+    return own if own is not None else arch_value(info.extra.get(f"{kind}_by_arch") or {}, gpu.compute_capability)
+
+
 def own_mlp(info: traces.KernelInfo, gpu: Gpu, build: str) -> float | None:
     """The MLP of placement build ``build`` on ``gpu`` where the trace has it (``extra["mlp_by_placement"]``),
     else None."""
-    by_arch = (info.extra.get("mlp_by_placement") or {}).get(build) if build else None
-    v = arch_value(by_arch, gpu.compute_capability) if by_arch else None
+    v = own_value(info, gpu, build, "mlp")
     return None if v is None else float(v)
 
 
@@ -47,11 +61,5 @@ def mlp_for(info: traces.KernelInfo, gpu: Gpu | None = None, build: str = "") ->
     blocks issues 16.1 loads on average before it waits on one on sm_80 and 87.2 on sm_90, where ptxas hoists
     nearly every load of the unrolled filter ahead of the first FFMA (254 registers); through ``__ldg`` the
     same shape has 10.5 and 93.8 (nvcc 13.0, ``traces/generators/mlp.toml``)."""
-    if gpu is not None:
-        own = own_mlp(info, gpu, build)
-        if own is not None:
-            return own
-        v = arch_value(info.extra.get("mlp_by_arch") or {}, gpu.compute_capability)
-        if v is not None:
-            return float(v)
-    return float(info.extra.get("mlp", 1.0) or 1.0)
+    v = built_value(info, gpu, build, "mlp") if gpu is not None else None
+    return float(v) if v is not None else float(info.extra.get("mlp", 1.0) or 1.0)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import traces
 from traces.errors import InputError
 
-from .builds import arch_value
+from .builds import built_value
 from .gpu import Gpu
 
 RESOURCES = ("blocks", "warps", "registers", "shared memory")
@@ -134,9 +134,5 @@ def regs_for(info: traces.KernelInfo, gpu: Gpu, build: str = "") -> int:
     same convolution staged in shared memory takes 80 registers on sm_90 (6 resident blocks of 128 threads,
     against 3 with plain loads), and through ``__ldg`` 44-52 on sm_80 where plain loads take 32
     (``traces/generators/registers_variants.toml``)."""
-    own = (info.extra.get("regs_by_placement") or {}).get(build) if build else None
-    for by_arch in (own or {}, info.extra.get("regs_by_arch") or {}):
-        regs = arch_value(by_arch, gpu.compute_capability)
-        if regs is not None:
-            return regs
-    return info.regs_per_thread
+    regs = built_value(info, gpu, build, "regs")
+    return regs if regs is not None else info.regs_per_thread
