@@ -12,7 +12,7 @@ the first of them, and a trace's ``mlp`` is one build's (the recipes' sm_80 buil
 Tuner's 2D convolution with 2 x 2 outputs a thread and 32 x 4 blocks has an MLP of 16.1 on sm_80 and 87.2 on
 sm_90, where ptxas hoists nearly every load of the unrolled filter ahead of the first FFMA (254 registers).
 And another placement is another build: through ``__ldg`` the same shape has 10.5 on sm_80 and 93.8 on
-sm_90 (nvcc 13.0). The model takes the build's own (``placement.hms.trace_mlp``).
+sm_90 (nvcc 13.0). The model takes the build's own (``placement.builds.mlp_for``).
 
 Each ``benchmarks/kernels/*.cu`` is compiled once per architecture of ``--arch`` with ``nvcc -cubin -O3
 -arch=sm_XX`` (the recipes' flags), and ``nvdisasm -c`` of the cubin gives, per ``extern "C"`` kernel, its

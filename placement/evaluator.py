@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from traces import staging as ts
 
+from .builds import mlp_for
 from .hms import (
     Evaluation,
     Options,
@@ -28,7 +29,6 @@ from .hms import (
     target_issue,
     terms,
     total_warps,
-    trace_mlp,
 )
 from .placements import Placement, build_key, check, is_staged
 
@@ -136,7 +136,7 @@ def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
     """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (``hms.residency``
     leaves it out where the placement's build has an MLP of its own)."""
     return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
-                     trace_mlp(ev.info, ev.gpu))  # fmt: skip
+                     mlp_for(ev.info, ev.gpu))  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,

@@ -390,7 +390,7 @@ def _memory(trace: traces.Trace, gpu: Gpu, blocks_per_sm: int, opts: Options, in
     requests each.
     """
     cfg = build_hierarchy_config(gpu, trace.info.extra, opts.dlcm)
-    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=trace_mlp(trace.info, gpu))
+    h = cachesim.simulate_hierarchy(trace, cfg, blocks_per_sm, mlp=mlp_for(trace.info, gpu))
     # DRAM latency from the request stream (Eq. 6-10); see dram_stream().
     d = h.dram
     bank, arrival, busy, latency = dram_stream(h, gpu)
@@ -617,22 +617,16 @@ def total_warps(info: traces.KernelInfo) -> int:
     return info.instructions.warps or info.ctas * info.warps_per_block
 
 
-def trace_mlp(info: traces.KernelInfo, gpu: Gpu | None = None, build: str = "") -> float:
-    """The trace's MLP built for ``gpu`` (``placement.builds.mlp_for``: the placement build's, else the GPU
-    architecture's, else its SASS recipe's ``mlp``; 1 where it has none)."""
-    return mlp_for(info, gpu, build)
-
-
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0,
               build: str = "") -> Residency:  # fmt: skip
     """The warps that run at once under ``occ`` (GPUPerf Sec. 4), and their MLP: that of placement build ``build``
     where the trace has it (``placement.builds.own_mlp``: that build's own schedule, not scaled), else the trace's
-    built for ``gpu`` (:func:`trace_mlp`) times ``mlp_scale``."""
+    built for ``gpu`` (``placement.builds.mlp_for``) times ``mlp_scale``."""
     active_sms = min(gpu.compute.sms, info.ctas)
     blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
     own = own_mlp(info, gpu, build)
-    mlp = own if own is not None else trace_mlp(info, gpu) * mlp_scale
+    mlp = own if own is not None else mlp_for(info, gpu) * mlp_scale
     ilp = float(info.extra.get("ilp", 1.0) or 1.0)
     return Residency(total_warps(info), active_sms, blocks_per_sm, n, ilp, mlp)
 
@@ -1050,9 +1044,7 @@ class MemoryRun:
         self.gpu, self.opts = gpu, opts
         self.cfg = build_hierarchy_config(gpu, info.extra, opts.dlcm)
         self.queue = queuing.QueueStream()
-        self.hier = cachesim.HierarchyStream(
-            self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=trace_mlp(info, gpu)
-        )
+        self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=mlp_for(info, gpu))
         self._g = 0.0  # departure delays so far
         self._m = -np.inf  # running maximum of arrival - delay
 
