@@ -229,6 +229,10 @@ class Terms:
     """Bank conflicts of the accesses the L1 served, from Volta on (``cachesim.HierarchyTotals.l1_bank_conflicts``)."""
     mlp: float = 1.0
     """GPUPerf's MLP the placement ran with (:func:`residency`)."""
+    blocks_scale: float = 1.0
+    """The launch's blocks per SM over the trace's (:func:`blocks_scale`): ``cycles`` is T of the trace's blocks
+    (from ``t_comp``, ``t_mem``, ``t_overlap``, ``t_round``, ``t_block``, which are theirs) times this, plus
+    ``t_launch``."""
 
     @property
     def bound(self) -> str:
@@ -613,8 +617,22 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
 
 
 def total_warps(info: traces.KernelInfo) -> int:
-    """GPUPerf's #total_warps: the trace's warps, else the launch's."""
-    return info.instructions.warps or info.ctas * info.warps_per_block
+    """GPUPerf's #total_warps: the trace's warps, else its blocks'."""
+    return info.instructions.warps or info.traced_ctas * info.warps_per_block
+
+
+def blocks_scale(info: traces.KernelInfo, gpu: Gpu) -> float:
+    """The launch's blocks per SM over the trace's: what T (Eq. 1) of the trace's blocks is multiplied by to give
+    the launch's, where the trace holds some of its blocks (``placement trace --ctas``) or a smaller grid of the
+    same blocks (``KernelInfo.launch_ctas``); 1 otherwise.
+
+    Extension (the papers trace whole launches): every term of T is the trace's work spread over the SMs, so a
+    trace of whole waves of a launch whose blocks do alike gives each wave's time, and the launch takes as many
+    more as it has blocks per SM. A subset of less than one wave is priced as its blocks alone on their SMs
+    (fewer warps per SM than the launch has), which is why ``--ctas waves=W`` is the subset to take."""
+    launched, traced = info.launch_ctas, info.traced_ctas
+    sms = gpu.compute.sms
+    return (launched / min(sms, launched)) / (traced / min(sms, traced))
 
 
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0,
@@ -622,8 +640,8 @@ def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: floa
     """The warps that run at once under ``occ`` (GPUPerf Sec. 4), and their MLP: that of placement build ``build``
     where the trace has it (``placement.builds.own_mlp``: that build's own schedule, not scaled), else the trace's
     built for ``gpu`` (``placement.builds.mlp_for``) times ``mlp_scale``."""
-    active_sms = min(gpu.compute.sms, info.ctas)
-    blocks_per_sm = min(occ.blocks_per_sm, -(-info.ctas // active_sms))
+    active_sms = min(gpu.compute.sms, info.traced_ctas)
+    blocks_per_sm = min(occ.blocks_per_sm, -(-info.traced_ctas // active_sms))
     n = blocks_per_sm * occ.warps_per_block
     own = own_mlp(info, gpu, build)
     mlp = own if own is not None else mlp_for(info, gpu) * mlp_scale
@@ -694,7 +712,7 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
     "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged."""
     coal, uncoal = departure_delays(gpu)
     departure = coal if mem.avg_trans_warp <= 1.0 else uncoal * mem.avg_trans_warp
-    rep = info.ctas / (res.active_sms * res.blocks_per_sm)
+    rep = info.traced_ctas / (res.active_sms * res.blocks_per_sm)
     waiting = min(mwp, info.warps_per_block) - 1.0
     return departure * max(waiting, 0.0) * (sync / res.total_warps) * res.blocks_per_sm * rep
 
@@ -892,7 +910,7 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     syncs = (info.instructions.sync + extra_sync) / res.total_warps
     if not h.copy_rounds or syncs <= 0.0:
         return 0.0
-    per_sm = info.ctas / res.active_sms
+    per_sm = info.traced_ctas / res.active_sms
     b = max(1.0, min(float(res.blocks_per_sm), per_sm))
     w = max(1.0, (syncs + 1.0) / 2.0)
     k = h.copy_rounds / res.total_warps * gpu.memory.dram_latency / w
@@ -942,8 +960,9 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     features = overlap_features(mem, res)
     overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
     block = t_block(info, mem, res, comp - serial, gpu, target.extra_sync)
-    kernel = t_kernel(comp, mt.t_mem, overlap, mt.t_round, block)
-    launch = t_launch(gpu, info.ctas, kernel)
+    scale = blocks_scale(info, gpu)
+    kernel = t_kernel(comp, mt.t_mem, overlap, mt.t_round, block) * scale
+    launch = t_launch(gpu, info.launch_ctas, kernel)
     cycles = kernel + launch
     h = mem.hier
     return Terms(
@@ -997,6 +1016,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         copy_rounds=h.copy_rounds,
         l1_bank_conflicts=h.l1_bank_conflicts,
         mlp=res.mlp,
+        blocks_scale=scale,
     )
 
 

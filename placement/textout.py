@@ -52,6 +52,15 @@ def launch_line(t, gpu) -> str:
             "configuration), in every placement's time alike.")  # fmt: skip
 
 
+def blocks_line(t) -> str:
+    """Where the trace holds fewer blocks than its launch (``hms.blocks_scale``): how its time was scaled."""
+    if t.blocks_scale == 1.0:
+        return ""
+    return (f"Blocks: the trace holds fewer blocks than its launch (extra.traced_ctas, extra.launch_ctas): each time is "
+            f"T of the trace's blocks x {t.blocks_scale:.4g} (the launch's blocks per SM over the trace's) plus the "
+            "launch; T_comp, T_mem and T_overlap are the trace's blocks'.")  # fmt: skip
+
+
 def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:
     """Per object, the spaces it may not take, grouped by the rule that forbids them."""
     out = []
@@ -122,8 +131,7 @@ def rank_text(r: RankResult) -> str:
         lines += ["", head] + [f"  {x}" for x in best.explanation.lines()]
     lines += ["", overlap_line(r.overlap_trained, r.overlap_source, r.gpu)]
     launch = launch_line(s.evaluation.target, r.gpu_config)
-    if launch:
-        lines.append(launch)
+    lines += [x for x in (launch, blocks_line(s.evaluation.target)) if x]
     if r.hints is not None:
         from .hints import text
 
@@ -148,8 +156,7 @@ def evaluation_text(r: EvaluationResult) -> str:
     if r.target.explanation.objects or r.target.explanation.kernel:
         lines += ["", "Why:"] + [f"  {x}" for x in r.target.explanation.lines()]
     lines += ["", overlap_line(r.overlap_trained, t.overlap_source, r.gpu)]
-    launch = launch_line(s, r.gpu_config)
-    lines += [launch, ""] if launch else [""]
+    lines += [x for x in (launch_line(s, r.gpu_config), blocks_line(s)) if x] + [""]
 
     def cnt(x: float) -> str:
         return units.count(x)

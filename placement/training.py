@@ -52,16 +52,17 @@ class Sample:
 
     def observed_ratio(self, gpu: Gpu) -> float:
         """(T_comp + T_mem - T) / T_mem, T the measured time less the launch the model puts in it
-        (``Terms.t_launch``, 0 where the configuration has no launch cost)."""
-        t = gpu.ns_to_cycles(self.measured_ns) - self.terms.t_launch
+        (``Terms.t_launch``, 0 where the configuration has no launch cost), over ``Terms.blocks_scale`` (the
+        trace's blocks' share of it)."""
+        t = (gpu.ns_to_cycles(self.measured_ns) - self.terms.t_launch) / self.terms.blocks_scale
         return (self.terms.t_comp + self.terms.t_mem - t) / self.terms.t_mem if self.terms.t_mem else 0.0
 
     def predict_ns(self, model: OverlapModel, gpu: Gpu) -> float:
-        """The time with the fitted T_overlap (bounded by T_comp - W_serial, as ``hms.t_overlap``) and the
-        evaluation's launch."""
+        """The time with the fitted T_overlap (bounded by T_comp - W_serial, as ``hms.t_overlap``), scaled to
+        the launch's blocks, and the evaluation's launch."""
         t = self.terms
         hidden = model.t_overlap(self.features, t.t_comp - t.w_serial, t.t_mem)
-        return gpu.cycles_to_ns(t.t_comp + t.t_mem - hidden + t.t_launch)
+        return gpu.cycles_to_ns((t.t_comp + t.t_mem - hidden) * t.blocks_scale + t.t_launch)
 
 
 def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Sample]:

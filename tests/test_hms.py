@@ -311,7 +311,7 @@ def test_t_block_by_hand():
     from placement.hms import Residency, t_block, t_kernel
 
     h100 = get_gpu("h100")
-    info = SimpleNamespace(ctas=4, instructions=SimpleNamespace(sync=24.0))
+    info = SimpleNamespace(ctas=4, traced_ctas=4, instructions=SimpleNamespace(sync=24.0))
     mem = SimpleNamespace(hier=SimpleNamespace(copy_rounds=32))
     res = Residency(total_warps=8, active_sms=1, blocks_per_sm=2, n=4, ilp=1.0, mlp=4.0)
     k, c = 4 * 696.91 / 2, 500.0
@@ -323,7 +323,7 @@ def test_t_block_by_hand():
     # enough work to hide the copies: the SM's issue, plus the first window's copy that nothing hides
     assert t_block(info, mem, res, 40000.0, h100) == pytest.approx(k + 40000.0)
     # a staged placement's barriers count with the sample's; no barriers or no copy rounds: no bound
-    no_sync = SimpleNamespace(ctas=4, instructions=SimpleNamespace(sync=0.0))
+    no_sync = SimpleNamespace(ctas=4, traced_ctas=4, instructions=SimpleNamespace(sync=0.0))
     assert t_block(no_sync, mem, res, 4000.0, h100, extra_sync=24.0) == pytest.approx(8075.28)
     assert t_block(no_sync, mem, res, 4000.0, h100) == 0.0
     assert t_block(info, SimpleNamespace(hier=SimpleNamespace(copy_rounds=0)), res, 4000.0, h100) == 0.0

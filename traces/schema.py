@@ -37,6 +37,7 @@ from .errors import TraceError, shown
 from .launch import (
     ADDRESS_LIMIT,
     MAX_COUNT,
+    MAX_GRID,
     MAX_OBJECT_BYTES,
     MAX_REGS_PER_THREAD,
     MAX_SMEM_PER_BLOCK,
@@ -163,6 +164,18 @@ class KernelInfo:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
     @property
+    def traced_ctas(self) -> int:
+        """The blocks whose rows the trace holds: ``extra.traced_ctas`` where only some of the grid's were
+        recorded (``placement trace --ctas``), else the grid's."""
+        return int(self.extra.get("traced_ctas") or self.ctas)
+
+    @property
+    def launch_ctas(self) -> int:
+        """The blocks of the launch the trace stands for: ``extra.launch_ctas`` where the trace is a smaller
+        grid of the same blocks (a suite's ``launch_ctas``), else the grid's."""
+        return int(self.extra.get("launch_ctas") or self.ctas)
+
+    @property
     def n_ids(self) -> int:
         """The length of an array indexed by object id: the highest id + 1 (0 without objects)."""
         return max((o.id for o in self.objects), default=-1) + 1
@@ -264,6 +277,17 @@ def _check_builds(extra: dict, path: str) -> None:
 DLCM = ("ca", "cg")
 """Values of ``extra.dlcm``: the build's ``-Xptxas -dlcm`` (global loads cached at all levels, or in the L2 only;
 ``placement.memory.build_hierarchy_config`` routes them)."""
+
+
+def check_block_counts(extra: dict, ctas: int, path: str) -> None:
+    """``extra.traced_ctas`` (the blocks recorded, 1 to the grid's) and ``extra.launch_ctas`` (the blocks of the
+    launch the trace stands for, the grid's or more, at most CUDA's largest grid): whole numbers."""
+    top = math.prod(MAX_GRID)
+    for key, lo, hi in (("traced_ctas", 1, ctas), ("launch_ctas", ctas, top)):
+        v = extra.get(key)
+        if v is not None and not (type(v) is int and lo <= v <= hi):
+            raise TraceError(path, f"{key} must be a whole number of blocks in {lo}..{hi}, got {shown(v)}",
+                             field=f"extra.{key}")  # fmt: skip
 
 
 def _check_dlcm(dlcm, path: str) -> None:
@@ -410,6 +434,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
     _check_builds(extra, path)
     _check_dlcm(extra.get("dlcm"), path)
+    check_block_counts(extra, math.prod(grid), path)
     return KernelInfo(
         kernel=kernel,
         grid=grid,

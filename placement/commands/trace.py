@@ -8,7 +8,8 @@ and local memory instruction of the chosen launch, one row per warp, and writes 
 contract (objects from the allocations the launch touches, named after the kernel's pointer
 parameters). The launch: the N-th (--launch, from 0) launch of the kernel --kernel names (its
 name, demangled name or a regex), by default the first launch of the program's only kernel.
---ctas 0-63, 0,5,9-12 or waves=2 records a subset of blocks; --max-rows stops recording after N.
+--ctas 0-63, 0,5,9-12 or waves=2 records a subset of blocks (the model scales their time to the
+launch's: trace whole waves); --max-rows stops recording after N.
 --time runs the program again (--time-runs N times) with nothing patched and a CUDA event pair
 around the same launch, and stores the median as the trace's measured time.
 The library is built on first use (nvcc and the sanitizer API: pip install 'gpu-placement[trace]').

@@ -31,6 +31,7 @@ before its first row is written.)
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import subprocess
@@ -363,8 +364,12 @@ class Decoder:
             _name_other(self.found, objs, origins)
         if g.unknown:
             log.warning("%s: %d global rows touch no allocation (obj -1)", rf.path, g.unknown)
+        traced = None
+        if ctas:  # the blocks that ran of a subset (--ctas): the model scales their time to the launch's
+            ran = g.seen.reshape(nctas, wpb).any(axis=1) if self.dense else np.unique(self.keys // wpb)
+            traced = int(np.count_nonzero(ran)) if self.dense else int(ran.shape[0])
         self.info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=rf.n_accesses - live,
-                                cut=n < live, unknown=g.unknown)  # fmt: skip
+                                cut=n < live, unknown=g.unknown, traced_ctas=traced)  # fmt: skip
 
     def _converted(self, start: int, stop: int, r0: int, fresh: bool = False):
         """The records ``start`` to ``stop`` converted ``chunk_rows`` at a time, from output row ``r0`` until the
@@ -460,10 +465,12 @@ def _name_other(found, objs: list[ObjectInfo], origins: dict[str, str]) -> None:
 
 
 def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str], n: int, warps: int, counts,
-                *, ctas: str | None, empty_rows: int, cut: bool, unknown: int) -> KernelInfo:  # fmt: skip
+                *, ctas: str | None, empty_rows: int, cut: bool, unknown: int,
+                traced_ctas: int | None = None) -> KernelInfo:  # fmt: skip
     """The trace's metadata: the launch record's kernel, grid, block, registers and shared memory, the objects, the
-    instruction totals (``counts``: the SASS's, else the ``n`` memory instructions over ``warps`` warps) and the
-    ``source`` that says how each was found."""
+    instruction totals (``counts``: the SASS's, else the ``n`` memory instructions over ``warps`` warps), the
+    ``source`` that says how each was found, and where ``--ctas`` recorded fewer blocks than the grid's, how many
+    ran (``extra.traced_ctas``, ``KernelInfo.traced_ctas``)."""
     L = rf.launch
     source: dict[str, Any] = {
         "format": "sanitizer",
@@ -495,7 +502,12 @@ def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str],
         regs_per_thread=L.regs,
         smem_per_block=L.static_smem + L.dynamic_smem,
         source=source,
-        extra={"static_smem": L.static_smem, "dynamic_smem": L.dynamic_smem, "ctas": ctas or "all"},
+        extra={
+            "static_smem": L.static_smem,
+            "dynamic_smem": L.dynamic_smem,
+            "ctas": ctas or "all",
+            **({"traced_ctas": traced_ctas} if traced_ctas and traced_ctas < math.prod(L.grid) else {}),
+        },
     )
 
 

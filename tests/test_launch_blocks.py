@@ -1,0 +1,187 @@
+"""A trace of some of a launch's blocks (``placement trace --ctas``) or of a smaller grid of the same blocks
+(``extra.launch_ctas``, a suite's ``launch_ctas``): ``placement.hms.blocks_scale`` and what reads and writes it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import traces
+from placement import api
+from placement.batch.suite import SuiteError, load_suite
+from placement.gpu import get_gpu
+from placement.hms import blocks_scale, t_launch
+from placement.training import Sample
+from traces import generators
+from traces.errors import TraceError
+from traces.schema import METADATA_KEY
+
+
+def _trace(name, size, block, **extra) -> traces.Trace:
+    cols, info = generators.generate(name, size, block)
+    return traces.Trace(**cols, info=dataclasses.replace(info, extra={**info.extra, **extra}))
+
+
+def _info(grid, **extra) -> traces.KernelInfo:
+    _, info = generators.generate("vecadd", [4096], [256])
+    return dataclasses.replace(info, grid=grid, extra={**info.extra, **extra})
+
+
+def test_blocks_scale_by_hand():
+    a100 = get_gpu("a100")  # 108 SMs
+    assert a100.compute.sms == 108
+    # the A100 convolution suite's 32 x 4 blocks of 2 x 2 tiles: 21 x 165 blocks traced, 64 x 512 launched
+    assert blocks_scale(_info((21, 165, 1), launch_ctas=32768), a100) == pytest.approx(32768 / 3465, rel=1e-12)
+    # 4 blocks recorded of 1,000 (less than a wave): 4 SMs with one block each against 1000 / 108 per SM
+    assert blocks_scale(_info((1000, 1, 1), traced_ctas=4), a100) == pytest.approx(1000 / 108, rel=1e-12)
+    # 216 of 1,000 blocks: 2 per SM against 1000 / 108
+    assert blocks_scale(_info((1000, 1, 1), traced_ctas=216), a100) == pytest.approx(1000 / 216, rel=1e-12)
+    assert blocks_scale(_info((16, 1, 1)), a100) == 1.0
+
+
+def test_kernel_info_defaults_to_the_grid():
+    info = _info((7, 3, 1))
+    assert (info.traced_ctas, info.launch_ctas) == (21, 21)
+    info = _info((7, 3, 1), traced_ctas=5, launch_ctas=40)
+    assert (info.traced_ctas, info.launch_ctas) == (5, 40)
+
+
+@pytest.mark.parametrize("gpu", ["a100", "h100"])
+def test_half_the_waves_scaled_is_the_whole_trace(gpu):
+    """vecadd's blocks do alike and share nothing: half its grid, scaled to the whole launch, is the whole trace's
+    time to rounding; conv2d_kt's share the image's rows with their neighbours, within 5 %."""
+    whole = _trace("vecadd", [1 << 20], [256])
+    half = _trace("vecadd", [1 << 19], [256], launch_ctas=whole.info.ctas)
+    tw = api.evaluate(whole, gpu).sample.evaluation.target
+    th = api.evaluate(half, gpu).sample.evaluation.target
+    assert th.blocks_scale == 2.0 and tw.blocks_scale == 1.0
+    assert th.time_ns == pytest.approx(tw.time_ns, rel=1e-9)
+    whole = _trace("conv2d_kt", [512, 512], [32, 4, 2, 2])
+    half = _trace("conv2d_kt", [512, 256], [32, 4, 2, 2], launch_ctas=whole.info.ctas)
+    tw = api.evaluate(whole, gpu).sample.evaluation.target
+    th = api.evaluate(half, gpu).sample.evaluation.target
+    assert th.blocks_scale == 2.0
+    assert th.time_ns == pytest.approx(tw.time_ns, rel=0.05)
+
+
+def test_scaled_time_keeps_the_ratios_and_launches_the_launchs_blocks():
+    t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2])
+    k = 5
+    big = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=k * t.info.ctas)
+    a100 = api.evaluate(t, "a100", "input=R")
+    a100k = api.evaluate(big, "a100", "input=R")
+    # the A100 configuration has no launch cost: every time is k times the trace's, the speedup the same
+    for r, rk in ((a100.sample, a100k.sample), (a100.target, a100k.target)):
+        assert rk.evaluation.target.time_ns == pytest.approx(k * r.evaluation.target.time_ns, rel=1e-12)
+        assert rk.evaluation.target.t_comp == r.evaluation.target.t_comp  # the terms stay the trace's
+    assert a100k.target.evaluation.speedup == pytest.approx(a100.target.evaluation.speedup, rel=1e-12)
+    # the H100's launch: the floor plus the dispatch of the launch's blocks that the kernel does not cover
+    h100 = get_gpu("h100")
+    s = api.evaluate(big, h100).sample.evaluation.target
+    kernel = s.cycles - s.t_launch
+    assert s.t_launch == pytest.approx(t_launch(h100, k * t.info.ctas, kernel), rel=1e-12)
+    # 128 blocks fill 128 of the H100's 132 SMs, one each; the launch's 640 take 640 / 132 an SM
+    assert t.info.ctas == 128 and s.blocks_scale == pytest.approx(640 / 132, rel=1e-12)
+    assert kernel == pytest.approx(s.blocks_scale * max(s.t_comp + s.t_mem - s.t_overlap, s.t_round, s.t_block))
+
+
+def test_training_undoes_the_scale():
+    """A measured time equal to the model's own gives back the trace's T: (T_comp + T_mem - T) / T_mem with T the
+    trace's blocks' (Eq. 1, or T_round or T_block where one binds), not the launch's."""
+    t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=4 * 128)
+    gpu = get_gpu("h100")
+    x = api.evaluate(t, gpu).sample.evaluation.target
+    assert x.blocks_scale == pytest.approx((512 / 132) / 1.0, rel=1e-12)
+    s = Sample(kernel="conv2d_kt", trace="t", placement="", measured_ns=x.time_ns, terms=x)
+    own = max(x.t_comp + x.t_mem - x.t_overlap, x.t_round, x.t_block)
+    assert s.observed_ratio(gpu) == pytest.approx((x.t_comp + x.t_mem - own) / x.t_mem, rel=1e-9)
+
+
+def _with_extra(tmp_path, **extra):
+    import pyarrow.parquet as pq
+
+    t = _trace("vecadd", [512], [64])  # 8 blocks
+    d = json.loads(t.info.to_json())
+    d["extra"].update(extra)
+    p = tmp_path / "t.parquet"
+    table = traces.to_table(t.columns(), t.info)
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(d).encode()}), p)
+    return p
+
+
+_VALUES = st.one_of(st.integers(-(1 << 40), 1 << 40), st.floats(allow_nan=True), st.booleans(), st.text(max_size=4),
+                    st.none(), st.lists(st.integers(), max_size=2))  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(["traced_ctas", "launch_ctas"]), value=_VALUES)
+def test_block_counts_read_or_one_line(tmp_path_factory, key, value):
+    """Any value of either key: read back where it is a whole number in range (traced 1..8, launched 8..), else a
+    TraceError naming the file and the field."""
+    p = _with_extra(tmp_path_factory.mktemp("t"), **{key: value})
+    ok = value is None or (type(value) is int and (1 <= value <= 8 if key == "traced_ctas" else value >= 8))
+    ok = ok and not (type(value) is int and value > 65535 * 65535 * ((1 << 31) - 1))
+    if ok:
+        info = traces.read_info(p)
+        assert getattr(info, key) == (value or 8)
+    else:
+        with pytest.raises(TraceError) as e:
+            traces.read_info(p)
+        assert e.value.field == f"extra.{key}" and str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_bad_block_count_is_one_line_exit_2(tmp_path, run_cli):
+    p = _with_extra(tmp_path, launch_ctas=3)
+    code, out, err = run_cli("evaluate", p, "--gpu", "h100")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{p}: extra.launch_ctas: launch_ctas must be a whole number of blocks in 8.." in err
+
+
+def test_suite_launch_ctas(tmp_path):
+    def suite(entry: str):
+        f = tmp_path / "s.toml"
+        f.write_text(f'gpu = "a100"\n[[entry]]\nid = "e"\n{entry}\nplacements = [""]\n')
+        return f
+
+    s = load_suite(suite('generator = "vecadd"\nsize = [4096]\nblock = [256]\nlaunch_ctas = 160'))
+    src = s.entries[0].source
+    assert src.launch_ctas == 160 and "launch_ctas=160" in src.key and "launch_ctas=160" in src.label
+    assert src.load().info.launch_ctas == 160
+    with pytest.raises(TraceError, match=r"extra\.launch_ctas: launch_ctas must be a whole number of blocks in 16\.\."):
+        load_suite(suite('generator = "vecadd"\nsize = [4096]\nblock = [256]\nlaunch_ctas = 15')).entries[
+            0
+        ].source.load()
+    for bad in ("0", '"many"', "2.5", "true"):
+        with pytest.raises(SuiteError, match="launch_ctas must be a whole number"):
+            load_suite(suite(f'generator = "vecadd"\nlaunch_ctas = {bad}'))
+    t = tmp_path / "t.parquet"
+    tr = _trace("vecadd", [512], [64])
+    traces.write(t, tr.columns(), tr.info)
+    with pytest.raises(SuiteError, match="launch_ctas go with 'generator'"):
+        load_suite(suite(f'trace = "{t}"\nlaunch_ctas = 100'))
+
+
+def test_subset_trace_records_its_blocks(tmp_path):
+    """The sanitizer decoder writes extra.traced_ctas where --ctas recorded fewer blocks than the launch's."""
+    from test_sanitizer_records import ALLOCS, _accesses, _launch
+    from traces.sanitizer.decode import import_sanitizer
+    from traces.sanitizer.records import encode
+
+    def launch(grid):
+        return dataclasses.replace(_launch(), grid=grid)
+
+    p = tmp_path / "rec.bin"
+    p.write_bytes(encode(launch((5, 1, 1)), ALLOCS, _accesses(), chunk_rows=5))
+    _, info = import_sanitizer(p, ctas="0-1")
+    assert info.extra["traced_ctas"] == 2 and (info.traced_ctas, info.launch_ctas) == (2, 5)
+    _, info = import_sanitizer(p)  # no --ctas: the rows are the launch's, whatever ran
+    assert "traced_ctas" not in info.extra and info.traced_ctas == 5
+    p.write_bytes(encode(launch((2, 1, 1)), ALLOCS, _accesses(), chunk_rows=5))
+    _, info = import_sanitizer(p, ctas="0-1")  # both blocks of the launch: nothing to scale
+    assert "traced_ctas" not in info.extra
+    assert np.isclose(blocks_scale(info, get_gpu("h100")), 1.0)
