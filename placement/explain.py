@@ -323,7 +323,7 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
             addressing: Mapping[str, int], writeback: Mapping[str, str] | None = None) -> Explanation:  # fmt: skip
     """Why ``target`` differs from ``sample``: per moved object (``accesses`` and ``addressing`` per object from
     ``placement.attribution``; ``writeback`` per staged object: 'none', 'store' or 'atomic'), then per kernel."""
-    ns_per_cycle = sample.time_ns / sample.cycles if sample.cycles else 0.0
+    ns_per_cycle = sample.term_ns_per_cycle  # the terms are the trace's blocks' cycles (hms.blocks_scale)
     reasons = []
     spaces = {n: space_of(s) for n, s in target.placement.items()}
     for name, after in target.placement.items():

@@ -235,6 +235,12 @@ class Terms:
     ``t_launch``."""
 
     @property
+    def term_ns_per_cycle(self) -> float:
+        """ns of the launch's time per cycle of a term (``t_comp``, ``t_mem``, ...: the trace's blocks'): the
+        clock's ns per cycle times ``blocks_scale``; 0 without cycles."""
+        return self.time_ns / self.cycles * self.blocks_scale if self.cycles else 0.0
+
+    @property
     def bound(self) -> str:
         """Which of :func:`t_kernel`'s terms is T: 'block' (T_block), 'round' (T_round) or 'eq1' (Eq. 1)."""
         eq1 = self.t_comp + self.t_mem - self.t_overlap

@@ -113,11 +113,7 @@ def terms_chart(r: RankResult) -> str:
     entries = _entries(r)
     fig = _figure(len(entries) * 1.6)
     ax = fig.subplots()
-    k = (
-        r.sample.evaluation.sample.time_ns / r.sample.evaluation.sample.cycles
-        if r.sample.evaluation.sample.cycles
-        else 0
-    )
+    k = r.sample.evaluation.sample.term_ns_per_cycle
     scale, unit = _unit(max(max(p.evaluation.target.t_comp, p.evaluation.target.t_mem) * k for _, p, _ in entries))
     ys = [3.2 * i for i in range(len(entries))][::-1]
     h = 0.9
@@ -207,12 +203,12 @@ def _table(r: RankResult) -> str:
     rows = []
     for lab, p, is_sample in _entries(r):
         t = p.evaluation.target
-        k = t.time_ns / t.cycles if t.cycles else 0.0
+        k = t.term_ns_per_cycle
         rows.append(
             f"<tr><td>{p.rank or '-'}</td><td class=l>{html.escape(p.label)}</td><td>{units.time_ns(t.time_ns)}</td>"
             f"<td>{units.speedup(p.speedup)}</td><td>{units.time_ns(t.t_comp * k)}</td>"
             f"<td>{units.time_ns(t.t_mem * k)}</td><td>{units.time_ns(t.t_overlap * k)}</td>"
-            f"<td>{units.time_ns(t.t_launch * k)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
+            f"<td>{units.time_ns(t.t_launch * k / t.blocks_scale)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

@@ -20,8 +20,7 @@ TRAIN = ("To train it, time a few placements of this kernel on the GPU, list the
 
 
 def _ns_per_cycle(p: Placed) -> float:
-    s = p.evaluation.sample
-    return s.time_ns / s.cycles if s.cycles else 0.0
+    return p.evaluation.sample.term_ns_per_cycle
 
 
 def _row(p: Placed, mark: str) -> list[str]:
@@ -58,7 +57,7 @@ def blocks_line(t) -> str:
         return ""
     return (f"Blocks: the trace holds fewer blocks than its launch (extra.traced_ctas, extra.launch_ctas): each time is "
             f"T of the trace's blocks x {t.blocks_scale:.4g} (the launch's blocks per SM over the trace's) plus the "
-            "launch; T_comp, T_mem and T_overlap are the trace's blocks'.")  # fmt: skip
+            "launch, and so are the T_comp, T_mem and T_overlap shown.")  # fmt: skip
 
 
 def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:

@@ -185,3 +185,27 @@ def test_subset_trace_records_its_blocks(tmp_path):
     _, info = import_sanitizer(p, ctas="0-1")  # both blocks of the launch: nothing to scale
     assert "traced_ctas" not in info.extra
     assert np.isclose(blocks_scale(info, get_gpu("h100")), 1.0)
+
+
+def test_text_output_says_the_scale_and_shows_the_launchs_terms(tmp_path, run_cli):
+    t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=1280)  # 128 blocks traced, one an SM
+    p = tmp_path / "t.parquet"
+    traces.write(p, t.columns(), t.info)
+    code, out, _ = run_cli("evaluate", p, "--gpu", "h100", "--place", "input=R")
+    assert code == 0
+    scale = 1280 / 132  # the launch's blocks per SM; the trace's one
+    assert f"x {scale:.4g} (the launch's blocks per SM over the trace's)" in out
+    r = api.evaluate(t, "h100", "input=R")
+    s = r.sample.evaluation.target
+    assert s.term_ns_per_cycle == pytest.approx(s.time_ns / s.cycles * scale, rel=1e-12)
+    # the terms at term_ns_per_cycle add up to the change of the launch's time (its launch cost is the floor
+    # in both: 1,280 blocks' dispatch, 0.77 us, is under either kernel)
+    x = r.target.evaluation.target
+
+    def own(z):
+        return max(z.t_comp + z.t_mem - z.t_overlap, z.t_round, z.t_block)
+
+    assert x.t_launch == s.t_launch
+    assert (own(x) - own(s)) * s.term_ns_per_cycle == pytest.approx(x.time_ns - s.time_ns, rel=1e-9)
+    code, out, _ = run_cli("info", p)
+    assert code == 0 and "128 of its launch's 1,280 in the trace" in out
