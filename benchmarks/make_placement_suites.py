@@ -19,8 +19,9 @@ placements that were measured, and their measured times (ns):
   with the four measured variants of the input image: G (read_only 0, use_shmem 0), R
   (read_only 1), S/G (use_shmem 1) and S/R (both), without padding. The trace is the G
   variant's (``conv2d_kt``) of an image just large enough for ``CONV_WAVES`` full waves of
-  blocks (the kernel is the same per block; the model's ratios between the variants are
-  what is compared).
+  blocks (the kernel is the same per block), with the measured launch's blocks in ``launch_ctas``:
+  the model scales the trace's time to the launch's (``placement.hms.blocks_scale``), so both the
+  ratios between the variants and the absolute times are compared.
 
 - ``h100_variants.toml``: the project's generator kernels measured on an H100 SXM in every
   variant the tool advises (``h100-placements/``, its README): one entry per (kernel,
@@ -56,7 +57,7 @@ SHAPE_TILES = ((1, 1), (2, 2))
 CONV_WAVES = 2
 """The traced image holds this many full waves of blocks at the sample's occupancy on the A100 (the
 measured kernel computes 4096 x 4096 outputs, dozens of waves): the model sees the resident warps
-the measured run had, at a fraction of the rows."""
+the measured run had, at a fraction of the rows, and scales the time to the launch's blocks."""
 VARIANTS = (("", 0, 0), ("input=R", 1, 0), ("input=S/G", 0, 1), ("input=S/R", 1, 1))
 
 
@@ -147,7 +148,8 @@ def conv_suite(data: Path, cache_file: Path | None = None, gpu: str = "a100") ->
         "# ../shared/data/kerneltuner-convolution/A100.json.gz (github AutoTuningAssociation/benchmark_hub,",
         "# cachefiles/convolution_milo/); do not edit by hand. The trace is the G variant (conv2d_kt) of an",
         f"# image of {CONV_WAVES} full waves of blocks at the sample's occupancy: the per-block work and the resident",
-        "# warps of the measured 4096 x 4096 run, at a fraction of its rows.  Run:",
+        "# warps of the measured 4096 x 4096 run, at a fraction of its rows; launch_ctas, the measured launch's",
+        "# blocks, scales the model's time to the launch's.  Run:",
         "#     placement batch configs/suites/kerneltuner_conv_a100.toml -o conv.parquet",
         "#     python benchmarks/placement_accuracy.py conv.parquet",
         "",
@@ -189,13 +191,14 @@ def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
         f'gpu = "{gpu}"',
         "",
     ]
-    entries, n = conv_entries(conv_times(doc["cache"]), gpu)
+    entries, n = conv_entries(conv_times(doc["cache"]), gpu, int(doc.get("image", 4096)))
     print(f"kerneltuner conv ({gpu}): {n} shapes with all four variants measured", file=sys.stderr)
     return "\n".join(out + entries)
 
 
-def conv_entries(times: dict[tuple, float], gpu: str) -> tuple[list[str], int]:
-    """The suite's entries (TOML lines) of the shapes whose four variants ``times`` has, and their count."""
+def conv_entries(times: dict[tuple, float], gpu: str, image: int = 4096) -> tuple[list[str], int]:
+    """The suite's entries (TOML lines) of the shapes whose four variants ``times`` has, and their count: each
+    traced at :func:`conv_size`, with the measured ``image`` x ``image`` launch's blocks in ``launch_ctas``."""
     out, n = [], 0
     for bx in SHAPE_BLOCKS_X:
         for by in SHAPE_BLOCKS_Y:
@@ -205,13 +208,15 @@ def conv_entries(times: dict[tuple, float], gpu: str) -> tuple[list[str], int]:
                     continue
                 n += 1
                 w, h = conv_size(bx, by, tx, ty, gpu)
+                launch = -(-image // (bx * tx)) * -(-image // (by * ty))
+                traced = (w // (bx * tx)) * (h // (by * ty))
                 out += [
                     "[[entry]]", f'id = "conv-{bx}x{by}-t{tx}x{ty}"', 'generator = "conv2d_kt"',
-                    f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]",
+                    f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]", f"launch_ctas = {launch}",
                     f"placements = {_toml_list([p for p, _, _ in VARIANTS])}",
                     f"measured_ns = {_toml_list([round(t * 1e6, 1) for t in ts])}",
-                    f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of G, R, S/G, S/R of 4096 x 4096, '
-                    f'traced at {w} x {h} {RATIOS_ONLY}"', "",
+                    f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of G, R, S/G, S/R of {image} x {image}, '
+                    f'traced at {w} x {h}: {traced:,} of its {launch:,} blocks"', "",
                 ]  # fmt: skip
     return out, n
 
@@ -270,6 +275,18 @@ def traced_size(kernel: str, size: dict[str, int]) -> dict[str, int]:
     while trace_rows(gen, out) > MAX_TRACE_ROWS:
         out[param] //= 2
     return out
+
+
+def launch_blocks(kernel: str, size: dict[str, int], block: list[int]) -> int | None:
+    """The blocks of ``kernel``'s launch at ``size`` where its blocks do the same work at every value of its scale
+    parameter (vecadd, conv1d, histogram: one block per ``block`` elements; conv2d_channels: one per block tile of
+    the image, the row pitch kept), so that a trace at a smaller size is the same blocks, fewer of them; None for
+    matvec (cols sets each block's work) and matmul_naive (W sets each thread's loop)."""
+    if kernel in ("vecadd", "conv1d", "histogram"):
+        return -(-size["n"] // block[0])
+    if kernel == "conv2d_channels":
+        return -(-size["width"] // block[0]) * -(-size["height"] // block[1])
+    return None
 
 
 def _h100_measured(data: Path) -> tuple[dict[tuple, list[dict]], list[tuple]]:
@@ -438,17 +455,22 @@ def h100_suite(data: Path) -> str:
         tag = "-".join(str(x) for x in sz.values())
         eid = f"{kernel}-{tag}-b{'x'.join(map(str, blk))}"
         where = "; ".join(dict.fromkeys(notes))
+        launch = None
         if tsz == sz:
             how = f"traced at the measured size ({trace_rows(gen, tsz):,} rows)"
         else:
             t = ";".join(f"{k}={v}" for k, v in tsz.items())
-            how = (f"traced at {t} ({trace_rows(gen, tsz):,} rows; the measured size has {trace_rows(gen, sz):,}), "
-                   f"{RATIOS_ONLY}: measured_ns are the measured size's, unscaled")  # fmt: skip
+            how = f"traced at {t} ({trace_rows(gen, tsz):,} rows; the measured size has {trace_rows(gen, sz):,}), "
+            launch = launch_blocks(kernel, sz, blk)
+            if launch is None:
+                how += f"{RATIOS_ONLY}: measured_ns are the measured size's, unscaled"
+            else:
+                how += f"{launch_blocks(kernel, tsz, blk):,} of the measured launch's {launch:,} blocks (launch_ctas)"
         note = f"measured {size}, block {block}; {how}; med_us of {runs_said}" + (f"; {where}" if where else "")
         entries += [
             "[[entry]]", f'id = "{eid}"', f'generator = "{gen}"', f"size = {_toml_list(list(tsz.values()))}",
-            f"block = {_toml_list(blk)}", f"placements = {_toml_list(places)}", f"measured_ns = {_toml_list(times)}",
-            f"note = {json.dumps(note)}", "",
+            f"block = {_toml_list(blk)}", *([f"launch_ctas = {launch}"] if launch else []),
+            f"placements = {_toml_list(places)}", f"measured_ns = {_toml_list(times)}", f"note = {json.dumps(note)}", "",
         ]  # fmt: skip
     head = [
         "# The project's generator kernels measured on an NVIDIA H100 SXM (sm_90, CUDA 13.0) in every variant the",
@@ -465,8 +487,10 @@ def h100_suite(data: Path) -> str:
         "# flush) over the two runs, i.e. their mean; one run for variants-extra.csv.",
         f"# The trace is the measured size's where it holds at most {MAX_TRACE_ROWS:,} rows; else the largest size",
         "# that does with one parameter halved (vecadd, conv1d, histogram: n; conv2d_channels: height, keeping",
-        "# the row pitch; matvec: cols, keeping the grid; matmul_naive: W), said in the entry's note, which is then",
-        f"# marked {RATIOS_ONLY}: its measured_ns are the measured size's, unscaled, and placement_accuracy.py",
+        "# the row pitch; matvec: cols, keeping the grid; matmul_naive: W), said in the entry's note. Where that",
+        "# trace is the same blocks, fewer (vecadd, conv1d, histogram, conv2d_channels), launch_ctas holds the",
+        "# measured launch's blocks and the model scales its time to them; else (matvec, matmul_naive) the note",
+        f"# is marked {RATIOS_ONLY}: its measured_ns are the measured size's, unscaled, and placement_accuracy.py",
         "# compares them only as ratios to the entry's sample (no absolute time error).",
         f"# Left out ({left} measured variants; {kept} kept):",
     ]

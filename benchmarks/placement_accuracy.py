@@ -21,7 +21,8 @@ For every (entry, GPU) of a ``placement batch`` results file with measured times
 - **absolute time error** (issue 33): |model time / measured time - 1| of every measured
   placement (the sample too) that runs ``ABS_MIN_NS`` (20 us) or more, median, with the
   median of model / measured beside it; entries whose suite note carries ``RATIOS_ONLY``
-  (a trace smaller than the measured run: ``make_placement_suites.py``) are left out of it,
+  (a trace smaller than the measured run whose blocks are not the run's: ``make_placement_suites.py``;
+  one of the same blocks, fewer, says the run's in ``launch_ctas`` and is scaled to it) are left out of it,
   which needs the suite file the results name (found and unchanged); without it there is
   no absolute figure, and the output says why.
 

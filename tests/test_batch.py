@@ -278,7 +278,7 @@ BAD = {
     ),
     "dlcm of a trace file": (
         'gpu = "k80"\n[[entry]]\ntrace = "t.parquet"\ndlcm = "ca"\nplacements = [""]\n',
-        "entry 1: size, block and dlcm go with 'generator', not with 'trace'",
+        "entry 1: size, block, dlcm and launch_ctas go with 'generator', not with 'trace'",
     ),
     "no trace file": (
         'gpu = "k80"\n[[entry]]\ntrace = "nope.parquet"\nplacements = [""]\n',

@@ -131,8 +131,11 @@ def test_h100_suite_from_hand_made_data(mk, tmp_path):
     v = entries["vecadd-67108864-b256"]
     assert v["size"] == [1 << 24] and v["block"] == [256]
     assert v["placements"] == ["", "b=R"] and v["measured_ns"] == [11000.0, 20500.0]  # medians of two runs
-    assert mk.RATIOS_ONLY in v["note"] and "n=16777216" in v["note"]
+    # traced at 2^24 of the measured 2^26: the same blocks of 256 elements, 65,536 of 262,144
+    assert v["launch_ctas"] == 262144 and mk.RATIOS_ONLY not in v["note"] and "n=16777216" in v["note"]
+    assert "65,536 of the measured launch's 262,144 blocks" in v["note"]
     c = entries["conv1d-4096-7-b128"]
+    assert "launch_ctas" not in c
     assert c["placements"] == [""] and c["measured_ns"] == [5000.0] and mk.RATIOS_ONLY not in c["note"]
     assert entries["histogram-65536-256-b256"]["placements"] == ["", "bins=S/G"]
     assert entries["histogram-65536-256-b512"]["placements"] == [""]  # 2048 B measured: not the tool's tile
@@ -152,7 +155,22 @@ def test_bundled_h100_suite_parses_and_holds(mk):
         size = dict(zip((p.name for p in spec.size), e.source.size))
         assert mk.trace_rows(e.source.generator, size) <= mk.MAX_TRACE_ROWS
         measured = e.id.split("-")[1:-1]  # the measured size's values, in the generator's order
-        assert (list(map(int, measured)) != list(size.values())) == (mk.RATIOS_ONLY in notes[e.id]), e.id
+        smaller = list(map(int, measured)) != list(size.values())
+        # a smaller trace says the measured launch's blocks where its blocks are the same, else is ratios only
+        assert (smaller and e.source.launch_ctas is None) == (mk.RATIOS_ONLY in notes[e.id]), e.id
+        assert e.source.launch_ctas is None or (smaller and e.source.generator != "matvec"), e.id
+
+
+@pytest.mark.parametrize(
+    "kernel, gen, size, block",
+    [("vecadd", "vecadd", {"n": 5000}, [256]), ("conv1d", "conv1d", {"n": 4096, "mask_width": 7}, [128]),
+     ("histogram", "histogram", {"n": 3000, "bins": 256}, [512]),
+     ("conv2d_channels", "conv2d_channels", {"width": 80, "height": 40, "channels": 3, "mask": 3}, [16, 16])],
+)  # fmt: skip
+def test_launch_blocks_is_the_generators_grid(mk, kernel, gen, size, block):
+    _, info = generators.generate(gen, list(size.values()), block)
+    assert mk.launch_blocks(kernel, size, block) == info.ctas
+    assert mk.launch_blocks("matvec", {"rows": 64, "cols": 64}, [128]) is None
 
 
 def _rows():
@@ -238,6 +256,11 @@ def test_a_measured_conv_cache_becomes_a_suite_the_batch_reads(mk, tmp_path):
     assert e.placements == ("", "input=R", "input=S/G", "input=S/R")
     # G, R, S/G, S/R: (read_only, use_shmem) = (0, 0), (1, 0), (0, 1), (1, 1), timed 0.01 ms x (2 ro + sh) apart
     assert list(e.measured_ns) == pytest.approx([(1.0 + 0.1 * n + 0.01 * k) * 1e6 for k in (0, 2, 1, 3)])
+    # the measured launch: 4096 / (32 x 2) x 4096 / (4 x 2) blocks; the trace's time is scaled to it, so the
+    # absolute times compare (no ratios-only mark)
+    assert e.source.launch_ctas == 64 * 512 and mk.RATIOS_ONLY not in e.note
+    w, h = e.source.size
+    assert f"traced at {w} x {h}: {(w // 64) * (h // 8):,} of its 32,768 blocks" in e.note
 
 
 def test_the_conv_timer_keys_its_builds_as_kernel_tuner_does():

@@ -31,6 +31,9 @@ Each ``[[entry]]``::
     block = [256]                   #     its block parameters (optional)
     dlcm = "ca"                     #     the measured build's -Xptxas -dlcm, "ca" or "cg" (optional;
                                     #     the trace's extra.dlcm: where global loads are cached)
+    launch_ctas = 32768             #     the measured launch's blocks, where the trace is a smaller
+                                    #     grid of the same blocks (optional; the trace's
+                                    #     extra.launch_ctas: its time is scaled to the launch's)
     gpu = "k80"                     # a name from `placement gpus`, a .toml path (relative to
                                     # the suite), or a list of them; default: the top-level gpu
     placements = ["", "vec=G", "rowDelimiters=S,vec=G"]

@@ -29,7 +29,8 @@ SUITE_KEYS = ("name", "description", "gpu", "options", "entry")
 
 
 ENTRY_KEYS = (
-    "id", "trace", "generator", "size", "block", "dlcm", "gpu", "placements", "measured_ns", "rank", "top", "note",
+    "id", "trace", "generator", "size", "block", "dlcm", "launch_ctas", "gpu", "placements", "measured_ns", "rank",
+    "top", "note",
 )  # fmt: skip
 
 
@@ -58,11 +59,15 @@ class TraceSource:
     dlcm: str | None = None
     """A generator's trace: the measured build's ``-Xptxas -dlcm`` (``traces.schema.DLCM``), put in the trace's
     ``extra["dlcm"]``; None: the GPU's default. (A trace file says its own, in its metadata.)"""
+    launch_ctas: int | None = None
+    """A generator's trace: the blocks of the measured launch where the trace is a smaller grid of the same blocks,
+    put in the trace's ``extra["launch_ctas"]`` (``placement.hms.blocks_scale``); None: the trace's grid."""
 
     @property
     def key(self) -> str:
         """Identifies the trace (the workers' cache key)."""
-        build = f":dlcm={self.dlcm}" if self.dlcm else ""
+        build = (f":dlcm={self.dlcm}" if self.dlcm else "") + (f":launch_ctas={self.launch_ctas}"
+                                                                if self.launch_ctas else "")  # fmt: skip
         if self.path is not None:
             st = os.stat(self.path)
             return f"file:{self.path}:{st.st_size}:{st.st_mtime_ns}{build}"
@@ -79,6 +84,8 @@ class TraceSource:
             parts.append("block=" + "x".join(map(str, self.block)))
         if self.dlcm:
             parts.append("dlcm=" + self.dlcm)
+        if self.launch_ctas:
+            parts.append(f"launch_ctas={self.launch_ctas}")
         return "generator:" + " ".join(parts)
 
     def load(self) -> traces.Trace:
@@ -88,10 +95,13 @@ class TraceSource:
         return traces.Trace(**cols, info=self.build_info(info))
 
     def build_info(self, info: traces.KernelInfo) -> traces.KernelInfo:
-        """``info`` with the entry's build options in its ``extra``."""
-        if self.dlcm is None:
-            return info
-        return dataclasses.replace(info, extra={**info.extra, "dlcm": self.dlcm})
+        """``info`` with the entry's build options and measured launch in its ``extra`` (a launch of fewer blocks
+        than the trace's grid is an error naming the generator and ``extra.launch_ctas``)."""
+        extra = {**info.extra, **({"dlcm": self.dlcm} if self.dlcm else {})}
+        if self.launch_ctas:
+            extra["launch_ctas"] = self.launch_ctas
+            traces.schema.check_block_counts(extra, info.ctas, self.label)
+        return info if extra == info.extra else dataclasses.replace(info, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -262,9 +272,9 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if "trace" in e:
         if not isinstance(e["trace"], str):
             raise SuiteError(f"{where}: trace must be a path, got {shown(e['trace'])}")
-        if "size" in e or "block" in e or "dlcm" in e:
-            raise SuiteError(f"{where}: size, block and dlcm go with 'generator', not with 'trace' (a trace file says "
-                             "its build's dlcm in its metadata, extra.dlcm)")  # fmt: skip
+        if "size" in e or "block" in e or "dlcm" in e or "launch_ctas" in e:
+            raise SuiteError(f"{where}: size, block, dlcm and launch_ctas go with 'generator', not with 'trace' (a "
+                             "trace file says them in its metadata, extra.dlcm and extra.launch_ctas)")  # fmt: skip
         tp = Path(e["trace"])
         tp = tp if tp.is_absolute() else base / tp
         if not os.path.isfile(tp):
@@ -285,7 +295,11 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         if dlcm is not None and dlcm not in DLCM:
             raise SuiteError(f"{where}: dlcm must be one of {', '.join(map(repr, DLCM))} (the build's -Xptxas -dlcm), "
                              f"got {shown(dlcm)}")  # fmt: skip
-        source = TraceSource(generator=name, size=size, block=block, dlcm=dlcm)
+        launch = e.get("launch_ctas")
+        if launch is not None and not (type(launch) is int and 1 <= launch <= MAX_INT):
+            raise SuiteError(f"{where}: launch_ctas must be a whole number of blocks in 1..{MAX_INT} (the measured "
+                             f"launch's), got {shown(launch)}")  # fmt: skip
+        source = TraceSource(generator=name, size=size, block=block, dlcm=dlcm, launch_ctas=launch)
         default_id = name
     eid = eid or default_id
     where = _where(ps, i, eid)
