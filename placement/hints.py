@@ -309,7 +309,7 @@ def out_of_shared(o: traces.ObjectInfo, info: traces.KernelInfo) -> Hint:
             f"   // was __shared__ {t} {n}[{elems}]\n{t} v_{n} = {n}[i % {elems}];"
         ),
         host_params=f"{t}** d_{n}",
-        host=f"cudaMalloc((void**)d_{n}, (size_t){info.ctas} * {elems} * sizeof({t}));   // {info.ctas} blocks",
+        host=f"cudaMalloc((void**)d_{n}, (size_t){info.launch_ctas} * {elems} * sizeof({t}));   // {info.launch_ctas} blocks",
     )
 
 

@@ -270,3 +270,14 @@ def test_hints_from_the_command_line(run_cli):
     assert d["hints"]["placement"] == d["ranking"][0]["label"]
     moved = [n for n, s in d["ranking"][0]["placement"].items() if d["sample"]["placement"][n] != s]
     assert [h["object"] for h in d["hints"]["objects"]] == moved
+
+
+def test_shared_to_global_allocates_a_slice_per_block_of_the_launch(mm):
+    """A shared array moved to global memory takes one slice per block of the launch: the grid's, or the measured
+    launch's where the trace stands for a larger one (``extra.launch_ctas``)."""
+    sdata = traces.ObjectInfo(9, "sdata", "shared", 0, 1024, 4, None, True)
+    assert mm.info.ctas == 16  # 64 x 64 in 16 x 16 blocks
+    h = H.out_of_shared(sdata, mm.info)
+    assert "(size_t)16 * 256 * sizeof(float)" in h.host and "// 16 blocks" in h.host
+    big = replace(mm.info, extra={**mm.info.extra, "launch_ctas": 4096})
+    assert "(size_t)4096 * 256 * sizeof(float)" in H.out_of_shared(sdata, big).host
