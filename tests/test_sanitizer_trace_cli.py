@@ -103,6 +103,7 @@ def test_run_writes_the_trace(tmp_path, capsys, monkeypatch):
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
     assert doc["rows"] == 15 and doc["unknown_rows"] == 1 and doc["ctas"] == "0-1"
+    assert doc["traced_ctas"] == doc["launch_ctas"] == 2  # both of the launch's blocks ran: nothing to scale
     t = traces.read(out)
     assert len(t) == 15 and {o.name for o in t.info.objects} >= {"arg0", "arg1", "arg2"}
     assert t.info.source["format"] == "sanitizer" and t.info.source["ctas"] == "0-1"

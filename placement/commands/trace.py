@@ -262,6 +262,8 @@ def run(args) -> int:
             for o in info.objects
         ],
         "ctas": args.ctas or "all",
+        "traced_ctas": info.traced_ctas,
+        "launch_ctas": info.launch_ctas,
         "max_rows_reached": info.source["max_rows_reached"],
         "unknown_rows": info.source["unknown_rows"],
         "estimated": info.source["estimated"],
@@ -275,6 +277,9 @@ def run(args) -> int:
           f"{plural(len(info.objects), 'object')} ({dt:.2f} s)")  # fmt: skip
     for o in doc["objects"]:
         print(f"  {o['id']:>3}  {o['name']:<12} {o['space']:<9} {o['base']:#x} +{o['size']:,}")
+    if info.traced_ctas < info.launch_ctas:
+        print(f"{info.traced_ctas:,} of the launch's {info.launch_ctas:,} blocks recorded: the model scales their time "
+              "to the launch's")  # fmt: skip
     if doc["max_rows_reached"]:
         print(
             f"stopped at --max-rows {args.max_rows}: the trace holds the first {rows:,} warp-level memory instructions"
