@@ -209,3 +209,14 @@ def test_text_output_says_the_scale_and_shows_the_launchs_terms(tmp_path, run_cl
     assert (own(x) - own(s)) * s.term_ns_per_cycle == pytest.approx(x.time_ns - s.time_ns, rel=1e-9)
     code, out, _ = run_cli("info", p)
     assert code == 0 and "128 of its launch's 1,280 in the trace" in out
+
+
+def test_streamed_equals_whole(tmp_path):
+    t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=1280)
+    p = tmp_path / "t.parquet"
+    traces.write(p, t.columns(), t.info)
+    whole = api.evaluate(p, "h100", "input=S/G", stream="no")
+    streamed = api.evaluate(p, "h100", "input=S/G", stream="yes")
+    for a, b in ((whole.sample, streamed.sample), (whole.target, streamed.target)):
+        assert b.evaluation.target.blocks_scale == a.evaluation.target.blocks_scale == pytest.approx(1280 / 132)
+        assert b.evaluation.target.time_ns == pytest.approx(a.evaluation.target.time_ns, rel=1e-12)
