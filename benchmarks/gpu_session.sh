@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check that waits on a GPU, in one device call (the tool library's `run`; carry [".whl"]), most wanted first,
-# each step under its own time limit so that the call fits the 10 minutes one command may take (570 s of limits in
+# each step under its own time limit so that the call fits the 10 minutes one command may take (600 s of limits in
 # all; the first step builds the injection library with nvcc). Each step's output goes to $OUT/<step>.log and its
 # exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere). Without a GPU
 # every step fails at once with its one-line reason.
@@ -26,7 +26,10 @@
 # 4. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
 #    27 Nov 2026);
 # 5. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
-#    `placement rank conv1d.parquet --gpu h100` (numba compiles its kernels on first use there: ~60 s);
+#    `placement rank conv1d.parquet --gpu h100` (numba compiles its kernels on first use there: ~60 s); then
+#    conv1d at n = 2^22 (16,384 blocks) traced whole with --time and as 2 waves of blocks (--ctas waves=2), both
+#    evaluated: the scaled subset's times should be the whole trace's within a few %, and both near the measured
+#    launch (README, "Fewer blocks than the launch"; not yet run);
 # 6. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
 #    host side and whole command included), with the drain thread's seconds writing and waiting;
 # 7. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
@@ -62,11 +65,16 @@ trace_rank() {
     nvcc -O3 -o "$d/conv1d_app" benchmarks/trace_apps/conv1d_app.cu &&
         "$PY" -m placement.cli trace --time -o "$d/conv1d.parquet" -- "$d/conv1d_app" &&
         "$PY" -m placement.cli info "$d/conv1d.parquet" &&
-        "$PY" -m placement.cli rank "$d/conv1d.parquet" --gpu h100
+        "$PY" -m placement.cli rank "$d/conv1d.parquet" --gpu h100 &&
+        "$PY" -m placement.cli trace --time -o "$d/conv1d_big.parquet" -- "$d/conv1d_app" 4194304 &&
+        "$PY" -m placement.cli trace --ctas waves=2 -o "$d/conv1d_w2.parquet" -- "$d/conv1d_app" 4194304 &&
+        "$PY" -m placement.cli info "$d/conv1d_w2.parquet" &&
+        "$PY" -m placement.cli evaluate "$d/conv1d_w2.parquet" --gpu h100 --place arg1=C &&
+        "$PY" -m placement.cli evaluate "$d/conv1d_big.parquet" --gpu h100 --place arg1=C
 }
 export PY OUT
 export -f trace_rank
-step trace-rank 150 bash -c trace_rank
+step trace-rank 180 bash -c trace_rank
 step bench-trace 120 "$PY" benchmarks/bench_trace.py --sizes 20,22,24 --repeat 3 --stages
 if [ -n "${CALIBRATE:-}" ]; then
     step calibrate 100 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json

@@ -1,13 +1,19 @@
 // A host program around benchmarks/kernels/conv1d.cu for `placement trace` (tests/test_sanitizer_gpu.py):
-// the size and block of `placement bench gen conv1d` (n = 65536, mask_width = 7, block 256), checked results,
-// exit 1 on error.
+// the size and block of `placement bench gen conv1d` (n = 65536, mask_width = 7, block 256; argv[1], if given,
+// another n: benchmarks/gpu_session.sh traces 2^22 whole and as 2 waves of blocks), checked results, exit 1 on
+// error.
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "../kernels/conv1d.cu"
 
-int main() {
-    const int n = 65536, mask_width = 7, block = 256;
+int main(int argc, char **argv) {
+    const int n = argc > 1 ? atoi(argv[1]) : 65536, mask_width = 7, block = 256;
+    if (n < 1) {
+        fprintf(stderr, "conv1d_app: n must be a positive number, got %s\n", argv[1]);
+        return 1;
+    }
     float *in, *mask, *out;
     if (cudaMalloc(&in, (n + mask_width - 1) * sizeof(float)) || cudaMalloc(&mask, mask_width * sizeof(float)) ||
         cudaMalloc(&out, n * sizeof(float))) {
