@@ -139,7 +139,7 @@ def test_cli_bad_block_count_is_one_line_exit_2(tmp_path, run_cli):
     p = _with_extra(tmp_path, launch_ctas=3)
     code, out, err = run_cli("evaluate", p, "--gpu", "h100")
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"{p}: extra.launch_ctas: launch_ctas must be a whole number of blocks in 8.." in err
+    assert f"{p}: extra.launch_ctas: launch_ctas must be a whole number of blocks from the grid's 8 to CUDA's" in err
 
 
 def test_suite_launch_ctas(tmp_path):
@@ -152,7 +152,9 @@ def test_suite_launch_ctas(tmp_path):
     src = s.entries[0].source
     assert src.launch_ctas == 160 and "launch_ctas=160" in src.key and "launch_ctas=160" in src.label
     assert src.load().info.launch_ctas == 160
-    with pytest.raises(TraceError, match=r"extra\.launch_ctas: launch_ctas must be a whole number of blocks in 16\.\."):
+    with pytest.raises(
+        TraceError, match=r"extra\.launch_ctas: launch_ctas must be a whole number of blocks from the grid's 16 "
+    ):
         load_suite(suite('generator = "vecadd"\nsize = [4096]\nblock = [256]\nlaunch_ctas = 15')).entries[
             0
         ].source.load()

@@ -283,10 +283,11 @@ def check_block_counts(extra: dict, ctas: int, path: str) -> None:
     """``extra.traced_ctas`` (the blocks recorded, 1 to the grid's) and ``extra.launch_ctas`` (the blocks of the
     launch the trace stands for, the grid's or more, at most CUDA's largest grid): whole numbers."""
     top = math.prod(MAX_GRID)
-    for key, lo, hi in (("traced_ctas", 1, ctas), ("launch_ctas", ctas, top)):
+    for key, lo, hi, span in (("traced_ctas", 1, ctas, f"in 1..{ctas} (the grid's)"),
+                              ("launch_ctas", ctas, top, f"from the grid's {ctas} to CUDA's largest grid")):  # fmt: skip
         v = extra.get(key)
         if v is not None and not (type(v) is int and lo <= v <= hi):
-            raise TraceError(path, f"{key} must be a whole number of blocks in {lo}..{hi}, got {shown(v)}",
+            raise TraceError(path, f"{key} must be a whole number of blocks {span}, got {shown(v)}",
                              field=f"extra.{key}")  # fmt: skip
 
 
