@@ -17,7 +17,8 @@ placements that were measured, and their measured times (ns):
 - ``kerneltuner_conv_a100.toml``: Kernel Tuner's 2D convolution on an A100 (4096 x 4096
   outputs, 15 x 15 filter in constant memory) for every (block, tile) shape of ``SHAPES``
   with the four measured variants of the input image: G (read_only 0, use_shmem 0), R
-  (read_only 1), S/G (use_shmem 1) and S/R (both), without padding. The trace is the G
+  (read_only 1), S/G (use_shmem 1) and S/R (both; the staged ones in one window, as the kernel
+  copies its whole tile before one barrier: ``VARIANTS``), without padding. The trace is the G
   variant's (``conv2d_kt``) of an image just large enough for ``CONV_WAVES`` full waves of
   blocks (the kernel is the same per block), with the measured launch's blocks in ``launch_ctas``:
   the model scales the trace's time to the launch's (``placement.hms.blocks_scale``), so both the
@@ -58,7 +59,12 @@ CONV_WAVES = 2
 """The traced image holds this many full waves of blocks at the sample's occupancy on the A100 (the
 measured kernel computes 4096 x 4096 outputs, dozens of waves): the model sees the resident warps
 the measured run had, at a fraction of the rows, and scales the time to the launch's blocks."""
-VARIANTS = (("", 0, 0), ("input=R", 1, 0), ("input=S/G", 0, 1), ("input=S/R", 1, 1))
+VARIANTS = (("", 0, 0), ("input=R", 1, 0), ("input=S/G;windows=1", 0, 1), ("input=S/R;windows=1", 1, 1))
+"""The convolution's measured builds as placements: (read_only, use_shmem) = (0, 0) the sample, (1, 0) R, and the
+staged builds, which copy the block's whole input tile, (block x tile + filter - 1) in each dimension, before one
+``__syncthreads()`` (``benchmarks/kernels/conv2d_kt.cu``): one window, ``;windows=1``. Left to choose, the tool
+splits the tile of 1- and 2-row blocks with 2 x 2 tiles into 2-4 windows to keep the occupancy, which is not the
+kernel that was measured."""
 
 
 def _toml_list(xs) -> str:
