@@ -235,10 +235,15 @@ class Terms:
     ``t_launch``."""
 
     @property
+    def ns_per_cycle(self) -> float:
+        """The clock's ns per cycle (``time_ns`` over ``cycles``; 0 without cycles)."""
+        return self.time_ns / self.cycles if self.cycles else 0.0
+
+    @property
     def term_ns_per_cycle(self) -> float:
-        """ns of the launch's time per cycle of a term (``t_comp``, ``t_mem``, ...: the trace's blocks'): the
-        clock's ns per cycle times ``blocks_scale``; 0 without cycles."""
-        return self.time_ns / self.cycles * self.blocks_scale if self.cycles else 0.0
+        """ns of the launch's time per cycle of a term (``t_comp``, ``t_mem``, ...: the trace's blocks'):
+        :attr:`ns_per_cycle` times ``blocks_scale``."""
+        return self.ns_per_cycle * self.blocks_scale
 
     @property
     def bound(self) -> str:

@@ -208,7 +208,7 @@ def _table(r: RankResult) -> str:
             f"<tr><td>{p.rank or '-'}</td><td class=l>{html.escape(p.label)}</td><td>{units.time_ns(t.time_ns)}</td>"
             f"<td>{units.speedup(p.speedup)}</td><td>{units.time_ns(t.t_comp * k)}</td>"
             f"<td>{units.time_ns(t.t_mem * k)}</td><td>{units.time_ns(t.t_overlap * k)}</td>"
-            f"<td>{units.time_ns(t.t_launch * k / t.blocks_scale)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
+            f"<td>{units.time_ns(t.t_launch * t.ns_per_cycle)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

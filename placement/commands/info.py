@@ -85,12 +85,9 @@ def run(args) -> int:
     )
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
-    ex = d["extra"]
-    if ex.get("traced_ctas") or ex.get("launch_ctas"):
-        held = ex.get("traced_ctas") or g[0] * g[1] * g[2]
-        launched = ex.get("launch_ctas") or g[0] * g[1] * g[2]
-        print(f"blocks        {held:,} of its launch's {launched:,} in the trace (extra.traced_ctas, extra.launch_ctas): "
-              "the model scales their time to the launch's")  # fmt: skip
+    if "traced_ctas" in d["extra"] or "launch_ctas" in d["extra"]:
+        print(f"blocks        {s.info.traced_ctas:,} of its launch's {s.info.launch_ctas:,} in the trace (extra.traced_ctas, "
+              "extra.launch_ctas): the model scales their time to the launch's")  # fmt: skip
     if d["regs_by_arch"]:
         print("registers     per architecture (the model takes the GPU's): " + _by_arch(d["regs_by_arch"]))
     for build, by_arch in d["regs_by_placement"].items():

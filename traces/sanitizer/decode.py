@@ -365,9 +365,10 @@ class Decoder:
         if g.unknown:
             log.warning("%s: %d global rows touch no allocation (obj -1)", rf.path, g.unknown)
         traced = None
-        if ctas:  # the blocks that ran of a subset (--ctas): the model scales their time to the launch's
-            ran = g.seen.reshape(nctas, wpb).any(axis=1) if self.dense else np.unique(self.keys // wpb)
-            traced = int(np.count_nonzero(ran)) if self.dense else int(ran.shape[0])
+        if ctas and self.dense:  # the blocks that ran of a subset (--ctas): the model scales their time to the launch's
+            traced = int(np.count_nonzero(g.seen.reshape(nctas, wpb).any(axis=1)))
+        elif ctas:
+            traced = int(np.unique(self.keys // wpb).shape[0])
         self.info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=rf.n_accesses - live,
                                 cut=n < live, unknown=g.unknown, traced_ctas=traced)  # fmt: skip
 
