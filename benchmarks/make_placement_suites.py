@@ -214,8 +214,8 @@ def conv_entries(times: dict[tuple, float], gpu: str, image: int = 4096) -> tupl
                     continue
                 n += 1
                 w, h = conv_size(bx, by, tx, ty, gpu)
-                launch = -(-image // (bx * tx)) * -(-image // (by * ty))
-                traced = (w // (bx * tx)) * (h // (by * ty))
+                launch = launch_blocks("conv2d_kt", {"width": image, "height": image}, [bx, by, tx, ty])
+                traced = launch_blocks("conv2d_kt", {"width": w, "height": h}, [bx, by, tx, ty])
                 out += [
                     "[[entry]]", f'id = "conv-{bx}x{by}-t{tx}x{ty}"', 'generator = "conv2d_kt"',
                     f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]", f"launch_ctas = {launch}",
@@ -286,12 +286,14 @@ def traced_size(kernel: str, size: dict[str, int]) -> dict[str, int]:
 def launch_blocks(kernel: str, size: dict[str, int], block: list[int]) -> int | None:
     """The blocks of ``kernel``'s launch at ``size`` where its blocks do the same work at every value of its scale
     parameter (vecadd, conv1d, histogram: one block per ``block`` elements; conv2d_channels: one per block tile of
-    the image, the row pitch kept), so that a trace at a smaller size is the same blocks, fewer of them; None for
-    matvec (cols sets each block's work) and matmul_naive (W sets each thread's loop)."""
+    the image, the row pitch kept; conv2d_kt: one per block x tile of outputs, ``block`` its [bx, by, tx, ty]), so
+    that a trace at a smaller size is the same blocks, fewer of them; None for matvec (cols sets each block's work)
+    and matmul_naive (W sets each thread's loop)."""
     if kernel in ("vecadd", "conv1d", "histogram"):
         return -(-size["n"] // block[0])
-    if kernel == "conv2d_channels":
-        return -(-size["width"] // block[0]) * -(-size["height"] // block[1])
+    if kernel in ("conv2d_channels", "conv2d_kt"):
+        tx, ty = block[2:4] if kernel == "conv2d_kt" else (1, 1)
+        return -(-size["width"] // (block[0] * tx)) * -(-size["height"] // (block[1] * ty))
     return None
 
 

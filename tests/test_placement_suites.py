@@ -165,7 +165,8 @@ def test_bundled_h100_suite_parses_and_holds(mk):
     "kernel, gen, size, block",
     [("vecadd", "vecadd", {"n": 5000}, [256]), ("conv1d", "conv1d", {"n": 4096, "mask_width": 7}, [128]),
      ("histogram", "histogram", {"n": 3000, "bins": 256}, [512]),
-     ("conv2d_channels", "conv2d_channels", {"width": 80, "height": 40, "channels": 3, "mask": 3}, [16, 16])],
+     ("conv2d_channels", "conv2d_channels", {"width": 80, "height": 40, "channels": 3, "mask": 3}, [16, 16]),
+     ("conv2d_kt", "conv2d_kt", {"width": 192, "height": 72}, [32, 4, 2, 2])],
 )  # fmt: skip
 def test_launch_blocks_is_the_generators_grid(mk, kernel, gen, size, block):
     _, info = generators.generate(gen, list(size.values()), block)
