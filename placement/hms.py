@@ -17,7 +17,9 @@ the sample placement and for the target from the same trace:
    load/store data path bounds the parallel part, T_comp = max(W_parallel, T_LSU) +
    W_serial, where T_LSU is the cycles per SM the path spends on the placement's
    accesses (``cachesim``: a shared-memory wavefront, a constant address, or a cache
-   access's bytes over the path's width, one cycle at least). It is what separates an
+   access's bytes over the path's width, one cycle at least), or the load/store pipe's
+   issue of their warp-instructions where that is slower (:func:`t_lsu`: half a
+   warp-instruction a cycle on GA10x). It is what separates an
    L1-hit-bound stencil from its shared-memory version: W_parallel counts both alike,
    but a warp's unaligned 128-byte load through the L1 moves 5 sectors where the
    shared load moves 4 (the seed models' LD/ST bound, ``placement.models.ldst``, is the
@@ -85,7 +87,7 @@ from traces.context import CONTEXTS
 from . import _dram_kernels, addressing, queuing
 from .builds import mlp_for, own_mlp
 from .gpu import Gpu
-from .memory import build_hierarchy_config, texels_per_cycle_of
+from .memory import build_hierarchy_config, lsu_instructions_per_cycle_of, texels_per_cycle_of
 from .models import gpuperf
 from .models.params import l2_rate_of, sustained_fraction_of
 from .occupancy import Occupancy
@@ -739,9 +741,27 @@ def target_w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Reside
     return target.w_serial
 
 
-def t_lsu(mem: _Memory, res: Residency) -> float:
-    """T_LSU: the cycles per SM the load/store data path spends on the placement's accesses (module docstring, 3)."""
-    return float(mem.hier.lsu_cycles.sum()) / res.active_sms
+LSU_PIPE_SPACES = tuple(cachesim.SPACES.index(s) for s in ("global", "local", "shared", "readonly"))
+"""The spaces whose warp-instructions the load/store pipe issues (LDG, LDL, LDS, LDG.CONSTANT and their stores and
+atomics): texture fetches go to the texture pipe, and a constant operand or LDC to the constant cache."""
+
+
+def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
+    """T_LSU: the cycles per SM the load/store path spends on the placement's accesses (module docstring, 3): the
+    data path's cycles, or the pipe's issue of their warp-instructions where that is slower.
+
+    Extension (the papers price a shared or cached access by its latency; ``placement.models.ldst`` gives the seed
+    models the same bound): the pipe accepts ``lsu_instructions_per_cycle`` warp-instructions an SM and cycle
+    (:func:`placement.memory.lsu_instructions_per_cycle_of`), one on GV100, GA100 and GH100 but a half on GA10x
+    (NVIDIA's Nsight Compute peak ``sm__inst_executed_pipe_lsu.avg.peak_sustained``, cited in
+    configs/architectures.toml), while their data path moves one wavefront a cycle on all of them. On a GA10x a
+    conflict-free LDS then takes two cycles, as long as a plain load of two wavefronts, which is what a staged
+    tile saves over L1 hits."""
+    h = mem.hier
+    path = float(h.lsu_cycles.sum())
+    rate = lsu_instructions_per_cycle_of(gpu)
+    issue = float(h.instructions[list(LSU_PIPE_SPACES)].sum()) / rate if rate else 0.0
+    return max(path, issue) / res.active_sms
 
 
 def t_tex(mem: _Memory, res: Residency, gpu: Gpu) -> float:
@@ -964,7 +984,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     inst = issued(target.issue, mem)
     par = parallelism(inst, mem, res, gpu)
     serial = target_w_serial(info, gpu, mem, res, par, target)
-    lsu = t_lsu(mem, res)
+    lsu = t_lsu(mem, res, gpu)
     tex = t_tex(mem, res, gpu)
     comp = t_comp(par, lsu, serial, tex)
     mt = t_mem(mem, res, par, lsu, gpu)

@@ -83,6 +83,20 @@ def texels_per_cycle_of(gpu: Gpu) -> float:
     return float(v) if v else 0.0
 
 
+def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
+    """Warp-instructions an SM's load/store pipe accepts per cycle: ``lsu_instructions_per_cycle`` of the
+    architecture's ``[<arch>.models]`` (Volta on: 1 on GV100, GA100 and GH100, 0.5 on GA10x, cited in
+    configs/architectures.toml), else its ``ldst_units`` over the warp size (Fermi to Pascal, from the
+    whitepapers' load/store units per SM); 0 where neither is known (no issue bound in
+    ``placement.hms.t_lsu``)."""
+    m = _arch_models(gpu)
+    v = m.get("lsu_instructions_per_cycle")
+    if v:
+        return float(v)
+    units = m.get("ldst_units")
+    return float(units) / gpu.compute.warp_size if units else 0.0
+
+
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:
     d = gpu.dram
     return cachesim.DramConfig(

@@ -492,6 +492,34 @@ def test_texels_per_cycle_from_the_architecture():
     assert texels_per_cycle_of(measured) == 4.5
 
 
+def test_lsu_instructions_per_cycle_from_the_architecture():
+    # configs/architectures.toml [NVF-LSU]: 1 on cc 7.0, 8.0 and 9.0, 0.5 on GA10x (and, assumed, Turing, Ada and
+    # GeForce Blackwell); Fermi to Pascal from their whitepapers' load/store units per SM over 32 lanes
+    from placement.memory import lsu_instructions_per_cycle_of
+
+    names = ("c2050", "k80", "gtx980", "p100", "v100", "rtx2080ti", "a100", "rtx3090", "rtx4090", "h100", "rtx5090")
+    assert [lsu_instructions_per_cycle_of(get_gpu(g)) for g in names] == [
+        0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 1.0, 0.5]  # fmt: skip
+
+
+def test_lsu_pipe_issue_bounds_t_lsu_by_hand(monkeypatch):
+    # matmul_tiled, 64 x 64 in 16 x 16 tiles: each warp issues 8 LDG (4 tiles x M and N), 8 STS, 16 LDS.128 of Mds,
+    # 64 LDS of Nds and 1 STG: 97 load/store-pipe warp-instructions; 128 warps, 16 blocks on 16 SMs. A GA10x SM
+    # issues them at 0.5 a cycle: 12,416 x 2 / 16 = 1,552 cycles, above its data path's; the A100 issues 1 a cycle,
+    # under its data path (the LDG's sectors, the broadcast LDS.128), which binds as before.
+    cols, info = generate("matmul_tiled", [64], [16])
+    t = traces.Trace(**cols, info=info)
+    assert len(t.op) == 128 * 97 and int((t.space == 2).sum()) == 128 * 88
+    ga10x = WholeTraceEvaluator(t, get_gpu("rtx3090")).sample
+    assert ga10x.active_sms == 16 and ga10x.t_lsu == pytest.approx(128 * 97 * 2 / 16)
+    a100 = WholeTraceEvaluator(t, get_gpu("a100")).sample
+    assert a100.t_lsu > 128 * 97 / 16
+    monkeypatch.setattr("placement.hms.lsu_instructions_per_cycle_of", lambda gpu: 1.0)
+    path = WholeTraceEvaluator(t, get_gpu("rtx3090")).sample
+    assert path.t_lsu < ga10x.t_lsu and path.t_comp < ga10x.t_comp
+    assert WholeTraceEvaluator(t, get_gpu("a100")).sample.t_lsu == a100.t_lsu
+
+
 def test_a_builds_dlcm_routes_its_global_loads():
     # extra.dlcm, the build's -Xptxas -dlcm (placement.memory.build_hierarchy_config): "cg" keeps global loads out of
     # the L1 everywhere; "ca" caches them where the GPU does by default (Volta on) and where the architecture takes
