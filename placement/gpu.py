@@ -79,6 +79,9 @@ class Compute:
     texels_per_cycle: float = 0.0
     """Texels an SM's texture units fetch per cycle, measured (``placement calibrate``'s ``texture``); 0: the
     architecture's from its texture units per SM (``placement.memory.texels_per_cycle_of``)."""
+    lsu_instructions_per_cycle: float = 0.0
+    """Warp-instructions an SM's load/store pipe issues per cycle, measured (``placement calibrate``'s ``lsu``); 0:
+    the architecture's (``placement.memory.lsu_instructions_per_cycle_of``)."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "launch_us": _NONNEG,
     "launch_per_block_ns": _NONNEG,
     "texels_per_cycle": _NONNEG,
+    "lsu_instructions_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
     "l2_atomic_unit_bytes": _NONNEG,
     "smem_atomic_cycles": _NONNEG,

@@ -84,11 +84,14 @@ def texels_per_cycle_of(gpu: Gpu) -> float:
 
 
 def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
-    """Warp-instructions an SM's load/store pipe accepts per cycle: ``lsu_instructions_per_cycle`` of the
-    architecture's ``[<arch>.models]`` (Volta on: 1 on GV100, GA100 and GH100, 0.5 on GA10x, cited in
-    configs/architectures.toml), else its ``ldst_units`` over the warp size (Fermi to Pascal, from the
-    whitepapers' load/store units per SM); 0 where neither is known (no issue bound in
+    """Warp-instructions an SM's load/store pipe accepts per cycle: the configuration's measured
+    ``compute.lsu_instructions_per_cycle`` (``placement calibrate``) where it has one, else
+    ``lsu_instructions_per_cycle`` of the architecture's ``[<arch>.models]`` (Volta on: 1 on GV100, GA100 and
+    GH100, 0.5 on GA10x, cited in configs/architectures.toml), else its ``ldst_units`` over the warp size (Fermi to
+    Pascal, from the whitepapers' load/store units per SM); 0 where none is known (no issue bound in
     ``placement.hms.t_lsu``)."""
+    if gpu.compute.lsu_instructions_per_cycle > 0:
+        return gpu.compute.lsu_instructions_per_cycle
     m = _arch_models(gpu)
     v = m.get("lsu_instructions_per_cycle")
     if v:

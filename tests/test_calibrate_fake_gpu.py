@@ -42,6 +42,7 @@ class FakeGpu:
     column_bits, row_bits = (8, 9, 10), (20, 21)
     row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
     texels_per_cycle = 4.5
+    lsu_per_cycle = 0.5
 
 
 class FakeDevice:
@@ -123,6 +124,9 @@ class FakeDevice:
             assert args[0][0] == "texture" and int(args[2]) + 1 == args[0][1].size  # the whole texture, a power of 2
             per_sm = grid * block * int(args[1]) * 4 / self.info.sms
             return per_sm / g.texels_per_cycle / (g.clock_mhz * 1e3)
+        if kernel == "smem_lds32":  # 4 LDS.32 a thread an iteration, a warp-instruction per 32 threads
+            per_sm = grid * block * int(args[0]) * 4 / 32 / self.info.sms
+            return per_sm / g.lsu_per_cycle / (g.clock_mhz * 1e3)
         raise AssertionError(f"time_ms of {kernel}")
 
     # what each kernel measures
@@ -187,6 +191,7 @@ class FakeDevice:
             "bw_copy",
             "bw_l2_read",
             "smem_bandwidth",
+            "smem_lds32",
         ):
             pass
         else:
@@ -268,6 +273,10 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert m["tex_texels_per_cycle_per_sm"] == pytest.approx(g.texels_per_cycle)
     assert m["tex_gtexels"] == pytest.approx(g.texels_per_cycle * 4 * g.clock_mhz / 1e3)
     assert cfg.compute.texels_per_cycle == pytest.approx(g.texels_per_cycle)
+    # the load/store pipe: 4 LDS.32 a thread an iteration, at the simulated 0.5 warp-instructions a cycle an SM
+    assert m["lsu_inst_per_cycle_per_sm"] == pytest.approx(g.lsu_per_cycle)
+    assert m["lsu_ginst"] == pytest.approx(g.lsu_per_cycle * 4 * g.clock_mhz / 1e3)
+    assert cfg.compute.lsu_instructions_per_cycle == pytest.approx(g.lsu_per_cycle)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

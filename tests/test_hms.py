@@ -500,6 +500,10 @@ def test_lsu_instructions_per_cycle_from_the_architecture():
     names = ("c2050", "k80", "gtx980", "p100", "v100", "rtx2080ti", "a100", "rtx3090", "rtx4090", "h100", "rtx5090")
     assert [lsu_instructions_per_cycle_of(get_gpu(g)) for g in names] == [
         0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 1.0, 0.5]  # fmt: skip
+    # a calibrated configuration's measured rate (placement calibrate's lsu) wins over its architecture's
+    h = get_gpu("h100")
+    measured = dataclasses.replace(h, compute=dataclasses.replace(h.compute, lsu_instructions_per_cycle=0.6))
+    assert lsu_instructions_per_cycle_of(measured) == 0.6
 
 
 def test_lsu_pipe_issue_bounds_t_lsu_by_hand(monkeypatch):

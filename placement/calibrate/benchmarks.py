@@ -601,6 +601,33 @@ def bench_texture(dev, ctx) -> Result:
     return r
 
 
+LDS_BLOCKS_PER_SM = 2
+"""Blocks of 1,024 threads per SM for ``bench_lsu``: 32 to 64 resident warps, each with 32 loads in flight."""
+
+
+def bench_lsu(dev, ctx) -> Result:
+    """The load/store pipe's issue rate: every thread of 2 blocks of 1,024 per SM issues 4 independent conflict-free
+    LDS.32 an iteration (one wavefront each, so the data path is not the bound where it moves one a cycle), timed
+    with events: warp-instructions per second, and per SM per cycle at the measured clock
+    (``compute.lsu_instructions_per_cycle``, ``placement.hms.t_lsu``: 1 on GV100, GA100 and GH100, 0.5 on GA10x)."""
+    r = Result()
+    sms = dev.info.sms
+    sink = dev.zeros(1, np.uint32)
+    fn = dev.function("smem", "smem_lds32")
+    grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
+    args = (np.int32(iters), sink)
+    insts = grid * block * iters * 4 / 32
+    dev.launch(fn, grid, block, args)
+    vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+    s = r.add(
+        "lsu_ginst", vals, "G warp-inst/s", f"lsu: LDS.32 without conflicts, {grid} x {block} threads x {iters * 4}"
+    )
+    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
+    r.add("lsu_inst_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
+          "warp-inst/cycle/SM", "lsu: LDS.32 warp-instructions over the SMs and the clock")  # fmt: skip
+    return r
+
+
 def bench_launch(dev, ctx) -> Result:
     """Launch cost of an empty kernel: one launch between events (1, 4,096 and 65,536 blocks
     of 256 threads, as variants-extra.csv), and back to back."""
@@ -735,6 +762,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "atomics", "global and shared atomics, distinct and same address; the L2's atomic units", (2, 6), bench_atomics
     ),
     Benchmark("texture", "texture units' texels per cycle (tex1Dfetch)", (1, 3), bench_texture),
+    Benchmark("lsu", "load/store pipe's warp-instructions per cycle (LDS.32)", (1, 3), bench_lsu),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),

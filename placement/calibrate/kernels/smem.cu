@@ -41,3 +41,26 @@ extern "C" __global__ void smem_bandwidth(int iters, float* sink) {
   }
   if (acc == 1.2345f) sink[0] = acc;
 }
+
+// Load/store pipe: every thread issues 4 independent LDS.32 an iteration (lanes on
+// consecutive words, no conflict: one wavefront each; the array read through a volatile
+// pointer so that none is hoisted or merged), and 4 integer adds. A GPU whose data path moves
+// a wavefront a cycle then runs at its pipe's issue rate: warp-instructions = blocks x
+// threads x iters x 4 / 32. The host times the launch with events.
+extern "C" __global__ void smem_lds32(int iters, unsigned* sink) {
+  __shared__ unsigned s[1024];
+  for (unsigned i = threadIdx.x; i < 1024; i += blockDim.x) s[i] = i;
+  __syncthreads();
+  volatile unsigned* v = s;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  unsigned k = threadIdx.x & 31u;
+#pragma unroll 8
+  for (int i = 0; i < iters; ++i) {
+    unsigned base = (k + 128u * (unsigned)i) & 1023u;
+    a += v[base];
+    b += v[base + 32u];
+    c += v[base + 64u];
+    d += v[base + 96u];
+  }
+  if ((a ^ b ^ c ^ d) == 0xFFFFFFFFu) sink[0] = a;
+}
