@@ -755,8 +755,8 @@ def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     (:func:`placement.memory.lsu_instructions_per_cycle_of`), one on GV100, GA100 and GH100 but a half on GA10x
     (NVIDIA's Nsight Compute peak ``sm__inst_executed_pipe_lsu.avg.peak_sustained``, cited in
     configs/architectures.toml), while their data path moves one wavefront a cycle on all of them. On a GA10x a
-    conflict-free LDS then takes two cycles, as long as a plain load of two wavefronts, which is what a staged
-    tile saves over L1 hits."""
+    conflict-free LDS then takes two cycles, as long as a plain load of two wavefronts, so a staged tile saves
+    nothing there over loads that hit in the L1 in up to two wavefronts."""
     h = mem.hier
     path = float(h.lsu_cycles.sum())
     rate = lsu_instructions_per_cycle_of(gpu)
