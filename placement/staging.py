@@ -168,10 +168,10 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         _check_writes(facts, n)
     k_max = max(facts.access(n).ordinals for n in staged)
     two_d = [i for i, n in enumerate(staged) if info.object(n).shape is not None]
-    finest = ts.window_counts(k_max)[-1]  # one access a window (a power of two at or above it)
-    # the textbook tiling's K / block width windows where the block's width divides K (2D tiles only), and the
-    # windows asked for
+    # the powers of two up to one access a window, the textbook tiling's K / block width windows where the block's
+    # width divides K (2D tiles only), and the windows asked for
     wins = ts.window_counts(k_max, info.block[0] if two_d else 0)
+    finest = wins[-1]  # one access a window (the power of two at or above K: K / width is below it)
     if placement.windows is not None and placement.windows <= finest:
         wins = tuple(sorted({*wins, placement.windows}))
     fps = {n: facts.footprint(n, wins) for n in staged}
