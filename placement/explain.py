@@ -299,7 +299,8 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
                else "its other loads take the moved object's slots (GPUPerf's MLP, scaled)")  # fmt: skip
         out.append(f"loads in flight per warp (MLP) {sample.mlp:.3g} -> {target.mlp:.3g}: {why}")
     if sample.t_lsu and abs(target.t_lsu / sample.t_lsu - 1.0) > 0.05:
-        out.append(f"the SMs' load/store data path busy {units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
+        out.append(f"the SMs' load/store path busy (T_LSU: its data path, or its issue where slower) "
+                   f"{units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
     if _round_bound(sample) or _round_bound(target):
         which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _round_bound(t))

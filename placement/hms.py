@@ -170,7 +170,7 @@ class Terms:
     t_launch: float
     """Cycles of the launch in ``cycles`` (:func:`t_launch`; 0 where the configuration does not know its cost)."""
     t_lsu: float
-    """Cycles per SM of the load/store data path (see the module docstring, 3)."""
+    """Cycles per SM of the load/store path: its data path's, or its pipe's issue where slower (:func:`t_lsu`)."""
     t_l2: float
     """Cycles the L2 needs for the requests that reach it, at the architecture's rate (0: no rate known)."""
     t_atomic: float

@@ -188,4 +188,5 @@ def test_one_bin_histogram_privatized_is_far_faster_from_volta_on(tmp_path):
         assert g.t_atomic == pytest.approx((1 << 16) * 1.4475, rel=1e-4)
         # privatized, each of the 256 blocks adds its one shared bin to the global word: 256 updates of one unit
         assert ev.target.evaluation.target.t_atomic == pytest.approx(256 * 1.4475, rel=1e-4)
-        assert ev.target.evaluation.speedup > 10, name
+        # with the launch floor every GPU from Volta on assumes (3.87 us), in the H100's measured 5-25x
+        assert ev.target.evaluation.speedup > 5, name

@@ -190,6 +190,18 @@ def test_atomics_are_assumed_from_volta_on_and_absent_before():
         assert (m.l2_atomic_interval_ns, m.l2_atomic_unit_bytes, m.smem_atomic_cycles) == (0.0, 0, 0.0)
 
 
+def test_the_launch_floor_is_assumed_from_volta_on_and_absent_before():
+    # Volta to Blackwell (and the bundled V100 and A100) assume the H100's empty kernel between two cudaEvents,
+    # 3.872 us, without its per-block dispatch, which no other GPU's count of SMs and clock is known to share;
+    # Kepler to Pascal: none (the gpuperfpredict data they are judged on is nvprof's kernel time, launch excluded)
+    for name in ("v100", "v100-sxm2", "t4", "a100", "rtx3090", "rtx4090", "rtx5090"):
+        c = get_gpu(name).compute
+        assert (c.launch_us, c.launch_per_block_ns) == (3.872, 0.0), name
+    for name in ("gtx1080", "gtx980", "k40", "k80"):
+        c = get_gpu(name).compute
+        assert (c.launch_us, c.launch_per_block_ns) == (0.0, 0.0), name
+
+
 @pytest.mark.parametrize("value", ['"fast"', "-1.0", "true"])
 def test_a_bad_atomic_interval_in_the_architecture_file_is_one_line(tmp_path, monkeypatch, value):
     (tmp_path / "gpus").mkdir()
