@@ -414,6 +414,18 @@ def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, word
     assert qualified in str(exc.value) and words in str(exc.value)
 
 
+@pytest.mark.parametrize("key", ["texels_per_cycle", "lsu_instructions_per_cycle"])
+@pytest.mark.parametrize("value", ["-0.5", '"fast"'])
+def test_a_bad_measured_rate_is_named(tmp_path, key, value):
+    # the rates placement calibrate writes into [compute] (0 or absent: the architecture's)
+    path = _copy(tmp_path, "h100", lambda t: t.replace("[compute]\n", f"[compute]\n{key} = {value}\n", 1))
+    with pytest.raises(ConfigError) as exc:
+        load_gpu(path)
+    assert exc.value.key == f"compute.{key}" and f"compute.{key}" in str(exc.value) and "\n" not in str(exc.value)
+    ok = _copy(tmp_path, "h100", lambda t: t.replace("[compute]\n", f"[compute]\n{key} = 0.75\n", 1))
+    assert getattr(load_gpu(ok).compute, key) == 0.75
+
+
 def test_the_l2_slice_interleave_reaches_the_simulation(tmp_path):
     """The L2 slice of an address is (address // caches.l2_slice_bytes) mod caches.l2_slices; the
     simulation took 256 B whatever the configuration said (it had no such key)."""
