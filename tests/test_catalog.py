@@ -306,7 +306,12 @@ def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
     assert code == 0, err
     d = json.loads(out)
     assert d["name"] == "rtx3080" and d["compute"]["sms"] == 68 and d["caches"]["global_in_l1"] is True
+    # the architecture's rates as the model takes them: GA10x's load/store pipe issues half an instruction a cycle
+    assert d["model"]["lsu_instructions_per_cycle"] == 0.5 and d["model"]["texels_per_cycle"] == 4.0
     code, out, _ = run_cli("gpus", "GeForce RTX 3080")
     assert code == 0 and "catalog.csv:rtx3080" in out and "[caches]" in out
+    assert "[model]" in out and "  lsu_instructions_per_cycle = 0.5" in out
+    code, out, _ = run_cli("gpus", "h100", "--json")
+    assert code == 0 and json.loads(out)["model"]["lsu_instructions_per_cycle"] == 1.0
     code, out, _ = run_cli("gpus")
     assert code == 0 and "rtx5090" in out and "blackwell" in out

@@ -45,13 +45,32 @@ def _summary(g, full_name: str, origin: str, source: str) -> dict:
     }  # fmt: skip
 
 
+def model_rates(g) -> dict:
+    """The per-architecture rates and switches the model takes beyond the configuration's sections
+    (``[<arch>.models]`` of configs/architectures.toml), as they apply to ``g``: a measured ``[compute]`` rate
+    above 0 (``placement calibrate``) wins over the architecture's."""
+    from .. import memory
+    from ..models.params import l2_rate_of, sustained_fraction_of
+
+    return {
+        "texels_per_cycle": memory.texels_per_cycle_of(g),
+        "lsu_instructions_per_cycle": memory.lsu_instructions_per_cycle_of(g),
+        "l1_tags_per_cycle": memory.l1_tags_per_cycle_of(g),
+        "l1_data_banks": memory.l1_data_banks_of(g),
+        "constant_on_load_store_path": memory.constant_on_path_of(g),
+        "dram_sustained_fraction": sustained_fraction_of(g),
+        "l2_transactions_per_cycle": l2_rate_of(g),
+    }
+
+
 def run(args) -> int:
     if args.name is not None:  # an empty name is refused by get_gpu, not taken for "list them all"
         from ..gpu import as_dict, get_gpu
 
         g = get_gpu(args.name)
+        rates = model_rates(g)
         if args.json:
-            print_json(as_dict(g))
+            print_json({**as_dict(g), "model": rates})
             return 0
         print(
             f"{g.name}: {g.description} ({g.arch}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]})"
@@ -61,6 +80,9 @@ def run(args) -> int:
             print(f"[{section}]")
             for k, v in as_dict(g)[section].items():
                 print(f"  {k} = {v!r}")
+        print("[model]  (as the model takes them: configs/architectures.toml's, or a measured [compute] rate above 0)")
+        for k, v in rates.items():
+            print(f"  {k} = {v!r}")
         return 0
     docs = _listing()
     if args.json:
