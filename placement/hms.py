@@ -741,9 +741,12 @@ def target_w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Reside
     return target.w_serial
 
 
-LSU_PIPE_SPACES = tuple(cachesim.SPACES.index(s) for s in ("global", "local", "shared", "readonly"))
-"""The spaces whose warp-instructions the load/store pipe issues (LDG, LDL, LDS, LDG.CONSTANT and their stores and
-atomics): texture fetches go to the texture pipe, and a constant operand or LDC to the constant cache."""
+LSU_PIPE_SPACES = tuple(cachesim.SPACES.index(s) for s in ("global", "local", "shared"))
+"""The spaces whose warp-instructions the load/store pipe issues (LDG, LDL, LDS and their stores and atomics), and
+the read-only loads (LDG.CONSTANT) where the L1 serves them (Volta on, ``caches.readonly_cache = "l1"``; Kepler's
+to Pascal's go through the texture pipe): texture fetches go to the texture pipe, and a constant operand or LDC to
+the constant cache."""
+READONLY_SPACE = cachesim.SPACES.index("readonly")
 
 
 def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
@@ -760,7 +763,8 @@ def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     h = mem.hier
     path = float(h.lsu_cycles.sum())
     rate = lsu_instructions_per_cycle_of(gpu)
-    issue = float(h.instructions[list(LSU_PIPE_SPACES)].sum()) / rate if rate else 0.0
+    spaces = [*LSU_PIPE_SPACES, READONLY_SPACE] if gpu.caches.readonly_cache == "l1" else list(LSU_PIPE_SPACES)
+    issue = float(h.instructions[spaces].sum()) / rate if rate else 0.0
     return max(path, issue) / res.active_sms
 
 

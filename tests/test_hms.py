@@ -524,6 +524,24 @@ def test_lsu_pipe_issue_bounds_t_lsu_by_hand(monkeypatch):
     assert WholeTraceEvaluator(t, get_gpu("a100")).sample.t_lsu == a100.t_lsu
 
 
+def test_read_only_loads_take_the_lsu_pipe_only_where_the_l1_serves_them():
+    # conv1d, 2^16 outputs, 7 taps, 256 threads: 2,048 warps of 7 loads of in, 7 of mask and 1 store. From Volta on
+    # __ldg (LDG.CONSTANT) is an L1 load of the load/store pipe; the P100's goes through the texture pipe. Both GPUs
+    # issue 0.5 a cycle, so the plain build's T_LSU is 30,720 x 2 over the SMs on both; in=R keeps it on the RTX 3090
+    # and leaves the P100's pipe with mask's and out's 16,384 (its data path, above that, binds)
+    cols, info = generate("conv1d", [65536, 7], [256])
+    t = traces.Trace(**cols, info=info)
+    assert len(t.op) == 2048 * 15
+    for name, sms in (("p100", 56), ("rtx3090", 82)):
+        ev = WholeTraceEvaluator(t, get_gpu(name))
+        assert ev.sample.active_sms == sms and ev.sample.t_lsu == pytest.approx(30720 * 2 / sms)
+        r = ev.evaluate(parse_placement("in=R", ev.info)).target
+        if name == "rtx3090":
+            assert r.t_lsu == pytest.approx(ev.sample.t_lsu)
+        else:
+            assert 16384 * 2 / sms < r.t_lsu < ev.sample.t_lsu
+
+
 def test_a_builds_dlcm_routes_its_global_loads():
     # extra.dlcm, the build's -Xptxas -dlcm (placement.memory.build_hierarchy_config): "cg" keeps global loads out of
     # the L1 everywhere; "ca" caches them where the GPU does by default (Volta on) and where the architecture takes
