@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import traces
 from placement import api
+from placement.batch.plan import plan
 from placement.batch.suite import SuiteError, load_suite
 from placement.gpu import get_gpu
 from placement.hms import blocks_scale, t_launch
@@ -155,10 +156,13 @@ def test_suite_launch_ctas(tmp_path):
     src = s.entries[0].source
     assert src.launch_ctas == 160 and "launch_ctas=160" in src.key and "launch_ctas=160" in src.label
     assert src.load().info.launch_ctas == 160
-    # under the generator's grid (16 blocks): known once the trace is built, and said of the suite file's entry
+    # under the generator's grid (16 blocks): known once the trace is built, the plan's, which says it of the suite
+    # file's entry as it does a trace file's errors
     small = suite('generator = "vecadd"\nsize = [4096]\nblock = [256]\nlaunch_ctas = 15')
-    with pytest.raises(SuiteError) as e:
+    with pytest.raises(TraceError):
         load_suite(small).entries[0].source.load()
+    with pytest.raises(SuiteError) as e:
+        plan(load_suite(small))
     msg = str(e.value)
     assert msg.startswith(f"{small}: entry 1 ") and "\n" not in msg
     assert "extra.launch_ctas: launch_ctas must be a whole number of blocks from the grid's 16 " in msg

@@ -108,16 +108,16 @@ def plan(suite: Suite) -> Plan:
         src = e.source
         key = src.key
         sources[key] = src
-        if src.path is not None:
-            try:
+        try:  # a trace file's metadata, or a generator's trace (whose extra.launch_ctas is checked when built)
+            if src.path is not None:
                 info = traces.read_info(src.path)
                 trace_rows[key] = traces.num_rows(src.path)
                 require_rows(src.path, trace_rows[key])
-            except InputError as exc:
-                raise SuiteError(f"{where}: {exc}") from None
-        else:
-            info = load(key, src).info
-            trace_rows[key] = len(loaded[key])
+            else:
+                info = load(key, src).info
+                trace_rows[key] = len(loaded[key])
+        except InputError as exc:
+            raise SuiteError(f"{where}: {exc}") from None
         sample = sample_placement(info)
         for gi, g in enumerate(e.gpus):
             gpu = gpus.setdefault(g, get_gpu(g))

@@ -62,9 +62,6 @@ class TraceSource:
     launch_ctas: int | None = None
     """A generator's trace: the blocks of the measured launch where the trace is a smaller grid of the same blocks,
     put in the trace's ``extra["launch_ctas"]`` (``placement.hms.blocks_scale``); None: the trace's grid."""
-    origin: str | None = field(default=None, compare=False)
-    """The suite file and entry that name this trace, for the errors only a built trace shows (a ``launch_ctas``
-    under the generator's grid); not part of the trace's identity."""
 
     @property
     def key(self) -> str:
@@ -103,12 +100,7 @@ class TraceSource:
         extra = {**info.extra, **({"dlcm": self.dlcm} if self.dlcm else {})}
         if self.launch_ctas:
             extra["launch_ctas"] = self.launch_ctas
-            try:
-                traces.schema.check_block_counts(extra, info.ctas, self.label)
-            except InputError as exc:
-                if self.origin is None:
-                    raise
-                raise SuiteError(f"{self.origin}: {exc}") from None
+            traces.schema.check_block_counts(extra, info.ctas, self.label)
         return info if extra == info.extra else dataclasses.replace(info, extra=extra)
 
 
@@ -311,8 +303,6 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
         default_id = name
     eid = eid or default_id
     where = _where(ps, i, eid)
-    if source.generator is not None:
-        source = dataclasses.replace(source, origin=where)
     if "gpu" in e:
         gpus = _gpu_list(e["gpu"], where, base)
     elif default_gpu is not None:
