@@ -82,6 +82,10 @@ class Compute:
     lsu_instructions_per_cycle: float = 0.0
     """Warp-instructions an SM's load/store pipe issues per cycle, measured (``placement calibrate``'s ``lsu``); 0:
     the architecture's (``placement.memory.lsu_instructions_per_cycle_of``)."""
+    readonly_instructions_per_cycle: float = 0.0
+    """Read-only loads (``__ldg``, LDG.E.CONSTANT) an SM issues per cycle where they hit in the L1, measured
+    (``placement calibrate``'s ``readonly``); 0: as the load/store pipe's other instructions
+    (``placement.memory.readonly_instructions_per_cycle_of``)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "launch_per_block_ns": _NONNEG,
     "texels_per_cycle": _NONNEG,
     "lsu_instructions_per_cycle": _NONNEG,
+    "readonly_instructions_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
     "l2_atomic_unit_bytes": _NONNEG,
     "smem_atomic_cycles": _NONNEG,

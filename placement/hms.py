@@ -87,7 +87,12 @@ from traces.context import CONTEXTS
 from . import _dram_kernels, addressing, queuing
 from .builds import mlp_for, own_mlp
 from .gpu import Gpu
-from .memory import build_hierarchy_config, lsu_instructions_per_cycle_of, texels_per_cycle_of
+from .memory import (
+    build_hierarchy_config,
+    lsu_instructions_per_cycle_of,
+    readonly_instructions_per_cycle_of,
+    texels_per_cycle_of,
+)
 from .models import gpuperf
 from .models.params import l2_rate_of, sustained_fraction_of
 from .occupancy import Occupancy
@@ -759,12 +764,21 @@ def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     (NVIDIA's Nsight Compute peak ``sm__inst_executed_pipe_lsu.avg.peak_sustained``, cited in
     configs/architectures.toml), while their data path moves one wavefront a cycle on all of them. On a GA10x a
     conflict-free LDS then takes two cycles, as long as a plain load of two wavefronts, so a staged tile saves
-    nothing there over loads that hit in the L1 in up to two wavefronts."""
+    nothing there over loads that hit in the L1 in up to two wavefronts. A read-only load (LDG.E.CONSTANT) takes
+    the pipe at ``readonly_instructions_per_cycle`` (:func:`placement.memory.readonly_instructions_per_cycle_of`):
+    the pipe's own rate unless ``placement calibrate`` measured the GPU's. No source gives one, and the GPUs
+    differ: the A100's Kernel Tuner convolution (1 x 1 tiles, blocks 32 wide and wider; nvcc 13 builds it in 497
+    SASS instructions a thread with ``__ldg``, 469 without) reads as 3.5-3.8 cycles an SM per ``__ldg`` where its
+    plain loads take 2.3-2.8 (at 1,410 MHz), while the H100's ``__ldg`` runs at the speed of its plain loads
+    (conv2d_channels in=R, h100-placements)."""
     h = mem.hier
     path = float(h.lsu_cycles.sum())
-    rate = lsu_instructions_per_cycle_of(gpu)
-    spaces = [*LSU_PIPE_SPACES, READONLY_SPACE] if gpu.caches.readonly_cache == "l1" else list(LSU_PIPE_SPACES)
-    issue = float(h.instructions[spaces].sum()) / rate if rate else 0.0
+    rate, ro_rate = lsu_instructions_per_cycle_of(gpu), readonly_instructions_per_cycle_of(gpu)
+    issue = float(h.instructions[list(LSU_PIPE_SPACES)].sum()) / rate if rate else 0.0
+    ro = float(h.instructions[READONLY_SPACE]) / ro_rate if ro_rate else 0.0
+    # Through the L1 the read-only loads are the pipe's, each taking 1 / ro_rate of it; through a texture cache
+    # (Kepler to Pascal) their own pipe's, a bound apart where a rate was measured.
+    issue = issue + ro if gpu.caches.readonly_cache == "l1" else max(issue, ro)
     return max(path, issue) / res.active_sms
 
 

@@ -43,6 +43,7 @@ class FakeGpu:
     row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
     texels_per_cycle = 4.5
     lsu_per_cycle = 0.5
+    readonly_per_cycle = 0.25
 
 
 class FakeDevice:
@@ -127,6 +128,10 @@ class FakeDevice:
         if kernel == "smem_lds32":  # 4 LDS.32 a thread an iteration, a warp-instruction per 32 threads
             per_sm = grid * block * int(args[0]) * 4 / 32 / self.info.sms
             return per_sm / g.lsu_per_cycle / (g.clock_mhz * 1e3)
+        if kernel == "ldg_nc32":  # 4 __ldg a thread an iteration of the whole 16 KiB array, as smem_lds32
+            assert int(args[2]) + 1 == args[0].size and args[0].size % 128 == 0  # whole lines of the array
+            per_sm = grid * block * int(args[1]) * 4 / 32 / self.info.sms
+            return per_sm / g.readonly_per_cycle / (g.clock_mhz * 1e3)
         raise AssertionError(f"time_ms of {kernel}")
 
     # what each kernel measures
@@ -192,6 +197,7 @@ class FakeDevice:
             "bw_l2_read",
             "smem_bandwidth",
             "smem_lds32",
+            "ldg_nc32",
         ):
             pass
         else:
@@ -277,6 +283,10 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert m["lsu_inst_per_cycle_per_sm"] == pytest.approx(g.lsu_per_cycle)
     assert m["lsu_ginst"] == pytest.approx(g.lsu_per_cycle * 4 * g.clock_mhz / 1e3)
     assert cfg.compute.lsu_instructions_per_cycle == pytest.approx(g.lsu_per_cycle)
+    # the read-only path: 4 __ldg a thread an iteration, at the simulated 0.25 warp-instructions a cycle an SM
+    assert m["ro_inst_per_cycle_per_sm"] == pytest.approx(g.readonly_per_cycle)
+    assert m["ro_ginst"] == pytest.approx(g.readonly_per_cycle * 4 * g.clock_mhz / 1e3)
+    assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.readonly_per_cycle)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

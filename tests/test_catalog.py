@@ -308,6 +308,7 @@ def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
     assert d["name"] == "rtx3080" and d["compute"]["sms"] == 68 and d["caches"]["global_in_l1"] is True
     # the architecture's rates as the model takes them: GA10x's load/store pipe issues half an instruction a cycle
     assert d["model"]["lsu_instructions_per_cycle"] == 0.5 and d["model"]["texels_per_cycle"] == 4.0
+    assert d["model"]["readonly_instructions_per_cycle"] == 0.5  # the pipe's, where nothing was measured
     code, out, _ = run_cli("gpus", "GeForce RTX 3080")
     assert code == 0 and "catalog.csv:rtx3080" in out and "[caches]" in out
     assert "[model]" in out and "  lsu_instructions_per_cycle = 0.5" in out

@@ -542,6 +542,31 @@ def test_read_only_loads_take_the_lsu_pipe_only_where_the_l1_serves_them():
             assert 16384 * 2 / sms < r.t_lsu < ev.sample.t_lsu
 
 
+def test_a_calibrated_read_only_rate_prices_the_read_only_loads_by_hand():
+    # conv1d as above, in=R: 14,336 read-only warp-loads (2,048 warps x 7 of in) and 16,384 others (mask's 7 and
+    # out's store). Uncalibrated, the read-only rate is the pipe's where the L1 serves them, none (the texture pipe's,
+    # unknown) on the P100. placement calibrate's readonly sets compute.readonly_instructions_per_cycle: on the RTX 3090
+    # each __ldg then takes 1 / rate of the one pipe, beside the others' 1 / 0.5; on the P100 the texture pipe's
+    # loads are a bound of their own.
+    from placement.memory import readonly_instructions_per_cycle_of
+
+    def calibrated(name, rate):
+        g = get_gpu(name)
+        return dataclasses.replace(g, compute=dataclasses.replace(g.compute, readonly_instructions_per_cycle=rate))
+
+    assert [readonly_instructions_per_cycle_of(get_gpu(g)) for g in ("p100", "v100", "a100", "rtx3090", "h100")] == [
+        0.0, 1.0, 1.0, 0.5, 1.0]  # fmt: skip
+    assert readonly_instructions_per_cycle_of(calibrated("p100", 0.125)) == 0.125
+    cols, info = generate("conv1d", [65536, 7], [256])
+    t = traces.Trace(**cols, info=info)
+    for rate, cycles in ((0.25, 16384 * 2 + 14336 * 4), (1.0, 16384 * 2 + 14336 * 1)):
+        ev = WholeTraceEvaluator(t, calibrated("rtx3090", rate))
+        assert ev.sample.t_lsu == pytest.approx(30720 * 2 / 82)  # no read-only load in the plain build
+        assert ev.evaluate(parse_placement("in=R", ev.info)).target.t_lsu == pytest.approx(cycles / 82)
+    ev = WholeTraceEvaluator(t, calibrated("p100", 0.125))
+    assert ev.evaluate(parse_placement("in=R", ev.info)).target.t_lsu == pytest.approx(14336 * 8 / 56)
+
+
 def test_a_builds_dlcm_routes_its_global_loads():
     # extra.dlcm, the build's -Xptxas -dlcm (placement.memory.build_hierarchy_config): "cg" keeps global loads out of
     # the L1 everywhere; "ca" caches them where the GPU does by default (Volta on) and where the architecture takes

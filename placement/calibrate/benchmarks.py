@@ -628,6 +628,29 @@ def bench_lsu(dev, ctx) -> Result:
     return r
 
 
+def bench_readonly(dev, ctx) -> Result:
+    """The read-only path's issue rate: every thread of 2 blocks of 1,024 per SM issues 4 independent ``__ldg``
+    (LDG.E.CONSTANT) an iteration from a 16 KiB array the L1 holds, each warp-load on one line (one wavefront),
+    timed with events: warp-instructions per second, and per SM per cycle at the measured clock
+    (``compute.readonly_instructions_per_cycle``, ``placement.hms.t_lsu``: the read-only loads' cost in the load/store
+    pipe, which the model otherwise takes to be the pipe's own rate)."""
+    r = Result()
+    sms = dev.info.sms
+    buf = dev.zeros(TEX_WORDS, np.uint32)
+    sink = dev.zeros(1, np.uint32)
+    fn = dev.function("readonly", "ldg_nc32")
+    grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
+    args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), sink)
+    insts = grid * block * iters * 4 / 32
+    dev.launch(fn, grid, block, args)
+    vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+    s = r.add("ro_ginst", vals, "G warp-inst/s", f"readonly: __ldg of one line, {grid} x {block} threads x {iters * 4}")
+    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
+    r.add("ro_inst_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
+          "warp-inst/cycle/SM", "readonly: LDG.E.CONSTANT warp-instructions over the SMs and the clock")  # fmt: skip
+    return r
+
+
 def bench_launch(dev, ctx) -> Result:
     """Launch cost of an empty kernel: one launch between events (1, 4,096 and 65,536 blocks
     of 256 threads, as variants-extra.csv), and back to back."""
@@ -763,6 +786,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("texture", "texture units' texels per cycle (tex1Dfetch)", (1, 3), bench_texture),
     Benchmark("lsu", "load/store pipe's warp-instructions per cycle (LDS.32)", (1, 3), bench_lsu),
+    Benchmark("readonly", "read-only path's warp-instructions per cycle (__ldg, L1 hits)", (1, 3), bench_readonly),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),

@@ -54,6 +54,7 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "launch_1_block_us": ("compute.launch_us",),
     "tex_texels_per_cycle_per_sm": ("compute.texels_per_cycle",),
     "lsu_inst_per_cycle_per_sm": ("compute.lsu_instructions_per_cycle",),
+    "ro_inst_per_cycle_per_sm": ("compute.readonly_instructions_per_cycle",),
     "dram_row_hit_ns": ("dram.row_hit_ns",),
     "dram_row_miss_ns": ("dram.row_miss_ns",),
     "dram_row_conflict_ns": ("dram.row_conflict_ns",),
