@@ -43,7 +43,7 @@ class FakeGpu:
     row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
     texels_per_cycle = 4.5
     lsu_per_cycle = 0.5
-    readonly_per_cycle = 0.25
+    loads_per_cycle = {("ldg_nc32", 0): 0.25, ("ldg_nc32", 1): 0.2, ("ldg32", 0): 0.5, ("ldg32", 1): 0.4}
 
 
 class FakeDevice:
@@ -128,10 +128,11 @@ class FakeDevice:
         if kernel == "smem_lds32":  # 4 LDS.32 a thread an iteration, a warp-instruction per 32 threads
             per_sm = grid * block * int(args[0]) * 4 / 32 / self.info.sms
             return per_sm / g.lsu_per_cycle / (g.clock_mhz * 1e3)
-        if kernel == "ldg_nc32":  # 4 __ldg a thread an iteration of the whole 16 KiB array, as smem_lds32
-            assert int(args[2]) + 1 == args[0].size and args[0].size % 128 == 0  # whole lines of the array
+        if kernel in ("ldg_nc32", "ldg32"):  # 4 loads a thread an iteration of the 16 KiB array, as smem_lds32
+            mask, shift = int(args[2]), int(args[3])
+            assert (mask + 1) % 128 == 0 and args[0].size >= mask + 1 + 32 * shift  # whole lines, room to shift
             per_sm = grid * block * int(args[1]) * 4 / 32 / self.info.sms
-            return per_sm / g.readonly_per_cycle / (g.clock_mhz * 1e3)
+            return per_sm / g.loads_per_cycle[kernel, shift] / (g.clock_mhz * 1e3)
         raise AssertionError(f"time_ms of {kernel}")
 
     # what each kernel measures
@@ -198,6 +199,7 @@ class FakeDevice:
             "smem_bandwidth",
             "smem_lds32",
             "ldg_nc32",
+            "ldg32",
         ):
             pass
         else:
@@ -283,10 +285,13 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert m["lsu_inst_per_cycle_per_sm"] == pytest.approx(g.lsu_per_cycle)
     assert m["lsu_ginst"] == pytest.approx(g.lsu_per_cycle * 4 * g.clock_mhz / 1e3)
     assert cfg.compute.lsu_instructions_per_cycle == pytest.approx(g.lsu_per_cycle)
-    # the read-only path: 4 __ldg a thread an iteration, at the simulated 0.25 warp-instructions a cycle an SM
-    assert m["ro_inst_per_cycle_per_sm"] == pytest.approx(g.readonly_per_cycle)
-    assert m["ro_ginst"] == pytest.approx(g.readonly_per_cycle * 4 * g.clock_mhz / 1e3)
-    assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.readonly_per_cycle)
+    # L1-hit loads: 4 a thread an iteration, at the simulated rates of __ldg and plain loads of one and two lines;
+    # the read-only one-line rate goes into the configuration, the rest stays measured
+    for (kernel, shift), rate in g.loads_per_cycle.items():
+        key = ("ro" if kernel == "ldg_nc32" else "ldg") + ("_split" if shift else "")
+        assert m[f"{key}_inst_per_cycle_per_sm"] == pytest.approx(rate)
+        assert m[f"{key}_ginst"] == pytest.approx(rate * 4 * g.clock_mhz / 1e3)
+    assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 0])
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

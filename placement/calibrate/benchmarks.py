@@ -628,26 +628,33 @@ def bench_lsu(dev, ctx) -> Result:
     return r
 
 
-def bench_readonly(dev, ctx) -> Result:
-    """The read-only path's issue rate: every thread of 2 blocks of 1,024 per SM issues 4 independent ``__ldg``
-    (LDG.E.CONSTANT) an iteration from a 16 KiB array the L1 holds, each warp-load on one line (one wavefront),
-    timed with events: warp-instructions per second, and per SM per cycle at the measured clock
-    (``compute.readonly_instructions_per_cycle``, ``placement.hms.t_lsu``: the read-only loads' cost in the load/store
-    pipe, which the model otherwise takes to be the pipe's own rate)."""
+def bench_loads(dev, ctx) -> Result:
+    """Global loads that hit in the L1, by path and by lines: every thread of 2 blocks of 1,024 per SM issues 4
+    independent loads an iteration from a 16 KiB array the L1 holds, each warp-load on one line (one wavefront) or,
+    shifted by a word, on two (5 sectors, as a stencil's taps), through ``__ldg`` (LDG.E.CONSTANT) and with plain
+    loads, timed with events: warp-instructions per second, and per SM per cycle at the measured clock. The
+    read-only one-line rate is ``compute.readonly_instructions_per_cycle`` (``placement.hms.t_lsu``: each read-only
+    load's share of the load/store pipe, which the model otherwise takes to be the pipe's own rate); the others stay
+    in ``[calibration.measured]``, what a GPU's loads cost by the lines they touch, for the model to be held
+    against."""
     r = Result()
     sms = dev.info.sms
-    buf = dev.zeros(TEX_WORDS, np.uint32)
+    buf = dev.zeros(TEX_WORDS + 32, np.uint32)  # the shifted warp-loads read up to 32 words past the mask
     sink = dev.zeros(1, np.uint32)
-    fn = dev.function("readonly", "ldg_nc32")
     grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
-    args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), sink)
     insts = grid * block * iters * 4 / 32
-    dev.launch(fn, grid, block, args)
-    vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
-    s = r.add("ro_ginst", vals, "G warp-inst/s", f"readonly: __ldg of one line, {grid} x {block} threads x {iters * 4}")
     clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add("ro_inst_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
-          "warp-inst/cycle/SM", "readonly: LDG.E.CONSTANT warp-instructions over the SMs and the clock")  # fmt: skip
+    kinds = (("ro", dev.function("readonly", "ldg_nc32"), "__ldg"), ("ldg", dev.function("readonly", "ldg32"), "plain"))
+    for prefix, fn, how in kinds:
+        for shift, lines in ((0, ""), (1, "_split")):
+            args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(shift), sink)
+            dev.launch(fn, grid, block, args)
+            vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+            what = f"{how} loads of {shift + 1} line{'s' if shift else ''} a warp"
+            s = r.add(f"{prefix}{lines}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
+            r.add(f"{prefix}{lines}_inst_per_cycle_per_sm",
+                  Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
+                  "warp-inst/cycle/SM", f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
     return r
 
 
@@ -786,7 +793,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("texture", "texture units' texels per cycle (tex1Dfetch)", (1, 3), bench_texture),
     Benchmark("lsu", "load/store pipe's warp-instructions per cycle (LDS.32)", (1, 3), bench_lsu),
-    Benchmark("readonly", "read-only path's warp-instructions per cycle (__ldg, L1 hits)", (1, 3), bench_readonly),
+    Benchmark(
+        "loads", "L1-hit global loads' warp-instructions per cycle, __ldg and plain, 1 and 2 lines", (2, 8), bench_loads
+    ),  # fmt: skip
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),

@@ -2,7 +2,7 @@
 
 Runs the microbenchmarks of placement/calibrate (pointer chases, the varying-size random
 walk, stride sweeps, bandwidths, bank conflicts, barriers, atomics, the texture units',
-the load/store pipe's and the read-only path's rates, launches, the issue model, Huang &
+the load/store pipe's and L1-hit global loads' rates, launches, the issue model, Huang &
 Li's DRAM address bits) on one GPU and writes a configuration that
 `--gpu GPU.toml` accepts: the catalog entry of the detected GPU (or --base) with every
 measured value in place, each commented with its benchmark, device, driver, date and

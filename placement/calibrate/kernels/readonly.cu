@@ -1,21 +1,35 @@
-// The read-only path's issue rate: every thread issues 4 independent __ldg (LDG.E.CONSTANT) an
-// iteration from a small array (`mask` + 1 words, a multiple of 128; 16 KiB: the L1 holds it after
-// the first pass), each warp-load on one 128-byte line (the 32 lanes on its 32 consecutive words:
-// one wavefront, so the data path is not the bound where it moves one a cycle). The warp's line
-// advances every iteration, wrapped by the run-time `mask`, so the compiler can neither hoist nor
-// merge the loads; the four loads of an iteration share one address (immediate offsets). The host
-// times the launch with events: warp-instructions = blocks x threads x iters x 4 / 32.
-extern "C" __global__ void ldg_nc32(const unsigned* __restrict__ p, int iters, unsigned mask, unsigned* sink) {
-  const unsigned lane = threadIdx.x & 31u;
-  unsigned line = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 128u;  // the warp's first 4 lines
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  for (int k = 0; k < iters; ++k) {
-    const unsigned* q = p + ((line & mask) + lane);
-    a += __ldg(q);
-    b += __ldg(q + 32);
-    c += __ldg(q + 64);
-    d += __ldg(q + 96);
-    line += 128u;
-  }
+// Global loads that hit in the L1, by path and by lines a warp-load touches: every thread issues 4
+// independent loads an iteration from a small array (`mask` + 1 words, a multiple of 128, 16 KiB:
+// the L1 holds it after the first pass; the host allocates 32 words more for `shift`). The 32
+// lanes of a warp read 32 consecutive words: one 128-byte line where `shift` is 0 (one wavefront,
+// so the data path is not the bound where it moves one a cycle), two lines (5 sectors) where it is
+// 1, as a stencil's taps read. The warp's line advances every iteration, wrapped by the run-time
+// `mask`, so the compiler can neither hoist nor merge the loads; the four loads of an iteration
+// share one address (immediate offsets). ldg_nc32 reads through __ldg (LDG.E.CONSTANT), ldg32 with
+// plain loads (LDG.E: no __restrict__, and the sink may alias the array). The host times the
+// launches with events: warp-instructions = blocks x threads x iters x 4 / 32.
+#define LINES_BODY(LOAD)                                                         \
+  const unsigned lane = threadIdx.x & 31u;                                       \
+  unsigned line = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 128u;         \
+  unsigned a = 0, b = 0, c = 0, d = 0;                                           \
+  for (int k = 0; k < iters; ++k) {                                              \
+    const unsigned* q = p + ((line & mask) + lane + shift);                      \
+    a += LOAD(q);                                                                \
+    b += LOAD(q + 32);                                                           \
+    c += LOAD(q + 64);                                                           \
+    d += LOAD(q + 96);                                                           \
+    line += 128u;                                                                \
+  }                                                                              \
   if ((a ^ b ^ c ^ d) == 0xFFFFFFFFu) sink[0] = a;
+
+#define NC_LOAD(q) __ldg(q)
+#define PLAIN_LOAD(q) (*(q))
+
+extern "C" __global__ void ldg_nc32(const unsigned* __restrict__ p, int iters, unsigned mask, unsigned shift,
+                                    unsigned* sink) {
+  LINES_BODY(NC_LOAD)
+}
+
+extern "C" __global__ void ldg32(const unsigned* p, int iters, unsigned mask, unsigned shift, unsigned* sink) {
+  LINES_BODY(PLAIN_LOAD)
 }
