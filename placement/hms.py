@@ -770,7 +770,10 @@ def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     differ: the A100's Kernel Tuner convolution (1 x 1 tiles, blocks 32 wide and wider; nvcc 13 builds it in 497
     SASS instructions a thread with ``__ldg``, 469 without) reads as 3.5-3.8 cycles an SM per ``__ldg`` where its
     plain loads take 2.3-2.8 (at 1,410 MHz), while the H100's ``__ldg`` runs at the speed of its plain loads
-    (conv2d_channels in=R, h100-placements)."""
+    (conv2d_channels in=R, h100-placements). Those taps' warp-loads straddle two lines; aligned ones do not pay so:
+    gpu-benches' cuda-cache (github te42kyfo/gpu-benches, cuda-cache/a100_80.txt) reads ``const __restrict__``
+    doubles from the A100-80GB's L1 at 19.1 TB/s, 125 bytes a cycle an SM at 1,410 MHz: a line a cycle. So
+    ``placement calibrate`` times ``__ldg`` of one line (the rate taken here) and of two, and plain loads alike."""
     h = mem.hier
     path = float(h.lsu_cycles.sum())
     rate, ro_rate = lsu_instructions_per_cycle_of(gpu), readonly_instructions_per_cycle_of(gpu)
