@@ -84,7 +84,7 @@ class Compute:
     the architecture's (``placement.memory.lsu_instructions_per_cycle_of``)."""
     readonly_instructions_per_cycle: float = 0.0
     """Read-only loads (``__ldg``, LDG.E.CONSTANT) an SM issues per cycle where they hit in the L1, measured
-    (``placement calibrate``'s ``readonly``); 0: as the load/store pipe's other instructions
+    (``placement calibrate``'s ``loads``); 0: as the load/store pipe's other instructions
     (``placement.memory.readonly_instructions_per_cycle_of``)."""
 
 

@@ -102,7 +102,7 @@ def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
 
 def readonly_instructions_per_cycle_of(gpu: Gpu) -> float:
     """Read-only loads (``__ldg``, LDG.E.CONSTANT) an SM issues per cycle: the configuration's measured
-    ``compute.readonly_instructions_per_cycle`` (``placement calibrate``'s ``readonly``) where it has one, else,
+    ``compute.readonly_instructions_per_cycle`` (``placement calibrate``'s ``loads``) where it has one, else,
     where the L1 serves them (``caches.readonly_cache = "l1"``, Volta on), the load/store pipe's rate
     (:func:`lsu_instructions_per_cycle_of`: they are global loads, the pipe's instructions by [NVF-LSU] of
     configs/architectures.toml); 0 where they go through a texture cache (Kepler to Pascal: the texture pipe's, no

@@ -545,7 +545,7 @@ def test_read_only_loads_take_the_lsu_pipe_only_where_the_l1_serves_them():
 def test_a_calibrated_read_only_rate_prices_the_read_only_loads_by_hand():
     # conv1d as above, in=R: 14,336 read-only warp-loads (2,048 warps x 7 of in) and 16,384 others (mask's 7 and
     # out's store). Uncalibrated, the read-only rate is the pipe's where the L1 serves them, none (the texture pipe's,
-    # unknown) on the P100. placement calibrate's readonly sets compute.readonly_instructions_per_cycle: on the RTX 3090
+    # unknown) on the P100. placement calibrate's loads sets compute.readonly_instructions_per_cycle: on the RTX 3090
     # each __ldg then takes 1 / rate of the one pipe, beside the others' 1 / 0.5; on the P100 the texture pipe's
     # loads are a bound of their own.
     from placement.memory import readonly_instructions_per_cycle_of
