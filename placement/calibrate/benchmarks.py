@@ -795,7 +795,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("lsu", "load/store pipe's warp-instructions per cycle (LDS.32)", (1, 3), bench_lsu),
     Benchmark(
         "loads", "L1-hit global loads' warp-instructions per cycle, __ldg and plain, 1 and 2 lines", (2, 8), bench_loads
-    ),  # fmt: skip
+    ),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),
