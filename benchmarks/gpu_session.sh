@@ -33,7 +33,8 @@
 # 6. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
 #    host side and whole command included), with the drain thread's seconds writing and waiting;
 # 7. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
-#    512 B, 27 Nov 2026).
+#    512 B, 27 Nov 2026); its `lsu` and `loads` benchmarks (not yet run on a GPU) give the load/store pipe's rate and
+#    L1-hit __ldg and plain loads of one and two lines a warp ([calibration.measured] ro_*, ldg_*).
 set -u
 PY=${PYTHON:-python3}
 OUT=${OUT:-$PWD/gpu-session-out}
