@@ -73,6 +73,8 @@ This module is the model: :func:`terms` of one placement from its trace's memory
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -237,9 +239,9 @@ class Terms:
     mlp: float = 1.0
     """GPUPerf's MLP the placement ran with (:func:`residency`)."""
     blocks_scale: float = 1.0
-    """The launch's blocks per SM over the trace's (:func:`blocks_scale`): ``cycles`` is T of the trace's blocks
-    (from ``t_comp``, ``t_mem``, ``t_overlap``, ``t_round``, ``t_block``, which are theirs) times this, plus
-    ``t_launch``."""
+    """The launch's blocks on its busiest SM over the trace's per SM (:func:`blocks_scale`): ``cycles`` is T of the
+    trace's blocks (from ``t_comp``, ``t_mem``, ``t_overlap``, ``t_round``, ``t_block``, which are theirs) times
+    this, plus ``t_launch``."""
 
     @property
     def ns_per_cycle(self) -> float:
@@ -640,17 +642,22 @@ def total_warps(info: traces.KernelInfo) -> int:
 
 
 def blocks_scale(info: traces.KernelInfo, gpu: Gpu) -> float:
-    """The launch's blocks per SM over the trace's: what T (Eq. 1) of the trace's blocks is multiplied by to give
-    the launch's, where the trace holds some of its blocks (``placement trace --ctas``) or a smaller grid of the
-    same blocks (``KernelInfo.launch_ctas``); 1 otherwise.
+    """The busiest SM's blocks of the launch over the trace's blocks per SM: what T (Eq. 1) of the trace's blocks is
+    multiplied by to give the launch's. It is above 1 where the trace holds some of its blocks (``placement trace
+    --ctas``) or a smaller grid of the same blocks (``KernelInfo.launch_ctas``), and where the launch's blocks do
+    not spread evenly over the SMs; 1 otherwise.
 
     Extension (the papers trace whole launches): every term of T is the trace's work spread over the SMs, so a
     trace of whole waves of a launch whose blocks do alike gives each wave's time, and the launch takes as many
     more as it has blocks per SM. A subset of less than one wave is priced as its blocks alone on their SMs
-    (fewer warps per SM than the launch has), which is why ``--ctas waves=W`` is the subset to take."""
+    (fewer warps per SM than the launch has), which is why ``--ctas waves=W`` is the subset to take. The kernel
+    ends with its busiest SM, which runs ceil(blocks / SMs) of them: Lemeire et al. count a compute unit's runs
+    with that ceiling (runsCU), where Hong & Kim's #Rep (Eq. 21) divides evenly; and N (``residency``) already
+    is the busiest SM's. Evenly spread, 289 blocks of the naive matmul (W = 272, 16 x 16) on the H100's 132
+    SMs came out faster than 256 (W = 256): 2.19 blocks' rounds over the 3 blocks' warps, against 1.94 over 2."""
     launched, traced = info.launch_ctas, info.traced_ctas
     sms = gpu.compute.sms
-    return (launched / min(sms, launched)) / (traced / min(sms, traced))
+    return math.ceil(launched / min(sms, launched)) / (traced / min(sms, traced))
 
 
 def residency(info: traces.KernelInfo, gpu: Gpu, occ: Occupancy, mlp_scale: float = 1.0,

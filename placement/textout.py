@@ -52,12 +52,13 @@ def launch_line(t, gpu) -> str:
 
 
 def blocks_line(t) -> str:
-    """Where the trace holds fewer blocks than its launch (``hms.blocks_scale``): how its time was scaled."""
+    """Where the trace's time was scaled to its launch's (``hms.blocks_scale``): how."""
     if t.blocks_scale == 1.0:
         return ""
-    return (f"Blocks: the trace holds fewer blocks than its launch (extra.traced_ctas, extra.launch_ctas): each time is "
-            f"T of the trace's blocks x {t.blocks_scale:.4g} (the launch's blocks per SM over the trace's) plus the "
-            "launch, and so are the T_comp, T_mem and T_overlap shown.")  # fmt: skip
+    return (f"Blocks: each time is T of the trace's blocks x {t.blocks_scale:.4g} (the busiest SM's blocks of the "
+            "launch over the trace's blocks per SM: the trace holds fewer blocks than its launch, extra.traced_ctas "
+            "and extra.launch_ctas, or the launch's blocks do not spread evenly over the SMs) plus the launch, and so "
+            "are the T_comp, T_mem and T_overlap shown.")  # fmt: skip
 
 
 def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:

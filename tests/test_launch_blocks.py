@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -36,13 +37,17 @@ def _info(grid, **extra) -> traces.KernelInfo:
 def test_blocks_scale_by_hand():
     a100 = get_gpu("a100")  # 108 SMs
     assert a100.compute.sms == 108
-    # the A100 convolution suite's 32 x 4 blocks of 2 x 2 tiles: 21 x 165 blocks traced, 64 x 512 launched
-    assert blocks_scale(_info((21, 165, 1), launch_ctas=32768), a100) == pytest.approx(32768 / 3465, rel=1e-12)
-    # 4 blocks recorded of 1,000 (less than a wave): 4 SMs with one block each against 1000 / 108 per SM
-    assert blocks_scale(_info((1000, 1, 1), traced_ctas=4), a100) == pytest.approx(1000 / 108, rel=1e-12)
-    # 216 of 1,000 blocks: 2 per SM against 1000 / 108
-    assert blocks_scale(_info((1000, 1, 1), traced_ctas=216), a100) == pytest.approx(1000 / 216, rel=1e-12)
+    # the A100 convolution suite's 32 x 4 blocks of 2 x 2 tiles: 21 x 165 blocks traced (3,465 / 108 an SM), 64 x 512
+    # launched: the busiest SM runs ceil(32,768 / 108) = 304 of them
+    assert blocks_scale(_info((21, 165, 1), launch_ctas=32768), a100) == pytest.approx(304 * 108 / 3465, rel=1e-12)
+    # 4 blocks recorded of 1,000 (less than a wave): 4 SMs with one block each against ceil(1000 / 108) = 10
+    assert blocks_scale(_info((1000, 1, 1), traced_ctas=4), a100) == pytest.approx(10, rel=1e-12)
+    # 216 of 1,000 blocks: 2 per SM against 10
+    assert blocks_scale(_info((1000, 1, 1), traced_ctas=216), a100) == pytest.approx(5, rel=1e-12)
     assert blocks_scale(_info((16, 1, 1)), a100) == 1.0
+    # a whole launch whose blocks do not spread evenly: 1,000 on 108 SMs, the busiest with 10 against 1000 / 108
+    assert blocks_scale(_info((1000, 1, 1)), a100) == pytest.approx(10 * 108 / 1000, rel=1e-12)
+    assert blocks_scale(_info((216, 1, 1)), a100) == 1.0
 
 
 def test_kernel_info_defaults_to_the_grid():
@@ -60,13 +65,16 @@ def test_half_the_waves_scaled_is_the_whole_trace(gpu):
     half = _trace("vecadd", [1 << 19], [256], launch_ctas=whole.info.ctas)
     tw = api.evaluate(whole, gpu).sample.evaluation.target
     th = api.evaluate(half, gpu).sample.evaluation.target
-    assert th.blocks_scale == 2.0 and tw.blocks_scale == 1.0
+    # 4,096 blocks: the busiest SM runs ceil(4096 / SMs) of them, the trace's terms spread them evenly
+    busiest = math.ceil(4096 / get_gpu(gpu).compute.sms)
+    assert tw.blocks_scale == pytest.approx(busiest / (4096 / get_gpu(gpu).compute.sms), rel=1e-12)
+    assert th.blocks_scale == pytest.approx(2 * tw.blocks_scale, rel=1e-12)
     assert th.time_ns == pytest.approx(tw.time_ns, rel=1e-9)
     whole = _trace("conv2d_kt", [512, 512], [32, 4, 2, 2])
     half = _trace("conv2d_kt", [512, 256], [32, 4, 2, 2], launch_ctas=whole.info.ctas)
     tw = api.evaluate(whole, gpu).sample.evaluation.target
     th = api.evaluate(half, gpu).sample.evaluation.target
-    assert th.blocks_scale == 2.0
+    assert th.blocks_scale == pytest.approx(2 * tw.blocks_scale, rel=1e-12)
     assert th.time_ns == pytest.approx(tw.time_ns, rel=0.05)
 
 
@@ -74,14 +82,15 @@ def test_scaled_time_keeps_the_ratios_and_launches_the_launchs_blocks():
     t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2])
     k = 5
     big = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=k * t.info.ctas)
-    # an A100 without a launch cost (its configuration assumes the H100's floor): every time is k times the
-    # trace's, the speedup the same
+    # an A100 without a launch cost (its configuration assumes the H100's floor): the busiest of its 108 SMs runs
+    # 2 of the trace's 128 blocks and 6 of the launch's 640, so every time is 3 times the trace's, the speedup the
+    # same
     g = get_gpu("a100")
     g = dataclasses.replace(g, compute=dataclasses.replace(g.compute, launch_us=0.0))
     a100 = api.evaluate(t, g, "input=R")
     a100k = api.evaluate(big, g, "input=R")
     for r, rk in ((a100.sample, a100k.sample), (a100.target, a100k.target)):
-        assert rk.evaluation.target.time_ns == pytest.approx(k * r.evaluation.target.time_ns, rel=1e-12)
+        assert rk.evaluation.target.time_ns == pytest.approx(3 * r.evaluation.target.time_ns, rel=1e-12)
         assert rk.evaluation.target.t_comp == r.evaluation.target.t_comp  # the terms stay the trace's
     assert a100k.target.evaluation.speedup == pytest.approx(a100.target.evaluation.speedup, rel=1e-12)
     # the H100's launch: the floor plus the dispatch of the launch's blocks that the kernel does not cover
@@ -89,8 +98,8 @@ def test_scaled_time_keeps_the_ratios_and_launches_the_launchs_blocks():
     s = api.evaluate(big, h100).sample.evaluation.target
     kernel = s.cycles - s.t_launch
     assert s.t_launch == pytest.approx(t_launch(h100, k * t.info.ctas, kernel), rel=1e-12)
-    # 128 blocks fill 128 of the H100's 132 SMs, one each; the launch's 640 take 640 / 132 an SM
-    assert t.info.ctas == 128 and s.blocks_scale == pytest.approx(640 / 132, rel=1e-12)
+    # 128 blocks fill 128 of the H100's 132 SMs, one each; the launch's 640 take ceil(640 / 132) = 5 on the busiest
+    assert t.info.ctas == 128 and s.blocks_scale == pytest.approx(5, rel=1e-12)
     assert kernel == pytest.approx(s.blocks_scale * max(s.t_comp + s.t_mem - s.t_overlap, s.t_round, s.t_block))
 
 
@@ -100,7 +109,7 @@ def test_training_undoes_the_scale():
     t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=4 * 128)
     gpu = get_gpu("h100")
     x = api.evaluate(t, gpu).sample.evaluation.target
-    assert x.blocks_scale == pytest.approx((512 / 132) / 1.0, rel=1e-12)
+    assert x.blocks_scale == pytest.approx(4, rel=1e-12)  # ceil(512 / 132) on the busiest SM, the trace's 1
     s = Sample(kernel="conv2d_kt", trace="t", placement="", measured_ns=x.time_ns, terms=x)
     own = max(x.t_comp + x.t_mem - x.t_overlap, x.t_round, x.t_block)
     assert s.observed_ratio(gpu) == pytest.approx((x.t_comp + x.t_mem - own) / x.t_mem, rel=1e-9)
@@ -203,8 +212,8 @@ def test_text_output_says_the_scale_and_shows_the_launchs_terms(tmp_path, run_cl
     traces.write(p, t.columns(), t.info)
     code, out, _ = run_cli("evaluate", p, "--gpu", "h100", "--place", "input=R")
     assert code == 0
-    scale = 1280 / 132  # the launch's blocks per SM; the trace's one
-    assert f"x {scale:.4g} (the launch's blocks per SM over the trace's)" in out
+    scale = 10  # ceil(1280 / 132), the launch's blocks on the busiest SM; the trace's one an SM
+    assert f"x {scale:.4g} (the busiest SM's blocks of the launch over the trace's blocks per SM" in out
     r = api.evaluate(t, "h100", "input=R")
     s = r.sample.evaluation.target
     assert s.term_ns_per_cycle == pytest.approx(s.time_ns / s.cycles * scale, rel=1e-12)
@@ -228,5 +237,5 @@ def test_streamed_equals_whole(tmp_path):
     whole = api.evaluate(p, "h100", "input=S/G", stream="no")
     streamed = api.evaluate(p, "h100", "input=S/G", stream="yes")
     for a, b in ((whole.sample, streamed.sample), (whole.target, streamed.target)):
-        assert b.evaluation.target.blocks_scale == a.evaluation.target.blocks_scale == pytest.approx(1280 / 132)
+        assert b.evaluation.target.blocks_scale == a.evaluation.target.blocks_scale == pytest.approx(10)
         assert b.evaluation.target.time_ns == pytest.approx(a.evaluation.target.time_ns, rel=1e-12)
