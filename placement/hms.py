@@ -74,7 +74,6 @@ This module is the model: :func:`terms` of one placement from its trace's memory
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any

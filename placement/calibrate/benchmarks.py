@@ -96,6 +96,18 @@ def _pick(ctx, pair):
     return pair[0] if ctx.quick else pair[1]
 
 
+def _rates(dev, ctx, fn, grid, block, args, count, reps) -> list[float]:
+    """``count`` things (bytes, texels, warp-instructions) per ns of each of ``reps``' timed launches, after one
+    untimed launch: G per second."""
+    dev.launch(fn, grid, block, args)
+    return [count / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(reps)]
+
+
+def _per_sm_cycle(s: Stat, sms: int, clock_mhz: float) -> Stat:
+    """A rate in G per second (``s``) over the SMs and the clock: per SM per cycle."""
+    return Stat(s.median * 1e3 / (sms * clock_mhz), s.spread * 1e3 / (sms * clock_mhz), s.n)
+
+
 def random_cycle(rng: np.random.Generator, n: int) -> np.ndarray:
     """next[i] of a random cyclic permutation of 0..n-1 (one cycle through every node:
     Sattolo's property, which Lemeire et al. require so the walk covers the whole array)."""
@@ -437,8 +449,7 @@ def bench_bandwidth(dev, ctx) -> Result:
         ("dram_copy_gbs", dev.function("bandwidth", "bw_copy"), (a, b, np.uint64(n)), 2 * total, "copy kernel float4 (read + write)"),
     ]  # fmt: skip
     for key, fn, args, nbytes, what in cases:
-        dev.launch(fn, grid, block, args)
-        vals = [nbytes / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(reps)]
+        vals = _rates(dev, ctx, fn, grid, block, args, nbytes, reps)
         r.add(key, vals, "GB/s", f"bandwidth {what}, {total // MIB} MiB")
     del a, b
     l2n = max(_l2_bytes(dev, ctx) // 8, 1 * MIB) // 16
@@ -446,22 +457,20 @@ def bench_bandwidth(dev, ctx) -> Result:
     passes = _pick(ctx, (16, 64))
     fn = dev.function("bandwidth", "bw_l2_read")
     args = (buf, np.uint64(l2n), np.int32(passes), sink)
-    dev.launch(fn, grid, block, args)
-    vals = [l2n * 16 * passes / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(reps)]
+    vals = _rates(dev, ctx, fn, grid, block, args, l2n * 16 * passes, reps)
     r.add("l2_read_gbs", vals, "GB/s", f"bandwidth L2 read (__ldcg, {l2n * 16 // KIB} KiB x {passes} passes)")
     fn = dev.function("smem", "smem_bandwidth")
     iters = 4096
     g = sms * 2
     args = (np.int32(iters), sink)
-    dev.launch(fn, g, 1024, args)
-    vals = [g * 1024 * iters * 16 / (dev.time_ms(fn, g, 1024, args) * 1e6) for _ in ctx.repetitions(reps)]
+    vals = _rates(dev, ctx, fn, g, 1024, args, g * 1024 * iters * 16, reps)
     s = r.add(
         "smem_gbs", vals, "GB/s", "bandwidth shared memory (float4, no conflict, 2 blocks of 1024 threads per SM)"
     )
     clock = ctx.value("sm_clock_mhz")
     if clock:
-        r.add("smem_bytes_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
-              "B/cycle/SM", "bandwidth shared memory, over the SMs and the measured clock")  # fmt: skip
+        r.add("smem_bytes_per_cycle_per_sm", _per_sm_cycle(s, sms, clock), "B/cycle/SM",
+              "bandwidth shared memory, over the SMs and the measured clock")  # fmt: skip
     return r
 
 
@@ -592,12 +601,15 @@ def bench_texture(dev, ctx) -> Result:
     grid, block, iters = sms * 8, 256, _pick(ctx, (256, 1024))
     args = (tex, np.int32(iters), np.uint32(TEX_WORDS - 1), sink)
     texels = grid * block * iters * 4
-    dev.launch(fn, grid, block, args)
-    vals = [texels / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+    vals = _rates(dev, ctx, fn, grid, block, args, texels, _pick(ctx, REPS))
     s = r.add("tex_gtexels", vals, "G texels/s", f"texture: tex1Dfetch, {grid} x {block} threads x {iters * 4} texels")
     clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add("tex_texels_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
-          "texels/cycle/SM", "texture: tex1Dfetch throughput over the SMs and the clock")  # fmt: skip
+    r.add(
+        "tex_texels_per_cycle_per_sm",
+        _per_sm_cycle(s, sms, clock),
+        "texels/cycle/SM",
+        "texture: tex1Dfetch throughput over the SMs and the clock",
+    )
     return r
 
 
@@ -617,14 +629,17 @@ def bench_lsu(dev, ctx) -> Result:
     grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
     args = (np.int32(iters), sink)
     insts = grid * block * iters * 4 / 32
-    dev.launch(fn, grid, block, args)
-    vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+    vals = _rates(dev, ctx, fn, grid, block, args, insts, _pick(ctx, REPS))
     s = r.add(
         "lsu_ginst", vals, "G warp-inst/s", f"lsu: LDS.32 without conflicts, {grid} x {block} threads x {iters * 4}"
     )
     clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add("lsu_inst_per_cycle_per_sm", Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
-          "warp-inst/cycle/SM", "lsu: LDS.32 warp-instructions over the SMs and the clock")  # fmt: skip
+    r.add(
+        "lsu_inst_per_cycle_per_sm",
+        _per_sm_cycle(s, sms, clock),
+        "warp-inst/cycle/SM",
+        "lsu: LDS.32 warp-instructions over the SMs and the clock",
+    )
     return r
 
 
@@ -648,13 +663,15 @@ def bench_loads(dev, ctx) -> Result:
     for prefix, fn, how in kinds:
         for shift, lines in ((0, ""), (1, "_split")):
             args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(shift), sink)
-            dev.launch(fn, grid, block, args)
-            vals = [insts / (dev.time_ms(fn, grid, block, args) * 1e6) for _ in ctx.repetitions(_pick(ctx, REPS))]
+            vals = _rates(dev, ctx, fn, grid, block, args, insts, _pick(ctx, REPS))
             what = f"{how} loads of {shift + 1} line{'s' if shift else ''} a warp"
             s = r.add(f"{prefix}{lines}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
-            r.add(f"{prefix}{lines}_inst_per_cycle_per_sm",
-                  Stat(s.median * 1e3 / (sms * clock), s.spread * 1e3 / (sms * clock), s.n),
-                  "warp-inst/cycle/SM", f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
+            r.add(
+                f"{prefix}{lines}_inst_per_cycle_per_sm",
+                _per_sm_cycle(s, sms, clock),
+                "warp-inst/cycle/SM",
+                f"loads: {what}, warp-instructions over the SMs and the clock",
+            )
     return r
 
 
