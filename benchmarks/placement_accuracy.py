@@ -26,7 +26,10 @@ For every (entry, GPU) of a ``placement batch`` results file with measured times
   which needs the suite file the results name (found and unchanged); without it there is
   no absolute figure, and the output says why.
 
-Beside each figure, issue 33's goal (``GOALS``); per kernel the same figures, one line each.
+Beside each figure, issue 33's goal (``GOALS``); per kernel the same figures, one line each; and per kernel
+and kind of placement (the placement with its ``windows=N`` left out, so a staged matmul's tiles of every
+size are one kind), the ratio figures and the median measured and predicted ratios: which kind of move the
+model gets wrong, and in which direction.
 Prints one table per file (and the misses), or one JSON document with ``--json``.
 """
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import statistics
 import sys
 import tomllib
@@ -83,7 +87,37 @@ def score(path: str) -> dict:
     by_kernel = {k: score_rows(rs, ratios_only, why) for k, rs in kernels.items()}
     for v in by_kernel.values():
         del v["rows"], v["misses"]
-    return {"file": path, **score_rows(rows, ratios_only, why), "by_kernel": by_kernel}
+    whole = score_rows(rows, ratios_only, why)
+    return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"], rows)}
+
+
+def placement_kind(placement: str) -> str:
+    """A placement without its window count ("M=S/G,N=S/G;windows=32;unrolled" -> "M=S/G,N=S/G;unrolled")."""
+    return re.sub(r";windows=\d+(?=;|$)", "", placement)
+
+
+def by_kind(scored: list[dict], rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """Per (kernel, :func:`placement_kind`) of ``score_rows``' rows: placements, significant effects and those
+    of the right sign, the median and mean ratio error, and the median measured and predicted ratios."""
+    kernel = {(r["entry"], r["gpu"]): r["kernel"] for r in rows}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in scored:
+        groups.setdefault((kernel[r["entry"], r["gpu"]], placement_kind(r["placement"])), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        big = [r for r in rs if abs(r["measured_ratio"] - 1.0) > SIGNIFICANT]
+        right = [r for r in big if (r["predicted_ratio"] - 1.0) * (r["measured_ratio"] - 1.0) > 0]
+        errors = [r["error"] for r in rs]
+        out[key] = {
+            "placements": len(rs),
+            "significant_effects": len(big),
+            "sign_right": len(right),
+            "median_ratio_error": statistics.median(errors),
+            "mean_ratio_error": statistics.fmean(errors),
+            "median_measured_ratio": statistics.median(r["measured_ratio"] for r in rs),
+            "median_predicted_ratio": statistics.median(r["predicted_ratio"] for r in rs),
+        }
+    return out
 
 
 def score_rows(rows: list[dict], ratios_only: set[str] | None = frozenset(), why: str = "") -> dict:
@@ -161,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     scores = [score(p) for p in args.results]
     if args.json:
+        for s in scores:  # JSON keys are strings
+            s["by_kind"] = [{"kernel": k, "kind": p, **v} for (k, p), v in s["by_kind"].items()]
         print(json.dumps(scores, indent=1))
         return 0
     for s in scores:
@@ -205,6 +241,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{_fmt(v['median_kendall_tau'], False):>5s}  {_fmt(v['median_abs_error']):>7s} "
                     f"({v['abs_placements']})  {_fmt(v['median_model_over_measured'], False)}"
                 )
+        print(
+            "  per kind of placement: placements, sign right / effects > 10 %, median (mean) ratio error, "
+            "median measured ratio, median predicted ratio"
+        )
+        for (k, p), v in s["by_kind"].items():
+            print(
+                f"    {k:24s} {p:32s} {v['placements']:3d}  {v['sign_right']:3d}/{v['significant_effects']:<3d}  "
+                f"{_fmt(v['median_ratio_error']):>7s} ({_fmt(v['mean_ratio_error'])})  "
+                f"{v['median_measured_ratio']:6.3f}  {v['median_predicted_ratio']:6.3f}"
+            )
     return 0
 
 

@@ -210,6 +210,31 @@ def test_score_rows_hand_computed(acc):
     assert acc.score_rows(_rows(), set())["abs_placements"] == 5  # C's 50 and 60 us count too
 
 
+def test_placement_kinds_leave_out_the_window_count(acc):
+    assert acc.placement_kind("M=S/G,N=S/G;windows=32;unrolled") == "M=S/G,N=S/G;unrolled"
+    assert acc.placement_kind("input=S/G;windows=1") == "input=S/G"
+    assert acc.placement_kind("a=S/G;windows=12") == "a=S/G"
+    assert acc.placement_kind("x=R") == "x=R" and acc.placement_kind("sample") == "sample"
+
+
+def test_figures_per_kind_of_placement_by_hand(acc):
+    rows = _rows()
+    kinds = acc.by_kind(acc.score_rows(rows, set())["rows"], rows)
+    assert set(kinds) == {("k1", "x=R"), ("k1", "x=T"), ("k2", "x=R")}
+    # k1 x=R: A measured 0.8, predicted 0.9 (a 20 % effect, the right sign)
+    a = kinds["k1", "x=R"]
+    assert (a["placements"], a["significant_effects"], a["sign_right"]) == (1, 1, 1)
+    assert a["median_ratio_error"] == pytest.approx(0.125) and a["median_predicted_ratio"] == pytest.approx(0.9)
+    assert kinds["k1", "x=T"]["median_ratio_error"] == pytest.approx(1 - 1.1 / 1.3)
+    # k2 x=R: B 0.95 against 1.2 (no effect), C 1.2 against 1.1: one effect, its sign right
+    b = kinds["k2", "x=R"]
+    assert (b["placements"], b["significant_effects"], b["sign_right"]) == (2, 1, 1)
+    assert b["median_ratio_error"] == pytest.approx((1.2 / 0.95 - 1 + 1 - 1.1 / 1.2) / 2)
+    assert b["mean_ratio_error"] == pytest.approx(b["median_ratio_error"])
+    assert b["median_measured_ratio"] == pytest.approx((0.95 + 1.2) / 2)
+    assert b["median_predicted_ratio"] == pytest.approx((1.2 + 1.1) / 2)
+
+
 def test_score_reads_the_ratios_only_marks_from_the_suite(acc, tmp_path):
     suite = tmp_path / "s.toml"
     suite.write_text('[[entry]]\nid = "A"\nnote = "x"\n[[entry]]\nid = "C"\nnote = "traced smaller (ratios only): y"\n')
