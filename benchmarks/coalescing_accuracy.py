@@ -1,0 +1,90 @@
+"""The model's cost of uncoalesced loads against gpuperfpredict's measurements: the naive matrix multiply with
+its indices swapped (``matMul_gpu_uncoalesced``: each lane reads a row of M of its own) over the coalesced
+one (``matMul_gpu``), both measured with nvprof on a GTX-680, a Tesla K40 and a GTX-980, sizes 256 and 512,
+blocks 8, 16 and 32 (``../shared/data/gpuperfpredict``, github marcosamaris/gpuperfpredict, Datasets/).
+
+Usage::
+
+    python benchmarks/coalescing_accuracy.py [--data DIR] [--sizes 256,512] [--blocks 8,16,32]
+
+Both kernels are this repository's generators (``matmul_naive``, ``matmul_naive_uncoalesced``), evaluated
+with the programs' ``-Xptxas -dlcm=ca`` (their ``src/common/Makefile.common``) on the catalog's GPUs. Prints,
+per (GPU, size, block), the measured time ratio uncoalesced / coalesced (medians of the runs), the predicted
+one, the ratio error, and model / measured of each kernel; then the median ratio error and the signs. This is
+not a placement, so it is not a ``placement batch`` suite: the two kernels are two programs. Each line also
+gives nvprof's global load transactions per request of both kernels, the counter the GTX-980's times follow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
+GPUS = {"gtx680": "GTX-680", "k40": "Tesla-K40", "gtx980": "GTX-980"}
+KERNELS = {"matmul_naive": "matMul_gpu", "matmul_naive_uncoalesced": "matMul_gpu_uncoalesced"}
+
+
+def measured(data: Path, program: str, gpu: str, size: int, block: int) -> tuple[float, float]:
+    """(median Duration in ns, median Global.Load.Transactions.Per.Request) of one program's runs."""
+    import pandas as pd
+
+    d = pd.read_csv(data / f"{program}-{GPUS[gpu]}.csv")
+    d = d[(d["Input.Size"] == size) & (d["Block.X"] == block)]
+    if d.empty:
+        raise SystemExit(f"coalescing_accuracy: {program}-{GPUS[gpu]}.csv: no runs of size {size}, block {block}")
+    return float(d["Duration"].median()) * 1e9, float(d["Global.Load.Transactions.Per.Request"].median())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--sizes", default="256,512")
+    ap.add_argument("--blocks", default="8,16,32")
+    args = ap.parse_args(argv)
+    if not args.data.is_dir():
+        print(f"coalescing_accuracy: {args.data}: no such folder (../shared/data/gpuperfpredict)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT))
+    import placement
+    from traces import generators
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    errors, signs = [], 0
+    print("gpu     size block  measured  predicted  error    model/measured (coalesced, uncoalesced)  nvprof tx/req")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in map(int, args.sizes.split(",")):
+            for block in map(int, args.blocks.split(",")):
+                paths = {}
+                for k in KERNELS:
+                    paths[k] = os.path.join(tmp, f"{k}.parquet")
+                    generators.write(k, paths[k], (size,), (block,))
+                for gpu in GPUS:
+                    t = {k: placement.evaluate(paths[k], gpu, dlcm="ca").time_ns for k in KERNELS}
+                    m = {k: measured(args.data, p, gpu, size, block) for k, p in KERNELS.items()}
+                    mr = m["matmul_naive_uncoalesced"][0] / m["matmul_naive"][0]
+                    pr = t["matmul_naive_uncoalesced"] / t["matmul_naive"]
+                    errors.append(abs(pr / mr - 1.0))
+                    signs += (pr - 1.0) * (mr - 1.0) > 0
+                    print(
+                        f"{gpu:7s} {size:4d} {block:5d}  {mr:8.2f}  {pr:9.2f}  {100 * errors[-1]:5.1f} %  "
+                        f"{t['matmul_naive'] / m['matmul_naive'][0]:5.2f}  "
+                        f"{t['matmul_naive_uncoalesced'] / m['matmul_naive_uncoalesced'][0]:5.2f}"
+                        f"{'':29s}{m['matmul_naive'][1]:5.1f} {m['matmul_naive_uncoalesced'][1]:5.1f}"
+                    )
+    print(f"median ratio error {100 * statistics.median(errors):.1f} % (mean {100 * statistics.fmean(errors):.1f} %), "
+          f"sign right {signs} / {len(errors)}")  # fmt: skip
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

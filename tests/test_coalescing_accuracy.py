@@ -1,0 +1,43 @@
+"""benchmarks/coalescing_accuracy.py: the measured side, read from gpuperfpredict's nvprof files."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
+
+
+@pytest.fixture(scope="module")
+def ca():
+    spec = importlib.util.spec_from_file_location("coalescing_accuracy", ROOT / "benchmarks" / "coalescing_accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_measured_takes_the_medians_of_the_runs(ca, tmp_path):
+    rows = ["Input.Size,Block.X,Duration,Global.Load.Transactions.Per.Request"]
+    rows += [f"256,16,{d},{t}" for d, t in ((0.001, 6), (0.003, 6), (0.002, 7))] + ["256,8,0.5,1", "512,16,0.7,2"]
+    (tmp_path / "matMul_gpu-Tesla-K40.csv").write_text("\n".join(rows) + "\n")
+    ns, tx = ca.measured(tmp_path, "matMul_gpu", "k40", 256, 16)
+    assert ns == pytest.approx(2_000_000.0) and tx == 6.0
+    with pytest.raises(SystemExit, match="no runs of size 1024, block 16"):
+        ca.measured(tmp_path, "matMul_gpu", "k40", 1024, 16)
+
+
+def test_a_missing_data_folder_is_one_line_and_exit_2(ca, tmp_path, capsys):
+    assert ca.main(["--data", str(tmp_path / "absent")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such folder" in err
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data/gpuperfpredict")
+def test_the_k40_ratio_at_256_block_16_is_the_files(ca):
+    # matMul_gpu_uncoalesced-Tesla-K40.csv and matMul_gpu-Tesla-K40.csv, median Duration of size 256, block 16
+    # (1.800572 and 0.400543 ms), and nvprof's 8.5 against 1.5 transactions per request (medians; Kepler: no L1 for globals)
+    unc, tx_u = ca.measured(DATA, "matMul_gpu_uncoalesced", "k40", 256, 16)
+    coal, tx_c = ca.measured(DATA, "matMul_gpu", "k40", 256, 16)
+    assert unc / coal == pytest.approx(1.800572 / 0.400543, rel=1e-4)
+    assert (tx_c, tx_u) == (1.5, 8.5)
