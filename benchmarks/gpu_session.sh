@@ -34,7 +34,9 @@
 #    host side and whole command included), with the drain thread's seconds writing and waiting;
 # 7. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
 #    512 B, 27 Nov 2026); its `lsu` and `loads` benchmarks (not yet run on a GPU) give the load/store pipe's rate and
-#    L1-hit __ldg and plain loads of one and two lines a warp ([calibration.measured] ro_*, ldg_*).
+#    L1-hit __ldg and plain loads of one and two lines a warp ([calibration.measured] ro_*, ldg_*). Read
+#    ldg_inst_per_cycle_per_sm against hms.t_lsu: ~1 (one line a cycle) is the model's larger of issue and data
+#    path, ~0.5 their sum (the what-if that fit the A100's absolute times and not the H100's, README).
 set -u
 PY=${PYTHON:-python3}
 OUT=${OUT:-$PWD/gpu-session-out}
