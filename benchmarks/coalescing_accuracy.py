@@ -39,7 +39,7 @@ def measured(data: Path, program: str, gpu: str, size: int, block: int) -> tuple
     d = pd.read_csv(data / f"{program}-{GPUS[gpu]}.csv")
     d = d[(d["Input.Size"] == size) & (d["Block.X"] == block)]
     if d.empty:
-        raise SystemExit(f"coalescing_accuracy: {program}-{GPUS[gpu]}.csv: no runs of size {size}, block {block}")
+        raise ValueError(f"{program}-{GPUS[gpu]}.csv: no runs of size {size}, block {block}")
     return float(d["Duration"].median()) * 1e9, float(d["Global.Load.Transactions.Per.Request"].median())
 
 
@@ -67,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
                     paths[k] = os.path.join(tmp, f"{k}.parquet")
                     generators.write(k, paths[k], (size,), (block,))
                 for gpu in GPUS:
+                    try:
+                        m = {k: measured(args.data, p, gpu, size, block) for k, p in KERNELS.items()}
+                    except ValueError as e:
+                        print(f"coalescing_accuracy: {e}", file=sys.stderr)
+                        return 2
                     t = {k: placement.evaluate(paths[k], gpu, dlcm="ca").time_ns for k in KERNELS}
-                    m = {k: measured(args.data, p, gpu, size, block) for k, p in KERNELS.items()}
                     mr = m["matmul_naive_uncoalesced"][0] / m["matmul_naive"][0]
                     pr = t["matmul_naive_uncoalesced"] / t["matmul_naive"]
                     errors.append(abs(pr / mr - 1.0))

@@ -23,7 +23,7 @@ def test_measured_takes_the_medians_of_the_runs(ca, tmp_path):
     (tmp_path / "matMul_gpu-Tesla-K40.csv").write_text("\n".join(rows) + "\n")
     ns, tx = ca.measured(tmp_path, "matMul_gpu", "k40", 256, 16)
     assert ns == pytest.approx(2_000_000.0) and tx == 6.0
-    with pytest.raises(SystemExit, match="no runs of size 1024, block 16"):
+    with pytest.raises(ValueError, match="no runs of size 1024, block 16"):
         ca.measured(tmp_path, "matMul_gpu", "k40", 1024, 16)
 
 
@@ -31,6 +31,17 @@ def test_a_missing_data_folder_is_one_line_and_exit_2(ca, tmp_path, capsys):
     assert ca.main(["--data", str(tmp_path / "absent")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such folder" in err
+
+
+def test_a_size_the_files_lack_is_one_line_and_exit_2(ca, tmp_path, capsys):
+    for gpu in ca.GPUS.values():
+        for program in ca.KERNELS.values():
+            (tmp_path / f"{program}-{gpu}.csv").write_text(
+                "Input.Size,Block.X,Duration,Global.Load.Transactions.Per.Request\n256,8,0.001,6\n"
+            )
+    assert ca.main(["--data", str(tmp_path), "--sizes", "64", "--blocks", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err == "coalescing_accuracy: matMul_gpu-GTX-680.csv: no runs of size 64, block 8\n"
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data/gpuperfpredict")
