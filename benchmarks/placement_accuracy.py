@@ -88,7 +88,7 @@ def score(path: str) -> dict:
     for v in by_kernel.values():
         del v["rows"], v["misses"]
     whole = score_rows(rows, ratios_only, why)
-    return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"], rows)}
+    return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"])}
 
 
 def placement_kind(placement: str) -> str:
@@ -96,13 +96,12 @@ def placement_kind(placement: str) -> str:
     return re.sub(r";windows=\d+(?=;|$)", "", placement)
 
 
-def by_kind(scored: list[dict], rows: list[dict]) -> dict[tuple[str, str], dict]:
+def by_kind(scored: list[dict]) -> dict[tuple[str, str], dict]:
     """Per (kernel, :func:`placement_kind`) of ``score_rows``' rows: placements, significant effects and those
     of the right sign, the median and mean ratio error, and the median measured and predicted ratios."""
-    kernel = {(r["entry"], r["gpu"]): r["kernel"] for r in rows}
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in scored:
-        groups.setdefault((kernel[r["entry"], r["gpu"]], placement_kind(r["placement"])), []).append(r)
+        groups.setdefault((r["kernel"], placement_kind(r["placement"])), []).append(r)
     out = {}
     for key, rs in groups.items():
         big = [r for r in rs if abs(r["measured_ratio"] - 1.0) > SIGNIFICANT]
@@ -144,7 +143,7 @@ def score_rows(rows: list[dict], ratios_only: set[str] | None = frozenset(), why
             meas, pred = r["measured_ns"] / m0, r["model_ns"] / p0
             err = abs(pred / meas - 1.0)
             errors.append(err)
-            lines.append((entry, gpu, r["placement"], meas, pred, err))
+            lines.append((entry, gpu, r["kernel"], r["placement"], meas, pred, err))
             if abs(meas - 1.0) > SIGNIFICANT:
                 sign_n += 1
                 if (pred - 1.0) * (meas - 1.0) > 0:
@@ -176,8 +175,8 @@ def score_rows(rows: list[dict], ratios_only: set[str] | None = frozenset(), why
         "abs_left_out": why if ratios_only is None else f"{len(ratios_only)} entries marked {RATIOS_ONLY}",
         "misses": misses,
         "rows": [
-            {"entry": e, "gpu": g, "placement": p, "measured_ratio": m, "predicted_ratio": q, "error": x}
-            for e, g, p, m, q, x in lines
+            {"entry": e, "gpu": g, "kernel": k, "placement": p, "measured_ratio": m, "predicted_ratio": q, "error": x}
+            for e, g, k, p, m, q, x in lines
         ],
     }
 

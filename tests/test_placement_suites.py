@@ -218,8 +218,7 @@ def test_placement_kinds_leave_out_the_window_count(acc):
 
 
 def test_figures_per_kind_of_placement_by_hand(acc):
-    rows = _rows()
-    kinds = acc.by_kind(acc.score_rows(rows, set())["rows"], rows)
+    kinds = acc.by_kind(acc.score_rows(_rows(), set())["rows"])
     assert set(kinds) == {("k1", "x=R"), ("k1", "x=T"), ("k2", "x=R")}
     # k1 x=R: A measured 0.8, predicted 0.9 (a 20 % effect, the right sign)
     a = kinds["k1", "x=R"]
