@@ -340,3 +340,45 @@ measured_ns = [9000.0, 8000.0, 7000.0, 7500.0]
     assert [r["placement"] for r in rows] == ["sample", "M=S/G,N=S/G;windows=1", "M=S/G,N=S/G;windows=4", "M=S/G,N=S/G"]
     assert [r["staging.windows"] for r in rows[1:3]] == [1, 4]
     assert len({r["task"] for r in rows}) == 4
+
+
+def test_gpu_option_prices_every_entry_on_that_gpu(run_cli, tmp_path):
+    """--gpu: the suite's entries on one GPU, without the measured times of the suite's own GPUs; each row is
+    the row that GPU gets as the suite's own (the transpose entry lists v100 beside k80)."""
+    suite = _suite(tmp_path)
+    own = tmp_path / "own.parquet"
+    batch.run(suite, own)
+    out = tmp_path / "v100.parquet"
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--gpu", "v100", "--json")
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["gpus"] == ["v100"] and doc["gpu_override"] == "v100"
+    rows = _rows(out)
+    # 4 + 3 + 3 placements and a top 3: the transpose entry once, on v100 only
+    assert len(rows) == 13 and {r["gpu"] for r in rows} == {"v100"}
+    assert all(r["measured_ns"] is None and r["kendall_tau"] is None for r in rows)
+    assert all(r["prediction_basis"] != "measured sample" for r in rows if r["entry"] == "triad")
+    ref = [r for r in _rows(own) if r["entry"] == "transpose" and r["gpu"] == "v100"]
+    got = [r for r in rows if r["entry"] == "transpose"]
+    assert [(r["placement"], r["model_ns"], r["cycles"]) for r in got] == [
+        (r["placement"], r["model_ns"], r["cycles"]) for r in ref
+    ]
+    assert batch.read_experiment(out)["gpu_override"] == "v100"
+    # the same run again resumes; the same file priced on another GPU is refused, nothing written
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--gpu", "v100")
+    assert code == 0 and "(0 tasks run, 11 resumed)" in stdout and "priced on v100 (--gpu)" in stdout
+    before = out.read_bytes()
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--gpu", "k80")
+    assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
+    assert "holds results on v100, but this run prices on k80" in err
+    assert out.read_bytes() == before and not batch.parts_dir(out).exists()
+
+
+@pytest.mark.parametrize("gpu", ["no-such-gpu", "missing.toml"])
+def test_gpu_option_bad_gpu_exit_2(run_cli, tmp_path, gpu):
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+    code, stdout, err = run_cli("batch", suite, "-o", out, "--gpu", gpu)
+    assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("placement batch: error: --gpu: ") and gpu in err
+    assert not out.exists() and not batch.parts_dir(out).exists()

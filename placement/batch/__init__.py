@@ -127,8 +127,12 @@ def run(
     executor: str = "local",
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    gpu: str | None = None,
 ) -> BatchResult:
     """Evaluate a suite into ``output`` (Parquet), resuming from what is already there.
+
+    ``gpu`` prices every entry on that GPU instead of the suite's own, without the measured times
+    (:func:`load_suite`); give the suite as a path then.
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
     ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or
@@ -137,7 +141,9 @@ def run(
     """
     check_output_folder(output)  # before the suite's traces are read
     if not isinstance(suite, Suite):
-        suite = load_suite(suite)
+        suite = load_suite(suite, gpu)
+    elif gpu is not None:
+        raise ValueError("run(gpu=...) needs the suite's path, not a loaded Suite (load_suite(path, gpu))")
     if executor != "local" and not executor.startswith("dask://"):
         raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
     if workers < 1:

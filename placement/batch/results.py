@@ -100,6 +100,7 @@ def experiment(plan_: Plan) -> dict[str, Any]:
         "suite": {"path": s.path, "resolved": str(Path(s.path).resolve()), "name": s.name, "sha256": s.sha256},
         "gpus": [plan_.gpu_names[g] for g in s.gpus],
         "gpu_configs": s.gpus,
+        "gpu_override": s.gpu_override,
         "entries": len(s.entries),
         "tasks": len(plan_.tasks),
         "options": s.options_doc,
@@ -123,6 +124,12 @@ def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str,
             f"{where} holds results of suite {old.get('path')!r} with sha256 {old.get('sha256')}, but "
             f"{exp['suite']['path']!r} has sha256 {exp['suite']['sha256']}; resuming needs the same suite: "
             f"write to another -o, or delete {output} and {parts_dir(output)} to start over"
+        )
+    if found.get("gpu_configs", exp["gpu_configs"]) != exp["gpu_configs"]:
+        raise InputError(
+            f"{where} holds results on {', '.join(found.get('gpus') or found['gpu_configs'])}, but this run prices "
+            f"on {', '.join(exp['gpus'])}; resuming needs the same GPUs: write to another -o, or delete {output} and "
+            f"{parts_dir(output)} to start over"
         )
     if found.get("version") != exp["version"]:
         log.warning("%s was written by gpu-placement %s; this is %s", where, found.get("version"), exp["version"])

@@ -126,6 +126,8 @@ class Suite:
     entries: tuple[Entry, ...]
     options: Options
     options_doc: dict[str, Any] = field(default_factory=dict)
+    gpu_override: str = ""
+    """The GPU every entry was priced on instead of its own (``load_suite(..., gpu=)``); "" for none."""
 
     @property
     def gpus(self) -> list[str]:
@@ -187,10 +189,13 @@ def _gpu_list(v: Any, where: str, base: Path) -> tuple[str, ...]:
     return tuple(out)
 
 
-def load_suite(path: str | os.PathLike) -> Suite:
+def load_suite(path: str | os.PathLike, gpu: str | None = None) -> Suite:
     """Parse and validate the structure of a suite file (the format is in the module docstring).
 
-    Object names and legality need each kernel's metadata; ``plan`` checks those.
+    ``gpu`` (a name from `placement gpus` or a configuration file, relative to the working folder) prices every
+    entry on that GPU instead of its own: the entries' GPUs are still checked, but their measured times are left
+    out, since they were measured on another GPU (``placement batch --gpu``: a suite's rankings on the user's
+    GPU). Object names and legality need each kernel's metadata; ``plan`` checks those, for ``gpu`` where given.
     """
     p = resolve_suite_path(path)
     ps = str(p)
@@ -209,10 +214,13 @@ def load_suite(path: str | os.PathLike) -> Suite:
     raw_entries = data.get("entry")
     if not isinstance(raw_entries, list) or not raw_entries:
         raise SuiteError(f"{ps}: no entries; expected one or more [[entry]] tables")
+    override = _override(gpu) if gpu is not None else None
     entries = []
     ids: dict[str, int] = {}
     for i, e in enumerate(raw_entries):
         entries.append(_entry(e, i, ps, base, default_gpu))
+        if override is not None:
+            entries[-1] = dataclasses.replace(entries[-1], gpus=(override,), measured_ns=None)
         eid = entries[-1].id
         if eid in ids:
             raise SuiteError(
@@ -221,8 +229,20 @@ def load_suite(path: str | os.PathLike) -> Suite:
         ids[eid] = i
     return Suite(
         path=ps, sha256=sha, name=data.get("name", p.stem), description=data.get("description", ""),
-        entries=tuple(entries), options=options, options_doc=options_doc,
+        entries=tuple(entries), options=options, options_doc=options_doc, gpu_override=override or "",
     )  # fmt: skip
+
+
+def _override(gpu: str) -> str:
+    """``load_suite``'s ``gpu``, checked: a configuration file's path made absolute (from the working folder)."""
+    if not isinstance(gpu, str) or not gpu or "\0" in gpu:
+        raise InputError(f"--gpu: expected a GPU name (see `placement gpus`) or a configuration file, got {shown(gpu)}")
+    g = os.path.realpath(gpu) if gpu.endswith(".toml") else gpu
+    try:
+        get_gpu(g)
+    except InputError as exc:
+        raise InputError(f"--gpu: {exc}") from None
+    return g
 
 
 def _options(d: Any, ps: str, base: Path) -> tuple[Options, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Evaluate a suite of (kernel, GPU, placement) predictions into one Parquet file.
 
-  placement batch SUITE.toml -o RESULTS.parquet [--executor local|dask://HOST:PORT] [--workers N] [--json]
+  placement batch SUITE.toml -o RESULTS.parquet [--gpu GPU] [--executor local|dask://HOST:PORT] [--workers N] [--json]
 
 SUITE is a suite file or the name of a bundled suite (`table4`); the format is
 described in `placement/batch/__init__.py` and at the top of `configs/suites/table4.toml`.
@@ -8,7 +8,10 @@ One row per (entry, GPU, placement) with the prediction, its terms and events,
 and, where the suite gives measured times, the error and the per-kernel rank
 agreement (Kendall tau, top-1 hit). Completed tasks are kept in RESULTS.parts/
 as they finish, so a run killed part way resumes where it stopped; resuming with
-a changed suite is refused.
+a changed suite is refused. --gpu GPU prices every entry on that GPU (a name from
+`placement gpus`, or a configuration file such as `placement calibrate` writes)
+instead of the suite's own, and leaves the suite's measured times out: they were
+measured on its GPUs. So a suite's rankings can be read for the GPU you have.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ HELP = "evaluate a suite of kernels, GPUs and placements into a results file"
 def add_arguments(p) -> None:
     p.add_argument("suite", help="suite file (.toml), or a bundled suite's name (table4)")
     p.add_argument("-o", "--output", required=True, metavar="RESULTS.parquet", help="results file (resumed if present)")
+    p.add_argument("--gpu", default=None, metavar="GPU",
+                   help="price every entry on this GPU (name or .toml) instead of the suite's; measured times are "
+                   "left out")  # fmt: skip
     p.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",
                    help="local processes (default), or a Dask distributed scheduler")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
@@ -52,12 +58,14 @@ def run(args) -> int:
             bar.n = done
             bar.refresh()
 
-        res = batch.run(args.suite, args.output, executor=args.executor, workers=workers, progress=progress)
+        res = batch.run(args.suite, args.output, executor=args.executor, workers=workers, progress=progress,
+                        gpu=args.gpu)  # fmt: skip
     if args.json:
         print_json({
             "output": res.output,
             "suite": res.experiment["suite"],
             "gpus": res.experiment["gpus"],
+            "gpu_override": res.experiment["gpu_override"] or None,
             "version": res.experiment["version"],
             "rows": res.rows,
             "tasks_run": res.computed,
@@ -69,6 +77,8 @@ def run(args) -> int:
     s = res.experiment["suite"]
     print(f"suite {s['name']} ({s['path']}, sha256 {s['sha256'][:12]}): {res.rows} rows -> {res.output}"
           f" ({res.computed} tasks run, {res.skipped} resumed)")  # fmt: skip
+    if res.experiment["gpu_override"]:
+        print(f"every entry priced on {res.experiment['gpus'][0]} (--gpu), without the suite's measured times")
     print()
     rows = [[e["entry"], e["gpu"], e["rows"], e["best"], e["best_speedup"], e["n_measured"],
              _f(e["mean_abs_error"], ".1%"), _f(e["kendall_tau"], ".2f"),
