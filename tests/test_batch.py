@@ -382,3 +382,14 @@ def test_gpu_option_bad_gpu_exit_2(run_cli, tmp_path, gpu):
     assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("placement batch: error: --gpu: ") and gpu in err
     assert not out.exists() and not batch.parts_dir(out).exists()
+
+
+def test_gpu_option_takes_a_configuration_file(tmp_path, monkeypatch):
+    """A configuration file for --gpu is read from the working folder (not the suite's), made absolute."""
+    suite = _suite(tmp_path)
+    monkeypatch.chdir(ROOT)
+    s = batch.load_suite(suite, gpu="configs/gpus/a100.toml")
+    want = str((ROOT / "configs" / "gpus" / "a100.toml").resolve())
+    assert s.gpu_override == want and s.gpus == [want]
+    assert all(e.gpus == (want,) and e.measured_ns is None for e in s.entries)
+    assert batch.load_suite(suite).entries[0].measured_ns == (5000.0, 4100.0, 5200.0, 4900.0)
