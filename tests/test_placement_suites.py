@@ -306,3 +306,17 @@ def test_the_conv_timer_without_a_gpu_says_so_in_one_line(capsys):
     assert kt.main(["-o", "/nonexistent/x.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("conv2d_kt_variants: no CUDA GPU")
+
+
+def test_sgemm_a6000_suite_is_the_readme_table(acc):
+    """configs/suites/sgemm_cuda_a6000.toml: its times are 2 x 4092^3 flop at SGEMM_CUDA's README GFLOP/s (kernel
+    2, 1986.5; kernel 3, 2980.3), its tiles 32 wide over W = 512 (16 windows), and it is scored as ratios."""
+    path = ROOT / "configs" / "suites" / "sgemm_cuda_a6000.toml"
+    s = load_suite(path)
+    (e,) = s.entries
+    flop = 2 * 4092**3
+    assert e.measured_ns == pytest.approx((flop / 1986.5, flop / 2980.3), rel=1e-9)
+    assert e.measured_ns[1] / e.measured_ns[0] == pytest.approx(1986.5 / 2980.3)
+    assert e.gpus == ("rtxa6000",) and e.source.size == (512,) and e.source.block == (32,)
+    assert e.placements[1] == f"M=S/G,N=S/G;windows={512 // 32};unrolled"
+    assert acc.RATIOS_ONLY in e.note
