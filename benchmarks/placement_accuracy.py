@@ -88,7 +88,9 @@ def score(path: str) -> dict:
     for v in by_kernel.values():
         del v["rows"], v["misses"]
     whole = score_rows(rows, ratios_only, why)
-    return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"])}
+    raw = (pq.read_schema(path).metadata or {}).get(b"placement.batch")
+    override = (json.loads(raw).get("gpu_override") or None) if raw else None
+    return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"]), "gpu_override": override}
 
 
 def placement_kind(placement: str) -> str:
@@ -200,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for s in scores:
         print(f"{s['file']}: {s['entries']} entries, {s['placements']} placements against their sample")
+        if s["gpu_override"]:
+            print(
+                f"  priced on {s['gpu_override']} with placement batch --gpu: the suite's measured times are left out"
+            )
         for r in s["rows"]:
             print(
                 f"  {r['entry']:28s} {r['gpu']:7s} {r['placement']:12s} measured {r['measured_ratio']:6.3f}  "

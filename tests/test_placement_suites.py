@@ -252,6 +252,24 @@ def test_score_reads_the_ratios_only_marks_from_the_suite(acc, tmp_path):
     ids, why = acc.ratios_only_entries(str(out))
     assert ids is None and "changed" in why
     assert acc.score(str(out))["median_abs_error"] is None
+    assert acc.score(str(out))["gpu_override"] is None
+
+
+def test_results_priced_with_gpu_say_so(acc, tmp_path, capsys):
+    """A results file of `placement batch --gpu` has no measured rows to score: the script says why."""
+    from placement import batch
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('gpu = "k80"\n[[entry]]\ngenerator = "vecadd"\nsize = [2048]\nplacements = ["", "a=T"]\n'
+                     "measured_ns = [1000.0, 900.0]\n")  # fmt: skip
+    out = tmp_path / "r.parquet"
+    batch.run(suite, out, gpu="v100")
+    s = acc.score(str(out))
+    assert s["gpu_override"] == "v100" and s["placements"] == 0 and s["median_ratio_error"] is None
+    assert acc.main([str(out)]) == 0
+    assert (
+        "priced on v100 with placement batch --gpu: the suite's measured times are left out" in capsys.readouterr().out
+    )
 
 
 def test_a_measured_conv_cache_becomes_a_suite_the_batch_reads(mk, tmp_path):
