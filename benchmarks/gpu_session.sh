@@ -36,7 +36,10 @@
 #    512 B, 27 Nov 2026); its `lsu` and `loads` benchmarks (not yet run on a GPU) give the load/store pipe's rate and
 #    L1-hit __ldg and plain loads of one and two lines a warp ([calibration.measured] ro_*, ldg_*). Read
 #    ldg_inst_per_cycle_per_sm against hms.t_lsu: ~1 (one line a cycle) is the model's larger of issue and data
-#    path, ~0.5 their sum (the what-if that fit the A100's absolute times and not the H100's, README).
+#    path, ~0.5 their sum (the what-if that fit the A100's absolute times and not the H100's, README). The two
+#    __ldg rates (ro_inst..., ro_split_inst...) go into the written configuration and price read-only loads of
+#    one line and of two (hms.t_lsu); an A100's or a GA10x's ro_split well below its ro would be the __ldg gap of
+#    the Kernel Tuner convolution (README "Placement accuracy").
 set -u
 PY=${PYTHON:-python3}
 OUT=${OUT:-$PWD/gpu-session-out}

@@ -15,7 +15,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import _cache_kernels as C
 from . import _coalesce_kernels as Q
 from traces._numba import LEAF, prefetch
-from traces.codes import ATOMIC, LOAD, LOCAL, N_SPACES, READONLY, STORE
+from traces.codes import ATOMIC, GLOBAL, LOAD, LOCAL, N_SPACES, READONLY, STORE
 
 # cache levels (rows of cfgs)
 L1, TEX, CONST, L2 = range(4)
@@ -33,7 +33,9 @@ TEXELS = L2SECT + N_SPACES  # texels the texture units fetch: the active lanes o
 SLOW_ROUNDS = TEXELS + 1  # rounds of long-latency loads closed so far that waited on a request from outside the SM
 COPY_ROUNDS = SLOW_ROUNDS + 1  # those of them whose loads a shared-memory store then kept (a staging copy's)
 L1_BANK_CONFLICTS = COPY_ROUNDS + 1  # cached accesses' words read after the first in one L1 data bank (HP_L1_BANKS)
-STATS_LEN = L1_BANK_CONFLICTS + 1
+RO_SPLIT = L1_BANK_CONFLICTS + 1  # read-only warp-instructions (LDG.E.CONSTANT) whose lanes touch more than one line
+GL_SPLIT = RO_SPLIT + 1  # plain global loads the L1 serves whose lanes touch more than one line
+STATS_LEN = GL_SPLIT + 1
 # per object, after STATS_LEN: (object slot, level, [requests, hits, misses]) for n_ids + 1 slots, the last one
 # for obj -1 (write-backs of evicted lines); the caller sizes stats STATS_LEN + (n_ids + 1) * OBJ_STRIDE
 OBJ_STRIDE = N_LEVELS * 3
@@ -514,6 +516,11 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             # longer (188 against 170 ms CPU, median of 9); the test of coalesce against the walk holds them equal
             k = Q.lines_touched(m, addr[i], w, hp[Q.P_LINE_LOG2], hp[Q.P_SECT_LOG2], lines, smasks)
             stats[LINES + sp] += k
+            if k > 1:
+                if sp == READONLY:
+                    stats[RO_SPLIT] += 1
+                elif sp == GLOBAL and op[i] == LOAD and hp[HP_GLOBAL_LVL] == L1:
+                    stats[GL_SPLIT] += 1
             stats[REPLAYS + Q.REPLAY_WORDS] += Q.global_replays(Q.active_lanes(np.uint32(m)), w, hp[Q.P_TXN])
         else:
             k, cause, replays = Q.coalesce_row(

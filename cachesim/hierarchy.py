@@ -229,6 +229,12 @@ class HierarchyResult:
     """Bank conflicts of the accesses a per-SM cache served (``HierarchyConfig.l1_data_banks``): each access's
     bank-conflict degree less one, summed (Nsight Compute counts them for global loads and stores as
     l1tex__data_bank_conflicts_pipe_lsu_mem_global_op_ld and _op_st)."""
+    readonly_split: int = 0
+    """Read-only warp-instructions (``__ldg``, LDG.E.CONSTANT) whose active lanes touch more than one line: a
+    stencil's shifted taps; ``placement calibrate`` times them apart (``placement.hms.t_lsu``)."""
+    global_split: int = 0
+    """Plain global loads served by the L1 (``HierarchyConfig.global_in_l1``) whose active lanes touch more than one
+    line, as :attr:`readonly_split` for plain loads."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -253,6 +259,7 @@ class HierarchyResult:
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
             obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels, rounds=self.rounds,
             slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds, l1_bank_conflicts=self.l1_bank_conflicts,
+            readonly_split=self.readonly_split, global_split=self.global_split,
         )  # fmt: skip
 
 
@@ -287,6 +294,10 @@ class HierarchyTotals:
     """Those slow rounds whose loads a shared-memory store kept (:attr:`HierarchyResult.copy_rounds`)."""
     l1_bank_conflicts: int = 0
     """:attr:`HierarchyResult.l1_bank_conflicts`."""
+    readonly_split: int = 0
+    """:attr:`HierarchyResult.readonly_split`."""
+    global_split: int = 0
+    """:attr:`HierarchyResult.global_split`."""
 
     def stat(self, level: str, space: str) -> tuple[int, int, int]:
         """(requests, hits, misses) of one level for one space."""
@@ -483,7 +494,8 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int, mlp: 
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
         texels=int(stats[H.TEXELS]), **_per_object(stats), **round_counts(wst, stats),
-        l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]),
+        l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), readonly_split=int(stats[H.RO_SPLIT]),
+        global_split=int(stats[H.GL_SPLIT]),
     )  # fmt: skip
 
 
@@ -608,7 +620,9 @@ class HierarchyStream:
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
             texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats),
-            l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), **_per_object(stats),
+            l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), readonly_split=int(stats[H.RO_SPLIT]),
+            global_split=int(stats[H.GL_SPLIT]),
+            **_per_object(stats),
         )  # fmt: skip
 
     def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:

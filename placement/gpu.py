@@ -86,6 +86,14 @@ class Compute:
     """Read-only loads (``__ldg``, LDG.E.CONSTANT) an SM issues per cycle where they hit in the L1, measured
     (``placement calibrate``'s ``loads``); 0: as the load/store pipe's other instructions
     (``placement.memory.readonly_instructions_per_cycle_of``)."""
+    readonly_split_instructions_per_cycle: float = 0.0
+    """Read-only loads an SM issues per cycle where each warp's lanes touch two lines (a stencil's shifted taps),
+    measured (``placement calibrate``'s ``loads``, ``ro_split``); 0: at the one-line rate
+    (``placement.memory.readonly_split_instructions_per_cycle_of``)."""
+    global_split_instructions_per_cycle: float = 0.0
+    """Plain global loads an SM issues per cycle where they hit in the L1 and each warp's lanes touch two lines,
+    measured (``placement calibrate``'s ``loads``, ``ldg_split``); 0: as the load/store pipe's other instructions
+    (``placement.memory.global_split_instructions_per_cycle_of``)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +249,8 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "texels_per_cycle": _NONNEG,
     "lsu_instructions_per_cycle": _NONNEG,
     "readonly_instructions_per_cycle": _NONNEG,
+    "readonly_split_instructions_per_cycle": _NONNEG,
+    "global_split_instructions_per_cycle": _NONNEG,
     "l2_atomic_interval_ns": _NONNEG,
     "l2_atomic_unit_bytes": _NONNEG,
     "smem_atomic_cycles": _NONNEG,

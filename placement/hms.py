@@ -92,6 +92,8 @@ from .memory import (
     build_hierarchy_config,
     lsu_instructions_per_cycle_of,
     readonly_instructions_per_cycle_of,
+    readonly_split_instructions_per_cycle_of,
+    global_split_instructions_per_cycle_of,
     texels_per_cycle_of,
 )
 from .models import gpuperf
@@ -779,12 +781,21 @@ def t_lsu(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     (conv2d_channels in=R, h100-placements). Those taps' warp-loads straddle two lines; aligned ones do not pay so:
     gpu-benches' cuda-cache (github te42kyfo/gpu-benches, cuda-cache/a100_80.txt) reads ``const __restrict__``
     doubles from the A100-80GB's L1 at 19.1 TB/s, 125 bytes a cycle an SM at 1,410 MHz: a line a cycle. So
-    ``placement calibrate`` times ``__ldg`` of one line (the rate taken here) and of two, and plain loads alike."""
+    ``placement calibrate`` times ``__ldg`` of one line and of two, and plain loads alike: a read-only load whose
+    lanes touch more than one line (``cachesim.HierarchyTotals.readonly_split``) takes the pipe at the two-line
+    rate (:func:`placement.memory.readonly_split_instructions_per_cycle_of`; the one-line rate where none was
+    measured), the others at the one-line rate. Plain global loads of two lines or more that the L1 serves
+    (``cachesim.HierarchyTotals.global_split``) take the pipe at their measured rate where ``placement calibrate``
+    gave one (:func:`placement.memory.global_split_instructions_per_cycle_of`), else at the pipe's."""
     h = mem.hier
     path = float(h.lsu_cycles.sum())
     rate, ro_rate = lsu_instructions_per_cycle_of(gpu), readonly_instructions_per_cycle_of(gpu)
-    issue = float(h.instructions[list(LSU_PIPE_SPACES)].sum()) / rate if rate else 0.0
-    ro = float(h.instructions[READONLY_SPACE]) / ro_rate if ro_rate else 0.0
+    split_rate = readonly_split_instructions_per_cycle_of(gpu)
+    g_split, g_rate = float(h.global_split), global_split_instructions_per_cycle_of(gpu)
+    pipe = float(h.instructions[list(LSU_PIPE_SPACES)].sum())
+    issue = (pipe - g_split) / rate + g_split / g_rate if rate else 0.0
+    split = float(h.readonly_split)
+    ro = (float(h.instructions[READONLY_SPACE]) - split) / ro_rate + split / split_rate if ro_rate else 0.0
     # Through the L1 the read-only loads are the pipe's, each taking 1 / ro_rate of it; through a texture cache
     # (Kepler to Pascal) their own pipe's, a bound apart where a rate was measured.
     issue = issue + ro if gpu.caches.readonly_cache == "l1" else max(issue, ro)

@@ -112,6 +112,31 @@ def readonly_instructions_per_cycle_of(gpu: Gpu) -> float:
     return lsu_instructions_per_cycle_of(gpu) if gpu.caches.readonly_cache == "l1" else 0.0
 
 
+def readonly_split_instructions_per_cycle_of(gpu: Gpu) -> float:
+    """Read-only loads an SM issues per cycle where a warp's lanes touch more than one line: the configuration's
+    measured ``compute.readonly_split_instructions_per_cycle`` (``placement calibrate``'s ``loads``: ``__ldg`` of
+    warp-loads shifted by a word, 5 sectors on two lines, as a stencil's taps) where it has one, else the one-line
+    rate (:func:`readonly_instructions_per_cycle_of`). No source gives it; the A100's Kernel Tuner convolution
+    (``shared/data/kerneltuner-convolution``) takes 3.5-3.9 cycles an SM per such ``__ldg`` where its plain loads
+    of the same lines take 2.3-2.8, while gpu-benches' aligned ``const __restrict__`` loads run at a line a cycle:
+    what a GPU charges for the second line is for ``placement calibrate`` to measure."""
+    if gpu.compute.readonly_split_instructions_per_cycle > 0:
+        return gpu.compute.readonly_split_instructions_per_cycle
+    return readonly_instructions_per_cycle_of(gpu)
+
+
+def global_split_instructions_per_cycle_of(gpu: Gpu) -> float:
+    """Plain global loads that hit in the L1 with a warp's lanes on more than one line, per cycle an SM: the
+    configuration's measured ``compute.global_split_instructions_per_cycle`` (``placement calibrate``'s ``loads``,
+    the plain loads shifted by a word) where it has one, else the load/store pipe's rate
+    (:func:`lsu_instructions_per_cycle_of`), so that the data path's sectors bound them as before. The A100's plain
+    taps of the Kernel Tuner convolution take 2.3-2.8 cycles an SM where that path prices them at 1.25 (5 sectors
+    at 128 bytes a cycle): the measured rate, not a fit, is what should price them."""
+    if gpu.compute.global_split_instructions_per_cycle > 0:
+        return gpu.compute.global_split_instructions_per_cycle
+    return lsu_instructions_per_cycle_of(gpu)
+
+
 def dram_config(gpu: Gpu) -> cachesim.DramConfig:
     d = gpu.dram
     return cachesim.DramConfig(

@@ -286,12 +286,14 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert m["lsu_ginst"] == pytest.approx(g.lsu_per_cycle * 4 * g.clock_mhz / 1e3)
     assert cfg.compute.lsu_instructions_per_cycle == pytest.approx(g.lsu_per_cycle)
     # L1-hit loads: 4 a thread an iteration, at the simulated rates of __ldg and plain loads of one and two lines;
-    # the read-only one-line rate goes into the configuration, the rest stays measured
+    # the read-only rates of one and of two lines and the plain two-line rate go into the configuration
     for (kernel, shift), rate in g.loads_per_cycle.items():
         key = ("ro" if kernel == "ldg_nc32" else "ldg") + ("_split" if shift else "")
         assert m[f"{key}_inst_per_cycle_per_sm"] == pytest.approx(rate)
         assert m[f"{key}_ginst"] == pytest.approx(rate * 4 * g.clock_mhz / 1e3)
     assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 0])
+    assert cfg.compute.readonly_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 1])
+    assert cfg.compute.global_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg32", 1])
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

@@ -309,6 +309,8 @@ def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
     # the architecture's rates as the model takes them: GA10x's load/store pipe issues half an instruction a cycle
     assert d["model"]["lsu_instructions_per_cycle"] == 0.5 and d["model"]["texels_per_cycle"] == 4.0
     assert d["model"]["readonly_instructions_per_cycle"] == 0.5  # the pipe's, where nothing was measured
+    assert d["model"]["readonly_split_instructions_per_cycle"] == 0.5  # the one-line rate, where none was measured
+    assert d["model"]["global_split_instructions_per_cycle"] == 0.5  # the pipe's, where none was measured
     code, out, _ = run_cli("gpus", "GeForce RTX 3080")
     assert code == 0 and "catalog.csv:rtx3080" in out and "[caches]" in out
     assert "[model]" in out and "  lsu_instructions_per_cycle = 0.5" in out

@@ -414,7 +414,16 @@ def test_out_of_range_value_is_named(tmp_path, name, key, value, qualified, word
     assert qualified in str(exc.value) and words in str(exc.value)
 
 
-@pytest.mark.parametrize("key", ["texels_per_cycle", "lsu_instructions_per_cycle", "readonly_instructions_per_cycle"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "texels_per_cycle",
+        "lsu_instructions_per_cycle",
+        "readonly_instructions_per_cycle",
+        "readonly_split_instructions_per_cycle",
+        "global_split_instructions_per_cycle",
+    ],
+)
 @pytest.mark.parametrize("value", ["-0.5", '"fast"'])
 def test_a_bad_measured_rate_is_named(tmp_path, key, value):
     # the rates placement calibrate writes into [compute] (0 or absent: the architecture's)

@@ -577,6 +577,65 @@ def test_a_calibrated_read_only_rate_prices_the_read_only_loads_by_hand():
     assert ev.evaluate(parse_placement("in=R", ev.info)).target.t_lsu == pytest.approx(14336 * 8 / 56)
 
 
+def test_a_calibrated_two_line_read_only_rate_prices_the_shifted_taps_by_hand():
+    # conv1d in=R as above: a warp's 32 outputs read in[32 w + j], j = 0..6, from an array whose base is 256-byte
+    # aligned, so tap 0 reads one line and taps 1..6 two: 2,048 warps x 6 = 12,288 read-only warp-loads on two lines,
+    # 2,048 on one. placement calibrate's ro_split rate (compute.readonly_split_instructions_per_cycle) prices the
+    # first, its one-line rate the others; uncalibrated, the two-line rate is the one-line rate.
+    from placement.memory import readonly_split_instructions_per_cycle_of
+
+    def calibrated(name, one, two):
+        g = get_gpu(name)
+        c = dataclasses.replace(
+            g.compute, readonly_instructions_per_cycle=one, readonly_split_instructions_per_cycle=two
+        )
+        return dataclasses.replace(g, compute=c)
+
+    assert [readonly_split_instructions_per_cycle_of(get_gpu(g)) for g in ("p100", "a100", "rtx3090")] == [
+        0.0,
+        1.0,
+        0.5,
+    ]
+    assert readonly_split_instructions_per_cycle_of(calibrated("a100", 1.0, 0.0)) == 1.0
+    cols, info = generate("conv1d", [65536, 7], [256])
+    t = traces.Trace(**cols, info=info)
+    assert next(o for o in info.objects if o.name == "in").base % 256 == 0
+    for two, cycles in ((0.25, 16384 * 2 + 2048 * 1 + 12288 * 4), (1.0, 16384 * 2 + 14336 * 1)):
+        ev = WholeTraceEvaluator(t, calibrated("rtx3090", 1.0, two))
+        r = ev.evaluate(parse_placement("in=R", ev.info)).target
+        assert r.t_lsu == pytest.approx(cycles / 82)
+    # the texture path's own bound on the P100: 2,048 at 0.125 a cycle and 12,288 at 0.0625
+    ev = WholeTraceEvaluator(t, calibrated("p100", 0.125, 0.0625))
+    assert ev.evaluate(parse_placement("in=R", ev.info)).target.t_lsu == pytest.approx((2048 * 8 + 12288 * 16) / 56)
+
+
+def test_a_calibrated_two_line_plain_load_rate_prices_the_shifted_taps_by_hand():
+    # conv1d's plain build on the A100: 30,720 load/store warp-instructions (2,048 warps x 7 of in, 7 of mask, 1
+    # store), of which in's taps 1..6, 12,288, are loads the L1 serves on two lines. placement calibrate's ldg_split
+    # rate (compute.global_split_instructions_per_cycle) prices those, the pipe's rate (1 a cycle) the others:
+    # 18,432 + 12,288 / 0.4 cycles over the 108 SMs. Uncalibrated the data path binds: a warp's aligned tap 1 cycle,
+    # its 6 shifted ones 1.25 each (5 sectors), mask's 7 broadcasts a tag-stage cycle each, the store 1: 16.5 cycles,
+    # 2,048 x 16.5 = 33,792 over the pipe's 30,720. On the K80 the L1 does not serve global loads: no change.
+    from placement.memory import global_split_instructions_per_cycle_of
+
+    def calibrated(name, two):
+        g = get_gpu(name)
+        return dataclasses.replace(g, compute=dataclasses.replace(g.compute, global_split_instructions_per_cycle=two))
+
+    assert [global_split_instructions_per_cycle_of(get_gpu(g)) for g in ("a100", "rtx3090")] == [1.0, 0.5]
+    cols, info = generate("conv1d", [65536, 7], [256])
+    t = traces.Trace(**cols, info=info)
+    uncal = WholeTraceEvaluator(t, get_gpu("a100"))
+    assert uncal.sample.active_sms == 108 and uncal.sample.t_lsu == pytest.approx(2048 * 16.5 / 108)
+    ev = WholeTraceEvaluator(t, calibrated("a100", 0.4))
+    assert ev.sample.t_lsu == pytest.approx((18432 + 12288 / 0.4) / 108)
+    # in=R moves the taps off the plain path: the calibrated plain rate no longer applies to them
+    r = parse_placement("in=R", ev.info)
+    assert ev.evaluate(r).target.t_lsu == pytest.approx(uncal.evaluate(r).target.t_lsu)
+    k80 = WholeTraceEvaluator(t, get_gpu("k80")).sample.t_lsu
+    assert WholeTraceEvaluator(t, calibrated("k80", 0.1)).sample.t_lsu == pytest.approx(k80)
+
+
 def test_a_builds_dlcm_routes_its_global_loads():
     # extra.dlcm, the build's -Xptxas -dlcm (placement.memory.build_hierarchy_config): "cg" keeps global loads out of
     # the L1 everywhere; "ca" caches them where the GPU does by default (Volta on) and where the architecture takes

@@ -55,6 +55,8 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "tex_texels_per_cycle_per_sm": ("compute.texels_per_cycle",),
     "lsu_inst_per_cycle_per_sm": ("compute.lsu_instructions_per_cycle",),
     "ro_inst_per_cycle_per_sm": ("compute.readonly_instructions_per_cycle",),
+    "ro_split_inst_per_cycle_per_sm": ("compute.readonly_split_instructions_per_cycle",),
+    "ldg_split_inst_per_cycle_per_sm": ("compute.global_split_instructions_per_cycle",),
     "dram_row_hit_ns": ("dram.row_hit_ns",),
     "dram_row_miss_ns": ("dram.row_miss_ns",),
     "dram_row_conflict_ns": ("dram.row_conflict_ns",),

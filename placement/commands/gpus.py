@@ -56,6 +56,8 @@ def model_rates(g) -> dict:
         "texels_per_cycle": memory.texels_per_cycle_of(g),
         "lsu_instructions_per_cycle": memory.lsu_instructions_per_cycle_of(g),
         "readonly_instructions_per_cycle": memory.readonly_instructions_per_cycle_of(g),
+        "readonly_split_instructions_per_cycle": memory.readonly_split_instructions_per_cycle_of(g),
+        "global_split_instructions_per_cycle": memory.global_split_instructions_per_cycle_of(g),
         "l1_tags_per_cycle": memory.l1_tags_per_cycle_of(g),
         "l1_data_banks": memory.l1_data_banks_of(g),
         "constant_on_load_store_path": memory.constant_on_path_of(g),
