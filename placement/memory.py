@@ -131,8 +131,11 @@ def global_split_instructions_per_cycle_of(gpu: Gpu) -> float:
     the plain loads shifted by a word) where it has one, else the load/store pipe's rate
     (:func:`lsu_instructions_per_cycle_of`), so that the data path's sectors bound them as before. The A100's plain
     taps of the Kernel Tuner convolution take 2.3-2.8 cycles an SM where that path prices them at 1.25 (5 sectors
-    at 128 bytes a cycle): the measured rate, not a fit, is what should price them."""
-    if gpu.compute.global_split_instructions_per_cycle > 0:
+    at 128 bytes a cycle): the measured rate, not a fit, is what should price them. Only where the GPU caches
+    global loads in the L1 by default (``caches.global_in_l1``, Volta on): calibrate's plain loads are built
+    without ``-dlcm=ca``, so on Maxwell and Pascal they measure the L2's path, not the L1 a ``dlcm = "ca"`` build
+    takes."""
+    if gpu.compute.global_split_instructions_per_cycle > 0 and gpu.caches.global_in_l1:
         return gpu.compute.global_split_instructions_per_cycle
     return lsu_instructions_per_cycle_of(gpu)
 

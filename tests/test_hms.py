@@ -634,6 +634,10 @@ def test_a_calibrated_two_line_plain_load_rate_prices_the_shifted_taps_by_hand()
     assert ev.evaluate(r).target.t_lsu == pytest.approx(uncal.evaluate(r).target.t_lsu)
     k80 = WholeTraceEvaluator(t, get_gpu("k80")).sample.t_lsu
     assert WholeTraceEvaluator(t, calibrated("k80", 0.1)).sample.t_lsu == pytest.approx(k80)
+    # on Pascal calibrate's plain loads take the L2's path (no -dlcm=ca): their rate does not price L1-served ones
+    assert global_split_instructions_per_cycle_of(calibrated("p100", 0.1)) == global_split_instructions_per_cycle_of(
+        get_gpu("p100")
+    )
 
 
 def test_a_builds_dlcm_routes_its_global_loads():
