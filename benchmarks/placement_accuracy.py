@@ -61,13 +61,20 @@ GOALS = {
 """Issue 33's "done when" figures."""
 
 
-def ratios_only_entries(path: str) -> tuple[set[str] | None, str]:
-    """The ids of the results' suite entries marked RATIOS_ONLY, or None and why the suite cannot tell."""
-    md = pq.read_schema(path).metadata or {}
-    raw = md.get(b"placement.batch")
-    if raw is None:
+def experiment(path: str) -> dict | None:
+    """The experiment a results file records in its Parquet metadata (``placement.batch.read_experiment``'s, read
+    here without importing the package), None when it has none."""
+    raw = (pq.read_schema(path).metadata or {}).get(b"placement.batch")
+    return json.loads(raw) if raw else None
+
+
+def ratios_only_entries(path: str, exp: dict | None = None) -> tuple[set[str] | None, str]:
+    """The ids of the results' suite entries marked RATIOS_ONLY, or None and why the suite cannot tell; ``exp``:
+    the file's :func:`experiment`, where the caller has read it."""
+    exp = experiment(path) if exp is None else exp
+    if exp is None:
         return None, "the results name no suite"
-    suite = json.loads(raw).get("suite", {})
+    suite = exp.get("suite", {})
     sp = Path(suite.get("resolved") or suite.get("path") or "")
     if not sp.is_file():
         return None, f"its suite {str(sp)!r} is not there"
@@ -80,7 +87,8 @@ def ratios_only_entries(path: str) -> tuple[set[str] | None, str]:
 
 def score(path: str) -> dict:
     rows = [r for r in pq.read_table(path).to_pylist() if r.get("measured_ns") is not None]
-    ratios_only, why = ratios_only_entries(path)
+    exp = experiment(path)
+    ratios_only, why = ratios_only_entries(path, exp)
     kernels: dict[str, list[dict]] = {}
     for r in rows:
         kernels.setdefault(r["kernel"], []).append(r)
@@ -88,8 +96,7 @@ def score(path: str) -> dict:
     for v in by_kernel.values():
         del v["rows"], v["misses"]
     whole = score_rows(rows, ratios_only, why)
-    raw = (pq.read_schema(path).metadata or {}).get(b"placement.batch")
-    override = (json.loads(raw).get("gpu_override") or None) if raw else None
+    override = (exp or {}).get("gpu_override") or None
     return {"file": path, **whole, "by_kernel": by_kernel, "by_kind": by_kind(whole["rows"]), "gpu_override": override}
 
 
