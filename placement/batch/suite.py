@@ -234,10 +234,9 @@ def load_suite(path: str | os.PathLike, gpu: str | None = None) -> Suite:
 
 
 def _override(gpu: str) -> str:
-    """``load_suite``'s ``gpu``, checked: a configuration file's path made absolute (from the working folder)."""
-    if not isinstance(gpu, str) or not gpu or "\0" in gpu:
-        raise InputError(f"--gpu: expected a GPU name (see `placement gpus`) or a configuration file, got {shown(gpu)}")
-    g = os.path.realpath(gpu) if gpu.endswith(".toml") else gpu
+    """``load_suite``'s ``gpu``, checked as a suite's (:func:`_gpu_list`, a configuration file's path made absolute,
+    here from the working folder) and loaded."""
+    (g,) = _gpu_list(gpu, "--gpu", Path.cwd())
     try:
         get_gpu(g)
     except InputError as exc:
