@@ -211,7 +211,8 @@ def dram_latency(
     if mode not in MODES:
         raise ValueError(f"queue mode {mode!r}; expected one of {', '.join(MODES)}")
     st = bank_stats(bank, arrival, service)
-    return _queuing(st, mode, float(np.mean(latency)) if latency is not None else None, population)
+    mean_latency = float(np.mean(latency)) if latency is not None and len(latency) else None  # none: no requests
+    return _queuing(st, mode, mean_latency, population)
 
 
 def _queuing(st: BankStats, mode: str, mean_latency: float | None, population: float | None) -> Queuing:

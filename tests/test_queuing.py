@@ -203,3 +203,15 @@ def test_bank_stats_against_reference_to_the_bit(rows, shuffle):
     np.testing.assert_array_equal(got.bank, sorted(want))
     for k, name in enumerate(("count", "tau_a", "c_a", "tau_s", "c_s", "wq_exact")):
         np.testing.assert_array_equal(getattr(got, name), [want[b][k] for b in sorted(want)], err_msg=name)
+
+
+def test_no_requests_no_latency_and_no_warning():
+    # a kernel whose loads never reach DRAM (Hong & Kim's micro-benchmark 1, md5hash): no requests, DRAM_lat 0,
+    # and no numpy warning on the user's terminal (the mean of the empty latencies was taken before the check)
+    import warnings
+
+    empty = np.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = dram_latency(np.zeros(0, np.int64), empty, empty, "kingman", latency=empty)
+    assert (q.dram_lat, q.mean_queuing_delay, q.saturated_banks) == (0.0, 0.0, 0)
