@@ -457,7 +457,9 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     per-SM cache serves one cycle per line (the LD/ST units' pass per transaction).
 
     Rounds (where ``lat[LAT_MLP]`` > 0): each warp's long-latency loads (loads and atomics of global, local,
-    read-only and texture memory) go in rounds of MLP (:func:`round_of`). A round is slow when one of its
+    read-only and texture memory, and constant loads whose lanes read several words: an LDC of a register
+    address, waited on like a global load, where a uniform one is an operand) go in rounds of MLP
+    (:func:`round_of`). A round is slow when one of its
     requests waited on the L2 (:func:`upper_span`: misses, and hits on lines still in flight for the same
     round; every request that no per-SM cache serves). A staging copy shapes its rounds: a shared-memory store
     marks the open round, if slow, as a copy's (its barrier waits for it), a load of the object just stored
@@ -575,10 +577,15 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         elif path == Q.PATH_DISTINCT:
             if hp[HP_CONST_PATH] != 0:
                 stats[LSU + sp] += k * path_bytes
+            in_round = mlp > 0 and op[i] == LOAD and k > 1
+            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if in_round else no_round
+            slow = np.int64(0)
             for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
-                upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc, slot[i],
-                           no_round)  # fmt: skip
+                slow += upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc,
+                                   slot[i], since)  # fmt: skip
+            if in_round and slow > 0:
+                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
             stats[TEXELS] += Q.active_lanes(np.uint32(m))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import traces
+from traces.staging import divergent_loads
 
 from .placements import Placement, is_staged, unstaged
 
@@ -25,6 +26,8 @@ class ObjectAccesses:
     stores: int
     atomics: int
     """Atomics and reductions."""
+    divergent_loads: int = 0
+    """Loads whose active lanes read more than one address (``traces.staging.divergent_loads``)."""
 
     @property
     def total(self) -> int:
@@ -38,8 +41,11 @@ def accesses(trace: traces.Trace) -> dict[str, ObjectAccesses]:
     keep = obj >= 0
     by_op = np.zeros((4, max(ids, 1)), np.int64)
     np.add.at(by_op, (trace.op[keep].astype(np.int64), obj[keep]), 1)
+    div = divergent_loads(trace)
     return {
-        o.name: ObjectAccesses(int(by_op[0, o.id]), int(by_op[1, o.id]), int(by_op[2, o.id] + by_op[3, o.id]))
+        o.name: ObjectAccesses(
+            int(by_op[0, o.id]), int(by_op[1, o.id]), int(by_op[2, o.id] + by_op[3, o.id]), int(div[o.id])
+        )  # fmt: skip
         for o in trace.info.objects
     }
 

@@ -229,7 +229,7 @@ class StreamEvaluator(Evaluator):
         out = {}
         for o in self.info.objects:
             a = self.staging.access(o.name)
-            out[o.name] = ObjectAccesses(a.loads, a.stores, a.atomics)
+            out[o.name] = ObjectAccesses(a.loads, a.stores, a.atomics, a.divergent_loads)
         return out
 
     def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:

@@ -102,6 +102,11 @@ class Evaluator(ABC):
         """Each object's loads (warp-level rows, from :attr:`accesses`), counted once."""
         return {n: a.loads for n, a in self.accesses.items()}
 
+    @cached_property
+    def serialized_loads(self) -> frozenset[str]:
+        """The objects most of whose loads read several addresses (``hms.is_long_latency``'s ``serialized``)."""
+        return frozenset(n for n, a in self.accesses.items() if a.loads and 2 * a.divergent_loads > a.loads)
+
     @abstractmethod
     def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:
         """The addressing instructions ``placement`` adds per object (``placement.attribution.addressing``,
@@ -136,7 +141,7 @@ def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
     """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (``hms.residency``
     leaves it out where the placement's build has an MLP of its own)."""
     return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
-                     mlp_for(ev.info, ev.gpu))  # fmt: skip
+                     mlp_for(ev.info, ev.gpu), ev.serialized_loads)  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,

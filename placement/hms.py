@@ -74,7 +74,7 @@ This module is the model: :func:`terms` of one placement from its trace's memory
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -600,15 +600,20 @@ class Residency:
         return self.active_sms * self.n * self.mlp
 
 
-def is_long_latency(short: str) -> bool:
+def is_long_latency(short: str, serialized: bool = False) -> bool:
     """Whether a placement space's loads are GPUPerf's long-latency ones (Sim et al. Sec. 5.3: loads served
-    through the L1/texture path from the L2 and DRAM): G, R, T, 2T; not C (the constant cache) or a staged
-    S (shared memory)."""
-    return not (short == "C" or short.startswith("S"))
+    through the L1/texture path from the L2 and DRAM): G, R, T, 2T; not a staged S (shared memory), nor C (the
+    constant cache) unless ``serialized``: an object whose warps read several addresses a load, which in
+    constant memory is an ``LDC`` of a register address, a load the warp waits on like a global one (its
+    addresses one after another, and a constant-cache miss goes to the L2), not an operand of the instruction
+    that uses it."""
+    if short == "C":
+        return serialized
+    return not short.startswith("S")
 
 
 def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mapping[str, int], warps: int = 0,
-              mlp: float = 1.0) -> float:  # fmt: skip
+              mlp: float = 1.0, serialized: Collection[str] = frozenset()) -> float:  # fmt: skip
     """A placement's MLP over the sample's: the sample's long-latency loads over the placement's (warp-level
     loads of each object, ``placement.attribution``; 1 where either has none), at most what the placement's
     long-latency loads per warp (over ``warps``) allow the sample's ``mlp`` to become, and never below 1.
@@ -626,11 +631,18 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
     where the compiler would schedule loads that were not there is not known (a reduction's shared array
     moved to global memory, its loads after a barrier each, would otherwise inherit the input's slots). A
     warp cannot have more loads in flight than it issues: vecadd's b, one load a warp, gains nothing when a
-    goes to shared memory (straight-line code has no further iterations to fill the slots)."""
-    if any(is_long_latency(sp) and not is_long_latency(sample.get(n, sp)) for n, sp in target.items() if loads.get(n)):
+    goes to shared memory (straight-line code has no further iterations to fill the slots). Objects in
+    ``serialized`` (most of their loads read several addresses) keep their slots in constant memory
+    (:func:`is_long_latency`): the tiled matrix multiply's M, 32 addresses a warp-load, would otherwise
+    double its N's MLP in constant memory and rank first there."""
+
+    def long(n: str, sp: str) -> bool:
+        return is_long_latency(sp, n in serialized)
+
+    if any(long(n, sp) and not long(n, sample.get(n, sp)) for n, sp in target.items() if loads.get(n)):
         return 1.0
-    before = sum(loads.get(n, 0) for n, sp in sample.items() if is_long_latency(sp))
-    after = sum(loads.get(n, 0) for n, sp in target.items() if is_long_latency(sp))
+    before = sum(loads.get(n, 0) for n, sp in sample.items() if long(n, sp))
+    after = sum(loads.get(n, 0) for n, sp in target.items() if long(n, sp))
     if not (before and after):
         return 1.0
     room = after / (warps * mlp) if warps and mlp > 0 else float("inf")  # the most the loads a warp has allow

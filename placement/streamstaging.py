@@ -4,7 +4,8 @@ Every staging fact is a reduction over blocks, so it can be gathered group by gr
 (``traces.blockgroups``) in bounded memory, with the same values as the whole trace's:
 
 - pass A (``feed``, during the stream evaluator's first read): per object the most
-  accesses of one warp (K: a warp lies inside its block), the loads, stores and atomics,
+  accesses of one warp (K: a warp lies inside its block), the loads, stores and atomics
+  (and the loads whose lanes read more than one address),
   the lowest and highest written element (plain stores only and all writes), and the
   trace's highest pc (the staging code's pcs go above it);
 - pass B (on the first footprint or overlap asked, one more read): per object the
@@ -56,6 +57,7 @@ class StreamStagingFacts:
         n = max(self.n_ids, 1)
         self._k = np.zeros(n, np.int64)
         self._ops = np.zeros((4, n), np.int64)
+        self._div = np.zeros(n, np.int64)
         self._wlo = np.full((2, n), SK.BIG, np.int64)  # [plain_only]
         self._whi = np.full((2, n), -SK.BIG, np.int64)
         self.pc_max = -1
@@ -90,6 +92,7 @@ class StreamStagingFacts:
         per = np.pad(per, (0, -per.shape[0] % n)).reshape(-1, n)
         np.maximum(self._k, per.max(axis=0), out=self._k)
         SK.write_ranges(g.obj, g.op, g.mask, g.addr, g.width, self._bases, self._elems, self._wlo, self._whi)
+        SK.divergent_loads(np.arange(len(g)), g.obj, g.op, g.mask, g.addr, self._div)
 
     # ---- the StagingFacts interface -------------------------------------------------------------------
     def _id(self, name: str) -> int:
@@ -98,7 +101,7 @@ class StreamStagingFacts:
     def access(self, name: str) -> ts.Access:
         i = self._id(name)
         loads, stores = int(self._ops[0, i]), int(self._ops[1, i])
-        return ts.Access(i, int(self._k[i]), loads, stores, int(self._ops[2, i] + self._ops[3, i]))
+        return ts.Access(i, int(self._k[i]), loads, stores, int(self._ops[2, i] + self._ops[3, i]), int(self._div[i]))
 
     def writeback(self, name: str) -> str:
         """'none', 'store' or 'atomic' (``StagingFacts.writeback``)."""

@@ -421,6 +421,11 @@ def test_mlp_scale_by_hand():
     assert mlp_scale({"g_idata": "G", "sdata": "S"}, {"g_idata": "S/G", "sdata": "G"}, red) == 1.0
     assert mlp_scale({"g_idata": "G", "sdata": "S"}, {"g_idata": "T", "sdata": "G"}, red) == 1.0
     assert mlp_scale({**g, "y": "C"}, {**g, "x": "C", "y": "G"}, loads) == 2.0
+    # x read at several addresses a load (serialized): in C an LDC the warp waits on, so it keeps its slots
+    assert is_long_latency("C", True) and not is_long_latency("S/G", True) and is_long_latency("G", True)
+    assert mlp_scale(g, {**g, "x": "C"}, loads, serialized={"x"}) == 1.0
+    assert mlp_scale(g, {**g, "x": "S/G"}, loads, serialized={"x"}) == 2.0
+    assert mlp_scale(g, {**g, "x": "C"}, loads, serialized={"A"}) == 2.0
     # room: with 32 warps and the sample's MLP 6.625, A's 32768 loads (1024 a warp) allow x 2; vecadd's b, one
     # load a warp, allows nothing (1 / 2 < 1: never below the sample's)
     assert mlp_scale(g, {**g, "x": "C"}, loads, warps=32, mlp=6.625) == 2.0
@@ -443,6 +448,23 @@ def test_mlp_scale_reaches_the_model():
     assert c.t_mem < s.t_mem and c.t_comp == pytest.approx(s.t_comp - 32 * 1024 / 8) and c.cycles < s.cycles
     r = ev.evaluate(parse_placement("x=R", ev.info)).target
     assert r.itmlp == pytest.approx(s.itmlp)
+
+
+def test_serialized_constant_loads_wait_like_global_ones():
+    # the tiled matrix multiply (W = 64, 16 x 16 tiles: 16 blocks of 8 warps, 4 phases): each warp's tile load of
+    # M reads 32 addresses (2 rows of 16), as does N's, so all 512 loads of each are divergent. M in constant
+    # memory is an LDC the warp waits on: the rounds stay the sample's 128 warps x 4 phases x 2 loads = 1,024,
+    # every one waiting on the L2 (each phase's constant lines are new), and the MLP the sample's (recipe 1.5);
+    # it read 512 rounds and MLP 3 while constant loads were not waited on, and ranked M=C first on the A100
+    cols, info = generate("matmul_tiled", [64], [16])
+    ev = WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("a100"))
+    acc = ev.accesses
+    assert (acc["M"].loads, acc["M"].divergent_loads, acc["N"].divergent_loads, acc["P"].loads) == (512, 512, 512, 0)
+    assert ev.serialized_loads == {"M", "N", "Mds", "Nds"}  # the tiles' reads too: Mds[ty][k], 2 rows a warp
+    s = ev.sample
+    m = ev.evaluate(parse_placement("M=C", ev.info)).target
+    assert s.rounds == m.rounds == 1024 and m.slow_rounds == 1024
+    assert m.mlp == s.mlp == pytest.approx(1.5) and m.itmlp == pytest.approx(s.itmlp)
 
 
 def test_constant_accesses_leave_the_data_path_from_volta_on():

@@ -69,6 +69,32 @@ def test_access_and_footprint_by_hand():
     assert fp.at(3) == (128, 32) and fp.at(100) == (128, 32)
 
 
+def test_divergent_loads_by_hand():
+    # a load counts when its active lanes read more than one address: all lanes on one element (a broadcast) or
+    # one active lane does not; inactive lanes do not count (lane 5 alone differs but is off); stores never count
+    X = traces.ObjectInfo(0, "X", "global", BASE, 8 * COLS * 4, 4, (8, COLS), False)
+    Y = traces.ObjectInfo(1, "Y", "global", BASE + 0x10000, 64 * 4, 4, None, True)
+    lanes = np.arange(32)
+    one = np.zeros(32, np.int64)
+    odd = one.copy()
+    odd[5] = 7
+    rows = [
+        (0, 0, 0, 0, 0, lanes, 0xFFFFFFFF),  # 32 addresses: divergent
+        (0, 0, 1, 0, 0, one, 0xFFFFFFFF),  # a broadcast
+        (0, 0, 2, 0, 0, odd, 0xFFFFFFDF),  # lane 5 (the only other address) inactive: a broadcast
+        (0, 0, 3, 0, 0, odd, 0x00000030),  # lanes 4 and 5: two addresses
+        (0, 0, 4, 0, 0, lanes, 0x00000001),  # one lane
+        (0, 0, 5, 1, 1, lanes, 0xFFFFFFFF),  # a store
+        (0, 0, 6, 0, 1, lanes // 2, 0xFFFFFFFF),  # Y read in pairs: divergent
+    ]
+    t = trace_of(rows, [X, Y], ctas=1)
+    assert S.divergent_loads(t).tolist() == [2, 1]
+    assert S.divergent_loads(t, np.array([1, 2, 4, 5], np.int64)).tolist() == [0, 0]
+    order = S.program_order(t)
+    assert S.access(t, S.object_rows(t, order, 0), 0).divergent_loads == 2
+    assert S.access(t, S.object_rows(t, order, 1), 1).divergent_loads == 1
+
+
 def test_write_overlap_names_two_blocks_and_an_element():
     t = stencil()
     order = S.program_order(t)

@@ -165,7 +165,7 @@ def test_queue_stream_equals_dram_latency(mode, population):
     "name,gpu,places",
     [
         ("vecadd", "k80", ["a=T,b=T", "b=R"]),
-        ("matmul_tiled", "k80", ["M=T", "Mds=G,Nds=G", "N=2T"]),
+        ("matmul_tiled", "k80", ["M=T", "Mds=G,Nds=G", "N=2T", "M=C"]),
         ("stencil2d", "v100", ["data=T", "data=R,sh=G"]),
         ("conv1d", "a100", ["in=T,mask=C", "mask=C"]),
     ],

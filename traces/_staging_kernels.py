@@ -697,6 +697,31 @@ def write_ranges(obj, op, mask, addr, width, bases, elems, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True)
+def divergent_loads(idx, obj, op, mask, addr, out):
+    """Per object, the loads among rows ``idx`` (warp-level, any order) whose active lanes read more than one
+    address: ``out`` (objects) int64, added to in place (a streamed trace's reduction, group by group). In
+    constant memory such a load is an ``LDC`` of a register address, its addresses served one after another."""
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        o = obj[i]
+        if o < 0 or op[i] != LOAD:
+            continue
+        m = np.int64(mask[i])
+        if m == 0:
+            continue
+        first = np.uint64(0)
+        seen = False
+        for lane in range(32):
+            if (m >> lane) & 1:
+                if not seen:
+                    first = addr[i, lane]
+                    seen = True
+                elif addr[i, lane] != first:
+                    out[o] += 1
+                    break
+
+
+@nb.njit(cache=True, nogil=True)
 def write_conflict_ordered(idx, cta, op, mask, addr, width, base, elem, lo, state, touched, carry, plain_only):
     """``write_conflict`` for rows ``idx`` in (cta, warp, seq) order fed in groups of whole blocks, with one byte
     per element instead of an int32 owner: ``state`` 0 unwritten, 1 written by an earlier block, 2 by the

@@ -108,6 +108,8 @@ class Access:
     loads: int
     stores: int
     atomics: int
+    divergent_loads: int = 0
+    """Loads whose active lanes read more than one address (``_staging_kernels.divergent_loads``)."""
 
     @property
     def written(self) -> bool:
@@ -128,9 +130,18 @@ class Access:
         return "store"
 
 
+def divergent_loads(trace: Trace, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per object id, the loads (of ``rows``; all rows when None) whose active lanes read more than one address."""
+    out = np.zeros(max(trace.info.n_ids, 1), np.int64)
+    idx = np.arange(len(trace), dtype=np.int64) if rows is None else rows
+    K.divergent_loads(idx, trace.obj, trace.op, trace.mask, trace.addr, out)
+    return out
+
+
 def access(trace: Trace, rows: np.ndarray, obj: int) -> Access:
     k, loads, stores, atomics = K.access_counts(rows, trace.cta, trace.warp, trace.op, trace.info.warps_per_block)
-    return Access(obj, int(k), int(loads), int(stores), int(atomics))
+    div = divergent_loads(trace, rows)[obj]
+    return Access(obj, int(k), int(loads), int(stores), int(atomics), int(div))
 
 
 def window_counts(ordinals: int, tile: int = 0) -> tuple[int, ...]:
