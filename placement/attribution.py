@@ -45,7 +45,7 @@ def accesses(trace: traces.Trace) -> dict[str, ObjectAccesses]:
     return {
         o.name: ObjectAccesses(
             int(by_op[0, o.id]), int(by_op[1, o.id]), int(by_op[2, o.id] + by_op[3, o.id]), int(div[o.id])
-        )  # fmt: skip
+        )
         for o in trace.info.objects
     }
 
