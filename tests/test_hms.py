@@ -196,7 +196,16 @@ def test_w_serial_by_hand():
     # and 8 SFU instructions per warp, 16 instructions per warp in all; MWP = 5.
     info = traces.KernelInfo("k", (4, 1, 1), (64, 1, 1), (),
                              traces.Instructions(executed=128, warps=8, sync=16, sfu=64))  # fmt: skip
-    coalesced = SimpleNamespace(avg_trans_warp=1.0)
+    import cachesim
+
+    def hier(l2_requests: int, l2_misses: int) -> SimpleNamespace:
+        shape = (len(cachesim.LEVELS), len(cachesim.SPACES))
+        requests, misses = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+        at = cachesim.LEVELS.index("l2"), cachesim.SPACES.index("global")
+        requests[at], misses[at] = l2_requests, l2_misses
+        return SimpleNamespace(requests=requests, misses=misses)
+
+    coalesced = SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 40))  # every L2 request goes on to DRAM
     res = Residency(total_warps=8, active_sms=4, blocks_per_sm=1, n=2, ilp=1.0, mlp=1.0)
     # Hong & Kim Eq. 26: Departure_del_coal x (MWP - 1) x #synch x blocks/SM x #Rep, with MWP
     # capped at the block's 2 warps: 6.07 x (2 - 1) x 2 x 1 x 1; the K80's 6.07 and 1.52 are derived from the
@@ -208,8 +217,13 @@ def test_w_serial_by_hand():
     w = w_serial(info, K80, coalesced, res, 5.0, 16.0)
     assert w == pytest.approx(o_sync + o_sfu)
     # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4
-    w4 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0), res, 5.0, 16.0)
+    w4 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0, hier=hier(40, 40)), res, 5.0, 16.0)
     assert w4 == pytest.approx(uncoal * 4 * 1 * 2 + o_sfu)
+    # the L2 serves 30 of the 40 global requests that reach it: the departures queue behind DRAM for a quarter
+    # of them (dram_share 10 / 40); none reach the L2: DRAM's delay whole (share 1)
+    w_l2 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 10)), res, 5.0, 16.0)
+    assert w_l2 == pytest.approx(coal * 0.25 * 1 * 2 + o_sfu)
+    assert w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(0, 0)), res, 5.0, 16.0) == pytest.approx(w)
     # MWP below the block's warps: MWP - 1 = 0.5
     w_low = w_serial(info, K80, coalesced, res, 1.5, 16.0)
     assert w_low == pytest.approx(coal * 0.5 * 2 + o_sfu)
