@@ -338,3 +338,26 @@ def test_sgemm_a6000_suite_is_the_readme_table(acc):
     assert e.gpus == ("rtxa6000",) and e.source.size == (512,) and e.source.block == (32,)
     assert e.placements[1] == f"M=S/G,N=S/G;windows={512 // 32};unrolled"
     assert acc.RATIOS_ONLY in e.note
+
+
+def test_h100_matmul_512_suite_is_the_measured_runs(shared_data, acc):
+    """configs/suites/h100_matmul_512.toml: each entry is the W = 512 launch of ../shared/data/h100-placements (the
+    mean of the two runs' med_us, as h100_variants.toml takes it) traced at that size, so scored in absolute time
+    too; its staged variants at their measured windows and the textbook tiling at W / TILE windows."""
+    runs = {}
+    for name in ("variants-run1.csv", "variants-run2.csv"):
+        with open(shared_data / "h100-placements" / name, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["kernel"] == "matmul" and r["size"] == "W=512":
+                    runs.setdefault((r["block"], r["variant"]), []).append(float(r["med_us"]))
+    s = load_suite(ROOT / "configs" / "suites" / "h100_matmul_512.toml")
+    assert [e.id for e in s.entries] == ["matmul-512-b8", "matmul-512-b16", "matmul-512-b32"]
+    for e, windows in zip(s.entries, (1, 2, 4)):
+        t = e.source.block[0]
+        assert e.gpus == ("h100",) and e.source.size == (512,) and acc.RATIOS_ONLY not in e.note
+        assert e.placements == ("", f"M=S/G,N=S/G;windows={windows}", f"M=S/G,N=S/G;windows={512 // t};unrolled")
+        block = f"{t}x{t}x1"
+        variants = ("M=G,N=G", f"M=S/G,N=S/G;windows={windows}", "tiled")
+        expect = [1000 * sum(runs[block, v]) / 2 for v in variants]
+        assert all(len(runs[block, v]) == 2 for v in variants)
+        assert list(e.measured_ns) == pytest.approx(expect, rel=1e-12)
