@@ -9,7 +9,7 @@ Each generator's default launch (``traces.generators``) is ranked (``placement.r
 the terminal), a time or term of the ranking that is not finite or is negative, a top placement whose CUDA
 change cannot be pasted as is (``RankResult.hints_incomplete``, which ``rank`` also says), and a top
 placement that puts in constant memory an object most of whose loads read several addresses a warp (the
-constant cache serves them one after another; ``Evaluator.serialized_loads``), which is worth a look but
+constant cache serves them one after another; ``ObjectAccesses.serialized``), which is worth a look but
 need not be wrong. Each line gives the best placements, their predicted speedups and the rank's wall and
 CPU time. The exit status is 1 when there is an exception, a warning or a bad number, else 0.
 
@@ -36,8 +36,7 @@ def sweep_one(name: str, gpu: str, top: int) -> dict:
     """One kernel ranked on one GPU: its best placements and the findings."""
     import placement
     import traces
-    from placement.evaluate_whole import WholeTraceEvaluator
-    from placement.gpu import get_gpu
+    from placement import attribution
     from traces import generators
 
     cols, info = generators.generate(name)
@@ -56,7 +55,7 @@ def sweep_one(name: str, gpu: str, top: int) -> dict:
             if v is not None and not (math.isfinite(v) and v >= 0):
                 found.append(f"bad number: {row.get('placement', '?')} {k} = {v}")
     found += [f"hints cannot be pasted: {p}: {why}" for p, why in r.hints_incomplete.items()]
-    serialized = WholeTraceEvaluator(trace, get_gpu(gpu)).serialized_loads
+    serialized = {n for n, a in attribution.accesses(trace).items() if a.serialized}
     for p in r.ranking[:top]:
         moved = [n for n, sp in dict(p.placement).items() if sp == "C" and n in serialized]
         if moved:

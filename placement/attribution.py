@@ -30,6 +30,11 @@ class ObjectAccesses:
     """Loads whose active lanes read more than one address (``traces.staging.divergent_loads``)."""
 
     @property
+    def serialized(self) -> bool:
+        """Whether most of the loads read several addresses (``placement.hms.is_long_latency``'s ``serialized``)."""
+        return self.loads > 0 and 2 * self.divergent_loads > self.loads
+
+    @property
     def total(self) -> int:
         return self.loads + self.stores + self.atomics
 

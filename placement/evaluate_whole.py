@@ -4,6 +4,7 @@ whole trace, rewritten (and staged) once per group of placements."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 
 import numpy as np
 
@@ -62,9 +63,10 @@ class WholeTraceEvaluator(Evaluator):
         """Rows of the last staging per (staged objects, windows): the next one's ``rows_hint`` (S/G, S/T and S/R
         stage the same rows), sparing ``traces.staging.stage_pieces`` a second pass into longer buffers."""
 
-    @property
+    @cached_property
     def accesses(self) -> dict[str, attribution.ObjectAccesses]:
-        """Each object's loads, stores and atomics (``placement.attribution.accesses``, counted at each call)."""
+        """Each object's loads, stores and atomics (``placement.attribution.accesses``, counted once: its pass over
+        the addresses for the divergent loads serves ``object_loads``, ``serialized_loads`` and the explanations)."""
         return attribution.accesses(self.trace)
 
     def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:

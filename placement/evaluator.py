@@ -105,7 +105,7 @@ class Evaluator(ABC):
     @cached_property
     def serialized_loads(self) -> frozenset[str]:
         """The objects most of whose loads read several addresses (``hms.is_long_latency``'s ``serialized``)."""
-        return frozenset(n for n, a in self.accesses.items() if a.loads and 2 * a.divergent_loads > a.loads)
+        return frozenset(n for n, a in self.accesses.items() if a.serialized)
 
     @abstractmethod
     def addressing_of(self, placement: Placement, legal: Legality | None = None) -> dict[str, int]:

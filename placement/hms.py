@@ -743,9 +743,8 @@ def w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mw
 
 def dram_share(mem: _Memory) -> float:
     """The share of the global requests reaching the L2 that go on to DRAM (1 where none reach it)."""
-    g, l2 = cachesim.SPACES.index("global"), cachesim.LEVELS.index("l2")
-    requests = float(mem.hier.requests[l2, g])
-    return float(mem.hier.misses[l2, g]) / requests if requests else 1.0
+    requests, _, misses = mem.hier.stat("l2", "global")
+    return misses / requests if requests else 1.0
 
 
 def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp: float, sync: float) -> float:

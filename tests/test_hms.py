@@ -196,14 +196,11 @@ def test_w_serial_by_hand():
     # and 8 SFU instructions per warp, 16 instructions per warp in all; MWP = 5.
     info = traces.KernelInfo("k", (4, 1, 1), (64, 1, 1), (),
                              traces.Instructions(executed=128, warps=8, sync=16, sfu=64))  # fmt: skip
-    import cachesim
 
     def hier(l2_requests: int, l2_misses: int) -> SimpleNamespace:
-        shape = (len(cachesim.LEVELS), len(cachesim.SPACES))
-        requests, misses = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
-        at = cachesim.LEVELS.index("l2"), cachesim.SPACES.index("global")
-        requests[at], misses[at] = l2_requests, l2_misses
-        return SimpleNamespace(requests=requests, misses=misses)
+        """The global requests that reach the L2 and those of them that miss (``HierarchyTotals.stat``)."""
+        at = {("l2", "global"): (l2_requests, l2_requests - l2_misses, l2_misses)}
+        return SimpleNamespace(stat=lambda level, space: at.get((level, space), (0, 0, 0)))
 
     coalesced = SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 40))  # every L2 request goes on to DRAM
     res = Residency(total_warps=8, active_sms=4, blocks_per_sm=1, n=2, ilp=1.0, mlp=1.0)
