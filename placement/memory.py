@@ -55,9 +55,9 @@ def build_hierarchy_config(gpu: Gpu, extra: Mapping[str, Any], dlcm: str | None 
     the L1 on every GPU (``ld.global.cg``: the L2 only); ``"ca"`` sends them through it on a GPU that caches them by
     default (Fermi, Volta on) and on one whose architecture takes the opt-in (:func:`global_l1_opt_in_of`) and has an
     L1 in its configuration. Elsewhere (Kepler, Maxwell cc 5.0) they stay in the L2: the Kepler configurations have
-    no L1 for global data, and the K40's nvprof counters of gpuperfpredict's runs (built with ``-dlcm=ca``, its
-    Makefile says) show no L1 global hits or misses, though NVIDIA's Maxwell tuning guide gives GK110B the same
-    opt-in. No ``dlcm``: the GPU's default."""
+    no L1 for global data, and the K40's nvprof counters of gpuperfpredict's runs of its ``-dlcm=ca`` build (the
+    one that takes Tile_Width as an argument) show no L1 global hits or misses, though NVIDIA's Maxwell tuning
+    guide gives GK110B the same opt-in. No ``dlcm``: the GPU's default."""
     cfg = hierarchy_config(gpu)
     dlcm = dlcm or extra.get("dlcm")
     if dlcm is None:

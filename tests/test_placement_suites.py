@@ -361,3 +361,29 @@ def test_h100_matmul_512_suite_is_the_measured_runs(shared_data, acc):
         expect = [1000 * sum(runs[block, v]) / 2 for v in variants]
         assert all(len(runs[block, v]) == 2 for v in variants)
         assert list(e.measured_ns) == pytest.approx(expect, rel=1e-12)
+
+
+def test_gpuperfpredict_suite_takes_each_build_its_dlcm(shared_data, mk):
+    """gpuperfpredict's matMul_gpu was timed in two builds: with Tile_Width an argument (5 parameters, the
+    Makefile.common with -Xptxas -dlcm=ca) and a macro (4, the one with -D Tile_Width and no -dlcm). The suite
+    takes dlcm = "ca" for the first only, and the GTX-980's counters say the same: the second's L2 reads are
+    every sector its unified cache was asked for (nothing kept in L1), the first's are under a tenth of them."""
+    import pandas as pd
+
+    text, skipped = mk.matmul_suite(shared_data)
+    assert skipped == []
+    suite = {e["id"]: e for e in tomllib.loads(text)["entry"]}
+    assert len(suite) == 18
+    cached = {i for i, e in suite.items() if e.get("dlcm") == "ca"}
+    assert cached == {f"matmul-{g}-W{w}-b16" for g in ("k40", "gtx980") for w in (256, 512)}
+    runs = pd.read_csv(shared_data / "gpuperfpredict" / "Apps-Gpus" / "matMul_gpu-GTX-980.csv")
+    runs = runs[runs["Input.Size"].isin(mk.MATMUL_SIZES)]
+    assert len(runs) == 6
+    for _, r in runs.iterrows():
+        missed = r["tex0_cache_sector_misses"] + r["tex1_cache_sector_misses"]
+        build_ca = f"matmul-gtx980-W{r['Input.Size']}-b{r['Block.X']}" in cached
+        assert (r["Kernel.1"].count(",") == 4) == build_ca
+        # 5 sectors a warp and k step (block 8: 4 rows of M, 8 floats of N; block 32: 1 and 32), all from the L2
+        warp_k = r["warps_launched"] * r["Input.Size"]
+        assert (missed >= 5 * warp_k) != build_ca
+        assert (r["L2.Read.Transactions"] < 0.15 * 5 * warp_k) == build_ca
