@@ -24,6 +24,7 @@ from .hms import (
     Options,
     Target,
     Terms,
+    barrier_phases,
     mlp_scale,
     staging_detail,
     target_issue,
@@ -137,11 +138,14 @@ class StagedRun:
     """Its addressing-instruction delta."""
 
 
-def placement_mlp_scale(ev: Evaluator, placement: Placement) -> float:
-    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads (``hms.residency``
-    leaves it out where the placement's build has an MLP of its own)."""
-    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, total_warps(ev.info),
-                     mlp_for(ev.info, ev.gpu), ev.serialized_loads)  # fmt: skip
+def placement_mlp_scale(ev: Evaluator, placement: Placement, added_syncs: int = 0) -> float:
+    """``hms.mlp_scale`` of a placement against the evaluator's sample, from each object's loads and the barriers
+    a warp has, the sample's and the ``added_syncs`` (warp-level) of its staging code (``hms.residency`` leaves
+    it out where the placement's build has an MLP of its own)."""
+    warps = total_warps(ev.info)
+    phases = barrier_phases(ev.info.instructions.sync / warps, added_syncs / warps) if warps else 1.0
+    return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, warps,
+                     mlp_for(ev.info, ev.gpu), ev.serialized_loads, phases)  # fmt: skip
 
 
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,
@@ -161,7 +165,8 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
         detail["unrolled"] = True
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
                     ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
-                    mlp_scale=placement_mlp_scale(ev, placement), build=build_key(ev.info, placement))  # fmt: skip
+                    mlp_scale=placement_mlp_scale(ev, placement, run.inserted["barriers"]),
+                    build=build_key(ev.info, placement))  # fmt: skip
     return terms(run.info, run.memory, ev.gpu, ev.options, target)
 
 

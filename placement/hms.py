@@ -613,10 +613,11 @@ def is_long_latency(short: str, serialized: bool = False) -> bool:
 
 
 def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mapping[str, int], warps: int = 0,
-              mlp: float = 1.0, serialized: Collection[str] = frozenset()) -> float:  # fmt: skip
+              mlp: float = 1.0, serialized: Collection[str] = frozenset(), phases: float = 1.0) -> float:  # fmt: skip
     """A placement's MLP over the sample's: the sample's long-latency loads over the placement's (warp-level
     loads of each object, ``placement.attribution``; 1 where either has none), at most what the placement's
-    long-latency loads per warp (over ``warps``) allow the sample's ``mlp`` to become, and never below 1.
+    long-latency loads per warp and barrier phase (over ``warps`` and ``phases``, :func:`barrier_phases`) allow
+    the sample's ``mlp`` to become, and never below 1.
 
     GPUPerf's MLP (Sim et al. Sec. 5.3) is the long-latency loads a warp has in flight before it first waits;
     the trace's comes from the sample's SASS (``mlp``, the generators' recipes). The compiler issues a loop
@@ -631,7 +632,9 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
     where the compiler would schedule loads that were not there is not known (a reduction's shared array
     moved to global memory, its loads after a barrier each, would otherwise inherit the input's slots). A
     warp cannot have more loads in flight than it issues: vecadd's b, one load a warp, gains nothing when a
-    goes to shared memory (straight-line code has no further iterations to fill the slots). Objects in
+    goes to shared memory (straight-line code has no further iterations to fill the slots), nor across a
+    barrier: a warp waits at ``__syncthreads()`` for its loads, so a placement that stages M of a tiled matrix
+    multiply leaves N the loads of one tile's k loop, not of the whole kernel. Objects in
     ``serialized`` (most of their loads read several addresses) keep their slots in constant memory
     (:func:`is_long_latency`): the tiled matrix multiply's M, 32 addresses a warp-load, would otherwise
     double its N's MLP in constant memory and rank first there."""
@@ -645,8 +648,18 @@ def mlp_scale(sample: Mapping[str, str], target: Mapping[str, str], loads: Mappi
     after = sum(loads.get(n, 0) for n, sp in target.items() if long(n, sp))
     if not (before and after):
         return 1.0
-    room = after / (warps * mlp) if warps and mlp > 0 else float("inf")  # the most the loads a warp has allow
+    # the most the loads a warp has between two barriers allow
+    room = after / (warps * max(phases, 1.0) * mlp) if warps and mlp > 0 else float("inf")
     return max(1.0, min(before / after, room))
+
+
+def barrier_phases(syncs: float, added_syncs: float = 0.0) -> float:
+    """The stretches between barriers a warp's own loads fall in: its ``syncs`` barrier instructions cut the
+    kernel in syncs + 1, and a staging code's ``added_syncs`` (2 W - 1 for W windows: a copy, a barrier, the
+    window's work, a barrier) add W - 1 more, their copy phases holding the copy's loads only (per warp, averaged
+    over the warps)."""
+    windows = max(1, math.floor((added_syncs + 1.0) / 2.0)) if added_syncs > 0 else 1
+    return syncs + windows
 
 
 def total_warps(info: traces.KernelInfo) -> int:

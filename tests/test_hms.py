@@ -444,6 +444,34 @@ def test_mlp_scale_by_hand():
     assert mlp_scale(g, {**g, "x": "C"}, loads, warps=21846, mlp=1.0) == pytest.approx(1.5, rel=1e-3)  # 1.5 a warp
     # conv1d's 7 taps of in and of mask, mask to C: 14 -> 7
     assert mlp_scale({"in": "G", "mask": "G"}, {"in": "G", "mask": "C"}, {"in": 7, "mask": 7}) == 2.0
+    # across barriers no load waits in flight. The naive matmul at W = 64, 128 warps, each reading M and N once a
+    # k step (64 of each a warp), sample MLP 6: M staged in 8 windows (15 barriers a warp added, 8 work phases)
+    # leaves N 8 loads a phase, room for 8 / 6 of the sample's MLP, not 2; in 4 windows 16 a phase (2); in 16, 4
+    # (0.67: the sample's)
+    from placement.hms import barrier_phases
+
+    naive, mn, m_staged = {"M": 8192, "N": 8192}, {"M": "G", "N": "G"}, {"M": "S/G", "N": "G"}
+    assert mlp_scale(mn, m_staged, naive, 128, 6.0, phases=barrier_phases(0.0, 15.0)) == pytest.approx(8 / 6)
+    assert mlp_scale(mn, m_staged, naive, 128, 6.0, phases=barrier_phases(0.0, 7.0)) == 2.0
+    assert mlp_scale(mn, m_staged, naive, 128, 6.0, phases=barrier_phases(0.0, 31.0)) == 1.0
+    # the textbook tiled one (16 x 16 tiles): a load of each a warp and phase, 4 phases and 8 barriers; M staged
+    # once more (one window, one barrier) leaves N one load a phase: nothing to gain over the sample's 1.5, where
+    # the whole kernel's 4 loads a warp made it 2
+    tiled = {"M": 512, "N": 512}
+    assert mlp_scale(mn, m_staged, tiled, 128, 1.5, phases=barrier_phases(8.0, 1.0)) == 1.0
+    assert mlp_scale(mn, m_staged, tiled, 128, 1.5) == 2.0
+
+
+def test_barrier_phases_by_hand():
+    """Stretches between barriers: s barriers cut a warp's program in s + 1; a staging code's 2 W - 1 (W windows:
+    copy, barrier, work, barrier, the last work without its barrier) add W - 1 work phases, its copy phases none."""
+    from placement.hms import barrier_phases
+
+    assert barrier_phases(0.0) == 1.0  # straight-line code, no barrier
+    assert barrier_phases(0.0, 1.0) == 1.0  # one window: copy, barrier, work
+    assert barrier_phases(0.0, 2.0) == 1.0  # the privatized histogram's zeroing, barrier, atomics, barrier
+    assert barrier_phases(0.0, 7.0) == 4.0  # 4 windows
+    assert barrier_phases(8.0, 31.0) == 24.0  # a tiled kernel's 8 barriers and 16 windows of its own staging
 
 
 def test_mlp_scale_reaches_the_model():
