@@ -294,7 +294,10 @@ def test_mt4g(name):
     else:
         assert g.caches.l1_latency == p50("l1")
         assert g.caches.l2_latency == p50("l2")
-    assert g.memory.smem_latency == p50("shared")
+    if name == "a100":  # its shared chase carries the l1 chase's overhead over readOnly's (68 - 35 = 33 cycles)
+        assert g.memory.smem_latency == p50("shared") - (p50("l1") - p50("readOnly")) == 27.0
+    else:
+        assert g.memory.smem_latency == p50("shared")
 
 
 def _dig(d: dict, *path: str) -> dict:
