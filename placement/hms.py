@@ -658,7 +658,7 @@ def barrier_phases(syncs: float, added_syncs: float = 0.0) -> float:
     kernel in syncs + 1, and a staging code's ``added_syncs`` (2 W - 1 for W windows: a copy, a barrier, the
     window's work, a barrier) add W - 1 more, their copy phases holding the copy's loads only (per warp, averaged
     over the warps)."""
-    windows = max(1, math.floor((added_syncs + 1.0) / 2.0)) if added_syncs > 0 else 1
+    windows = max(1, math.floor((added_syncs + 1.0) / 2.0))
     return syncs + windows
 
 
