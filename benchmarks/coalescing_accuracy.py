@@ -13,6 +13,11 @@ per (GPU, size, block), the measured time ratio uncoalesced / coalesced (medians
 one, the ratio error, and model / measured of each kernel; then the median ratio error and the signs. This is
 not a placement, so it is not a ``placement batch`` suite: the two kernels are two programs. Each line also
 gives nvprof's global load transactions per request of both kernels, the counter the GTX-980's times follow.
+
+``--published`` holds the same two kernels against published measurements on Volta and Ampere instead
+(:data:`PUBLISHED`: each README's GFLOP/s of its naive and coalesced kernels at 4092-4096, 32 x 32 blocks),
+traced at W = 512 (8.4 M rows; the measured sizes would take about 4 G), so ratios only; it needs no
+``../shared/data``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,52 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
 GPUS = {"gtx680": "GTX-680", "k40": "Tesla-K40", "gtx980": "GTX-980"}
 KERNELS = {"matmul_naive": "matMul_gpu", "matmul_naive_uncoalesced": "matMul_gpu_uncoalesced"}
+
+
+class Published(NamedTuple):
+    """One published pair: GFLOP/s of the uncoalesced naive SGEMM (a lane per row of A: each lane walks a row of
+    its own, B's element broadcast) and of the coalesced one (a lane per column), both 32 x 32 blocks."""
+
+    gpu: str
+    size: int
+    uncoalesced_gflops: float
+    coalesced_gflops: float
+    source: str
+
+    @property
+    def ratio(self) -> float:
+        """Measured time of the uncoalesced kernel over the coalesced one's."""
+        return self.coalesced_gflops / self.uncoalesced_gflops
+
+
+PUBLISHED = (
+    Published(
+        "rtxa6000",
+        4092,
+        309.0,
+        1986.5,
+        "github siboehm/SGEMM_CUDA README.md (commit 06d2cf5), RTX A6000: kernel 1 (Naive, src/kernels/1_naive.cuh, "
+        "blockDim(32, 32)) 309.0, kernel 2 (GMEM Coalescing) 1986.5 GFLOP/s",
+    ),
+    Published(
+        "v100-sxm2",
+        4096,
+        245.7,
+        2311.7,
+        "github jhlee508/matmul-cuda README.md (commit 2307f68), Tesla V100 32GB (15,700 GFLOP/s peak: SXM2): kernel "
+        "1 (Naive, kernels/naive_kernel.cu) 245.7, kernel 2 (GMEM Coalescing) 2311.7 GFLOP/s, both 32 x 32 blocks "
+        "(src/matmul.cu, commit 4d88799)",
+    ),
+)
+TRACED_SIZE = 512
+"""W of the published pairs' traces: all 256 blocks of 32 x 32 busy on every SM of the A6000 and V100."""
 
 
 def measured(data: Path, program: str, gpu: str, size: int, block: int) -> tuple[float, float]:
@@ -48,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--sizes", default="256,512")
     ap.add_argument("--blocks", default="8,16,32")
+    ap.add_argument("--published", action="store_true", help="the published Volta and Ampere pairs (PUBLISHED)")
     args = ap.parse_args(argv)
+    if args.published:
+        return published()
     if not args.data.is_dir():
         print(f"coalescing_accuracy: {args.data}: no such folder (../shared/data/gpuperfpredict)", file=sys.stderr)
         return 2
@@ -85,6 +133,34 @@ def main(argv: list[str] | None = None) -> int:
                     )
     print(f"median ratio error {100 * statistics.median(errors):.1f} % (mean {100 * statistics.fmean(errors):.1f} %), "
           f"sign right {signs} / {len(errors)}")  # fmt: skip
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
+    return 0
+
+
+def published() -> int:
+    """The model's ratio of each :data:`PUBLISHED` pair against the README's, from traces at W = 512."""
+    sys.path.insert(0, str(ROOT))
+    import placement
+    from traces import generators
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    errors = []
+    print("gpu        size  measured  predicted  error    predicted times at W = 512 (coalesced, uncoalesced)")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for k in KERNELS:
+            paths[k] = os.path.join(tmp, f"{k}.parquet")
+            generators.write(k, paths[k], (TRACED_SIZE,), (32,))
+        for p in PUBLISHED:
+            t = {k: placement.evaluate(paths[k], p.gpu).time_ns for k in KERNELS}
+            pr = t["matmul_naive_uncoalesced"] / t["matmul_naive"]
+            errors.append(abs(pr / p.ratio - 1.0))
+            print(f"{p.gpu:10s} {p.size:4d}  {p.ratio:8.2f}  {pr:9.2f}  {100 * errors[-1]:5.1f} %  "
+                  f"{t['matmul_naive'] / 1e3:8.1f} us  {t['matmul_naive_uncoalesced'] / 1e3:8.1f} us")  # fmt: skip
+    print(f"median ratio error {100 * statistics.median(errors):.1f} % over {len(errors)}")
+    for p in PUBLISHED:
+        print(f"  {p.gpu}: {p.source}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
     return 0

@@ -52,3 +52,48 @@ def test_the_k40_ratio_at_256_block_16_is_the_files(ca):
     coal, tx_c = ca.measured(DATA, "matMul_gpu", "k40", 256, 16)
     assert unc / coal == pytest.approx(1.800572 / 0.400543, rel=1e-4)
     assert (tx_c, tx_u) == (1.5, 8.5)
+
+
+def test_each_published_pair_is_its_source_line(ca):
+    """PUBLISHED: each pair's GFLOP/s are the ones its source line quotes (kernel 1, then kernel 2), on a GPU of
+    the catalog, and its measured ratio is the uncoalesced kernel's time over the coalesced one's."""
+    from placement.gpu import get_gpu
+
+    assert [p.gpu for p in ca.PUBLISHED] == ["rtxa6000", "v100-sxm2"]
+    for p in ca.PUBLISHED:
+        get_gpu(p.gpu)
+        src = p.source
+        assert (
+            src.index("kernel 1 (Naive")
+            < src.index(f") {p.uncoalesced_gflops}")
+            < src.index(f"kernel 2 (GMEM Coalescing) {p.coalesced_gflops}")
+        )
+        assert p.ratio == pytest.approx(p.coalesced_gflops / p.uncoalesced_gflops) and p.ratio > 1
+    assert ca.PUBLISHED[0].ratio == pytest.approx(1986.5 / 309.0)
+
+
+def test_published_scores_the_model_ratio_against_the_readme(ca, monkeypatch, capsys):
+    """--published: the predicted ratio is the uncoalesced trace's time over the coalesced one's, each GPU's, and
+    its error |predicted / measured - 1| (stubbed: 6.0 against the A6000's 6.429, 10.0 against the V100's 9.408)."""
+    import placement
+    from traces import generators
+
+    monkeypatch.setattr(generators, "write", lambda name, path, size, block: None)
+    times = {"rtxa6000": 6.0, "v100-sxm2": 10.0}
+
+    class _R:
+        def __init__(self, ns):
+            self.time_ns = ns
+
+    def fake(path, gpu):
+        return _R(1e6 * times[gpu] if "uncoalesced" in str(path) else 1e6)
+
+    monkeypatch.setattr(placement, "evaluate", fake)
+    assert ca.main(["--published"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    a6000 = next(line for line in out if line.startswith("rtxa6000"))
+    v100 = next(line for line in out if line.startswith("v100-sxm2"))
+    assert a6000.split()[2:5] == ["6.43", "6.00", f"{100 * abs(6.0 / (1986.5 / 309.0) - 1):.1f}"]
+    assert v100.split()[2:5] == ["9.41", "10.00", f"{100 * abs(10.0 / (2311.7 / 245.7) - 1):.1f}"]
+    median = (abs(6.0 / (1986.5 / 309.0) - 1) + abs(10.0 / (2311.7 / 245.7) - 1)) / 2
+    assert f"median ratio error {100 * median:.1f} % over 2" in out

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from placement.batch import load_suite
+from placement.gpu import get_gpu
 from traces import generators
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -337,6 +338,23 @@ def test_sgemm_a6000_suite_is_the_readme_table(acc):
     assert e.measured_ns[1] / e.measured_ns[0] == pytest.approx(1986.5 / 2980.3)
     assert e.gpus == ("rtxa6000",) and e.source.size == (512,) and e.source.block == (32,)
     assert e.placements[1] == f"M=S/G,N=S/G;windows={512 // 32};unrolled"
+    assert acc.RATIOS_ONLY in e.note
+
+
+def test_matmul_cuda_v100_suite_is_the_readme_table(acc):
+    """configs/suites/matmul_cuda_v100.toml: its times are 2 x 4096^3 flop at matmul-cuda's README GFLOP/s (kernel
+    2, 2311.7; kernel 3, 4263.2) on the SXM2 V100 (the README's 15,700 GFLOP/s peak is 5,120 cores x 2 x 1,530
+    MHz, the catalog's v100-sxm2, where the bundled v100 is the PCIe card's 1,380), its 32-wide tiles over W = 512
+    (16 windows), scored as ratios."""
+    s = load_suite(ROOT / "configs" / "suites" / "matmul_cuda_v100.toml")
+    (e,) = s.entries
+    flop = 2 * 4096**3
+    assert e.measured_ns == pytest.approx((flop / 2311.7, flop / 4263.2), rel=1e-8)
+    assert e.gpus == ("v100-sxm2",) and e.source.generator == "matmul_naive"
+    assert e.source.size == (512,) and e.source.block == (32,)
+    assert e.placements == ("", f"M=S/G,N=S/G;windows={512 // 32};unrolled")
+    g = get_gpu("v100-sxm2")
+    assert g.compute.sms * g.compute.cores_per_sm * 2 * g.compute.clock_mhz / 1e3 == pytest.approx(15_667, abs=1)
     assert acc.RATIOS_ONLY in e.note
 
 
