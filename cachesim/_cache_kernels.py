@@ -1,10 +1,13 @@
 """numba kernels of one set-associative cache (GPGPU-Sim's ``tag_array``, timing-free).
 
 A cache is a row of ``cfg`` (int64, layout below) and a slice of the shared
-``state`` array (uint64, shape (4, lines), or 5 with FILL): row TAG holds the block address of each
+``state`` array (uint64, shape (4, lines), or 6 with FILL and HINT): row TAG holds the block address of each
 way, VALID its valid-sector mask (0 = invalid way), DIRTY its dirty-sector mask,
-STAMP the last access (LRU) or allocation (FIFO) instant and FILL (the hierarchy's per-SM
-caches only; these kernels never touch it) the issue slot of its last fill. Several caches of one kind
+STAMP the last access (LRU) or allocation (FIFO) instant, FILL (the hierarchy's per-SM
+caches only; these kernels never touch it) the issue slot of its last fill and HINT (the hierarchy's
+caches) a way hint per way slot: each set's slots are a direct-mapped table from a line's hash to the way
+(its offset in the set + 1) that last held the line, which a hit finds without scanning the set
+(:func:`access_rows`). Several caches of one kind
 (one L1 per SM, one L2 per slice) are instances laid end to end from ``cfg[BASE]``.
 Kernels take typed arrays, never raise and never validate: ``cache.py`` does that.
 """
@@ -27,7 +30,8 @@ WA_NONE, WA_ALLOC, WA_FETCH, WA_LAZY = range(4)
 IDX_LINEAR, IDX_XOR, IDX_IPOLY, IDX_FERMI = range(4)
 
 # state rows
-TAG, VALID, DIRTY, STAMP, FILL = range(5)
+TAG, VALID, DIRTY, STAMP, FILL, HINT = range(6)
+GOLDEN = 0x9E3779B97F4A7C15  # Fibonacci hashing's multiplier (2^64 / the golden ratio): the way hint's slot
 
 # access outcomes
 MISS, HIT, SECTOR_MISS = 0, 1, 2
@@ -78,15 +82,46 @@ def is_write_back(cfg, is_local):
 
 @nb.njit(**LEAF)
 def access(cfg, state, inst, addr, smask, is_write, is_local, t):
-    """:func:`access_rows` on the rows of ``state``."""
+    """:func:`access_rows` on the rows of ``state`` (with its HINT row where it has one)."""
+    hint = state[HINT] if state.shape[0] > HINT else state[TAG][:0]
     return access_rows(
-        cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], inst, addr, smask, is_write, is_local, t
+        cfg, state[TAG], state[VALID], state[DIRTY], state[STAMP], hint, inst, addr, smask, is_write, is_local, t
     )
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_local, t):
+def access_rows(cfg, tags, valid, dirty, stamp, hint, inst, addr, smask, is_write, is_local, t):
     """One access of cache instance ``inst``; returns (outcome, evicted dirty block, its dirty mask, way).
+
+    ``hint`` (empty: none) is the HINT row: the way its slot for the line names is tried first, and where
+    it holds the line (valid, the same tag: a line is in at most one valid way of a set) the set is not
+    scanned; otherwise, and for every miss (whose victim is the oldest way), the set is. The slot is then
+    pointed at the way that holds the line. The outcomes, stamps and victims are the scan's alone: a
+    344-way L1 set (the A100's 4 sets of 344 ways) scanned for each of the 32 lines of an uncoalesced warp
+    load made the uncoalesced naive matmul at W = 512 take 32 s to evaluate."""
+    line_log2 = np.uint64(cfg[LINE_LOG2])
+    assoc = cfg[ASSOC]
+    first = cfg[BASE] + (inst * cfg[NSETS] + set_index(cfg, addr)) * assoc
+    known = -1
+    slot = -1
+    if hint.shape[0] > 0:
+        key = (np.uint64(addr) >> line_log2) * np.uint64(GOLDEN)
+        slot = first + np.int64((key >> np.uint64(32)) % np.uint64(assoc))
+        h = np.int64(hint[slot])
+        if h > 0:
+            k = first + h - 1
+            if valid[k] != np.uint64(0) and tags[k] == (np.uint64(addr) >> line_log2) << line_log2:
+                known = k
+    res = _access_set(cfg, tags, valid, dirty, stamp, first, known, addr, smask, is_write, is_local, t)
+    if slot >= 0 and res[3] >= 0:
+        hint[slot] = np.uint64(res[3] - first + 1)
+    return res
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _access_set(cfg, tags, valid, dirty, stamp, first, known, addr, smask, is_write, is_local, t):
+    """:func:`access_rows` in the set whose first way is ``first``, the line in way ``known`` where that is
+    known (>= 0), else found by a scan.
 
     ``smask`` is the mask of sectors wanted (any nonzero value for a normal line).
     Reads: a hit refreshes the LRU stamp; a sector miss fills the sectors; a miss
@@ -106,7 +141,6 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     line_log2 = np.uint64(cfg[LINE_LOG2])
     block = (np.uint64(addr) >> line_log2) << line_log2
     assoc = cfg[ASSOC]
-    first = cfg[BASE] + (inst * cfg[NSETS] + set_index(cfg, addr)) * assoc
     lru = cfg[REPL] == LRU
     wpol = cfg[WRITE]
     wb = is_write_back(cfg, is_local)
@@ -116,11 +150,11 @@ def access_rows(cfg, tags, valid, dirty, stamp, inst, addr, smask, is_write, is_
     # The victim is the first way of the smallest key, 0 for an invalid way and stamp + 1
     # for a valid one (stamps count accesses from 1, far below 2^64 - 2), kept by selects
     # rather than branches: which way is oldest is a coin toss the branch predictor loses.
-    way = -1
+    way = known
     oldest_way = -1
     oldest = ~np.uint64(0)
     one = np.uint64(1)
-    for k in range(first, first + assoc):
+    for k in range(first, first + assoc if known < 0 else first):
         v = valid[k]
         if v != zero and tags[k] == block:
             way = k
@@ -184,7 +218,7 @@ def run(cfg, state, addresses, writes, out):
     for i in range(n):
         a = addresses[i]
         w = has_writes and writes[i]
-        out[i] = access_rows(cfg, tags, valid, dirty, stamp, 0, a, sector_mask(cfg, a), w, False, i + 1)[0]
+        out[i] = access_rows(cfg, tags, valid, dirty, stamp, tags[:0], 0, a, sector_mask(cfg, a), w, False, i + 1)[0]
 
 
 @nb.njit(cache=True, nogil=True)

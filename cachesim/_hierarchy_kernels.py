@@ -188,7 +188,7 @@ def _l2_params(cfgs, hp):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj, gwarp, dcycle):
+def _l2_piece(cfg, tags, valid, dirty, stamp, hint, stats, out, prm, a, end, is_write, space, obj, gwarp, dcycle):
     """The part of [a, end) in a's L2 line (see :func:`l2_span`); returns where the next part starts.
 
     The slice is (addr >> shift) mod slices; the slice's cache sees the address with the
@@ -202,7 +202,7 @@ def _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write,
     p = (q << sh) | (a & low)
     t = stats[CLOCK] + 1
     stats[CLOCK] = t
-    res = C.access_rows(cfg, tags, valid, dirty, stamp, sl_id, p, smask, is_write, False, t)
+    res = C.access_rows(cfg, tags, valid, dirty, stamp, hint, sl_id, p, smask, is_write, False, t)
     outcome = res[0]
     _count(stats, L2, space, obj, outcome)
     gsec = np.uint64(1) << gsec_log2  # the transaction sector, whatever the L2's own line
@@ -238,11 +238,12 @@ def l2_span(cfgs, state, stats, out, hp, lat, addr, nbytes, is_write, space, obj
         _emit(stats, out, addr, nbytes, is_write, obj, gwarp, dcycle)
         return
     prm = _l2_params(cfgs, hp)
-    tags, valid, dirty, stamp = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP]
+    tags, valid, dirty, stamp, hint = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP], state[C.HINT]
     a = np.uint64(addr)
     end = a + np.uint64(nbytes)
     while a < end:
-        a = _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj, gwarp, dcycle)
+        a = _l2_piece(cfg, tags, valid, dirty, stamp, hint, stats, out, prm, a, end, is_write, space, obj, gwarp,
+                      dcycle)  # fmt: skip
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -267,7 +268,7 @@ def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, 
     cfg = cfgs[L2]
     dcycle = cycle + lat[L2]
     prm = _l2_params(cfgs, hp)
-    tags, valid, dirty, stamp = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP]
+    tags, valid, dirty, stamp, hint = state[C.TAG], state[C.VALID], state[C.DIRTY], state[C.STAMP], state[C.HINT]
     for j in range(k):
         b, e = _next_run(smasks[j], 0)
         while b >= 0:
@@ -277,8 +278,8 @@ def l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, is_write, 
                 _emit(stats, out, a, np.int64(end - a), is_write, obj, gwarp, dcycle)
             else:
                 while a < end:
-                    a = _l2_piece(cfg, tags, valid, dirty, stamp, stats, out, prm, a, end, is_write, space, obj,
-                                  gwarp, dcycle)  # fmt: skip
+                    a = _l2_piece(cfg, tags, valid, dirty, stamp, hint, stats, out, prm, a, end, is_write, space,
+                                  obj, gwarp, dcycle)  # fmt: skip
             b, e = _next_run(smasks[j], e + 1)
 
 

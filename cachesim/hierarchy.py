@@ -365,7 +365,8 @@ def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float) -> tup
         cfgs[k] = cache_config(spec, base)
         if spec is not None:
             base += spec.nsets * spec.assoc * (config.l2_slices if level == "l2" else config.sms)
-    state = np.zeros((5, max(base, 1)), np.uint64)  # with FILL: the per-SM caches' fill slots (walk's rounds)
+    # with FILL (the per-SM caches' fill slots, the walk's rounds) and HINT (each set's way hints)
+    state = np.zeros((6, max(base, 1)), np.uint64)
 
     cc = config.coalesce_config()
     hp = np.zeros(H.HP_LEN, np.int64)

@@ -259,3 +259,40 @@ def test_load_kernel_matches_general_kernel(repl, geom):
     np.testing.assert_array_equal(
         cachesim.simulate_cache(spec.text or f"N:{nsets}:{line}:{assoc},{repl}:R:m:N:L", a), fast
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["S:4:128:48,L:B:m:W:L", "S:2:128:64,L:E:m:N:X", "N:32:64:24,F:T:m:W:P", "N:4:32:16,L:R:m:N:L",
+     "S:4:128:40,L:L:m:L:L"],
+)  # fmt: skip
+def test_way_hints_change_no_outcome(text):
+    """The HINT row (a direct-mapped table of each set's ways, which the hierarchy's caches carry) only spares the
+    scan of a set: every access's outcome, evicted block and mask and way, and the tag store after a stream of
+    reads and writes (reused lines, lines that evict each other, blocks whose hints collide), are those of the
+    same cache without hints; and after an access the line's slot names its way."""
+    from cachesim import _cache_kernels as K
+    from cachesim.cache import cache_config
+    from cachesim.spec import parse_spec
+
+    spec = parse_spec(text)
+    cfg = cache_config(spec)
+    ways = spec.nsets * spec.assoc
+    plain = np.zeros((4, ways), np.uint64)
+    hinted = np.zeros((6, ways), np.uint64)
+    rng = np.random.default_rng(ways)
+    lines = rng.integers(0, 3 * ways, 6000) * spec.line + rng.integers(0, spec.line, 6000)
+    reuse = np.repeat(lines[:300], 4)  # the same lines again: hits, through the hints
+    addrs = np.concatenate([lines, reuse, lines[::-1]]).astype(np.uint64)
+    writes = rng.random(addrs.shape[0]) < 0.2
+    found = 0
+    for t, (a, w) in enumerate(zip(addrs, writes), start=1):
+        smask = np.uint64(K.sector_mask(cfg, a))
+        want = K.access(cfg, plain, 0, a, smask, bool(w), False, t)
+        got = K.access(cfg, hinted, 0, a, smask, bool(w), False, t)
+        assert got == want, (t, a, w)
+        if got[3] >= 0:
+            first = got[3] - got[3] % spec.assoc
+            found += int(hinted[K.HINT, first : first + spec.assoc].tolist().count(got[3] - first + 1) >= 1)
+    np.testing.assert_array_equal(hinted[:4], plain)
+    assert found > 0
