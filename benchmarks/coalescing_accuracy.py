@@ -29,8 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
