@@ -15,7 +15,8 @@ not a placement, so it is not a ``placement batch`` suite: the two kernels are t
 gives nvprof's global load transactions per request of both kernels, the counter the GTX-980's times follow.
 
 ``--published`` holds the same two kernels against published measurements on Volta and Ampere instead
-(:data:`PUBLISHED`: each README's GFLOP/s of its naive and coalesced kernels at 4092-4096, 32 x 32 blocks),
+(:data:`PUBLISHED`: each README's GFLOP/s of its naive and coalesced kernels at 4092-4096, 32 x 32 blocks, on an
+RTX A6000, a V100 and an RTX 4090),
 traced at W = 512 (8.4 M rows; the measured sizes would take about 4 G), so ratios only; it needs no
 ``../shared/data``.
 """
@@ -72,9 +73,18 @@ PUBLISHED = (
         "1 (Naive, kernels/naive_kernel.cu) 245.7, kernel 2 (GMEM Coalescing) 2311.7 GFLOP/s, both 32 x 32 blocks "
         "(src/matmul.cu, commit 4d88799)",
     ),
+    Published(
+        "rtx4090",
+        4096,
+        635.3,
+        4887.4,
+        "github annanyapr/Fast-CUDA-Kernels README.md (commit 60912a0), GeForce RTX 4090: Naive (GEMM/gemm_naive.cu, "
+        "dim3(32, 32)) 635.3, Memory Coalesce (GEMM/gemm_memory_coalesce.cu) 4887.4 GFLOP/s, each one timed launch "
+        "(repeat_times = 1, no warm-up launch)",
+    ),
 )
 TRACED_SIZE = 512
-"""W of the published pairs' traces: all 256 blocks of 32 x 32 busy on every SM of the A6000 and V100."""
+"""W of the published pairs' traces: 256 blocks of 32 x 32, every SM of the A6000, V100 and RTX 4090 busy."""
 
 
 def measured(data: Path, program: str, gpu: str, size: int, block: int) -> tuple[float, float]:

@@ -358,6 +358,22 @@ def test_matmul_cuda_v100_suite_is_the_readme_table(acc):
     assert acc.RATIOS_ONLY in e.note
 
 
+def test_fast_cuda_kernels_rtx4090_suite_is_the_readme_table(acc):
+    """configs/suites/fast_cuda_kernels_rtx4090.toml: its times are the README's elapsed seconds (Memory Coalesce
+    0.028121, Memory Blocking 0.020849), which are 2 x 4096^3 flop at its 4,887.4 and 6,592.0 GFLOP/s; 32-wide
+    tiles over W = 512 (16 windows), scored as ratios."""
+    s = load_suite(ROOT / "configs" / "suites" / "fast_cuda_kernels_rtx4090.toml")
+    (e,) = s.entries
+    assert e.measured_ns == (0.028121e9, 0.020849e9)
+    flop = 2 * 4096**3
+    assert flop / e.measured_ns[0] == pytest.approx(4887.4, rel=1e-4)
+    assert flop / e.measured_ns[1] == pytest.approx(6592.0, rel=1e-4)
+    assert e.gpus == ("rtx4090",) and e.source.generator == "matmul_naive"
+    assert e.source.size == (512,) and e.source.block == (32,)
+    assert e.placements == ("", f"M=S/G,N=S/G;windows={512 // 32};unrolled")
+    assert acc.RATIOS_ONLY in e.note
+
+
 def test_h100_matmul_512_suite_is_the_measured_runs(shared_data, acc):
     """configs/suites/h100_matmul_512.toml: each entry is the W = 512 launch of ../shared/data/h100-placements (the
     mean of the two runs' med_us, as h100_variants.toml takes it) traced at that size, so scored in absolute time
