@@ -98,12 +98,28 @@ def measured(data: Path, program: str, gpu: str, size: int, block: int) -> tuple
     return float(d["Duration"].median()) * 1e9, float(d["Global.Load.Transactions.Per.Request"].median())
 
 
+def _write_traces(folder: str, size: int, block: int) -> dict[str, str]:
+    """Both kernels' traces at ``size`` and ``block`` in ``folder``: {kernel: path}."""
+    from traces import generators
+
+    paths = {k: os.path.join(folder, f"{k}.parquet") for k in KERNELS}
+    for k, path in paths.items():
+        generators.write(k, path, (size,), (block,))
+    return paths
+
+
+def _print_costs(t0: float, c0: float) -> None:
+    """The run's wall and CPU time since ``t0``, ``c0`` and its peak RSS."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--sizes", default="256,512")
     ap.add_argument("--blocks", default="8,16,32")
-    ap.add_argument("--published", action="store_true", help="the published Volta and Ampere pairs (PUBLISHED)")
+    ap.add_argument("--published", action="store_true", help="the published Volta, Ampere and Ada pairs (PUBLISHED)")
     args = ap.parse_args(argv)
     if args.published:
         return published()
@@ -112,7 +128,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.path.insert(0, str(ROOT))
     import placement
-    from traces import generators
 
     t0, c0 = time.perf_counter(), time.process_time()
     errors, signs = [], 0
@@ -120,10 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for size in map(int, args.sizes.split(",")):
             for block in map(int, args.blocks.split(",")):
-                paths = {}
-                for k in KERNELS:
-                    paths[k] = os.path.join(tmp, f"{k}.parquet")
-                    generators.write(k, paths[k], (size,), (block,))
+                paths = _write_traces(tmp, size, block)
                 for gpu in GPUS:
                     try:
                         m = {k: measured(args.data, p, gpu, size, block) for k, p in KERNELS.items()}
@@ -143,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
     print(f"median ratio error {100 * statistics.median(errors):.1f} % (mean {100 * statistics.fmean(errors):.1f} %), "
           f"sign right {signs} / {len(errors)}")  # fmt: skip
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
+    _print_costs(t0, c0)
     return 0
 
 
@@ -152,16 +163,12 @@ def published() -> int:
     """The model's ratio of each :data:`PUBLISHED` pair against the README's, from traces at W = 512."""
     sys.path.insert(0, str(ROOT))
     import placement
-    from traces import generators
 
     t0, c0 = time.perf_counter(), time.process_time()
     errors = []
     print("gpu        size  measured  predicted  error    predicted times at W = 512 (coalesced, uncoalesced)")
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {}
-        for k in KERNELS:
-            paths[k] = os.path.join(tmp, f"{k}.parquet")
-            generators.write(k, paths[k], (TRACED_SIZE,), (32,))
+        paths = _write_traces(tmp, TRACED_SIZE, 32)
         for p in PUBLISHED:
             t = {k: placement.evaluate(paths[k], p.gpu).time_ns for k in KERNELS}
             pr = t["matmul_naive_uncoalesced"] / t["matmul_naive"]
@@ -171,8 +178,7 @@ def published() -> int:
     print(f"median ratio error {100 * statistics.median(errors):.1f} % over {len(errors)}")
     for p in PUBLISHED:
         print(f"  {p.gpu}: {p.source}")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"wall {time.perf_counter() - t0:.1f} s, CPU {time.process_time() - c0:.1f} s, peak RSS {peak:.0f} MiB")
+    _print_costs(t0, c0)
     return 0
 
 

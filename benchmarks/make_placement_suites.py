@@ -114,9 +114,8 @@ def matmul_suite(data: Path) -> tuple[str, list[str]]:
         if not _known(g):
             skipped.append(f"{dn} (no configuration '{g}')")
             continue
-        runs = pd.read_csv(base / f"matMul_gpu-{dn}.csv")
-        naive = runs.groupby(["Input.Size", "Block.X"])["Duration"].median()
-        signature = runs.groupby(["Input.Size", "Block.X"])["Kernel.1"].first()
+        runs = pd.read_csv(base / f"matMul_gpu-{dn}.csv").groupby(["Input.Size", "Block.X"])
+        naive, signature = runs["Duration"].median(), runs["Kernel.1"].first()
         tiled = (
             pd.read_csv(base / f"matMul_gpu_sharedmem-{dn}.csv").groupby(["Input.Size", "Block.X"])["Duration"].median()
         )
