@@ -327,51 +327,44 @@ def test_the_conv_timer_without_a_gpu_says_so_in_one_line(capsys):
     assert len(err) == 1 and err[0].startswith("conv2d_kt_variants: no CUDA GPU")
 
 
-def test_sgemm_a6000_suite_is_the_readme_table(acc):
-    """configs/suites/sgemm_cuda_a6000.toml: its times are 2 x 4092^3 flop at SGEMM_CUDA's README GFLOP/s (kernel
-    2, 1986.5; kernel 3, 2980.3), its tiles 32 wide over W = 512 (16 windows), and it is scored as ratios."""
-    path = ROOT / "configs" / "suites" / "sgemm_cuda_a6000.toml"
-    s = load_suite(path)
-    (e,) = s.entries
-    flop = 2 * 4092**3
-    assert e.measured_ns == pytest.approx((flop / 1986.5, flop / 2980.3), rel=1e-9)
-    assert e.measured_ns[1] / e.measured_ns[0] == pytest.approx(1986.5 / 2980.3)
-    assert e.gpus == ("rtxa6000",) and e.source.size == (512,) and e.source.block == (32,)
-    assert e.placements[1] == f"M=S/G,N=S/G;windows={512 // 32};unrolled"
+@pytest.mark.parametrize(
+    ("suite", "gpu", "n", "gflops", "rel"),
+    [
+        # SGEMM_CUDA's README, RTX A6000, 4092^3: kernel 2 1986.5, kernel 3 2980.3 GFLOP/s
+        ("sgemm_cuda_a6000", "rtxa6000", 4092, (1986.5, 2980.3), 1e-9),
+        # matmul-cuda's README, Tesla V100 (SXM2), 4096^3: kernel 2 2311.7, kernel 3 4263.2 GFLOP/s
+        ("matmul_cuda_v100", "v100-sxm2", 4096, (2311.7, 4263.2), 1e-8),
+        # Fast-CUDA-Kernels' README, RTX 4090, 4096^3: Memory Coalesce 4,887.4, Memory Blocking 6,592.0 GFLOP/s
+        # (its times are the README's elapsed seconds, which these GFLOP/s round)
+        ("fast_cuda_kernels_rtx4090", "rtx4090", 4096, (4887.4, 6592.0), 1e-4),
+    ],
+)
+def test_published_tiling_suite_is_its_readme_table(acc, suite, gpu, n, gflops, rel):
+    """The hand-written suites of a published naive/tiled pair: times 2 x n^3 flop at the README's GFLOP/s of the
+    coalesced naive kernel and the textbook tiling, the generator's matmul_naive at 32 x 32 on the GPU the README
+    names, its 32-wide tiles over W = 512 (16 windows), scored as ratios."""
+    (e,) = load_suite(ROOT / "configs" / "suites" / f"{suite}.toml").entries
+    flop = 2 * n**3
+    assert e.measured_ns == pytest.approx((flop / gflops[0], flop / gflops[1]), rel=rel)
+    assert e.measured_ns[1] / e.measured_ns[0] == pytest.approx(gflops[0] / gflops[1], rel=rel)
+    assert e.gpus == (gpu,) and e.source.generator == "matmul_naive"
+    assert e.source.size == (512,) and e.source.block == (32,)
+    assert e.placements == ("", f"M=S/G,N=S/G;windows={512 // 32};unrolled")
     assert acc.RATIOS_ONLY in e.note
 
 
-def test_matmul_cuda_v100_suite_is_the_readme_table(acc):
-    """configs/suites/matmul_cuda_v100.toml: its times are 2 x 4096^3 flop at matmul-cuda's README GFLOP/s (kernel
-    2, 2311.7; kernel 3, 4263.2) on the SXM2 V100 (the README's 15,700 GFLOP/s peak is 5,120 cores x 2 x 1,530
-    MHz, the catalog's v100-sxm2, where the bundled v100 is the PCIe card's 1,380), its 32-wide tiles over W = 512
-    (16 windows), scored as ratios."""
-    s = load_suite(ROOT / "configs" / "suites" / "matmul_cuda_v100.toml")
-    (e,) = s.entries
-    flop = 2 * 4096**3
-    assert e.measured_ns == pytest.approx((flop / 2311.7, flop / 4263.2), rel=1e-8)
-    assert e.gpus == ("v100-sxm2",) and e.source.generator == "matmul_naive"
-    assert e.source.size == (512,) and e.source.block == (32,)
-    assert e.placements == ("", f"M=S/G,N=S/G;windows={512 // 32};unrolled")
+def test_matmul_cuda_v100_suite_is_the_sxm2_card():
+    """matmul-cuda's V100 32GB: the README's 15,700 GFLOP/s peak is 5,120 cores x 2 x 1,530 MHz, the catalog's
+    v100-sxm2 (the bundled v100 is the PCIe card's 1,380 MHz)."""
     g = get_gpu("v100-sxm2")
     assert g.compute.sms * g.compute.cores_per_sm * 2 * g.compute.clock_mhz / 1e3 == pytest.approx(15_667, abs=1)
-    assert acc.RATIOS_ONLY in e.note
 
 
-def test_fast_cuda_kernels_rtx4090_suite_is_the_readme_table(acc):
-    """configs/suites/fast_cuda_kernels_rtx4090.toml: its times are the README's elapsed seconds (Memory Coalesce
-    0.028121, Memory Blocking 0.020849), which are 2 x 4096^3 flop at its 4,887.4 and 6,592.0 GFLOP/s; 32-wide
-    tiles over W = 512 (16 windows), scored as ratios."""
-    s = load_suite(ROOT / "configs" / "suites" / "fast_cuda_kernels_rtx4090.toml")
-    (e,) = s.entries
+def test_fast_cuda_kernels_rtx4090_suite_is_the_readme_seconds():
+    """Fast-CUDA-Kernels' README gives elapsed seconds (Memory Coalesce 0.028121, Memory Blocking 0.020849): the
+    suite's times are those, exactly."""
+    (e,) = load_suite(ROOT / "configs" / "suites" / "fast_cuda_kernels_rtx4090.toml").entries
     assert e.measured_ns == (0.028121e9, 0.020849e9)
-    flop = 2 * 4096**3
-    assert flop / e.measured_ns[0] == pytest.approx(4887.4, rel=1e-4)
-    assert flop / e.measured_ns[1] == pytest.approx(6592.0, rel=1e-4)
-    assert e.gpus == ("rtx4090",) and e.source.generator == "matmul_naive"
-    assert e.source.size == (512,) and e.source.block == (32,)
-    assert e.placements == ("", f"M=S/G,N=S/G;windows={512 // 32};unrolled")
-    assert acc.RATIOS_ONLY in e.note
 
 
 def test_h100_matmul_512_suite_is_the_measured_runs(shared_data, acc):
