@@ -30,6 +30,7 @@ from .cache import cache_config
 from .coalesce import CoalesceConfig, object_table
 from .dram import DramConfig, DramResult, RowBufferStream, row_buffer
 from .errors import HierarchyConfigError, SpecError
+from .held import HeldRows, Rows
 from .spec import CacheSpec, parse_spec
 
 log = logging.getLogger(__name__)
@@ -521,6 +522,9 @@ class DramPiece:
 STREAM_DRAM_BUFFER = 1 << 18
 """DRAM requests a :class:`HierarchyStream` collects before it serves those that are final."""
 _STREAM_COLUMNS = ("cta", "warp", "seq", "op", "space", "width", "mask", "addr", "obj")
+_WALK_COLUMNS = (0, 1, 3, 4, 5, 6, 7, 8)  # H.walk's cols, (cta, warp, op, space, width, mask, addr, obj)
+WALK_CHUNK_ROWS = 1 << 18
+"""Rows a streamed walk gathers from the groups it holds at a time, in issue order (72 MiB, 64 of lane addresses)."""
 
 
 class HierarchyStream:
@@ -536,9 +540,10 @@ class HierarchyStream:
     arrived, and needs the rows in wave order: no row of a wave after a row of a later wave
     in another group (within a group, and within a wave, any order). Traces written by the
     generators, in block order, are. A row that comes too late raises
-    :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave and the
-    group, and the DRAM requests that may still be overtaken (those within the levels'
-    latencies of the walk's cycle).
+    :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave (a copy of its
+    groups, shared with the other streams fed the same arrays, walked ``WALK_CHUNK_ROWS`` of
+    the issue order at a time: :mod:`cachesim.held`) and the group, and the DRAM requests that
+    may still be overtaken (those within the levels' latencies of the walk's cycle).
 
     ``on_dram``, when given, gets each :class:`DramPiece` as it is served (e.g. to feed
     per-bank queues); pieces come in arrival order.
@@ -556,7 +561,7 @@ class HierarchyStream:
         self._per_wave = config.sms * self.blocks_per_sm
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
-        self._held: list[tuple[np.ndarray, ...]] = []  # rows of wave self._held_wave, not walked yet
+        self._held = HeldRows()  # rows of wave self._held_wave, not walked yet
         self._held_wave = 0
         cap = max(int(dram_buffer), 1) + 2 * H.ROW_MARGIN
         self._out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
@@ -589,23 +594,22 @@ class HierarchyStream:
         self.rows += n
         self._atomic.feed(cols[3], cols[4], cols[6], cols[7])
         top = int(wave.max())
-        if int(wave.min()) == top and (not self._held or top == self._held_wave):
+        if int(wave.min()) == top and (not self._held.rows or top == self._held_wave):
             self._held.append(cols)  # all of the open wave: nothing to walk yet
             self._held_wave = top
             return
-        if self._held:
+        if self._held.rows:
             # the open wave's rows held back, with this group's rows of it (a wave's worth, not the group)
             same = np.flatnonzero(wave == self._held_wave)
-            held = tuple(np.concatenate(c) for c in zip(*self._held, (c[same] for c in cols)))
-            self._walk(held, held[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
-        self._walk(cols, wave, top)  # the group's rows of later waves, in place
+            self._held.append(tuple(c[same] for c in cols))
+            self._walk(self._held.take(), self._held_wave + 1)
+        self._walk(Rows([cols]), top)  # the group's rows of later waves, in place
 
     def finish(self) -> HierarchyTotals:
         """Walk the rows held back, serve every DRAM request, and return the totals."""
         if not self._finished:
-            if self._held:
-                cols = tuple(np.concatenate(c) for c in zip(*self._held))
-                self._walk(cols, cols[0].astype(np.int64) // self._per_wave, self._held_wave + 1)
+            if self._held.rows:
+                self._walk(self._held.take(), self._held_wave + 1)
             self._drain(np.inf)
             self._finished = True
             log.info("hierarchy stream: %d rows, %d DRAM requests", self.rows, self._dram_requests)
@@ -626,15 +630,16 @@ class HierarchyStream:
             **_per_object(stats),
         )  # fmt: skip
 
-    def _walk(self, cols: tuple[np.ndarray, ...], wave: np.ndarray, upto: int) -> None:
-        """Walk the rows of waves below ``upto`` in issue order; hold the others back."""
+    def _walk(self, rows: Rows, upto: int) -> None:
+        """Walk the rows of waves below ``upto`` in issue order, ``WALK_CHUNK_ROWS`` gathered at a time (see
+        :mod:`cachesim.held`); hold the others back."""
         cfg = self.config
-        n = cols[0].shape[0]
+        n = rows.n
         sm = np.empty(n, np.int32)
         slot = np.empty(n, np.int64)
         w = np.empty(n, np.int64)
-        H.in_wave(cols[0], cols[1], cols[2], self.info.ctas, cfg.sms, self.blocks_per_sm, self.info.warps_per_block,
-                  sm, slot, w)  # fmt: skip
+        H.in_wave(rows.column(0), rows.column(1), rows.column(2), self.info.ctas, cfg.sms, self.blocks_per_sm,
+                  self.info.warps_per_block, sm, slot, w)  # fmt: skip
         now = (w >= self._closed) & (w < upto)  # rows of waves already walked were walked from the held rows
         idx = np.flatnonzero(now)
         if idx.size:
@@ -646,21 +651,25 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            walk_cols = _readonly(
-                cols[0], cols[1], cols[3], cols[4], cols[5], cols[6], np.ascontiguousarray(cols[7]), cols[8]
-            )
             issue = float(cfg.issue_cycles)
-            start = 0
-            while True:
-                start = H.walk(order, start, walk_cols, sm, slot, self._obj_info, self._hp, self._lat, self._cfgs,
-                               self._state, self._stats, self._out, self._wst)  # fmt: skip
-                if start >= order.shape[0]:
-                    break
-                # no request of a row still to walk arrives before that row's issue cycle
-                self._drain(slot[order[start]] * issue)
+            for lo in range(0, order.shape[0], WALK_CHUNK_ROWS):
+                # the next rows in issue order, gathered: the walk reads them in turn
+                part = order[lo : lo + WALK_CHUNK_ROWS]
+                walk_cols = _readonly(*rows.gather(part, _WALK_COLUMNS))
+                c_sm, c_slot = sm[part], slot[part]
+                c_order = np.arange(part.shape[0], dtype=np.int64)
+                start = 0
+                while True:
+                    start = H.walk(c_order, start, walk_cols, c_sm, c_slot, self._obj_info, self._hp, self._lat,
+                                   self._cfgs, self._state, self._stats, self._out, self._wst)  # fmt: skip
+                    if start >= part.shape[0]:
+                        break
+                    # no request of a row still to walk arrives before that row's issue cycle
+                    self._drain(c_slot[start] * issue)
             self._drain(self._next_start * issue)
         keep = np.flatnonzero(w >= upto)
-        self._held = [tuple(c[keep] for c in cols)] if keep.size else []
+        if keep.size:
+            self._held.append(rows.gather(keep, range(len(_STREAM_COLUMNS))))
         self._held_wave = upto
 
     def _drain(self, before: float) -> None:

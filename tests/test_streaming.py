@@ -426,3 +426,16 @@ def test_streamed_write_overlap_equals_owner_array(tmp_path, monkeypatch, rows):
         got = ev.staging.overlap("v", False)
         assert got == whole, name
         assert (got is None) == (name in ("none", "own")), (name, got)
+
+
+@pytest.mark.parametrize("name,gpu,bps", [CASES[1], CASES[2], CASES[7]])
+def test_stream_equals_whole_walked_in_small_chunks(name, gpu, bps, monkeypatch):
+    # a held wave walked 777 rows at a time (WALK_CHUNK_ROWS, 262,144 by default), gathered from its groups
+    import cachesim.hierarchy
+
+    monkeypatch.setattr(cachesim.hierarchy, "WALK_CHUNK_ROWS", 777)
+    t = trace_of(name)
+    cfg = hierarchy_config(get_gpu(gpu))
+    whole = cachesim.simulate_hierarchy(t, cfg, bps)
+    totals, pieces = stream(t, cfg, bps)
+    assert_same(whole, totals, pieces)
