@@ -4,11 +4,12 @@ A streamed trace arrives in groups of some 65 k rows, each row's 32 lane address
 walk takes a wave's rows in issue order, which interleaves every block of the wave, so it needs the
 whole wave; it once joined the groups it held into one array per column first, which put the wave in
 memory twice (4.3 GB resident for a W = 512 matmul of one wave and a half, 2.1 GB of addresses).
-:class:`HeldRows` keeps a copy of each group, and :meth:`Rows.gather` reads rows by their number
-across the groups, a bounded slice of the issue order at a time. Copies, because a group read from
-a file is a view of the reader's buffers, which held longer than the read cost 0.75 GB more at W =
-512; one copy per column however many streams hold it (the placements of one read are fed the same
-groups, rewritten where their addresses move), so they share it as they shared the group.
+:class:`HeldRows` keeps the groups of a wave that spans several as copies, and :meth:`Rows.gather`
+reads rows by their number across them, a bounded slice of the issue order at a time. Copies,
+because a group read from a file is a view of the reader's buffers, which held longer than the read
+cost 0.75 GB more at W = 512; one copy per column however many streams hold it (the placements of
+one read are fed the same groups, rewritten where their addresses move), so they share it as they
+shared the group. A wave within one group (most waves of a trace of many) is not copied.
 """
 
 from __future__ import annotations
@@ -77,24 +78,39 @@ class Rows:
 
 
 class HeldRows:
-    """Groups of rows appended in order and taken back as :class:`Rows`, each column a copy (see the module)."""
+    """Groups of rows appended in order and taken back as :class:`Rows`.
+
+    A group is held as it came while it is the only one; once a second comes (a wave longer than a group), every
+    group held is a copy (see the module): a wave within one group, as in most traces of many waves, is never copied.
+    """
 
     def __init__(self):
         self._pieces: list[tuple[np.ndarray, ...]] = []
+        self._copied = True  # every piece held is the holder's own or a copy
         self.rows = 0
 
     def __len__(self) -> int:
         return self.rows
 
-    def append(self, cols: tuple[np.ndarray, ...]) -> None:
+    def append(self, cols: tuple[np.ndarray, ...], owned: bool = False) -> None:
+        """Hold a group's columns; ``owned``: arrays no one else holds (just gathered), kept as they are."""
         n = cols[0].shape[0]
-        if n:
-            self._pieces.append(tuple(_copy_once(c) for c in cols))
-            self.rows += n
+        if not n:
+            return
+        if self._pieces and not self._copied:
+            self._pieces[0] = tuple(_copy_once(c) for c in self._pieces[0])
+            self._copied = True
+        if not owned:
+            if self._pieces:
+                cols = tuple(_copy_once(c) for c in cols)
+            else:
+                self._copied = False
+        self._pieces.append(tuple(cols))
+        self.rows += n
 
     def take(self) -> Rows:
         """The rows held, in the order appended; empties the holder."""
-        pieces, self._pieces, self.rows = self._pieces, [], 0
+        pieces, self._pieces, self._copied, self.rows = self._pieces, [], True, 0
         return Rows(pieces)
 
 

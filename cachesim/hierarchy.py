@@ -601,7 +601,7 @@ class HierarchyStream:
         if self._held.rows:
             # the open wave's rows held back, with this group's rows of it (a wave's worth, not the group)
             same = np.flatnonzero(wave == self._held_wave)
-            self._held.append(tuple(c[same] for c in cols))
+            self._held.append(tuple(c[same] for c in cols), owned=True)
             self._walk(self._held.take(), self._held_wave + 1)
         self._walk(Rows([cols]), top)  # the group's rows of later waves, in place
 
@@ -651,26 +651,33 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            issue = float(cfg.issue_cycles)
-            for lo in range(0, order.shape[0], WALK_CHUNK_ROWS):
-                # the next rows in issue order, gathered: the walk reads them in turn
-                part = order[lo : lo + WALK_CHUNK_ROWS]
-                walk_cols = _readonly(*rows.gather(part, _WALK_COLUMNS))
-                c_sm, c_slot = sm[part], slot[part]
-                c_order = np.arange(part.shape[0], dtype=np.int64)
-                start = 0
-                while True:
-                    start = H.walk(c_order, start, walk_cols, c_sm, c_slot, self._obj_info, self._hp, self._lat,
-                                   self._cfgs, self._state, self._stats, self._out, self._wst)  # fmt: skip
-                    if start >= part.shape[0]:
-                        break
-                    # no request of a row still to walk arrives before that row's issue cycle
-                    self._drain(c_slot[start] * issue)
-            self._drain(self._next_start * issue)
+            if len(rows.pieces) == 1:  # a group: walked where it is
+                piece = rows.pieces[0]
+                self._walk_in_order(order, tuple(np.ascontiguousarray(piece[j]) for j in _WALK_COLUMNS), sm, slot)
+            else:  # held groups: the next rows in issue order gathered from them, walked in turn
+                for lo in range(0, order.shape[0], WALK_CHUNK_ROWS):
+                    part = order[lo : lo + WALK_CHUNK_ROWS]
+                    self._walk_in_order(np.arange(part.shape[0], dtype=np.int64), rows.gather(part, _WALK_COLUMNS),
+                                        sm[part], slot[part])  # fmt: skip
+            self._drain(self._next_start * float(cfg.issue_cycles))
         keep = np.flatnonzero(w >= upto)
         if keep.size:
-            self._held.append(rows.gather(keep, range(len(_STREAM_COLUMNS))))
+            self._held.append(rows.gather(keep, range(len(_STREAM_COLUMNS))), owned=True)
         self._held_wave = upto
+
+    def _walk_in_order(self, order: np.ndarray, cols: tuple[np.ndarray, ...], sm: np.ndarray,
+                       slot: np.ndarray) -> None:  # fmt: skip
+        """``H.walk`` of the rows ``order`` of ``cols`` (``_WALK_COLUMNS``), serving DRAM when its buffer fills."""
+        walk_cols = _readonly(*cols)
+        issue = float(self.config.issue_cycles)
+        start = 0
+        while True:
+            start = H.walk(order, start, walk_cols, sm, slot, self._obj_info, self._hp, self._lat, self._cfgs,
+                           self._state, self._stats, self._out, self._wst)  # fmt: skip
+            if start >= order.shape[0]:
+                return
+            # no request of a row still to walk arrives before that row's issue cycle
+            self._drain(slot[order[start]] * issue)
 
     def _drain(self, before: float) -> None:
         """Serve, in arrival order, the DRAM requests that arrive before cycle ``before`` (final:

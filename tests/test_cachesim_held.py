@@ -42,20 +42,37 @@ def test_gather_reads_the_rows_of_the_concatenation(sizes, seed):
     assert got[0].dtype == np.uint64 and got[0].shape == (pick.shape[0], 4)
 
 
-def test_a_column_held_by_several_streams_is_copied_once():
-    # each holder copies (a group read from a file is a view of the reader's buffers), but streams fed the same
-    # arrays share one copy, as they shared the group; a column of a rewritten group is a new array, a new copy
+def test_a_wave_of_one_group_is_held_as_it_came():
     g = (np.arange(10, dtype=np.int64), np.zeros((10, 2), np.uint64))
-    rewritten = (g[0] + 1, g[1])
+    held = HeldRows()
+    held.append(g)
+    assert all(a is b for a, b in zip(held.take().pieces[0], g))
+
+
+def test_a_wave_of_several_groups_is_held_as_copies_shared_between_streams():
+    # a group read from a file is a view of the reader's buffers: once a second group comes, each is copied, and
+    # streams fed the same arrays share one copy, as they shared the group; a column of a rewritten group is a new
+    # array, a new copy; gathered rows (owned) are kept as they are
+    rng = np.random.default_rng(5)
+    g1, g2 = _group(rng, 10), _group(rng, 7)
+    r1 = (g1[0] + 1, g1[1], g1[2])  # the same rows rewritten: a new first column
     a, b = HeldRows(), HeldRows()
-    a.append(g)
-    b.append(rewritten)
-    g[0][:] = -1  # the group reused by its reader
+    for holder, first in ((a, g1), (b, r1)):
+        holder.append(first)
+        holder.append(g2)
+    mine = _group(rng, 3)
+    a.append(mine, owned=True)
+    want = [np.concatenate([g1[j], g2[j], mine[j]]) for j in range(3)]
+    g1[0][:] = -1  # the groups reused by their reader
+    g2[2][:] = 0
     ra, rb = a.take(), b.take()
-    np.testing.assert_array_equal(ra.column(0), np.arange(10))
-    np.testing.assert_array_equal(rb.column(0), np.arange(1, 11))
-    assert ra.pieces[0][1] is rb.pieces[0][1] and ra.pieces[0][1] is not g[1]
+    for j in range(3):
+        np.testing.assert_array_equal(ra.column(j), want[j])
+    np.testing.assert_array_equal(rb.column(0)[:10], want[0][:10] + 1)
+    assert ra.pieces[0][1] is rb.pieces[0][1] and ra.pieces[0][1] is not g1[1]  # one copy, shared
+    assert ra.pieces[1][2] is rb.pieces[1][2]
     assert ra.pieces[0][0] is not rb.pieces[0][0]
+    assert all(x is y for x, y in zip(ra.pieces[2], mine))
 
 
 def test_no_rows_is_an_error():
@@ -71,7 +88,8 @@ def test_the_copies_are_forgotten_with_their_holders():
     before = len(H._copies)
     h = HeldRows()
     h.append((np.arange(5), np.ones((5, 3))))
-    assert len(H._copies) == before + 2
+    h.append((np.arange(4), np.ones((4, 3))))
+    assert len(H._copies) == before + 4
     del h
     gc.collect()
     assert len(H._copies) == before

@@ -310,7 +310,7 @@ def test_a_streamed_wave_is_held_once(tmp_path):
     # a trace of one wave (all of its rows walked together) read in groups of 65,536 rows, as the evaluators read
     # a file: the stream held every group and joined them when the wave was walked, 2.08x the trace's bytes more
     # resident at the peak than after the first group; walked from the groups it holds a slice of the issue order
-    # at a time (cachesim.held), 1.31x (the walk's own arrays, the rows' SM, slot, wave and order, and the slice)
+    # at a time (cachesim.held), 1.22x (the walk's own arrays, the rows' SM, slot, wave and order, and the slice)
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
