@@ -540,10 +540,11 @@ class HierarchyStream:
     arrived, and needs the rows in wave order: no row of a wave after a row of a later wave
     in another group (within a group, and within a wave, any order). Traces written by the
     generators, in block order, are. A row that comes too late raises
-    :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave (a copy of its
-    groups, shared with the other streams fed the same arrays, walked ``WALK_CHUNK_ROWS`` of
-    the issue order at a time: :mod:`cachesim.held`) and the group, and the DRAM requests that
-    may still be overtaken (those within the levels' latencies of the walk's cycle).
+    :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave (its group as it
+    came; the groups of a wave longer than one as copies, shared with the other streams fed the
+    same arrays, walked ``WALK_CHUNK_ROWS`` of the issue order at a time: :mod:`cachesim.held`)
+    and the group, and the DRAM requests that may still be overtaken (those within the levels'
+    latencies of the walk's cycle).
 
     ``on_dram``, when given, gets each :class:`DramPiece` as it is served (e.g. to feed
     per-bank queues); pieces come in arrival order.
