@@ -58,9 +58,11 @@ NO_LEVEL = -1
 # lat (float64): hit latencies per level, issue cycles, MLP (long-latency loads a warp has in flight; 0: no rounds)
 LAT_ISSUE = 4
 LAT_MLP = 5
-# per-warp round state (rows of the int64 array ``wst``, one column per warp of the grid): long-latency loads in the
-# warp's open round, the round's size, rounds started, the issue slot of the round's first load, whether a request of
-# the round left the SM (or waited for a line another request of its round is bringing in)
+# per-warp round state (rows of the int64 array ``wst``, one column per warp of the grid, or of a wave where the
+# caller folds each wave's columns into its counts and zeroes them before the next: warp g is column g mod the
+# columns): long-latency loads in the warp's open round, the round's size, rounds started, the issue slot of the
+# round's first load, whether a request of the round left the SM (or waited for a line another request of its round
+# is bringing in)
 W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW, W_STORED, W_ARMED = range(7)
 W_ROWS = 7
 # W_SLOW's values: a round served inside the SM, one that waited on the L2, one of those a shared store then kept
@@ -488,6 +490,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     mlp = lat[LAT_MLP]
     resident = hp[HP_RESIDENT]
     no_round = np.iinfo(np.int64).max  # ``since`` of an access outside the rounds: no hit counts as in flight
+    n_wst = wst.shape[1]
     n = order.shape[0]
     for idx in range(start, n):
         if stats[NDRAM] + ROW_MARGIN > cap:
@@ -507,6 +510,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
         w = np.int64(width[i])
         o = np.int64(obj[i])
         g = np.int64(cta[i]) * wpb + warp[i]
+        gw = g % n_wst if n_wst > 0 else g  # the warp's column of ``wst``
         s = np.int64(sm[i])
         cyc = slot[i] * issue
         stats[INSTR + sp] += 1
@@ -548,16 +552,16 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 stats[LSU + sp] += k * path_bytes
             o_p = op[i]
             in_round = mlp > 0 and (o_p == LOAD or o_p == ATOMIC)
-            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if in_round else no_round
+            since = round_of(wst, stats, gw, slot[i], mlp, resident, o) if in_round else no_round
             if o_p > STORE or lvl == NO_LEVEL:  # atomics and reductions are done at the L2
                 l2_runs(cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p >= STORE, sp, o, g, cyc)
                 if in_round:
-                    wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
+                    wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)
                 continue
             slow = upper_runs(lvl, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, sect, o_p == STORE, is_local,
                               sp, o, g, cyc, slot[i], since)  # fmt: skip
             if in_round and slow > 0:
-                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
+                wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)
         elif path == Q.PATH_BANKS:
             cost = k * path_bytes
             if op[i] >= ATOMIC and hp[HP_SATOM] > 0:  # its lanes on one word one after the other
@@ -566,34 +570,34 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             stats[LSU + sp] += cost
             if mlp > 0 and op[i] == STORE:
                 # a staging copy's store: its round waits at the barrier after the copy
-                if wst[W_SLOW, g] == SLOW:
-                    wst[W_SLOW, g] = SLOW_COPY
-                wst[W_STORED, g] = 1
-                wst[W_ARMED, g] = o + 2
-            elif mlp > 0 and wst[W_STORED, g]:
+                if wst[W_SLOW, gw] == SLOW:
+                    wst[W_SLOW, gw] = SLOW_COPY
+                wst[W_STORED, gw] = 1
+                wst[W_ARMED, gw] = o + 2
+            elif mlp > 0 and wst[W_STORED, gw]:
                 # the first shared load after the stores: the barrier between a copy and its reads closes the round
-                wst[W_ORD, g] = wst[W_SIZE, g]
-                wst[W_STORED, g] = 0
-                wst[W_ARMED, g] = 0
+                wst[W_ORD, gw] = wst[W_SIZE, gw]
+                wst[W_STORED, gw] = 0
+                wst[W_ARMED, gw] = 0
         elif path == Q.PATH_DISTINCT:
             if hp[HP_CONST_PATH] != 0:
                 stats[LSU + sp] += k * path_bytes
             in_round = mlp > 0 and op[i] == LOAD and k > 1
-            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if in_round else no_round
+            since = round_of(wst, stats, gw, slot[i], mlp, resident, o) if in_round else no_round
             slow = np.int64(0)
             for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
                 slow += upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc,
                                    slot[i], since)  # fmt: skip
             if in_round and slow > 0:
-                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
+                wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)
         else:
             stats[LSU + sp] += max(path_bytes, k * tex_line)
             stats[TEXELS] += Q.active_lanes(np.uint32(m))
-            since = round_of(wst, stats, g, slot[i], mlp, resident, o) if mlp > 0 else no_round
+            since = round_of(wst, stats, gw, slot[i], mlp, resident, o) if mlp > 0 else no_round
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
             slow = upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o,
                               g, cyc, slot[i], since)  # fmt: skip
             if mlp > 0 and slow > 0:
-                wst[W_SLOW, g] = max(wst[W_SLOW, g], SLOW)
+                wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)
     return n

@@ -353,8 +353,10 @@ def _grow(out: tuple, need: int) -> tuple:
     return new
 
 
-def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float) -> tuple[np.ndarray, ...]:
-    """The walk's state and parameters: (cfgs, tag-store state, hp, lat, stats, object table, warps' round state)."""
+def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float,
+           warps: int | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """The walk's state and parameters: (cfgs, tag-store state, hp, lat, stats, object table, warps' round state:
+    a column per warp of the grid, or ``warps`` columns the caller folds and zeroes wave by wave)."""
     # caches: one row of cfgs per level, tag stores laid end to end in one state array
     cfgs = np.zeros((H.N_LEVELS, C.CFG_LEN), np.int64)
     base = 0
@@ -388,7 +390,8 @@ def _setup(config: HierarchyConfig, info, blocks_per_sm: int, mlp: float) -> tup
         [config.l1_latency, config.tex_latency, config.const_latency, config.l2_latency, config.issue_cycles, mlp]
     )
     stats = np.zeros(H.STATS_LEN + (info.n_ids + 1) * H.OBJ_STRIDE, np.int64)  # the per-object counts after STATS_LEN
-    wst = np.zeros((H.W_ROWS, info.ctas * info.warps_per_block if mlp > 0 else 0), np.int64)
+    columns = info.ctas * info.warps_per_block if warps is None else warps
+    wst = np.zeros((H.W_ROWS, columns if mlp > 0 else 0), np.int64)
     return cfgs, state, hp, lat, stats, object_table(info), wst
 
 
@@ -398,17 +401,25 @@ def _check_mlp(mlp) -> float:
     return float(mlp)
 
 
-def round_counts(wst: np.ndarray, stats: np.ndarray) -> dict[str, int]:
+def round_counts(wst: np.ndarray, stats: np.ndarray, folded: tuple[int, int, int] = (0, 0, 0)) -> dict[str, int]:
     """``rounds``, ``slow_rounds`` and ``copy_rounds`` of the warps' round state after the walk: every round
-    started, and the slow (copy) ones closed during the walk plus each warp's last."""
-    if wst.shape[1] == 0:
-        return {"rounds": 0, "slow_rounds": 0, "copy_rounds": 0}
-    last = wst[H.W_SLOW]
+    started, and the slow (copy) ones closed during the walk plus each warp's last; ``folded``: those of the
+    warps whose columns were folded and zeroed before (:func:`fold_rounds`)."""
+    rounds, slow, copy = fold_rounds(wst, folded)
     return {
-        "rounds": int(wst[H.W_ROUNDS].sum()),
-        "slow_rounds": int(stats[H.SLOW_ROUNDS]) + int((last > H.FAST).sum()),
-        "copy_rounds": int(stats[H.COPY_ROUNDS]) + int((last == H.SLOW_COPY).sum()),
+        "rounds": rounds,
+        "slow_rounds": int(stats[H.SLOW_ROUNDS]) + slow,
+        "copy_rounds": int(stats[H.COPY_ROUNDS]) + copy,
     }
+
+
+def fold_rounds(wst: np.ndarray, folded: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``folded`` plus the warps of ``wst``: their rounds started and their last rounds that were slow and copies'."""
+    if wst.shape[1] == 0:
+        return folded
+    last = wst[H.W_SLOW]
+    return (folded[0] + int(wst[H.W_ROUNDS].sum()), folded[1] + int((last > H.FAST).sum()),
+            folded[2] + int((last == H.SLOW_COPY).sum()))  # fmt: skip
 
 
 def _per_object(stats: np.ndarray) -> dict[str, np.ndarray]:
@@ -556,10 +567,13 @@ class HierarchyStream:
         self.config = config
         self.info = info
         self._on_dram = on_dram
-        self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info, self._wst = _setup(
-            config, info, self.blocks_per_sm, _check_mlp(mlp)
-        )
         self._per_wave = config.sms * self.blocks_per_sm
+        # the round state of one wave's warps, folded into self._rounds and zeroed after each wave (issue 18: a
+        # column per warp of the grid grew with the trace, 356 MB for bench_evaluate's 10 M rows)
+        self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info, self._wst = _setup(
+            config, info, self.blocks_per_sm, _check_mlp(mlp), min(info.ctas, self._per_wave) * info.warps_per_block
+        )
+        self._rounds = (0, 0, 0)  # rounds, slow last rounds and copy last rounds of the waves walked
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
         self._held = HeldRows()  # rows of wave self._held_wave, not walked yet
@@ -625,7 +639,7 @@ class HierarchyStream:
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
-            texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats),
+            texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats, self._rounds),
             l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), readonly_split=int(stats[H.RO_SPLIT]),
             global_split=int(stats[H.GL_SPLIT]),
             **_per_object(stats),
@@ -652,14 +666,20 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            if len(rows.pieces) == 1:  # a group: walked where it is
-                piece = rows.pieces[0]
-                self._walk_in_order(order, tuple(np.ascontiguousarray(piece[j]) for j in _WALK_COLUMNS), sm, slot)
-            else:  # held groups: the next rows in issue order gathered from them, walked in turn
-                for lo in range(0, order.shape[0], WALK_CHUNK_ROWS):
-                    part = order[lo : lo + WALK_CHUNK_ROWS]
-                    self._walk_in_order(np.arange(part.shape[0], dtype=np.int64), rows.gather(part, _WALK_COLUMNS),
-                                        sm[part], slot[part])  # fmt: skip
+            one = len(rows.pieces) == 1  # a group: walked where it is
+            piece = tuple(np.ascontiguousarray(rows.pieces[0][j]) for j in _WALK_COLUMNS) if one else ()
+            # wave by wave (in issue order each wave's rows come before the next's), its warps' rounds folded after it
+            waves = [order] if self._wst.shape[1] == 0 else np.split(order, np.flatnonzero(np.diff(w[order])) + 1)
+            for part_wave in waves:
+                if one:
+                    self._walk_in_order(part_wave, piece, sm, slot)
+                else:  # held groups: the next rows in issue order gathered from them, walked in turn
+                    for lo in range(0, part_wave.shape[0], WALK_CHUNK_ROWS):
+                        part = part_wave[lo : lo + WALK_CHUNK_ROWS]
+                        self._walk_in_order(np.arange(part.shape[0], dtype=np.int64),
+                                            rows.gather(part, _WALK_COLUMNS), sm[part], slot[part])  # fmt: skip
+                self._rounds = fold_rounds(self._wst, self._rounds)
+                self._wst[:] = 0
             self._drain(self._next_start * float(cfg.issue_cycles))
         keep = np.flatnonzero(w >= upto)
         if keep.size:

@@ -319,3 +319,34 @@ def test_a_streamed_wave_is_held_once(tmp_path):
     rows, nbytes, grown = (int(x) for x in out.stdout.split())
     assert rows == 2051200 and nbytes > 550 << 20
     assert grown < 1.6 * nbytes, f"{grown / nbytes:.2f} x the trace's bytes"
+
+
+def test_a_stream_of_many_waves_holds_no_state_per_warp_of_the_grid():
+    # the warps' round state (MLP rounds, cachesim._hierarchy_kernels.W_ROWS int64s a warp) was a column per warp of
+    # the grid, allocated whole and touched as the walk went: bench_evaluate's 10 M rows grew to 680 MiB resident
+    # (2 streams x 178 MiB of it) where 380 MiB holds them now. One wave's columns, folded after each wave: the
+    # memory a stream allocates no longer grows with the trace (before: 22 MiB more for 4x the rows here)
+    import tracemalloc
+
+    import cachesim
+    from placement.gpu import get_gpu
+    from placement.memory import hierarchy_config
+    from traces.generators import generate
+
+    def streamed(n: int) -> tuple[int, dict]:
+        cols, info = generate("vecadd", [n], [256])
+        t = traces.Trace(**cols, info=info)
+        tracemalloc.start()
+        s = cachesim.HierarchyStream(hierarchy_config(get_gpu("k80")), info, 8, mlp=4.0)
+        for lo in range(0, len(t), 65536):
+            s.feed(traces.Trace(**{k: v[lo : lo + 65536] for k, v in t.columns().items()}, info=info, start=lo))
+        totals = s.finish()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak, totals
+
+    streamed(1 << 16)  # the kernels loaded (or compiled) outside the measured runs
+    small, t1 = streamed(1 << 22)
+    large, t4 = streamed(1 << 24)
+    assert (t1.rounds, t4.rounds) == ((1 << 22) // 32, (1 << 24) // 32)  # a warp's two loads: one round of 4
+    assert large - small < 4 << 20, f"{(large - small) / 2**20:.1f} MiB more for 4x the rows"
