@@ -324,8 +324,8 @@ def test_a_streamed_wave_is_held_once(tmp_path):
 def test_a_stream_of_many_waves_holds_no_state_per_warp_of_the_grid():
     # the warps' round state (MLP rounds, cachesim._hierarchy_kernels.W_ROWS int64s a warp) was a column per warp of
     # the grid, allocated whole and touched as the walk went: bench_evaluate's 10 M rows grew to 680 MiB resident
-    # (2 streams x 178 MiB of it) where 380 MiB holds them now. One wave's columns, folded after each wave: the
-    # memory a stream allocates no longer grows with the trace (before: 22 MiB more for 4x the rows here)
+    # (2 streams x 178 MiB of it) where 391 MiB holds them now. One wave's columns, folded after each wave: the
+    # memory a stream allocates no longer grows with the trace (before: 21 MiB more for 4x the rows here)
     import tracemalloc
 
     import cachesim
@@ -333,7 +333,7 @@ def test_a_stream_of_many_waves_holds_no_state_per_warp_of_the_grid():
     from placement.memory import hierarchy_config
     from traces.generators import generate
 
-    def streamed(n: int) -> tuple[int, dict]:
+    def streamed(n: int) -> tuple[int, cachesim.HierarchyTotals]:
         cols, info = generate("vecadd", [n], [256])
         t = traces.Trace(**cols, info=info)
         tracemalloc.start()

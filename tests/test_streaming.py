@@ -436,6 +436,9 @@ def test_stream_equals_whole_walked_in_small_chunks(name, gpu, bps, monkeypatch)
     monkeypatch.setattr(cachesim.hierarchy, "WALK_CHUNK_ROWS", 777)
     t = trace_of(name)
     cfg = hierarchy_config(get_gpu(gpu))
-    whole = cachesim.simulate_hierarchy(t, cfg, bps)
-    totals, pieces = stream(t, cfg, bps)
+    whole = cachesim.simulate_hierarchy(t, cfg, bps, mlp=2.5)
+    totals, pieces = stream(t, cfg, bps, mlp=2.5)  # MLP rounds: the warps' state folded wave by wave
     assert_same(whole, totals, pieces)
+    assert (totals.rounds, totals.slow_rounds, totals.copy_rounds) == (whole.rounds, whole.slow_rounds,
+                                                                       whole.copy_rounds)  # fmt: skip
+    assert whole.rounds > 0
