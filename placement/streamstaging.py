@@ -72,6 +72,18 @@ class StreamStagingFacts:
         self.reads = 0
         """Reads of the trace pass B made."""
 
+    @classmethod
+    def read(cls, path, rows: int) -> "StreamStagingFacts":
+        """The facts of trace file ``path`` after pass A, in one validated read of ``rows`` rows at a time, for a
+        caller that checks staged placements before it evaluates them (``placement batch``'s plan); a
+        ``ValueError`` names the first row out of block order (``traces.blockgroups``)."""
+        from traces.blockgroups import block_groups
+
+        facts = cls(traces.read_info(path), lambda: block_groups(traces.iter_batches(path, rows, validate=False)))
+        for g in block_groups(traces.iter_batches(path, rows, validate=True)):
+            facts.feed(g)
+        return facts
+
     # ---- pass A ----------------------------------------------------------------------------------------
     def feed(self, g: traces.Trace) -> None:
         """Pass A over one group of whole blocks."""

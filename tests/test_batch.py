@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from scipy.stats import kendalltau
@@ -393,3 +395,143 @@ def test_gpu_option_takes_a_configuration_file(tmp_path, monkeypatch):
     assert s.gpu_override == want and s.gpus == [want]
     assert all(e.gpus == (want,) and e.measured_ns is None for e in s.entries)
     assert batch.load_suite(suite).entries[0].measured_ns == (5000.0, 4100.0, 5200.0, 4900.0)
+
+
+# Trace files evaluated streamed (`--stream`, as `placement evaluate` streams a big one): the same rows.
+STREAMED_SUITE = """\
+name = "streamed"
+gpu = "h100"
+
+[[entry]]
+id = "matmul"
+trace = "mm.parquet"
+placements = ["", "M=T", "M=S/G,N=S/G;windows=8;unrolled", "M=T,N=2T", "P=S/G"]
+
+[[entry]]
+id = "matmul-rank"
+trace = "mm.parquet"
+rank = true
+top = 3
+
+[[entry]]
+id = "vecadd"
+trace = "vec.parquet"
+placements = ["", "a=T"]
+"""
+
+
+def _streamed_suite(tmp_path: Path, order=None) -> Path:
+    import traces
+
+    cols, info = generators.generate("matmul_naive", [64], [8])
+    if order is not None:  # the rows in another order of blocks (each warp's rows still in program order)
+        idx = np.argsort(order(cols["cta"]), kind="stable")
+        cols = {k: v[idx] for k, v in cols.items()}
+    traces.write(tmp_path / "mm.parquet", cols, info)
+    return _suite(tmp_path, STREAMED_SUITE)
+
+
+def _same_rows(a: list[dict], b: list[dict]) -> None:
+    # streamed results equal the whole path's: every count exactly, times to 1e-12 relative (the queues' variances
+    # are summed in another order: placement.evaluate_stream)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for k, v in x.items():
+            if isinstance(v, float) and not isinstance(v, bool):
+                assert y[k] == pytest.approx(v, rel=1e-12, nan_ok=True), (x["entry"], x["placement"], k)
+            else:
+                assert y[k] == v, (x["entry"], x["placement"], k)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_streamed_trace_files_give_the_whole_paths_rows(tmp_path, workers):
+    suite = _streamed_suite(tmp_path)
+    whole = batch.run(str(suite), str(tmp_path / "whole.parquet"), workers=workers, stream="no")
+    streamed = batch.run(str(suite), str(tmp_path / "streamed.parquet"), workers=workers, stream="yes")
+    assert whole.rows == streamed.rows == 5 + 3 + 2
+    _same_rows(_rows(tmp_path / "whole.parquet"), _rows(tmp_path / "streamed.parquet"))
+    s = batch.load_suite(suite)
+    files = {e.source.key for e in s.entries}
+    assert batch.plan(s, "yes").streamed == files and batch.plan(s, "no").streamed == frozenset()
+    assert batch.plan(s).streamed == frozenset()  # 'auto': both are far below placement.api.WHOLE_TRACE_BUDGET
+
+
+def test_auto_streams_the_trace_files_too_big_to_evaluate_whole(tmp_path, monkeypatch):
+    plan_mod = importlib.import_module("placement.batch.plan")  # (placement.batch.plan is also the function)
+    suite = batch.load_suite(_streamed_suite(tmp_path))
+    mm, vec = (e.source for e in suite.entries[::2])
+    rows = {s.key: __import__("traces").num_rows(s.path) for s in (mm, vec)}
+    assert rows[vec.key] < rows[mm.key]
+    # the budget between the two files' whole-trace estimates (placement.api.WHOLE_BYTES_PER_ROW a row)
+    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", (rows[vec.key] + 1) * plan_mod.WHOLE_BYTES_PER_ROW)
+    assert batch.plan(suite).streamed == {mm.key}
+    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", (rows[vec.key] - 1) * plan_mod.WHOLE_BYTES_PER_ROW)
+    assert batch.plan(suite).streamed == {mm.key, vec.key}
+
+
+def test_a_streamed_trace_file_is_never_read_whole(tmp_path, monkeypatch):
+    # neither the plan (the staged placements' footprints: placement.streamstaging, two reads) nor a task loads it
+    import traces
+
+    from placement.batch import execute, suite as suite_mod
+
+    suite = _streamed_suite(tmp_path)
+
+    def refuse(*a, **k):
+        raise AssertionError("read whole")
+
+    for mod, name in ((suite_mod.TraceSource, "load"), (traces, "read"), (execute.traces, "read")):
+        monkeypatch.setattr(mod, name, refuse)
+    r = batch.run(str(suite), str(tmp_path / "s.parquet"), workers=1, stream="yes")
+    assert r.rows == 10
+    keys = {e.source.key for e in batch.load_suite(suite).entries}
+    held = {k: n for k, n in execute._CACHE.held().items() if k in keys}
+    assert held and set(held.values()) == {0}, held  # streamed evaluators, holding no rows
+    with pytest.raises(AssertionError, match="read whole"):  # the whole path reads it
+        batch.plan(batch.load_suite(suite), "no")
+
+
+def test_a_trace_file_out_of_block_order_is_evaluated_whole(tmp_path, caplog, monkeypatch):
+    # as `placement evaluate` does: a warning, then the whole path's rows (block 0's rows last, read 1,024 rows at a
+    # time: the blocks before it are walked when it comes)
+    for mod in ("placement.evaluate_stream", "placement.batch.plan"):
+        monkeypatch.setattr(importlib.import_module(mod), "STREAM_ROWS", 1024)
+    suite = _streamed_suite(tmp_path, order=lambda cta: np.where(cta == 0, 1 << 20, cta))
+    whole = batch.run(str(suite), str(tmp_path / "whole.parquet"), workers=1, stream="no")
+    with caplog.at_level("WARNING"):
+        streamed = batch.run(str(suite), str(tmp_path / "streamed.parquet"), workers=1, stream="yes")
+    assert whole.rows == streamed.rows == 10
+    assert "evaluating the whole trace instead" in caplog.text
+    _same_rows(_rows(tmp_path / "whole.parquet"), _rows(tmp_path / "streamed.parquet"))
+
+
+def test_stream_yes_with_even_banks_exit_2(run_cli, tmp_path):
+    suite = _streamed_suite(tmp_path)
+    suite.write_text(STREAMED_SUITE.replace('gpu = "h100"\n', 'gpu = "h100"\n[options]\neven_banks = true\n', 1))
+    out = tmp_path / "r.parquet"
+    code, _, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", "yes")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "even_banks" in err and "--stream yes" in err
+    assert not out.exists()
+    code, _, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", "maybe")
+    assert code == 2 and "--stream" in err
+
+
+@pytest.mark.parametrize("stream", ["yes", "no"])
+def test_a_bad_row_in_a_streamed_trace_file_exit_2(run_cli, tmp_path, stream):
+    # a lane address outside every object, in the middle of the file: one line naming the file and the row, exit 2,
+    # no results file (with a staged placement the plan reads the rows; without, the task does)
+    import traces
+
+    cols, info = generators.generate("matmul_naive", [64], [8])
+    cols["addr"][9000, 3] = 8  # an active lane (the mask is full) at address 8
+    traces.write(tmp_path / "mm.parquet", cols, info, validate=False)
+    for placements in ('["", "M=S/G,N=S/G;windows=8;unrolled"]', '["", "M=T"]'):
+        suite = tmp_path / "s.toml"
+        suite.write_text(f'gpu = "h100"\n[[entry]]\ntrace = "mm.parquet"\nplacements = {placements}\n')
+        out = tmp_path / "r.parquet"
+        code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", stream)
+        assert code == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err, err
+        assert "mm.parquet" in err and "row 9000" in err, err
+        assert not out.exists()

@@ -80,7 +80,8 @@ Executors
 ---------
 ``local`` runs tasks in the calling process (``workers=1``) or in forked worker
 processes that inherit the generated traces (no pickling); trace files are read
-once per worker. ``dask://HOST:PORT`` submits the same task function to a Dask
+once per worker, or, where too big to evaluate whole (``run``'s ``stream``), read in
+row groups for each chunk, as ``placement evaluate`` streams them. ``dask://HOST:PORT`` submits the same task function to a Dask
 distributed scheduler: each trace is scattered once, broadcast to every worker, and
 each worker builds one evaluator per (trace, GPU) and reuses it for every task.
 """
@@ -128,11 +129,18 @@ def run(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     gpu: str | None = None,
+    stream: str = "auto",
 ) -> BatchResult:
     """Evaluate a suite into ``output`` (Parquet), resuming from what is already there.
 
     ``gpu`` prices every entry on that GPU instead of the suite's own, without the measured times
     (:func:`load_suite`); give the suite as a path then.
+
+    ``stream`` is ``placement evaluate``'s choice for the suite's trace files: 'auto' streams a file too big to
+    evaluate whole (``placement.api.WHOLE_TRACE_BUDGET``), 'yes' every one, 'no' none (``plan.streams``). A
+    streamed file is read in row groups by each process that evaluates it, several placements a read, and never
+    held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace is in memory
+    and evaluated whole, and so is every trace on a Dask cluster (whose workers get the trace, not the file).
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
     ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or
@@ -148,7 +156,7 @@ def run(
         raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
-    plan_ = plan(suite)
+    plan_ = plan(suite, stream)
     exp = experiment(plan_)
     out = Path(output)
     parts = parts_dir(out)

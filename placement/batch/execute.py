@@ -13,8 +13,10 @@ from typing import Any, Callable, Iterator, Sequence
 import traces
 from traces.errors import InputError
 
-from ..gpu import Gpu
+from ..evaluate_stream import StreamEvaluator, StreamOrderError
 from ..evaluate_whole import WholeTraceEvaluator
+from ..evaluator import Evaluator
+from ..gpu import Gpu
 from ..hms import Options
 from ..workers import die_with_parent
 from .plan import Plan, Task
@@ -32,17 +34,23 @@ CACHE_ROWS = 8_000_000
 less: ``_make_room``)."""
 
 
+def _held_rows(ev: Evaluator) -> int:
+    """The trace rows an evaluator holds: a streamed one none (it keeps the sample's terms and the staging facts)."""
+    return len(ev.trace) if isinstance(ev, WholeTraceEvaluator) else 0
+
+
 class _EvaluatorCache:
-    """Per-process evaluators keyed by (trace, GPU, options); thread-safe, bounded in number and in rows."""
+    """Per-process evaluators keyed by (trace, GPU, options, streamed); thread-safe, bounded in number and in
+    rows."""
 
     def __init__(self, size: int = 8, rows: int = CACHE_ROWS):
         self.size = size
         self.rows = rows
-        self.items: OrderedDict[tuple, WholeTraceEvaluator] = OrderedDict()
+        self.items: OrderedDict[tuple, Evaluator] = OrderedDict()
         self.lock = threading.Lock()
         self.built = 0
 
-    def get(self, key: tuple, make: Callable[[], WholeTraceEvaluator]) -> WholeTraceEvaluator:
+    def get(self, key: tuple, make: Callable[[], Evaluator]) -> Evaluator:
         with self.lock:
             ev = self.items.get(key)
             if ev is None:
@@ -50,18 +58,18 @@ class _EvaluatorCache:
                 self.built += 1
                 self.items[key] = ev
                 while len(self.items) > 1 and (
-                    len(self.items) > self.size or sum(e.n_rows for e in self.items.values()) > self.rows
+                    len(self.items) > self.size or sum(_held_rows(e) for e in self.items.values()) > self.rows
                 ):
                     self.items.popitem(last=False)
             self.items.move_to_end(key)
             return ev
 
     def held(self) -> dict[str, int]:
-        """The rows of the trace (by trace key) of each evaluator, least recently used first."""
+        """The rows of the trace (by trace key) each evaluator holds, least recently used first."""
         with self.lock:
             out: dict[str, int] = {}
             for key, ev in self.items.items():
-                out.setdefault(key[0], len(ev.trace))
+                out[key[0]] = max(out.get(key[0], 0), _held_rows(ev))
             return out
 
     def drop(self, trace_key: str) -> None:
@@ -83,28 +91,54 @@ def _init_worker(loaded: dict[str, traces.Trace], parent_pid: int) -> None:
     _TRACES.update(loaded)
 
 
+def _evaluator(task: Task, trace: traces.Trace | str, gpu: Gpu, options: Options, options_key: str,
+               early: Sequence[Task] = ()) -> Evaluator:  # fmt: skip
+    """The process's evaluator of the task's (trace, GPU, options): of a trace in memory, or streamed from a trace
+    file's path (``placement.evaluate_stream.StreamEvaluator``, whose first read also evaluates the unstaged
+    placements of ``early``; a file out of block order is read whole instead, as ``placement evaluate`` does)."""
+
+    def make() -> Evaluator:
+        if isinstance(trace, traces.Trace):
+            return WholeTraceEvaluator(trace, gpu, options)
+        try:
+            return StreamEvaluator(trace, gpu, options, early=[t.placement for t in early if t.placement is not None])
+        except StreamOrderError as exc:
+            log.warning("%s: evaluating the whole trace instead", exc)
+            return WholeTraceEvaluator(traces.read(trace), gpu, options)
+
+    return _CACHE.get((task.trace_key, task.gpu, options_key, not isinstance(trace, traces.Trace)), make)
+
+
 def evaluate_task(
-    task: Task, trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+    task: Task, trace: traces.Trace | str, gpu: Gpu, options: Options, options_key: str
 ) -> list[dict[str, Any]]:
-    """The rows of one task; a pure function of its arguments (the evaluator is cached per process)."""
-    ev = _CACHE.get((task.trace_key, task.gpu, options_key), lambda: WholeTraceEvaluator(trace, gpu, options))
-    sample = ev.sample_placement
-    if task.placement is not None:
-        rows = [_row(task, ev.evaluate(task.placement), sample, None, task.position)]
-    else:
-        from ..search import SearchOptions, solve
-
-        ranking = solve(ev, options=SearchOptions(top=task.top, workers=1))
-        rows = [_row(task, e, sample, i + 1, i) for i, e in enumerate(ranking.ranking)]
-    for r in rows:
-        r["task"] = task.key
-    return rows
+    """The rows of one task; a pure function of its arguments (the evaluator is cached per process). ``trace``: the
+    trace, or the path of a trace file to evaluate streamed."""
+    return evaluate_chunk((task,), trace, gpu, options, options_key)
 
 
-def evaluate_chunk(chunk: Sequence[Task], trace: traces.Trace, gpu: Gpu, options: Options, options_key: str
+def evaluate_chunk(chunk: Sequence[Task], trace: traces.Trace | str, gpu: Gpu, options: Options, options_key: str
                    ) -> list[dict[str, Any]]:  # fmt: skip
-    """The rows of several tasks of one (trace, GPU), in order: the unit an executor runs."""
-    return [r for t in chunk for r in evaluate_task(t, trace, gpu, options, options_key)]
+    """The rows of several tasks of one (trace, GPU), in order: the unit an executor runs. A streamed evaluator
+    evaluates the chunk's placements together, several per read of the file (``evaluate_many``)."""
+    ev = _evaluator(chunk[0], trace, gpu, options, options_key, early=chunk)
+    sample = ev.sample_placement
+    placed = [t.placement for t in chunk if t.placement is not None]
+    done = dict(zip(placed, ev.evaluate_many(placed))) if placed and not ev.parallel else {}
+    out: list[dict[str, Any]] = []
+    for task in chunk:
+        if task.placement is not None:
+            e = done[task.placement] if task.placement in done else ev.evaluate(task.placement)
+            rows = [_row(task, e, sample, None, task.position)]
+        else:
+            from ..search import SearchOptions, solve
+
+            ranking = solve(ev, options=SearchOptions(top=task.top, workers=1))
+            rows = [_row(task, e, sample, i + 1, i) for i, e in enumerate(ranking.ranking)]
+        for r in rows:
+            r["task"] = task.key
+        out.extend(rows)
+    return out
 
 
 def _make_room(key: str, rows: int, limit: int) -> None:
@@ -128,9 +162,11 @@ def _make_room(key: str, rows: int, limit: int) -> None:
 
 
 def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str,
-                 rows: int = 0, limit: int = CACHE_ROWS) -> list[dict[str, Any]]:  # fmt: skip
+                 rows: int = 0, limit: int = CACHE_ROWS, streamed: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """``evaluate_chunk`` in a local process, with the chunk's trace (``rows`` rows) loaded once per process and
-    kept while room allows (``_make_room``: ``limit`` rows)."""
+    kept while room allows (``_make_room``: ``limit`` rows), or ``streamed`` from its file."""
+    if streamed:
+        return evaluate_chunk(chunk, str(source.path), gpu, options, options_key)
     key = chunk[0].trace_key
     _make_room(key, rows, limit)
     trace = _TRACES.get(key)
@@ -184,11 +220,15 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
     # the plan's traces move to this process's cache, where they are dropped to make room (_make_room)
     _TRACES.update(plan_.loaded)
     plan_.loaded.clear()
-    limit = max(plan_.trace_rows.values(), default=0)
+    limit = max((n for k, n in plan_.trace_rows.items() if k not in plan_.streamed), default=0)
+
+    def args(c: tuple[Task, ...]) -> tuple:
+        key = c[0].trace_key
+        return (c, plan_.sources[key], gpus[c[0].gpu], opts, okey, plan_.trace_rows.get(key, 0), limit,
+                key in plan_.streamed)  # fmt: skip
 
     def run(c: tuple[Task, ...]) -> list[dict]:
-        key = c[0].trace_key
-        return _local_chunk(c, plan_.sources[key], gpus[c[0].gpu], opts, okey, plan_.trace_rows.get(key, 0), limit)
+        return _local_chunk(*args(c))
 
     if workers <= 1 or len(work) <= 1:
         for c in work:
@@ -212,8 +252,7 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
     with ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_init_worker, initargs=(dict(_TRACES), os.getpid())
     ) as pool:
-        futures = {pool.submit(_local_chunk, c, plan_.sources[c[0].trace_key], gpus[c[0].gpu], opts, okey,
-                               plan_.trace_rows.get(c[0].trace_key, 0), limit): c for c in work}  # fmt: skip
+        futures = {pool.submit(_local_chunk, *args(c)): c for c in work}
         try:
             for f in as_completed(futures):
                 yield futures[f], f.result()

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import traces
 from traces.errors import InputError
 
-from ..api import require_rows
+from ..api import WHOLE_BYTES_PER_ROW, WHOLE_TRACE_BUDGET, require_rows
+from ..choices import STREAM_MODES
+from ..evaluate_stream import STREAM_ROWS
 from ..gpu import Gpu, get_gpu
 from ..placements import (
     IllegalPlacement,
@@ -19,6 +21,7 @@ from ..placements import (
     sample_placement,
 )
 from ..staging import StagingFacts
+from ..streamstaging import StreamStagingFacts
 from .suite import Suite, SuiteError, TraceSource, _where
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,23 @@ class Plan:
     """suite's GPU spelling -> the configuration's name."""
     trace_rows: dict[str, int] = field(default_factory=dict)
     """trace key -> rows (the cost estimate that orders the work)."""
+    streamed: frozenset[str] = frozenset()
+    """The trace files the local executor evaluates streamed (``placement.evaluate_stream.StreamEvaluator``,
+    ``streams``): read in row groups, never held whole."""
+
+
+def streams(rows: int, options, stream: str, where: str) -> bool:
+    """Whether a trace file of ``rows`` rows is evaluated streamed: as ``placement evaluate`` decides it
+    (``placement.api.WHOLE_TRACE_BUDGET`` for 'auto'; 'yes', 'no'); ``even_banks`` needs the whole DRAM stream."""
+    if stream not in STREAM_MODES:
+        raise InputError(f"stream {stream!r}: expected one of {', '.join(STREAM_MODES)}")
+    if stream == "no":
+        return False
+    if options.even_banks:
+        if stream == "yes":
+            raise SuiteError(f"{where}: --stream yes: the suite's even_banks needs the whole DRAM stream")
+        return False
+    return stream == "yes" or rows * WHOLE_BYTES_PER_ROW > WHOLE_TRACE_BUDGET
 
 
 def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
@@ -74,21 +94,24 @@ def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
             raise SuiteError(f"{where}: unknown object {name!r} in kernel {info.kernel}; objects: {', '.join(names)}")
 
 
-def plan(suite: Suite) -> Plan:
+def plan(suite: Suite, stream: str = "auto") -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
     Generator traces are generated here (their metadata needs it); trace files only have their
     metadata read, unless a placement stages an object in shared memory (its legality needs the
-    trace's footprints). One trace is held at a time, the others dropped before it is loaded, so
-    that planning holds no more than the largest trace (issue 34); the last is kept for the run
-    up to ``KEEP_ROWS`` rows, the others are loaded again when their tasks run.
+    trace's footprints: for a trace file evaluated streamed (``streams``), the footprints of
+    ``placement.streamstaging`` in two reads, so the file is never held whole). One trace is held
+    at a time, the others dropped before it is loaded, so that planning holds no more than the
+    largest trace (issue 34); the last is kept for the run up to ``KEEP_ROWS`` rows, the others
+    are loaded again when their tasks run.
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
     loaded: dict[str, traces.Trace] = {}
     gpus: dict[str, Gpu] = {}
     trace_rows: dict[str, int] = {}
-    facts: dict[str, StagingFacts] = {}
+    streamed: set[str] = set()
+    facts: dict[str, StagingFacts | StreamStagingFacts] = {}
 
     def load(key: str, src: TraceSource) -> traces.Trace:
         if key not in loaded:
@@ -98,9 +121,19 @@ def plan(suite: Suite) -> Plan:
             loaded[key] = src.load()
         return loaded[key]
 
-    def staging(key: str, src: TraceSource) -> StagingFacts:
+    def staging(key: str, src: TraceSource) -> StagingFacts | StreamStagingFacts:
         if key not in facts:
-            facts[key] = StagingFacts(load(key, src))
+            if key in streamed:
+                for old in [k for k in loaded if k != key]:
+                    del loaded[old]
+                    facts.pop(old, None)
+                try:
+                    facts[key] = StreamStagingFacts.read(src.path, STREAM_ROWS)
+                except ValueError as exc:  # rows out of block order: evaluated whole, as `placement evaluate` does
+                    log.warning("%s: %s; evaluating the whole trace instead", src.path, exc)
+                    streamed.discard(key)
+            if key not in facts:
+                facts[key] = StagingFacts(load(key, src))
         return facts[key]
 
     for e in suite.entries:
@@ -113,6 +146,8 @@ def plan(suite: Suite) -> Plan:
                 info = traces.read_info(src.path)
                 trace_rows[key] = traces.num_rows(src.path)
                 require_rows(src.path, trace_rows[key])
+                if streams(trace_rows[key], suite.options, stream, where):
+                    streamed.add(key)
             else:
                 info = load(key, src).info
                 trace_rows[key] = len(loaded[key])
@@ -156,4 +191,5 @@ def plan(suite: Suite) -> Plan:
             del loaded[key]  # generated again when its tasks run
             facts.pop(key, None)
     return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
-                gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows)  # fmt: skip
+                gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows,
+                streamed=frozenset(streamed))  # fmt: skip

@@ -1,6 +1,7 @@
 """Evaluate a suite of (kernel, GPU, placement) predictions into one Parquet file.
 
-  placement batch SUITE.toml -o RESULTS.parquet [--gpu GPU] [--executor local|dask://HOST:PORT] [--workers N] [--json]
+  placement batch SUITE.toml -o RESULTS.parquet [--gpu GPU] [--executor local|dask://HOST:PORT] [--workers N]
+                  [--stream auto|yes|no] [--json]
 
 SUITE is a suite file or the name of a bundled suite (`table4`); the format is
 described in `placement/batch/__init__.py` and at the top of `configs/suites/table4.toml`.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..choices import STREAM_MODES
 from ._output import print_json, table
 
 NAME = "batch"
@@ -35,6 +37,9 @@ def add_arguments(p) -> None:
                    help="local processes (default), or a Dask distributed scheduler")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local processes (default: the CPUs this process may use)")  # fmt: skip
+    p.add_argument("--stream", choices=STREAM_MODES, default="auto",
+                   help="trace files: auto streams one too big to evaluate whole (as `placement evaluate` does); "
+                   "yes, no: every one, none")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -59,7 +64,7 @@ def run(args) -> int:
             bar.refresh()
 
         res = batch.run(args.suite, args.output, executor=args.executor, workers=workers, progress=progress,
-                        gpu=args.gpu)  # fmt: skip
+                        gpu=args.gpu, stream=args.stream)  # fmt: skip
     if args.json:
         print_json({
             "output": res.output,
