@@ -8,7 +8,10 @@ warmed by one untimed run first. Prints one line per worker count (the best of
 the same rows. The CPU time (the command and its workers) shows the parallel
 overhead even when other processes share the CPUs and the wall time is noisy.
 
-    python benchmarks/bench_batch.py [--suite table4] [--workers 1 2] [--repeat 2]
+    python benchmarks/bench_batch.py [--suite table4] [--workers 1 2] [--repeat 2] [--stream auto|yes|no]
+
+``--stream`` is the command's (its trace files read in row groups or whole); a suite's figures with ``no`` and
+``yes`` show what streaming costs in CPU and saves in memory.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _measure import Figures, measure  # noqa: E402
 
 
-def run_once(suite: str, out: Path, workers: int) -> Figures:
+def run_once(suite: str, out: Path, workers: int, stream: str = "auto") -> Figures:
     """Wall, CPU (the command and its worker processes, as children of this one) and peak RSS of one run."""
     cmd = [sys.executable, "-m", "placement.cli", "batch", suite, "-o", str(out), "--workers", str(workers),
-           "--no-progress", "--json"]  # fmt: skip
+           "--stream", stream, "--no-progress", "--json"]  # fmt: skip
     with measure("batch") as m:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return m.figures
@@ -44,11 +47,14 @@ def main() -> None:
     ap.add_argument("--suite", default="table4")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--stream", choices=("auto", "yes", "no"), default="auto")
     args = ap.parse_args()
-    print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; suite {args.suite}")
+    print(
+        f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; suite {args.suite}; --stream {args.stream}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers))
+        warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers), args.stream)
         print(f"warm-up run (numba cache): {warm.describe()}")
         reference = rows(tmp / "warm.parquet")
         best: dict[int, float] = {}
@@ -56,7 +62,7 @@ def main() -> None:
             times, cpus = [], []
             for r in range(args.repeat):
                 out = tmp / f"w{w}-{r}.parquet"
-                f = run_once(args.suite, out, w)
+                f = run_once(args.suite, out, w, args.stream)
                 times.append(f.wall_s)
                 cpus.append(f.children_cpu_s)
                 assert rows(out) == reference, f"{out}: rows differ from the warm-up run's"
