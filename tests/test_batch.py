@@ -535,3 +535,31 @@ def test_a_bad_row_in_a_streamed_trace_file_exit_2(run_cli, tmp_path, stream):
         assert code == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err, err
         assert "mm.parquet" in err and "row 9000" in err, err
         assert not out.exists()
+
+
+def test_generated_traces_stream_from_files_the_run_removes(tmp_path, monkeypatch):
+    import tempfile
+
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))
+    suite = _suite(tmp_path)
+    whole = batch.run(str(suite), str(tmp_path / "whole.parquet"), workers=2, stream="no")
+    streamed = batch.run(str(suite), str(tmp_path / "streamed.parquet"), workers=2, stream="yes")
+    assert whole.rows == streamed.rows
+    _same_rows(_rows(tmp_path / "whole.parquet"), _rows(tmp_path / "streamed.parquet"))
+    assert list(spill.iterdir()) == []
+    p = batch.plan(batch.load_suite(suite), "yes")
+    generated = {e.source.key for e in p.suite.entries if e.source.path is None}
+    assert len(generated) == 3 and set(p.files) == generated and p.streamed >= generated and not p.loaded
+    for key, f in p.files.items():  # the plan's traces, once each, in block order
+        t = p.sources[key].load()
+        np.testing.assert_array_equal(__import__("traces").read(f).addr, t.addr)
+    p.cleanup()
+    assert list(spill.iterdir()) == []
+    # a suite refused after a trace was written leaves nothing behind
+    bad = suite.with_name("bad.toml")
+    bad.write_text(SUITE + '\n[[entry]]\nid = "bad"\ngenerator = "triad"\nsize = [4096]\nplacements = ["Q=T"]\n')
+    with pytest.raises(batch.SuiteError, match="unknown object 'Q'"):
+        batch.plan(batch.load_suite(bad), "yes")
+    assert list(spill.iterdir()) == []

@@ -81,7 +81,8 @@ Executors
 ``local`` runs tasks in the calling process (``workers=1``) or in forked worker
 processes that inherit the generated traces (no pickling); trace files are read
 once per worker, or, where too big to evaluate whole (``run``'s ``stream``), read in
-row groups for each chunk, as ``placement evaluate`` streams them. ``dask://HOST:PORT`` submits the same task function to a Dask
+row groups for each chunk, as ``placement evaluate`` streams them (a generated trace
+so big from a temporary file the plan writes). ``dask://HOST:PORT`` submits the same task function to a Dask
 distributed scheduler: each trace is scattered once, broadcast to every worker, and
 each worker builds one evaluator per (trace, GPU) and reuses it for every task.
 """
@@ -139,8 +140,9 @@ def run(
     ``stream`` is ``placement evaluate``'s choice for the suite's trace files: 'auto' streams a file too big to
     evaluate whole (``placement.api.WHOLE_TRACE_BUDGET``), 'yes' every one, 'no' none (``plan.streams``). A
     streamed file is read in row groups by each process that evaluates it, several placements a read, and never
-    held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace is in memory
-    and evaluated whole, and so is every trace on a Dask cluster (whose workers get the trace, not the file).
+    held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace is streamed by
+    the same rule from a temporary Parquet file the plan writes it to (``plan``), removed when the run ends. On a
+    Dask cluster every trace is evaluated whole (its workers get the trace, not the file).
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
     ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or
@@ -157,6 +159,14 @@ def run(
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
     plan_ = plan(suite, stream)
+    try:
+        return _run(plan_, suite, output, executor, workers, progress)
+    finally:
+        plan_.cleanup()
+
+
+def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
+         progress: Callable[[int, int], None] | None) -> BatchResult:  # fmt: skip
     exp = experiment(plan_)
     out = Path(output)
     parts = parts_dir(out)

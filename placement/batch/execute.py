@@ -162,11 +162,12 @@ def _make_room(key: str, rows: int, limit: int) -> None:
 
 
 def _local_chunk(chunk: Sequence[Task], source: TraceSource, gpu: Gpu, options: Options, options_key: str,
-                 rows: int = 0, limit: int = CACHE_ROWS, streamed: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+                 rows: int = 0, limit: int = CACHE_ROWS, path: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """``evaluate_chunk`` in a local process, with the chunk's trace (``rows`` rows) loaded once per process and
-    kept while room allows (``_make_room``: ``limit`` rows), or ``streamed`` from its file."""
-    if streamed:
-        return evaluate_chunk(chunk, str(source.path), gpu, options, options_key)
+    kept while room allows (``_make_room``: ``limit`` rows), or streamed from the file at ``path``
+    (``Plan.path``)."""
+    if path is not None:
+        return evaluate_chunk(chunk, path, gpu, options, options_key)
     key = chunk[0].trace_key
     _make_room(key, rows, limit)
     trace = _TRACES.get(key)
@@ -225,7 +226,7 @@ def _local(plan_: Plan, work: Sequence[tuple[Task, ...]], workers: int, gpus: di
     def args(c: tuple[Task, ...]) -> tuple:
         key = c[0].trace_key
         return (c, plan_.sources[key], gpus[c[0].gpu], opts, okey, plan_.trace_rows.get(key, 0), limit,
-                key in plan_.streamed)  # fmt: skip
+                plan_.path(key))  # fmt: skip
 
     def run(c: tuple[Task, ...]) -> list[dict]:
         return _local_chunk(*args(c))

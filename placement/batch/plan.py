@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 import traces
@@ -64,12 +66,25 @@ class Plan:
     trace_rows: dict[str, int] = field(default_factory=dict)
     """trace key -> rows (the cost estimate that orders the work)."""
     streamed: frozenset[str] = frozenset()
-    """The trace files the local executor evaluates streamed (``placement.evaluate_stream.StreamEvaluator``,
-    ``streams``): read in row groups, never held whole."""
+    """The traces the local executor evaluates streamed (``placement.evaluate_stream.StreamEvaluator``,
+    ``streams``) from their file: read in row groups, never held whole."""
+    files: dict[str, str] = field(default_factory=dict)
+    """trace key -> the file a streamed generator's trace was written to (in ``spill``), to be read from there."""
+    spill: tempfile.TemporaryDirectory | None = None
+    """The folder of ``files``, removed by ``cleanup`` (or when the plan is collected)."""
+
+    def path(self, key: str) -> str | None:
+        """The file a streamed trace is read from: the trace file's, or the one its generated trace was written to."""
+        return self.files.get(key) or (str(self.sources[key].path) if key in self.streamed else None)
+
+    def cleanup(self) -> None:
+        """Remove the files the plan wrote its generated traces to (``files``)."""
+        if self.spill is not None:
+            self.spill.cleanup()
 
 
 def streams(rows: int, options, stream: str, where: str) -> bool:
-    """Whether a trace file of ``rows`` rows is evaluated streamed: as ``placement evaluate`` decides it
+    """Whether a trace of ``rows`` rows is evaluated streamed: as ``placement evaluate`` decides it for a trace file
     (``placement.api.WHOLE_TRACE_BUDGET`` for 'auto'; 'yes', 'no'); ``even_banks`` needs the whole DRAM stream."""
     if stream not in STREAM_MODES:
         raise InputError(f"stream {stream!r}: expected one of {', '.join(STREAM_MODES)}")
@@ -100,10 +115,13 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     Generator traces are generated here (their metadata needs it); trace files only have their
     metadata read, unless a placement stages an object in shared memory (its legality needs the
     trace's footprints: for a trace file evaluated streamed (``streams``), the footprints of
-    ``placement.streamstaging`` in two reads, so the file is never held whole). One trace is held
-    at a time, the others dropped before it is loaded, so that planning holds no more than the
-    largest trace (issue 34); the last is kept for the run up to ``KEEP_ROWS`` rows, the others
-    are loaded again when their tasks run.
+    ``placement.streamstaging`` in two reads, so the file is never held whole). A generator's trace
+    that ``streams`` (too big to evaluate whole, or ``stream`` 'yes') is written, once checked, to a
+    Parquet file in a temporary folder (``Plan.files``; ``Plan.cleanup`` removes it), from which the
+    tasks stream it: it is generated once, not again in every worker. One trace is held at a time,
+    the others dropped before it is loaded, so that planning holds no more than the largest trace
+    (issue 34); the last is kept for the run up to ``KEEP_ROWS`` rows, the others are loaded again
+    when their tasks run.
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
@@ -111,6 +129,8 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     gpus: dict[str, Gpu] = {}
     trace_rows: dict[str, int] = {}
     streamed: set[str] = set()
+    files: dict[str, str] = {}
+    spill: tempfile.TemporaryDirectory | None = None
     facts: dict[str, StagingFacts | StreamStagingFacts] = {}
 
     def load(key: str, src: TraceSource) -> traces.Trace:
@@ -128,68 +148,85 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
                     del loaded[old]
                     facts.pop(old, None)
                 try:
-                    facts[key] = StreamStagingFacts.read(src.path, STREAM_ROWS)
+                    facts[key] = StreamStagingFacts.read(files.get(key) or src.path, STREAM_ROWS)
                 except ValueError as exc:  # rows out of block order: evaluated whole, as `placement evaluate` does
-                    log.warning("%s: %s; evaluating the whole trace instead", src.path, exc)
+                    log.warning("%s: %s; evaluating the whole trace instead", files.get(key) or src.path, exc)
                     streamed.discard(key)
             if key not in facts:
                 facts[key] = StagingFacts(load(key, src))
         return facts[key]
 
-    for e in suite.entries:
-        where = _where(suite.path, e.index, e.id)
-        src = e.source
-        key = src.key
-        sources[key] = src
-        try:  # a trace file's metadata, or a generator's trace (whose extra.launch_ctas is checked when built)
-            if src.path is not None:
-                info = traces.read_info(src.path)
-                trace_rows[key] = traces.num_rows(src.path)
-                require_rows(src.path, trace_rows[key])
-                if streams(trace_rows[key], suite.options, stream, where):
-                    streamed.add(key)
-            else:
-                info = load(key, src).info
-                trace_rows[key] = len(loaded[key])
-        except InputError as exc:
-            raise SuiteError(f"{where}: {exc}") from None
-        sample = sample_placement(info)
-        for gi, g in enumerate(e.gpus):
-            gpu = gpus.setdefault(g, get_gpu(g))
-            if e.rank:
-                tasks.append(Task(key=f"{e.id}|{g}|rank", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi,
-                                  trace_key=key, trace_label=src.label, position=0, placement=None, top=e.top))  # fmt: skip
-                continue
-            parsed: list[Placement] = []
-            for text in e.placements:
-                pwhere = f"{where}: placement {text!r}"
-                _check_names(text, info, pwhere)
-                try:
-                    p = parse_placement(text, info)
-                    staged = any(is_staged(sp) for _, sp in p.spaces)
-                    check(info, gpu, p, staging(key, src) if staged else None)
-                except IllegalPlacement as exc:
-                    raise SuiteError(f"{pwhere} on {g}: {exc}") from None
-                except InputError as exc:
-                    raise SuiteError(f"{pwhere}: {exc}") from None
-                if p in parsed:
-                    first = e.placements[parsed.index(p)]
-                    raise SuiteError(f"{pwhere} is the same placement as {first!r}; list each placement once")
-                parsed.append(p)
-            measured_sample = None
-            if e.measured_ns is not None and sample in parsed:
-                measured_sample = e.measured_ns[parsed.index(sample)]
-            for pos, p in enumerate(parsed):
-                full = p.label()  # every object's space, and ";windows=K" where asked for
-                tasks.append(Task(
-                    key=f"{e.id}|{g}|{full}", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi, trace_key=key,
-                    trace_label=src.label, position=pos, placement=p,
-                    measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
-                    measured_sample_ns=measured_sample,
-                ))  # fmt: skip
-        if key in loaded and len(loaded[key]) > KEEP_ROWS:
-            del loaded[key]  # generated again when its tasks run
-            facts.pop(key, None)
+    try:
+        for e in suite.entries:
+            where = _where(suite.path, e.index, e.id)
+            src = e.source
+            key = src.key
+            sources[key] = src
+            try:  # a trace file's metadata, or a generator's trace (whose extra.launch_ctas is checked when built)
+                if src.path is not None:
+                    info = traces.read_info(src.path)
+                    trace_rows[key] = traces.num_rows(src.path)
+                    require_rows(src.path, trace_rows[key])
+                    if streams(trace_rows[key], suite.options, stream, where):
+                        streamed.add(key)
+                elif key in files:  # an earlier entry's generated trace, written to be streamed
+                    info = traces.read_info(files[key])
+                else:
+                    info = load(key, src).info
+                    trace_rows[key] = len(loaded[key])
+            except InputError as exc:
+                raise SuiteError(f"{where}: {exc}") from None
+            sample = sample_placement(info)
+            for gi, g in enumerate(e.gpus):
+                gpu = gpus.setdefault(g, get_gpu(g))
+                if e.rank:
+                    tasks.append(Task(key=f"{e.id}|{g}|rank", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi,
+                                      trace_key=key, trace_label=src.label, position=0, placement=None, top=e.top))  # fmt: skip
+                    continue
+                parsed: list[Placement] = []
+                for text in e.placements:
+                    pwhere = f"{where}: placement {text!r}"
+                    _check_names(text, info, pwhere)
+                    try:
+                        p = parse_placement(text, info)
+                        staged = any(is_staged(sp) for _, sp in p.spaces)
+                        check(info, gpu, p, staging(key, src) if staged else None)
+                    except IllegalPlacement as exc:
+                        raise SuiteError(f"{pwhere} on {g}: {exc}") from None
+                    except InputError as exc:
+                        raise SuiteError(f"{pwhere}: {exc}") from None
+                    if p in parsed:
+                        first = e.placements[parsed.index(p)]
+                        raise SuiteError(f"{pwhere} is the same placement as {first!r}; list each placement once")
+                    parsed.append(p)
+                measured_sample = None
+                if e.measured_ns is not None and sample in parsed:
+                    measured_sample = e.measured_ns[parsed.index(sample)]
+                for pos, p in enumerate(parsed):
+                    full = p.label()  # every object's space, and ";windows=K" where asked for
+                    tasks.append(Task(
+                        key=f"{e.id}|{g}|{full}", entry=e.id, entry_index=e.index, gpu=g, gpu_index=gi, trace_key=key,
+                        trace_label=src.label, position=pos, placement=p,
+                        measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
+                        measured_sample_ns=measured_sample,
+                    ))  # fmt: skip
+            if src.path is None and key not in files and streams(trace_rows[key], suite.options, stream, where):
+                if spill is None:
+                    spill = tempfile.TemporaryDirectory(prefix="placement-batch-")
+                files[key] = os.path.join(spill.name, f"trace-{len(files)}.parquet")
+                t = loaded.pop(key)
+                facts.pop(key, None)
+                traces.write(files[key], t, t.info, validate=False)  # checked when the evaluator first reads it
+                streamed.add(key)
+                log.info("batch: %s (%d rows) written to %s, to be streamed", src.label, len(t), files[key])
+                del t
+            if key in loaded and len(loaded[key]) > KEEP_ROWS:
+                del loaded[key]  # generated again when its tasks run
+                facts.pop(key, None)
+    except BaseException:  # nothing half-written stays behind
+        if spill is not None:
+            spill.cleanup()
+        raise
     return Plan(suite=suite, tasks=tuple(tasks), sources=sources, loaded=loaded,
                 gpu_names={g: v.name for g, v in gpus.items()}, trace_rows=trace_rows,
-                streamed=frozenset(streamed))  # fmt: skip
+                streamed=frozenset(streamed), files=files, spill=spill)  # fmt: skip

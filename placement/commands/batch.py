@@ -38,8 +38,8 @@ def add_arguments(p) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="local processes (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument("--stream", choices=STREAM_MODES, default="auto",
-                   help="trace files: auto streams one too big to evaluate whole (as `placement evaluate` does); "
-                   "yes, no: every one, none")  # fmt: skip
+                   help="auto streams a trace too big to evaluate whole (as `placement evaluate` does; a generator's "
+                   "from a temporary file); yes, no: every one, none")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
