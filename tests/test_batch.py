@@ -563,3 +563,27 @@ def test_generated_traces_stream_from_files_the_run_removes(tmp_path, monkeypatc
     with pytest.raises(batch.SuiteError, match="unknown object 'Q'"):
         batch.plan(batch.load_suite(bad), "yes")
     assert list(spill.iterdir()) == []
+
+
+def test_auto_writes_a_generated_trace_to_stream_only_over_several_waves(tmp_path, monkeypatch):
+    # a stream holds a wave of resident blocks: a generated trace of one or two waves is held whole either way, so
+    # 'auto' writes (and streams) only those of SPILL_MIN_WAVES waves or more. vecadd in 256-thread blocks: 8 blocks
+    # an SM (2,048 threads), so 104 a wave on the K80's 13 SMs and 1,056 on the H100's 132
+    plan_mod = importlib.import_module("placement.batch.plan")
+    from placement.gpu import get_gpu
+
+    p = tmp_path / "s.toml"
+    sizes = ((1 << 15, '"k80"'), (1 << 20, '"k80"'), (4097 * 256, '["k80", "h100"]'))
+    p.write_text("\n".join(f'[[entry]]\nid = "v{n}"\ngenerator = "vecadd"\nsize = [{n}]\nblock = [256]\ngpu = {g}\n'
+                           'placements = ["", "a=T"]\n' for n, g in sizes))  # fmt: skip
+    suite = batch.load_suite(p)
+    infos = [e.source.load().info for e in suite.entries]
+    assert [plan_mod.waves(i, [get_gpu(g) for g in e.gpus]) for i, e in zip(infos, suite.entries)] == [
+        pytest.approx(128 / 104), pytest.approx(4096 / 104), pytest.approx(4097 / 1056)]  # fmt: skip
+    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", 0)  # every trace too big to evaluate whole
+    keys = [e.source.key for e in suite.entries]
+    with_auto = batch.plan(suite)
+    assert set(with_auto.files) == with_auto.streamed == {keys[1]}  # 39.4 waves; 1.2 and, on the H100, 3.9 not
+    assert set(batch.plan(suite, "yes").files) == set(keys)
+    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", 1 << 40)
+    assert batch.plan(suite).files == {}

@@ -140,9 +140,10 @@ def run(
     ``stream`` is ``placement evaluate``'s choice for the suite's trace files: 'auto' streams a file too big to
     evaluate whole (``placement.api.WHOLE_TRACE_BUDGET``), 'yes' every one, 'no' none (``plan.streams``). A
     streamed file is read in row groups by each process that evaluates it, several placements a read, and never
-    held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace is streamed by
-    the same rule from a temporary Parquet file the plan writes it to (``plan``), removed when the run ends. On a
-    Dask cluster every trace is evaluated whole (its workers get the trace, not the file).
+    held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace too big to
+    evaluate whole is streamed where it spans ``plan.SPILL_MIN_WAVES`` waves or more ('yes': every one), from a
+    temporary Parquet file the plan writes it to, removed when the run ends. On a Dask cluster every trace is
+    evaluated whole (its workers get the trace, not the file).
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
     ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or

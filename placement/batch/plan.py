@@ -28,6 +28,13 @@ from .suite import Suite, SuiteError, TraceSource, _where
 
 log = logging.getLogger(__name__)
 
+SPILL_MIN_WAVES = 4
+"""Waves of resident blocks (the sample's, on the entry's GPUs) from which ``stream`` 'auto' writes a generator's
+trace too big to evaluate whole to a file and streams it. A stream holds a wave's rows (it walks a wave's blocks
+together), so a trace of one or two waves is held whole either way and the file only adds its writing and
+decoding: the H100 W = 512 matmuls (8.4 M rows, one wave each) took 5.4 GB and 114 s streamed against 5.7 GB
+and 98 s whole (`placement batch configs/suites/h100_matmul_512.toml --workers 1`, 30 Nov)."""
+
 KEEP_ROWS = 4_000_000
 """Rows of the trace the plan keeps for the run at most (the last one it loaded); a longer one is dropped after
 its entry is checked and generated again when its tasks run."""
@@ -109,6 +116,19 @@ def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:
             raise SuiteError(f"{where}: unknown object {name!r} in kernel {info.kernel}; objects: {', '.join(names)}")
 
 
+def waves(info: traces.KernelInfo, gpus: list[Gpu]) -> float:
+    """The fewest waves of resident blocks the sample placement's grid takes on any of ``gpus``
+    (``placement.hms.residency``)."""
+    from ..hms import residency
+
+    sample = sample_placement(info)
+    out = float("inf")
+    for g in gpus:
+        r = residency(info, g, check(info, g, sample).occupancy)
+        out = min(out, info.traced_ctas / (r.blocks_per_sm * r.active_sms))
+    return out
+
+
 def plan(suite: Suite, stream: str = "auto") -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
@@ -116,7 +136,8 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     metadata read, unless a placement stages an object in shared memory (its legality needs the
     trace's footprints: for a trace file evaluated streamed (``streams``), the footprints of
     ``placement.streamstaging`` in two reads, so the file is never held whole). A generator's trace
-    that ``streams`` (too big to evaluate whole, or ``stream`` 'yes') is written, once checked, to a
+    that ``streams`` (too big to evaluate whole over ``SPILL_MIN_WAVES`` waves or more, or ``stream``
+    'yes') is written, once checked, to a
     Parquet file in a temporary folder (``Plan.files``; ``Plan.cleanup`` removes it), from which the
     tasks stream it: it is generated once, not again in every worker. One trace is held at a time,
     the others dropped before it is loaded, so that planning holds no more than the largest trace
@@ -210,7 +231,12 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
                         measured_ns=e.measured_ns[pos] if e.measured_ns is not None else None,
                         measured_sample_ns=measured_sample,
                     ))  # fmt: skip
-            if src.path is None and key not in files and streams(trace_rows[key], suite.options, stream, where):
+            if (
+                src.path is None
+                and key not in files
+                and streams(trace_rows[key], suite.options, stream, where)
+                and (stream == "yes" or waves(info, [gpus[g] for g in e.gpus]) >= SPILL_MIN_WAVES)
+            ):
                 if spill is None:
                     spill = tempfile.TemporaryDirectory(prefix="placement-batch-")
                 files[key] = os.path.join(spill.name, f"trace-{len(files)}.parquet")

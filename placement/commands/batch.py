@@ -39,7 +39,7 @@ def add_arguments(p) -> None:
                    help="local processes (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument("--stream", choices=STREAM_MODES, default="auto",
                    help="auto streams a trace too big to evaluate whole (as `placement evaluate` does; a generator's "
-                   "from a temporary file); yes, no: every one, none")  # fmt: skip
+                   "of 4 waves or more, from a temporary file); yes, no: every one, none")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
