@@ -82,9 +82,10 @@ Executors
 processes that inherit the generated traces (no pickling); trace files are read
 once per worker, or, where too big to evaluate whole (``run``'s ``stream``), read in
 row groups for each chunk, as ``placement evaluate`` streams them (a generated trace
-so big from a temporary file the plan writes). ``dask://HOST:PORT`` submits the same task function to a Dask
-distributed scheduler: each trace is scattered once, broadcast to every worker, and
-each worker builds one evaluator per (trace, GPU) and reuses it for every task.
+so big from a temporary file the plan writes). ``dask://HOST:PORT`` submits the same
+task function to a Dask distributed scheduler: each trace is scattered once, broadcast
+to every worker, and each worker builds one evaluator per (trace, GPU) and reuses it for
+every task.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def run(
     ``gpu`` prices every entry on that GPU instead of the suite's own, without the measured times
     (:func:`load_suite`); give the suite as a path then.
 
-    ``stream`` is ``placement evaluate``'s choice for the suite's trace files: 'auto' streams a file too big to
+    ``stream`` is ``placement evaluate``'s choice, for the suite's trace files: 'auto' streams a file too big to
     evaluate whole (``placement.api.WHOLE_TRACE_BUDGET``), 'yes' every one, 'no' none (``plan.streams``). A
     streamed file is read in row groups by each process that evaluates it, several placements a read, and never
     held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace too big to

@@ -136,13 +136,12 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     metadata read, unless a placement stages an object in shared memory (its legality needs the
     trace's footprints: for a trace file evaluated streamed (``streams``), the footprints of
     ``placement.streamstaging`` in two reads, so the file is never held whole). A generator's trace
-    that ``streams`` (too big to evaluate whole over ``SPILL_MIN_WAVES`` waves or more, or ``stream``
-    'yes') is written, once checked, to a
-    Parquet file in a temporary folder (``Plan.files``; ``Plan.cleanup`` removes it), from which the
-    tasks stream it: it is generated once, not again in every worker. One trace is held at a time,
-    the others dropped before it is loaded, so that planning holds no more than the largest trace
-    (issue 34); the last is kept for the run up to ``KEEP_ROWS`` rows, the others are loaded again
-    when their tasks run.
+    that ``streams`` (too big to evaluate whole, over ``SPILL_MIN_WAVES`` waves or more; or ``stream``
+    'yes') is written, once checked, to a Parquet file in a temporary folder (``Plan.files``;
+    ``Plan.cleanup`` removes it), from which the tasks stream it: it is generated once, not again in
+    every worker. One trace is held at a time, the others dropped before it is loaded, so that
+    planning holds no more than the largest trace (issue 34); the last is kept for the run up to
+    ``KEEP_ROWS`` rows, the others are loaded again when their tasks run.
     """
     tasks: list[Task] = []
     sources: dict[str, TraceSource] = {}
@@ -173,6 +172,7 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
                 except ValueError as exc:  # rows out of block order: evaluated whole, as `placement evaluate` does
                     log.warning("%s: %s; evaluating the whole trace instead", files.get(key) or src.path, exc)
                     streamed.discard(key)
+                    files.pop(key, None)  # (a generated trace: generated again, whole)
             if key not in facts:
                 facts[key] = StagingFacts(load(key, src))
         return facts[key]
