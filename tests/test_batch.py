@@ -512,7 +512,7 @@ def test_stream_yes_with_even_banks_exit_2(run_cli, tmp_path):
     out = tmp_path / "r.parquet"
     code, _, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", "yes")
     assert code == 2 and err.count("\n") == 1, err
-    assert "even_banks" in err and "--stream yes" in err
+    assert "even_banks" in err and "--stream yes" in err and err.count("entry 1") == 1, err
     assert not out.exists()
     code, _, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", "maybe")
     assert code == 2 and "--stream" in err

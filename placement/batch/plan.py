@@ -195,6 +195,8 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
                 else:
                     info = load(key, src).info
                     trace_rows[key] = len(loaded[key])
+            except SuiteError:
+                raise  # (streams': the entry named already)
             except InputError as exc:
                 raise SuiteError(f"{where}: {exc}") from None
             sample = sample_placement(info)
