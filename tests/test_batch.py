@@ -519,7 +519,7 @@ def test_stream_yes_with_even_banks_exit_2(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("stream", ["yes", "no"])
-def test_a_bad_row_in_a_streamed_trace_file_exit_2(run_cli, tmp_path, stream):
+def test_a_bad_row_in_a_streamed_trace_file_exit_2(tmp_path, stream):
     # a lane address outside every object, in the middle of the file: one line naming the file and the row, exit 2,
     # no results file (with a staged placement the plan reads the rows; without, the task does)
     import traces
@@ -531,7 +531,10 @@ def test_a_bad_row_in_a_streamed_trace_file_exit_2(run_cli, tmp_path, stream):
         suite = tmp_path / "s.toml"
         suite.write_text(f'gpu = "h100"\n[[entry]]\ntrace = "mm.parquet"\nplacements = {placements}\n')
         out = tmp_path / "r.parquet"
-        code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "1", "--stream", stream)
+        # a process of its own: what it logs reaches the real stderr (in-process, the CLI's log handler does not)
+        proc = subprocess.run([sys.executable, "-m", "placement.cli", "batch", str(suite), "-o", str(out),
+                               "--workers", "1", "--stream", stream], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        code, stdout, err = proc.returncode, proc.stdout, proc.stderr
         assert code == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err, err
         assert "mm.parquet" in err and "row 9000" in err, err
         assert not out.exists()

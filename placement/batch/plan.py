@@ -169,6 +169,8 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
                     facts.pop(old, None)
                 try:
                     facts[key] = StreamStagingFacts.read(files.get(key) or src.path, STREAM_ROWS)
+                except InputError:  # a bad file (a TraceError is a ValueError too): the error, not a fallback
+                    raise
                 except ValueError as exc:  # rows out of block order: evaluated whole, as `placement evaluate` does
                     log.warning("%s: %s; evaluating the whole trace instead", files.get(key) or src.path, exc)
                     streamed.discard(key)
