@@ -309,7 +309,12 @@ class Evaluation:
 # sm_80, nvcc 13.0, SASS instructions less NOPs, 26 Nov 2026): 2,667 with __ldg against 1,496 with plain
 # loads for 2 x 2 tiles of 32 x 4 blocks (570 loads: 2 per access, the "offset_leading" count), but 497
 # against 469 for 1 x 1 tiles of 16 x 1 blocks (225 loads: nvcc widens once per filter row and folds the
-# columns), which this table over-charges; the "offset" table (0) is the pointer-offset form.
+# columns), which this table over-charges; the "offset" table (0) is the pointer-offset form. Any tile
+# wider or taller than 1 x 1 pays it (32 x 4 blocks, nvcc 13.0 -O3, SASS less NOPs, __ldg against plain: sm_80
+# 1 x 1 497/469, 2 x 1 1,820/922, 1 x 2 1,358/757 (285 loads: nvcc merges the rows two tiles share), 2 x 2
+# 2,667/1,496, 4 x 1 3,624/1,826, i.e. 0.12 and 2.0-2.1 per load; sm_90 the same differences, 30 Nov 2026): its
+# PTX is base + constant for the 1 x 1 build and add.s32 + mul.wide.s32 + add.s64 per load for the tiled ones,
+# where every load is a constant offset of its row's first too. The trace cannot tell the two forms apart.
 CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading"}
 
 
