@@ -153,20 +153,22 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     spill: tempfile.TemporaryDirectory | None = None
     facts: dict[str, StagingFacts | StreamStagingFacts] = {}
 
+    def drop_others(key: str) -> None:
+        """Drop every trace but ``key``'s (and its facts): gone before the next is read or generated."""
+        for old in [k for k in loaded if k != key]:
+            del loaded[old]
+            facts.pop(old, None)
+
     def load(key: str, src: TraceSource) -> traces.Trace:
         if key not in loaded:
-            for old in [k for k in loaded if k != key]:  # gone before the next is read or generated
-                del loaded[old]
-                facts.pop(old, None)
+            drop_others(key)
             loaded[key] = src.load()
         return loaded[key]
 
     def staging(key: str, src: TraceSource) -> StagingFacts | StreamStagingFacts:
         if key not in facts:
             if key in streamed:
-                for old in [k for k in loaded if k != key]:
-                    del loaded[old]
-                    facts.pop(old, None)
+                drop_others(key)
                 try:
                     facts[key] = StreamStagingFacts.read(files.get(key) or src.path, STREAM_ROWS)
                 except InputError:  # a bad file (a TraceError is a ValueError too): the error, not a fallback
