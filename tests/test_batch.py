@@ -182,6 +182,38 @@ def test_killed_run_resumes_without_loss_or_duplicates(run_cli, tmp_path):
     assert _rows(out) == _rows(tmp_path / "clean.parquet")
 
 
+def test_a_killed_runs_trace_folder_goes_with_the_next_run_that_writes_one(tmp_path, monkeypatch):
+    # a streamed run SIGKILLed part way leaves its folder of generated traces (no finally runs); the next run that
+    # writes one removes it (its lock is free), while a running batch's folder (locked) and a folder without a
+    # lock file stay
+    import os
+    import tempfile
+
+    from placement.batch import spill as spill_mod
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    suite = _suite(tmp_path)
+    script = tmp_path / "killer.py"
+    script.write_text(_KILLER.replace("progress=progress)", "progress=progress, stream='yes')"))
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.run([sys.executable, str(script), str(suite), str(tmp_path / "k.parquet"), "3"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    (left,) = tmp.iterdir()
+    assert left.name.startswith("placement-batch-") and len(list(left.glob("trace-*.parquet"))) == 3
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    (tmp / "placement-batch-by-hand").mkdir()  # no lock file: left alone
+    assert spill_mod.sweep() == [str(left)]
+    running = spill_mod.SpillFolder()  # this process's lock: a batch still running
+    assert sorted(p.name for p in tmp.iterdir()) == sorted([os.path.basename(running.name), "placement-batch-by-hand"])
+    batch.run(str(suite), str(tmp_path / "r.parquet"), workers=1, stream="yes")  # sweeps when it writes its folder
+    assert Path(running.name).is_dir()  # a second lock on the same file fails while the first is held
+    running.cleanup()
+    running.cleanup()  # once
+    assert [p.name for p in tmp.iterdir()] == ["placement-batch-by-hand"]
+
+
 def test_failure_mid_run_keeps_completed_rows(tmp_path):
     """An exception part way (here from the progress hook) with worker processes."""
     suite = _suite(tmp_path)
@@ -543,6 +575,8 @@ def test_a_bad_row_in_a_streamed_trace_file_exit_2(tmp_path, stream):
 def test_generated_traces_stream_from_files_the_run_removes(tmp_path, monkeypatch):
     import tempfile
 
+    plan_mod = importlib.import_module("placement.batch.plan")
+
     spill = tmp_path / "tmp"
     spill.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spill))
@@ -552,6 +586,10 @@ def test_generated_traces_stream_from_files_the_run_removes(tmp_path, monkeypatc
     assert whole.rows == streamed.rows
     _same_rows(_rows(tmp_path / "whole.parquet"), _rows(tmp_path / "streamed.parquet"))
     assert list(spill.iterdir()) == []
+    for again in ("again1", "again2"):  # in this process twice: the second run's evaluators read its own files
+        batch.run(str(suite), str(tmp_path / f"{again}.parquet"), workers=1, stream="yes")
+        _same_rows(_rows(tmp_path / "whole.parquet"), _rows(tmp_path / f"{again}.parquet"))
+    assert list(spill.iterdir()) == []
     p = batch.plan(batch.load_suite(suite), "yes")
     generated = {e.source.key for e in p.suite.entries if e.source.path is None}
     assert len(generated) == 3 and set(p.files) == generated and p.streamed >= generated and not p.loaded
@@ -560,6 +598,18 @@ def test_generated_traces_stream_from_files_the_run_removes(tmp_path, monkeypatc
         np.testing.assert_array_equal(__import__("traces").read(f).addr, t.addr)
     p.cleanup()
     assert list(spill.iterdir()) == []
+    # an entry whose tasks are all done (a resumed run's) gets no file: a finished run started again writes none
+    written = []
+    real = plan_mod.traces.write
+    monkeypatch.setattr(plan_mod.traces, "write", lambda *a, **k: written.append(a[0]) or real(*a, **k))
+    gen_tasks = [t for t in p.tasks if t.trace_key in generated]
+    pending = batch.plan(p.suite, "yes", done=[t.key for t in gen_tasks[1:]])
+    assert set(pending.files) == {gen_tasks[0].trace_key} and written
+    pending.cleanup()
+    assert batch.plan(p.suite, "yes", done=[t.key for t in gen_tasks]).files == {}
+    written.clear()
+    res = batch.run(str(suite), str(tmp_path / "streamed.parquet"), workers=1, stream="yes")
+    assert (res.computed, res.skipped, written) == (0, len(p.tasks), [])
     # a suite refused after a trace was written leaves nothing behind
     bad = suite.with_name("bad.toml")
     bad.write_text(SUITE + '\n[[entry]]\nid = "bad"\ngenerator = "triad"\nsize = [4096]\nplacements = ["Q=T"]\n')

@@ -110,6 +110,7 @@ from .results import (
     BatchResult,
     _agreement,
     _part_name,
+    done_tasks,
     _read_rows,
     _refuse_other_suite,
     _summarize,
@@ -143,7 +144,9 @@ def run(
     streamed file is read in row groups by each process that evaluates it, several placements a read, and never
     held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace too big to
     evaluate whole is streamed where it spans ``plan.SPILL_MIN_WAVES`` waves or more ('yes': every one), from a
-    temporary Parquet file the plan writes it to, removed when the run ends. On a Dask cluster every trace is
+    temporary Parquet file the plan writes it to, removed when the run ends (a killed run's, by the next run that
+    writes one: ``placement.batch.spill``); none for an entry whose tasks ``output`` already holds (``done_tasks``).
+    On a Dask cluster every trace is
     evaluated whole (its workers get the trace, not the file).
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
@@ -160,11 +163,12 @@ def run(
         raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
-    plan_ = plan(suite, stream)
+    plan_ = plan(suite, stream, done_tasks(output))
     try:
         return _run(plan_, suite, output, executor, workers, progress)
     finally:
         plan_.cleanup()
+        _CACHE.drop_paths(set(plan_.files.values()))
 
 
 def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,

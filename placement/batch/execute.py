@@ -8,7 +8,7 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterator, Sequence
 
 import traces
 from traces.errors import InputError
@@ -40,7 +40,7 @@ def _held_rows(ev: Evaluator) -> int:
 
 
 class _EvaluatorCache:
-    """Per-process evaluators keyed by (trace, GPU, options, streamed); thread-safe, bounded in number and in
+    """Per-process evaluators keyed by (trace, GPU, options, the streamed file's path or None); thread-safe, bounded in number and in
     rows."""
 
     def __init__(self, size: int = 8, rows: int = CACHE_ROWS):
@@ -78,6 +78,12 @@ class _EvaluatorCache:
             for key in [k for k in self.items if k[0] == trace_key]:
                 del self.items[key]
 
+    def drop_paths(self, paths: Collection[str]) -> None:
+        """Forget the evaluators that stream one of ``paths`` (files removed at the end of a run)."""
+        with self.lock:
+            for key in [k for k in self.items if k[3] in paths]:
+                del self.items[key]
+
 
 _CACHE = _EvaluatorCache()
 
@@ -106,7 +112,9 @@ def _evaluator(task: Task, trace: traces.Trace | str, gpu: Gpu, options: Options
             log.warning("%s: evaluating the whole trace instead", exc)
             return WholeTraceEvaluator(traces.read(trace), gpu, options)
 
-    return _CACHE.get((task.trace_key, task.gpu, options_key, not isinstance(trace, traces.Trace)), make)
+    # a streamed evaluator reads its file at every evaluation: keyed by the path (a run's generated traces are
+    # written to a folder of its own, gone when it ends: a later run in this process must not reach them)
+    return _CACHE.get((task.trace_key, task.gpu, options_key, None if isinstance(trace, traces.Trace) else trace), make)
 
 
 def evaluate_task(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import traces
@@ -24,6 +24,7 @@ from ..placements import (
 )
 from ..staging import StagingFacts
 from ..streamstaging import StreamStagingFacts
+from .spill import SpillFolder
 from .suite import Suite, SuiteError, TraceSource, _where
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,9 @@ class Plan:
     ``streams``) from their file: read in row groups, never held whole."""
     files: dict[str, str] = field(default_factory=dict)
     """trace key -> the file a streamed generator's trace was written to (in ``spill``), to be read from there."""
-    spill: tempfile.TemporaryDirectory | None = None
-    """The folder of ``files``, removed by ``cleanup`` (or when the plan is collected)."""
+    spill: SpillFolder | None = None
+    """The folder of ``files``, removed by ``cleanup`` (or when the plan is collected; a killed run's, by the next
+    run that writes one: ``placement.batch.spill``)."""
 
     def path(self, key: str) -> str | None:
         """The file a streamed trace is read from: the trace file's, or the one its generated trace was written to."""
@@ -129,7 +131,7 @@ def waves(info: traces.KernelInfo, gpus: list[Gpu]) -> float:
     return out
 
 
-def plan(suite: Suite, stream: str = "auto") -> Plan:
+def plan(suite: Suite, stream: str = "auto", done: Collection[str] = frozenset()) -> Plan:
     """Check every entry against its kernel (objects, legality) and list the tasks.
 
     Generator traces are generated here (their metadata needs it); trace files only have their
@@ -139,7 +141,7 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     that ``streams`` (too big to evaluate whole, over ``SPILL_MIN_WAVES`` waves or more; or ``stream``
     'yes') is written, once checked, to a Parquet file in a temporary folder (``Plan.files``;
     ``Plan.cleanup`` removes it), from which the tasks stream it: it is generated once, not again in
-    every worker. One trace is held at a time, the others dropped before it is loaded, so that
+    every worker; not for an entry whose tasks are all in ``done`` (the task keys a resumed run holds). One trace is held at a time, the others dropped before it is loaded, so that
     planning holds no more than the largest trace (issue 34); the last is kept for the run up to
     ``KEEP_ROWS`` rows, the others are loaded again when their tasks run.
     """
@@ -150,7 +152,7 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
     trace_rows: dict[str, int] = {}
     streamed: set[str] = set()
     files: dict[str, str] = {}
-    spill: tempfile.TemporaryDirectory | None = None
+    spill: SpillFolder | None = None
     facts: dict[str, StagingFacts | StreamStagingFacts] = {}
 
     def drop_others(key: str) -> None:
@@ -183,6 +185,7 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
 
     try:
         for e in suite.entries:
+            first = len(tasks)
             where = _where(suite.path, e.index, e.id)
             src = e.source
             key = src.key
@@ -240,11 +243,12 @@ def plan(suite: Suite, stream: str = "auto") -> Plan:
             if (
                 src.path is None
                 and key not in files
+                and any(t.key not in done for t in tasks[first:])
                 and streams(trace_rows[key], suite.options, stream, where)
                 and (stream == "yes" or waves(info, [gpus[g] for g in e.gpus]) >= SPILL_MIN_WAVES)
             ):
                 if spill is None:
-                    spill = tempfile.TemporaryDirectory(prefix="placement-batch-")
+                    spill = SpillFolder()
                 files[key] = os.path.join(spill.name, f"trace-{len(files)}.parquet")
                 t = loaded.pop(key)
                 facts.pop(key, None)

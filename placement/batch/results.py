@@ -135,6 +135,23 @@ def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str,
         log.warning("%s was written by gpu-placement %s; this is %s", where, found.get("version"), exp["version"])
 
 
+def done_tasks(output: str | os.PathLike) -> frozenset[str]:
+    """The task keys the results file ``output`` and its parts folder hold, from their ``task`` column alone; none
+    from a file that cannot be read. A hint for the plan (it writes no trace for an entry whose tasks are all
+    done): the run checks the files properly (same suite, readable) before it skips a task."""
+    out = Path(output)
+    files = [out] if out.is_file() else []
+    if parts_dir(out).is_dir():
+        files += sorted(parts_dir(out).glob("*.parquet"))
+    keys: set[str] = set()
+    for f in files:
+        try:
+            keys.update(k for k in pq.read_table(f, columns=["task"]).column("task").to_pylist() if k)
+        except (pa.ArrowInvalid, KeyError, OSError):
+            continue
+    return frozenset(keys)
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     return pq.read_table(path).to_pylist()
 
