@@ -182,10 +182,10 @@ def test_killed_run_resumes_without_loss_or_duplicates(run_cli, tmp_path):
     assert _rows(out) == _rows(tmp_path / "clean.parquet")
 
 
-def test_a_killed_runs_trace_folder_goes_with_the_next_run_that_writes_one(tmp_path, monkeypatch):
-    # a streamed run SIGKILLed part way leaves its folder of generated traces (no finally runs); the next run that
-    # writes one removes it (its lock is free), while a running batch's folder (locked) and a folder without a
-    # lock file stay
+def test_a_killed_runs_trace_folder_goes_with_the_next_batch_run(tmp_path, monkeypatch):
+    # a streamed run SIGKILLed part way leaves its folder of generated traces (no finally runs); the next batch run
+    # removes it (its lock is free), even one that writes no folder of its own, while a running batch's folder
+    # (locked) and a folder without a lock file stay
     import os
     import tempfile
 
@@ -204,11 +204,11 @@ def test_a_killed_runs_trace_folder_goes_with_the_next_run_that_writes_one(tmp_p
     assert left.name.startswith("placement-batch-") and len(list(left.glob("trace-*.parquet"))) == 3
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     (tmp / "placement-batch-by-hand").mkdir()  # no lock file: left alone
-    assert spill_mod.sweep() == [str(left)]
     running = spill_mod.SpillFolder()  # this process's lock: a batch still running
+    assert os.path.basename(running.name).startswith("placement-batch-")
+    batch.run(str(suite), str(tmp_path / "r.parquet"), workers=1, stream="no")  # writes no folder, sweeps
     assert sorted(p.name for p in tmp.iterdir()) == sorted([os.path.basename(running.name), "placement-batch-by-hand"])
-    batch.run(str(suite), str(tmp_path / "r.parquet"), workers=1, stream="yes")  # sweeps when it writes its folder
-    assert Path(running.name).is_dir()  # a second lock on the same file fails while the first is held
+    assert spill_mod.sweep() == []  # a second lock on the same file fails while the first is held
     running.cleanup()
     running.cleanup()  # once
     assert [p.name for p in tmp.iterdir()] == ["placement-batch-by-hand"]

@@ -106,6 +106,7 @@ from traces.errors import InputError
 from ..gpu import get_gpu
 from .execute import _dask, _local, chunks, dask_address
 from .plan import Plan, Task, plan
+from . import spill
 from .results import (
     BatchResult,
     _agreement,
@@ -144,8 +145,8 @@ def run(
     streamed file is read in row groups by each process that evaluates it, several placements a read, and never
     held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace too big to
     evaluate whole is streamed where it spans ``plan.SPILL_MIN_WAVES`` waves or more ('yes': every one), from a
-    temporary Parquet file the plan writes it to, removed when the run ends (a killed run's, by the next run that
-    writes one: ``placement.batch.spill``); none for an entry whose tasks ``output`` already holds (``done_tasks``).
+    temporary Parquet file the plan writes it to, removed when the run ends (a killed run's, by the next run:
+    ``placement.batch.spill``); none for an entry whose tasks ``output`` already holds (``done_tasks``).
     On a Dask cluster every trace is
     evaluated whole (its workers get the trace, not the file).
 
@@ -163,6 +164,7 @@ def run(
         raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
+    spill.sweep()  # the folders of generated traces that killed runs left
     plan_ = plan(suite, stream, done_tasks(output))
     try:
         return _run(plan_, suite, output, executor, workers, progress)

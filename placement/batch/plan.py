@@ -80,7 +80,7 @@ class Plan:
     """trace key -> the file a streamed generator's trace was written to (in ``spill``), to be read from there."""
     spill: SpillFolder | None = None
     """The folder of ``files``, removed by ``cleanup`` (or when the plan is collected; a killed run's, by the next
-    run that writes one: ``placement.batch.spill``)."""
+    batch run: ``placement.batch.spill``)."""
 
     def path(self, key: str) -> str | None:
         """The file a streamed trace is read from: the trace file's, or the one its generated trace was written to."""
