@@ -105,17 +105,17 @@ from traces.errors import InputError
 
 from ..gpu import get_gpu
 from .execute import _dask, _local, chunks, dask_address
-from .plan import Plan, Task, plan
 from . import spill
+from .plan import Plan, Task, plan
 from .results import (
     BatchResult,
     _agreement,
     _part_name,
-    done_tasks,
     _read_rows,
     _refuse_other_suite,
     _summarize,
     _write_table,
+    done_tasks,
     experiment,
     parts_dir,
     read_experiment,
@@ -146,9 +146,8 @@ def run(
     held whole; the rows are the whole-trace path's (times to 1e-12 relative). A generator's trace too big to
     evaluate whole is streamed where it spans ``plan.SPILL_MIN_WAVES`` waves or more ('yes': every one), from a
     temporary Parquet file the plan writes it to, removed when the run ends (a killed run's, by the next run:
-    ``placement.batch.spill``); none for an entry whose tasks ``output`` already holds (``done_tasks``).
-    On a Dask cluster every trace is
-    evaluated whole (its workers get the trace, not the file).
+    ``placement.batch.spill``); none for an entry whose tasks ``output`` already holds (``done_tasks``). On a
+    Dask cluster every trace is evaluated whole (its workers get the trace, not the file).
 
     ``executor`` is ``"local"`` (``workers`` processes; 1 runs in this process) or
     ``"dask://HOST:PORT"``. ``progress(done, total)`` counts tasks (placements, or

@@ -40,8 +40,8 @@ def _held_rows(ev: Evaluator) -> int:
 
 
 class _EvaluatorCache:
-    """Per-process evaluators keyed by (trace, GPU, options, the streamed file's path or None); thread-safe, bounded in number and in
-    rows."""
+    """Per-process evaluators keyed by (trace, GPU, options, the streamed file's path or None); thread-safe,
+    bounded in number and in rows."""
 
     def __init__(self, size: int = 8, rows: int = CACHE_ROWS):
         self.size = size

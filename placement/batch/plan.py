@@ -141,8 +141,9 @@ def plan(suite: Suite, stream: str = "auto", done: Collection[str] = frozenset()
     that ``streams`` (too big to evaluate whole, over ``SPILL_MIN_WAVES`` waves or more; or ``stream``
     'yes') is written, once checked, to a Parquet file in a temporary folder (``Plan.files``;
     ``Plan.cleanup`` removes it), from which the tasks stream it: it is generated once, not again in
-    every worker; not for an entry whose tasks are all in ``done`` (the task keys a resumed run holds). One trace is held at a time, the others dropped before it is loaded, so that
-    planning holds no more than the largest trace (issue 34); the last is kept for the run up to
+    every worker; not for an entry whose tasks are all in ``done`` (the task keys a resumed run
+    holds). One trace is held at a time, the others dropped before it is loaded, so that planning
+    holds no more than the largest trace (issue 34); the last is kept for the run up to
     ``KEEP_ROWS`` rows, the others are loaded again when their tasks run.
     """
     tasks: list[Task] = []

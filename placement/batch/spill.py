@@ -3,9 +3,9 @@ that killed runs left behind.
 
 A run's folder holds a lock file that the run keeps locked (``fcntl.flock``) until it removes the folder. The kernel
 drops a lock when the last process holding its file dies, however the run ended, so a folder whose lock can be taken
-belongs to no running process: the next batch run removes it (:func:`sweep`, called by ``placement.batch.run``). The folder is made
-under a name the sweep does not look at and renamed once locked, so no run sweeps another's folder in the instant
-between its creation and its lock. Where ``fcntl`` is missing (Windows) folders are not locked and none is swept:
+belongs to no running process: the next batch run removes it (:func:`sweep`, called by ``placement.batch.run``).
+The folder is made under a name the sweep does not look at and renamed once locked, so no run sweeps another's
+folder in the instant between its creation and its lock. Where ``fcntl`` is missing (Windows) folders are not locked and none is swept:
 a killed run's folder stays in ``TMPDIR`` there, as it did everywhere before.
 """
 
