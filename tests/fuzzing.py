@@ -29,6 +29,7 @@ import random
 import re
 import shutil
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -249,6 +250,33 @@ def seeds_suite(d: Path) -> list[Seed]:
         d / "short.toml", 'gpu = ["k80"]\n[[entry]]\ntrace = "t.parquet"\nplacements = ["C=S"]\nmeasured_ns = [10]\n'
     )
     return [Seed(p, p), Seed(q, q)]
+
+
+RESULTS_SUITE = 'gpu = "k80"\n[[entry]]\nid = "v"\ntrace = "t.parquet"\nplacements = ["", "A=T", "B=T", "A=T,B=T"]\n'
+
+
+def seeds_results(d: Path) -> list[Seed]:
+    """A batch run's results file, and the parts folder of a run stopped after its first chunk: what a resumed
+    `placement batch` reads (``run_results``)."""
+    from placement import batch
+
+    seeds = []
+    for name, stop in (("done", False), ("part", True)):
+        _write(d / name / "suite.toml", RESULTS_SUITE)
+        _tiny_trace(d / name / "t.parquet")
+        out = d / name / "r.parquet"
+
+        def progress(done, total):
+            if stop and done:
+                raise KeyboardInterrupt  # (not an Exception: the run stops where a user's ^C would)
+
+        try:
+            batch.run(str(d / name / "suite.toml"), str(out), workers=1, progress=progress)
+        except KeyboardInterrupt:
+            pass
+        member = out if not stop else next(batch.parts_dir(out).glob("*.parquet"))
+        seeds.append(Seed(out, member))
+    return seeds
 
 
 def seeds_overlap(d: Path) -> list[Seed]:
@@ -618,6 +646,17 @@ def run_suite(path: Path, variant: int, work: Path) -> Any:
     return len(load_suite(path).entries)
 
 
+def run_results(path: Path, variant: int, work: Path) -> Any:
+    # a resumed run of the suite beside the results file (every task done, or all but the first chunk's to run)
+    from placement import batch
+
+    if work not in path.parents:  # a seed itself: run on a copy (a resumed run completes and removes its parts)
+        copy = Path(tempfile.mkdtemp(dir=work)) / "seed"
+        shutil.copytree(path.parent, copy)
+        path = copy / path.name
+    return batch.run(str(path.parent / "suite.toml"), str(path), workers=1).rows
+
+
 def run_overlap(path: Path, variant: int, work: Path) -> Any:
     from placement.overlap import load
 
@@ -675,6 +714,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("porple", seeds_porple, run_porple, 2),
     Target("gpu", seeds_gpu, run_gpu, 4),
     Target("suite", seeds_suite, run_suite),
+    Target("results", seeds_results, run_results),
     Target("counters", seeds_counters, run_counters, 3),
     Target("measurements", seeds_measurements, run_measurements),
     Target("overlap", seeds_overlap, run_overlap),

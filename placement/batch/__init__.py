@@ -182,11 +182,13 @@ def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
     if out.exists():
         try:
             found = read_experiment(out)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"{out}: exists and is not a readable Parquet file ({exc}); write to another -o") from None
-        _refuse_other_suite(found, str(out), exp, out)
-        for r in _read_rows(out):
-            existing.setdefault(r["task"], []).append(r)
+            _refuse_other_suite(found, str(out), exp, out)
+            rows_there = _read_rows(out)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{out}: exists and is not a readable Parquet file ({_one_line(exc)}); write to another -o"
+                             ) from None  # fmt: skip
+        for r in rows_there:
+            existing.setdefault(r.get("task"), []).append(r)
     if manifest.exists():
         try:
             found = json.loads(manifest.read_text())
@@ -205,12 +207,17 @@ def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
             f.unlink()
         elif f.suffix == ".parquet":
             found_rows: dict[str, list[dict]] = {}
-            for r in _read_rows(f):
-                found_rows.setdefault(r["task"], []).append(r)
+            try:
+                part_rows = _read_rows(f)
+            except (pa.ArrowException, OSError) as exc:  # not written by a run (parts are written whole): run again
+                log.warning("%s: not a readable Parquet file (%s); its tasks run again", f, _one_line(exc))
+                continue
+            for r in part_rows:
+                found_rows.setdefault(r.get("task"), []).append(r)
             for k, v in found_rows.items():
                 existing.setdefault(k, v)
     keys = {t.key for t in plan_.tasks}
-    stray = sorted(set(existing) - keys)
+    stray = sorted(set(existing) - keys, key=str)
     if stray:
         raise InputError(f"{out}: holds rows of tasks this suite does not have ({stray[0]!r}); write to another -o")
     todo = [t for t in plan_.tasks if t.key not in existing]
@@ -249,6 +256,10 @@ def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
     log.info("%s: %d rows (%d tasks run, %d resumed)", out, len(rows), done, skipped)
     return BatchResult(output=str(out), experiment=exp, rows=len(rows), computed=done, skipped=skipped,
                        summary=summary, overall=overall)  # fmt: skip
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 # The names users and tests reach through `placement.batch`.
