@@ -214,6 +214,24 @@ def test_a_killed_runs_trace_folder_goes_with_the_next_batch_run(tmp_path, monke
     assert [p.name for p in tmp.iterdir()] == ["placement-batch-by-hand"]
 
 
+def test_trace_folders_where_the_file_system_refuses_locks(tmp_path, monkeypatch):
+    # (some NFS mounts): the folder is made and removed all the same, and a sweep passes it by
+    import errno
+    import os
+
+    from placement.batch import spill as spill_mod
+
+    def refuse(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(spill_mod.fcntl, "flock", refuse)
+    folder = spill_mod.SpillFolder(str(tmp_path))
+    assert os.path.basename(folder.name).startswith("placement-batch-") and os.path.isdir(folder.name)
+    assert spill_mod.sweep(str(tmp_path)) == [] and os.path.isdir(folder.name)
+    folder.cleanup()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_failure_mid_run_keeps_completed_rows(tmp_path):
     """An exception part way (here from the progress hook) with worker processes."""
     suite = _suite(tmp_path)

@@ -5,8 +5,9 @@ A run's folder holds a lock file that the run keeps locked (``fcntl.flock``) unt
 drops a lock when the last process holding its file dies, however the run ended, so a folder whose lock can be taken
 belongs to no running process: the next batch run removes it (:func:`sweep`, called by ``placement.batch.run``).
 The folder is made under a name the sweep does not look at and renamed once locked, so no run sweeps another's
-folder in the instant between its creation and its lock. Where ``fcntl`` is missing (Windows) folders are not locked and none is swept:
-a killed run's folder stays in ``TMPDIR`` there, as it did everywhere before.
+folder in the instant between its creation and its lock. Where ``fcntl`` is missing (Windows), or the file system
+refuses locks, folders are not locked and none is swept (a sweep that cannot take a lock passes the folder by): a
+killed run's folder stays in ``TMPDIR`` there, as it did everywhere before.
 """
 
 from __future__ import annotations
@@ -93,7 +94,12 @@ class SpillFolder:
     def __init__(self, parent: str | None = None):
         parent = parent or tempfile.gettempdir()
         fresh = tempfile.mkdtemp(prefix="." + PREFIX, dir=parent)
-        fd = _locked(os.path.join(fresh, LOCK), blocking=True) if fcntl is not None else None
+        fd = None
+        if fcntl is not None:
+            try:
+                fd = _locked(os.path.join(fresh, LOCK), blocking=True)
+            except OSError as exc:  # a file system without locks (some NFS mounts): the folder is not swept
+                log.debug("batch: cannot lock %s: %s", fresh, exc)
         name = os.path.join(parent, os.path.basename(fresh)[1:])
         try:
             os.rename(fresh, name)  # (a clash with a folder of that name is an OSError)
