@@ -279,6 +279,26 @@ def seeds_results(d: Path) -> list[Seed]:
     return seeds
 
 
+def seeds_lemeire_runs(d: Path) -> list[Seed]:
+    """Lemeire's runs CSV (``placement model lemeire --runs``): one work-group size at rising occupancy."""
+    rows = ["work_items,wg_size,local_mem,runtime_s,instr_kernel"]
+    rows += [f"{n},128,0,{1e-5 * max(n / 13312, 1.0):.6g},100" for n in (1664, 3328, 6656, 13312, 26624)]
+    p = _write(d / "runs.csv", "\n".join(rows) + "\n")
+    q = _write(d / "bare.csv", "work_items,wg_size,local_mem,runtime_s\n4096,256,1024,2.5e-05\n8192,256,1024,4.9e-05\n")
+    return [Seed(p, p), Seed(q, q)]
+
+
+def seeds_chase(d: Path) -> list[Seed]:
+    """A gpu-benches ``gpu-latency`` table (``placement model lemeire --chase``): three plateaus."""
+    rows = ["clock: 1410 1410", "     iter  clock   footprint_kB  time_ms  latency"]
+    for kb in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144):
+        lat = 30.0 if kb <= 128 else 200.0 if kb <= 8192 else 600.0
+        rows.append(f"  1000000  1410  {kb}  {lat / 1410:.4f}  {lat:.1f}")
+    p = _write(d / "chase.txt", "\n".join(rows) + "\n")
+    q = _write(d / "two.txt", "".join(f"{kb} {30 if kb < 100 else 400}\n" for kb in (8, 16, 32, 64, 128, 256, 512)))
+    return [Seed(p, p), Seed(q, q)]
+
+
 def seeds_overlap(d: Path) -> list[Seed]:
     p = _write(d / "coef.toml", OVERLAP_TEXT)
     return [Seed(p, p)]
@@ -657,6 +677,24 @@ def run_results(path: Path, variant: int, work: Path) -> Any:
     return batch.run(str(path.parent / "suite.toml"), str(path), workers=1).rows
 
 
+def run_lemeire_runs(path: Path, variant: int, work: Path) -> Any:
+    from placement.gpu import get_gpu
+    from placement.models import lemeire
+
+    runs = lemeire.read_runs(path, instr_kernel=None if variant == 0 else 100.0)
+    rep = lemeire.analyze_runs(runs, get_gpu("k80"))
+    assert np.isfinite(rep.peak) and rep.peak > 0, f"accepted runs give a peak of {rep.peak}"
+    return rep.peak
+
+
+def run_chase(path: Path, variant: int, work: Path) -> Any:
+    from placement.models import lemeire
+
+    levels = lemeire.cache_levels_from_file(path)
+    assert all(np.isfinite(lv.latency) for lv in levels), f"accepted table gives latencies {levels}"
+    return len(levels)
+
+
 def run_overlap(path: Path, variant: int, work: Path) -> Any:
     from placement.overlap import load
 
@@ -718,6 +756,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("counters", seeds_counters, run_counters, 3),
     Target("measurements", seeds_measurements, run_measurements),
     Target("overlap", seeds_overlap, run_overlap),
+    Target("lemeire_runs", seeds_lemeire_runs, run_lemeire_runs, 2, frozenset({("bare.csv", 0)})),
+    Target("chase", seeds_chase, run_chase),
     Target("objects", seeds_objects, run_objects),
     Target("kernel", seeds_kernel, run_kernel, 3),
 )}  # fmt: skip

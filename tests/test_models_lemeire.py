@@ -145,3 +145,32 @@ def test_chase_bad_file(tmp_path, capsys):
     p.write_text("1 2 3\n4 5 6\n")
     assert main(["model", "lemeire", "--chase", str(p)]) == 2
     assert "line 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "is a folder"),  # a folder where the file should be
+        (b"\xff\xfe\x00junk", "not a text file"),
+        (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\n1024,64,0,inf,100\n", "row 1: "),
+        (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\n1e308,64,0,1e-5,100\n", "row 1: "),
+        (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\ninf,64,0,1e-5,100\n", "row 1: "),
+    ],
+)
+def test_cli_runs_bad_input_one_line(tmp_path, capsys, content, words):
+    # were internal errors (a folder, bytes that are not UTF-8, an infinite work-item count) or accepted (an
+    # infinite runtime; a count whose rate overflows, which crashed the ridge point)
+    p = tmp_path / "runs.csv"
+    p.mkdir() if content is None else p.write_bytes(content)
+    assert main(["model", "lemeire", "--gpu", "k80", "--runs", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runs.csv" in err and words in err, err
+
+
+@pytest.mark.parametrize("content, words", [(None, "is a folder"), (b"4 30\n8 inf\n16 30\n32 200\n", "line 2: ")])
+def test_cli_chase_bad_input_one_line(tmp_path, capsys, content, words):
+    p = tmp_path / "chase.txt"
+    p.mkdir() if content is None else p.write_bytes(content)
+    assert main(["model", "lemeire", "--chase", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "chase.txt" in err and words in err, err

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from traces.errors import InputError
+from traces.inputfile import quote_line, read_text
 
 from ..gpu import Gpu
 
@@ -158,18 +159,22 @@ def analyze_runs(runs: list[Run], gpu: Gpu, tolerance: float = 0.05) -> RunsRepo
 
 RUN_COLUMNS = ("work_items", "wg_size", "local_mem", "runtime_s")
 
+MAX_COUNT = 2**63 - 1
+"""The largest work-item count, work-group size or local memory a run may give (an int64)."""
+
 
 def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
     """A CSV of runs: work_items, wg_size, local_mem, runtime_s and instr_kernel (or the argument)."""
+    import io
+
     import pandas as pd
 
     p = str(path)
+    text = read_text(p)  # a missing file, a folder, no permission, bytes that are not UTF-8: named, one line
     try:
-        df = pd.read_csv(p)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
+        df = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{p}: not a CSV file ({exc})") from None
+        raise InputError(f"{p}: not a CSV file ({' '.join(str(exc).split())})") from None
     need = list(RUN_COLUMNS) + ([] if instr_kernel is not None else ["instr_kernel"])
     for col in need:
         if col not in df.columns:
@@ -184,12 +189,17 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
                 runtime_s=float(rec["runtime_s"]),
                 instr_kernel=float(rec["instr_kernel"] if instr_kernel is None else instr_kernel),
             )
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{p} row {i}: expected numbers ({exc})") from None
-        if r.work_items < 1 or r.wg_size < 1 or r.local_mem < 0 or not r.runtime_s > 0 or not r.instr_kernel > 0:
+        except (TypeError, ValueError, OverflowError) as exc:  # (int() of an infinity overflows)
+            raise InputError(f"{p} row {i}: expected finite numbers ({exc})") from None
+        if (r.work_items < 1 or r.wg_size < 1 or r.local_mem < 0 or not 0 < r.runtime_s < math.inf
+                or not 0 < r.instr_kernel < math.inf):  # fmt: skip
             raise InputError(
-                f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be > 0, local_mem >= 0"
+                f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be finite and > 0, local_mem >= 0"
             )
+        if max(r.work_items, r.wg_size, r.local_mem) > MAX_COUNT or not math.isfinite(
+            r.instr_kernel * r.work_items / r.runtime_s
+        ):
+            raise InputError(f"{p} row {i}: work_items, wg_size or local_mem above 2^63, or a rate that overflows")
         out.append(r)
     return out
 
@@ -313,11 +323,11 @@ def read_chase(path) -> tuple[np.ndarray, np.ndarray]:
     """A gpu-benches ``gpu-latency`` table: iterations, clock (MHz), footprint (kB), time (ms), latency (cycles)."""
     p = str(path)
     try:
-        lines = open(p, encoding="utf-8").read().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a text table") from None
+        lines = read_text(p).splitlines()
+    except InputError as exc:
+        if "not a text file" in str(exc):
+            raise InputError(f"{p}: not a text table") from None
+        raise
     fp, lt = [], []
     for i, line in enumerate(lines, start=1):
         s = line.strip()
@@ -329,7 +339,9 @@ def read_chase(path) -> tuple[np.ndarray, np.ndarray]:
         except ValueError:
             if not fp:
                 continue  # a column header
-            raise InputError(f"{p} line {i}: expected numbers, got {s!r}") from None
+            raise InputError(f"{p} line {i}: expected numbers, got {quote_line(s)}") from None
+        if not all(math.isfinite(v) for v in vals):
+            raise InputError(f"{p} line {i}: expected finite numbers, got {quote_line(s)}")
         if len(vals) == 5:
             fp.append(vals[2])
             lt.append(vals[4])
@@ -347,4 +359,7 @@ def read_chase(path) -> tuple[np.ndarray, np.ndarray]:
 
 def cache_levels_from_file(path, **kw) -> list[CacheLevel]:
     f, lat = read_chase(path)
-    return cache_levels(f, lat, **kw)
+    try:
+        return cache_levels(f, lat, **kw)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
