@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traces
 from placement.gpu import get_gpu
@@ -140,3 +142,24 @@ def test_local_objects_cannot_move():
     assert sample_placement(k).as_dict() == {}
     with pytest.raises(IllegalPlacement, match=r"\(local\)"):
         parse_placement("stack=G", k)
+
+
+_PIECES = ["A", "B", "C", "Z", "=", ",", ";", " ", "T", "2T", "S", "S/G", "S/R", "R", "G", "C", "/", "windows=",
+           "unrolled", "0", "3", "-1", "99999999999999999999", "\x00", "é", "==", ";;"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join) | st.text(max_size=40))
+def test_any_placement_text_parses_or_is_one_clean_error(text):
+    # what `--place` and a suite's placements hand to parse_placement: a placement whose label parses back to
+    # itself, or an InputError of one line; then the legality rules say yes or raise IllegalPlacement (one line)
+    try:
+        p = parse_placement(text, VEC)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).strip(), repr(str(exc))
+        return
+    assert parse_placement(p.label(), VEC) == p
+    try:
+        check(VEC, K80, p)
+    except IllegalPlacement as exc:
+        assert "\n" not in str(exc) and str(exc).strip()
