@@ -3,7 +3,7 @@
 Each subcommand is a module in ``placement/commands`` with ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; adding one is one line in
 ``COMMANDS``. Exit codes (DESIGN.md, "The command"): 0 success, 2 bad input (one
-line on stderr naming the file, row or field), 1 internal error.
+line on stderr naming the file, row or field; an input too big for the machine's memory too), 1 internal error.
 """
 
 from __future__ import annotations
@@ -104,6 +104,12 @@ def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
     except InputError as exc:
         # One line whatever the message holds (a parser's message may carry newlines).
         print(f"placement {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # an input too big for this machine (a generated trace's size): said, not a bug
+        gc.collect()
+        what = " ".join(str(exc).split()) or "no detail"
+        print(f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
+              "machine has; give a smaller size, or a trace file to stream (--stream yes)", file=sys.stderr)  # fmt: skip
         return 2
     except KeyboardInterrupt:
         print("placement: interrupted", file=sys.stderr)

@@ -34,6 +34,27 @@ def test_a_parquet_trace_given_to_an_importer(tmp_path, run_cli, fmt, what):
     assert not (tmp_path / "t.parquet").exists()
 
 
+@pytest.mark.parametrize("size", ["99999999999999999999", "4294967296"])
+def test_a_size_beyond_the_kernels_int(tmp_path, run_cli, size):
+    """Was an internal error (OverflowError from numpy, or a 96 GiB allocation)."""
+    code, out, err = run_cli("bench", "gen", "vecadd", "--size", size, "-o", tmp_path / "v.parquet")
+    one_line(code, out, err, "vecadd: --size n must be at most 2,147,483,647")
+    assert not (tmp_path / "v.parquet").exists()
+
+
+def test_out_of_memory_is_said_in_one_line(tmp_path, run_cli, monkeypatch):
+    """An input too big for the machine (numpy's MemoryError while a trace is generated): exit 2, not "a bug"."""
+    from traces import generators
+
+    def too_big(*a, **k):
+        raise MemoryError("Unable to allocate 48.0 GiB for an array with shape (201326592, 32) and data type uint64")
+
+    monkeypatch.setattr(generators, "generate", too_big)
+    code, out, err = run_cli("bench", "gen", "vecadd", "--size", "4096", "-o", tmp_path / "v.parquet")
+    one_line(code, out, err, "out of memory (Unable to allocate 48.0 GiB", "give a smaller size")
+    assert not (tmp_path / "v.parquet").exists()
+
+
 def test_a_binary_line_is_not_quoted(tmp_path, run_cli):
     bad = tmp_path / "p.txt"
     bad.write_bytes(b"sizeof 4\n\x01\x02\x03\xff\xfe" * 40 + b"\n")

@@ -27,6 +27,10 @@ from ..schema import KernelInfo
 log = logging.getLogger(__name__)
 
 
+MAX_PARAM = 2**31 - 1
+"""The largest size or block parameter: the benchmark kernels take their sizes as ``int``."""
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -60,6 +64,9 @@ class KernelSpec:
                 v = given[i] if i < len(given) else p.default
                 if not isinstance(v, (int, np.integer)) or v < p.minimum:
                     raise InputError(f"{self.name}: --{kind} {p.name} must be an integer >= {p.minimum}, got {v!r}")
+                if v > MAX_PARAM:
+                    raise InputError(f"{self.name}: --{kind} {p.name} must be at most {MAX_PARAM:,} (the kernels take "
+                                     f"their sizes as int), got {v:,}")  # fmt: skip
                 values[p.name] = int(v)
         return values
 
