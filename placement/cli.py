@@ -108,8 +108,9 @@ def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
     except MemoryError as exc:  # an input too big for this machine (a generated trace's size): said, not a bug
         gc.collect()
         what = " ".join(str(exc).split()) or "no detail"
-        print(f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
-              "machine has; give a smaller size, or a trace file to stream (--stream yes)", file=sys.stderr)  # fmt: skip
+        msg = (f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
+               "machine has; give a smaller size, or a trace file to stream (--stream yes)")  # fmt: skip
+        print(msg, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("placement: interrupted", file=sys.stderr)

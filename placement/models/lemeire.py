@@ -199,7 +199,7 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
         if max(r.work_items, r.wg_size, r.local_mem) > MAX_COUNT or not math.isfinite(
             r.instr_kernel * r.work_items / r.runtime_s
         ):
-            raise InputError(f"{p} row {i}: work_items, wg_size or local_mem above 2^63, or a rate that overflows")
+            raise InputError(f"{p} row {i}: work_items, wg_size or local_mem of 2^63 or more, or a rate that overflows")
         out.append(r)
     return out
 
