@@ -128,3 +128,14 @@ def test_kernel_file_missing(capsys):
 def test_trace_needs_gpu(capsys, tmp_path):
     assert main(["model", "mwp-cwp", "--trace", str(tmp_path / "t.parquet")]) == 2
     assert "--gpu" in capsys.readouterr().err
+
+
+def test_a_zero_for_an_optional_count_is_refused(tmp_path, capsys):
+    # active_sms = 0 (and active_blocks_per_sm = 0) read as "not given": the table's 16 SMs ran instead
+    text = TABLE2.read_text()
+    for key in ("active_sms", "active_blocks_per_sm"):
+        p = tmp_path / f"{key}.toml"
+        p.write_text(text.replace(f"\n{key} = ", f"\n{key} = 0 #", 1))
+        assert main(["model", "mwp-cwp", "--kernel", str(p)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"kernel.{key}: must be at least 1" in err, err

@@ -227,6 +227,9 @@ def load_kernel_file(path: str | Path) -> tuple[KernelParams, dict]:
             raise InputError(f"{p}: kernel.{req}: missing key")
     if not 1 <= values["threads_per_block"] <= MAX_THREADS_PER_BLOCK or values["blocks"] < 1:
         raise InputError(f"{p}: kernel.threads_per_block must be in 1..{MAX_THREADS_PER_BLOCK} and kernel.blocks >= 1")
+    for name in ("active_blocks_per_sm", "active_sms"):  # 0 read as "not given" (the models' default) before
+        if values.get(name) == 0:
+            raise InputError(f"{p}: kernel.{name}: must be at least 1 (leave it out for the models' own)")
     machine = data.get("machine", {})
     bad = sorted(set(machine) - _MACHINE_KEYS)
     if bad:
