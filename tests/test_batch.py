@@ -287,6 +287,11 @@ def test_dask_no_scheduler(run_cli, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     monkeypatch.setattr(batch.execute, "DASK_CONNECT_TIMEOUT", "1s")
     suite = _suite(tmp_path)
+
+    def planned(*a, **k):
+        raise AssertionError("the suite was planned (its traces generated) before the scheduler was tried")
+
+    monkeypatch.setattr(batch, "plan", planned)  # said before the plan's minutes of generating
     code, _, err = run_cli("batch", suite, "-o", tmp_path / "r.parquet", "--executor", "dask://127.0.0.1:1")
     assert code == 2 and "no Dask scheduler at tcp://127.0.0.1:1" in err
 

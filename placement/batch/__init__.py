@@ -104,7 +104,7 @@ from traces.atomic import atomic_path, check_output_folder
 from traces.errors import InputError
 
 from ..gpu import get_gpu
-from .execute import _dask, _local, chunks, dask_address
+from .execute import _dask, _local, chunks, dask_client
 from . import spill
 from .plan import Plan, Task, plan
 from .results import (
@@ -163,17 +163,23 @@ def run(
         raise InputError(f"--executor {executor!r}: expected 'local' or dask://HOST:PORT")
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
-    spill.sweep()  # the folders of generated traces that killed runs left
-    plan_ = plan(suite, stream, done_tasks(output))
+    client = dask_client(executor) if executor != "local" else None  # before the plan's minutes of generating
     try:
-        return _run(plan_, suite, output, executor, workers, progress)
+        spill.sweep()  # the folders of generated traces that killed runs left
+        plan_ = plan(suite, stream, done_tasks(output))
+        try:
+            return _run(plan_, suite, output, client, workers, progress)
+        finally:
+            plan_.cleanup()
+            _CACHE.drop_paths(set(plan_.files.values()))
     finally:
-        plan_.cleanup()
-        _CACHE.drop_paths(set(plan_.files.values()))
+        if client is not None:
+            client.close()
 
 
-def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
+def _run(plan_: Plan, suite: Suite, output, client, workers: int,
          progress: Callable[[int, int], None] | None) -> BatchResult:  # fmt: skip
+    """Run the plan's tasks not yet in ``output``, locally (``client`` None) or on the Dask client's cluster."""
     exp = experiment(plan_)
     out = Path(output)
     parts = parts_dir(out)
@@ -230,10 +236,10 @@ def _run(plan_: Plan, suite: Suite, output, executor: str, workers: int,
         progress(0, len(todo))
     done = 0
     if todo:
-        if executor == "local":
+        if client is None:
             stream = _local(plan_, chunks(plan_, todo, workers), workers, gpus, okey)
         else:
-            stream = _dask(plan_, todo, dask_address(executor), gpus, okey)
+            stream = _dask(plan_, todo, client, gpus, okey)
         for chunk, rows in stream:
             _write_table(rows, parts / _part_name(chunk), None)
             for r in rows:

@@ -278,20 +278,27 @@ def dask_address(executor: str) -> str:
     return rest if "://" in rest else f"tcp://{rest}"
 
 
-def _dask(plan_: Plan, todo: Sequence[Task], address: str, gpus: dict[str, Gpu], okey: str
-          ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
+def dask_client(executor: str):
+    """A client of the Dask scheduler ``executor`` names (``dask://HOST:PORT``), connected before the suite is planned
+    (generating its traces can take minutes: a scheduler that is not there is said first). The caller closes it."""
+    address = dask_address(executor)
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError:
         raise InputError(
             "--executor dask://...: needs dask's distributed scheduler; pip install 'dask[distributed]'"
         ) from None
-    opts = plan_.suite.options
     try:
-        client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
+        return Client(address, timeout=DASK_CONNECT_TIMEOUT)
     except OSError as exc:
         raise InputError(f"--executor dask://: no Dask scheduler at {address} ({exc})") from None
+
+
+def _dask(plan_: Plan, todo: Sequence[Task], client, gpus: dict[str, Gpu], okey: str
+          ) -> Iterator[tuple[tuple[Task, ...], list[dict]]]:  # fmt: skip
+    from distributed import as_completed as dask_completed
+
+    opts = plan_.suite.options
     workers = client.scheduler_info().get("workers", {})
     # A chunk runs on one thread: chunk for the cluster's threads.
     work = chunks(plan_, todo, max(1, sum(w.get("nthreads", 1) for w in workers.values())))
@@ -336,4 +343,3 @@ def _dask(plan_: Plan, todo: Sequence[Task], address: str, gpus: dict[str, Gpu],
     finally:
         for f in owner:
             f.cancel()
-        client.close()
