@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import kendalltau
 
+from expect import close
 from placement import batch
 from traces import generators
 
@@ -488,15 +489,8 @@ def _streamed_suite(tmp_path: Path, order=None) -> Path:
 
 def _same_rows(a: list[dict], b: list[dict]) -> None:
     # streamed results equal the whole path's: every count exactly, times to 1e-12 relative (the queues' variances
-    # are summed in another order: placement.evaluate_stream)
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for k, v in x.items():
-            if isinstance(v, float) and not isinstance(v, bool):
-                assert y[k] == pytest.approx(v, rel=1e-12, nan_ok=True), (x["entry"], x["placement"], k)
-            else:
-                assert y[k] == v, (x["entry"], x["placement"], k)
+    # are summed in another order: placement.evaluate_stream); absent values NaN in both
+    close(a, b, "rows", rel=1e-12, nan_ok=True)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
