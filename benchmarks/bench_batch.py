@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from placement.choices import STREAM_MODES
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _measure import Figures, measure  # noqa: E402
 
@@ -47,11 +49,10 @@ def main() -> None:
     ap.add_argument("--suite", default="table4")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--stream", choices=("auto", "yes", "no"), default="auto")
+    ap.add_argument("--stream", choices=STREAM_MODES, default="auto")
     args = ap.parse_args()
-    print(
-        f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; suite {args.suite}; --stream {args.stream}"
-    )
+    print(f"CPUs available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}; "
+          f"suite {args.suite}; --stream {args.stream}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         warm = run_once(args.suite, tmp / "warm.parquet", max(args.workers), args.stream)

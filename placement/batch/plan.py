@@ -186,7 +186,7 @@ def plan(suite: Suite, stream: str = "auto", done: Collection[str] = frozenset()
 
     try:
         for e in suite.entries:
-            first = len(tasks)
+            entry_tasks = len(tasks)  # this entry's tasks start here
             where = _where(suite.path, e.index, e.id)
             src = e.source
             key = src.key
@@ -244,7 +244,7 @@ def plan(suite: Suite, stream: str = "auto", done: Collection[str] = frozenset()
             if (
                 src.path is None
                 and key not in files
-                and any(t.key not in done for t in tasks[first:])
+                and any(t.key not in done for t in tasks[entry_tasks:])
                 and streams(trace_rows[key], suite.options, stream, where)
                 and (stream == "yes" or waves(info, [gpus[g] for g in e.gpus]) >= SPILL_MIN_WAVES)
             ):

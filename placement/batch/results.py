@@ -147,7 +147,7 @@ def done_tasks(output: str | os.PathLike) -> frozenset[str]:
     for f in files:
         try:
             keys.update(k for k in pq.read_table(f, columns=["task"]).column("task").to_pylist() if k)
-        except (pa.ArrowInvalid, KeyError, OSError):
+        except (pa.ArrowException, KeyError, OSError):  # as the run's own read of them (``placement.batch._run``)
             continue
     return frozenset(keys)
 
