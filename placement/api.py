@@ -38,6 +38,12 @@ HINTS_CHECKED = 3
 """``rank(hints=True)`` checks that the code changes of this many best placements can be pasted as is."""
 
 
+def too_big_to_evaluate_whole(rows: int) -> bool:
+    """Whether a trace file of ``rows`` rows would take more than ``WHOLE_TRACE_BUDGET`` evaluated whole: 'auto'
+    streams it (``placement evaluate``, ``rank`` and ``batch`` alike)."""
+    return rows * WHOLE_BYTES_PER_ROW > WHOLE_TRACE_BUDGET
+
+
 def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:
     import traces
 
@@ -98,7 +104,7 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     require_rows(path, rows)
     need = rows * WHOLE_BYTES_PER_ROW
     if stream == "auto":
-        if need <= WHOLE_TRACE_BUDGET:
+        if not too_big_to_evaluate_whole(rows):
             log.info("whole-trace evaluation: %d rows need about %.0f MiB whole (streaming above %.0f MiB)", rows,
                      need / 2**20, WHOLE_TRACE_BUDGET / 2**20)  # fmt: skip
             return WholeTraceEvaluator(traces.read(path), gpu, opts)

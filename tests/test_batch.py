@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from expect import close
-from placement import batch
+from placement import api, batch
 from traces import generators
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -507,15 +507,14 @@ def test_streamed_trace_files_give_the_whole_paths_rows(tmp_path, workers):
 
 
 def test_auto_streams_the_trace_files_too_big_to_evaluate_whole(tmp_path, monkeypatch):
-    plan_mod = importlib.import_module("placement.batch.plan")  # (placement.batch.plan is also the function)
     suite = batch.load_suite(_streamed_suite(tmp_path))
     mm, vec = (e.source for e in suite.entries[::2])
     rows = {s.key: __import__("traces").num_rows(s.path) for s in (mm, vec)}
     assert rows[vec.key] < rows[mm.key]
     # the budget between the two files' whole-trace estimates (placement.api.WHOLE_BYTES_PER_ROW a row)
-    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", (rows[vec.key] + 1) * plan_mod.WHOLE_BYTES_PER_ROW)
+    monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", (rows[vec.key] + 1) * api.WHOLE_BYTES_PER_ROW)
     assert batch.plan(suite).streamed == {mm.key}
-    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", (rows[vec.key] - 1) * plan_mod.WHOLE_BYTES_PER_ROW)
+    monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", (rows[vec.key] - 1) * api.WHOLE_BYTES_PER_ROW)
     assert batch.plan(suite).streamed == {mm.key, vec.key}
 
 
@@ -650,10 +649,10 @@ def test_auto_writes_a_generated_trace_to_stream_only_over_several_waves(tmp_pat
     infos = [e.source.load().info for e in suite.entries]
     assert [plan_mod.waves(i, [get_gpu(g) for g in e.gpus]) for i, e in zip(infos, suite.entries)] == [
         pytest.approx(128 / 104), pytest.approx(4096 / 104), pytest.approx(4097 / 1056)]  # fmt: skip
-    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", 0)  # every trace too big to evaluate whole
+    monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", 0)  # every trace too big to evaluate whole
     keys = [e.source.key for e in suite.entries]
     with_auto = batch.plan(suite)
     assert set(with_auto.files) == with_auto.streamed == {keys[1]}  # 39.4 waves; 1.2 and, on the H100, 3.9 not
     assert set(batch.plan(suite, "yes").files) == set(keys)
-    monkeypatch.setattr(plan_mod, "WHOLE_TRACE_BUDGET", 1 << 40)
+    monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", 1 << 40)
     assert batch.plan(suite).files == {}

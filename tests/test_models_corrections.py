@@ -9,6 +9,7 @@ import pytest
 from placement.gpu import get_gpu
 from placement.models import KernelParams, c2050, hong_kim_example, machine_from_gpu
 from placement.models import gpuperf, mwp_cwp
+from placement.models.kernel import launch
 from placement.models.counters import gpu_from_spec, read_counters
 from placement.models.gpuperfpredict import PAIRED_LOADS_MLP, tiles, with_code_facts
 
@@ -131,3 +132,19 @@ def test_launch_overhead_added():
     m = hong_kim_example()
     for f in (mwp_cwp.predict, gpuperf.predict):
         assert f(k, replace(m, launch_overhead_s=5e-6)).time_s == pytest.approx(f(k, m).time_s + 5e-6)
+
+
+@pytest.mark.parametrize("name", ["active_sms", "active_blocks_per_sm"])
+def test_a_launch_of_no_sms_or_no_resident_blocks_is_refused(name):
+    # 0 was read as "not given": Hong & Kim's 16 SMs then ran a launch the caller had said ran on none
+    with pytest.raises(ValueError, match=f"KernelParams.{name}: must be at least 1"):
+        _k(**{name: 0})
+    with pytest.raises(ValueError, match=name):
+        _k(**{name: -3})
+
+
+def test_a_given_active_sms_is_taken_as_given():
+    # Eq. 21: #Rep = 80 blocks / (5 a SM x #Active_SMs): 80 / 15 on 3 SMs, 80 / 80 on all 16 of Table 2's
+    m = hong_kim_example()
+    assert launch(_k(active_sms=3), m).rep == pytest.approx(80 / 15)
+    assert launch(_k(active_sms=None), m).active_sms == m.sms == 16

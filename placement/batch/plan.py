@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import traces
 from traces.errors import InputError
 
-from ..api import WHOLE_BYTES_PER_ROW, WHOLE_TRACE_BUDGET, require_rows
+from ..api import require_rows, too_big_to_evaluate_whole
 from ..choices import STREAM_MODES
 from ..evaluate_stream import STREAM_ROWS
 from ..gpu import Gpu, get_gpu
@@ -103,7 +103,7 @@ def streams(rows: int, options, stream: str, where: str) -> bool:
         if stream == "yes":
             raise SuiteError(f"{where}: --stream yes: the suite's even_banks needs the whole DRAM stream")
         return False
-    return stream == "yes" or rows * WHOLE_BYTES_PER_ROW > WHOLE_TRACE_BUDGET
+    return stream == "yes" or too_big_to_evaluate_whole(rows)
 
 
 def _check_names(text: str, info: traces.KernelInfo, where: str) -> None:

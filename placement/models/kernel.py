@@ -89,6 +89,13 @@ class KernelParams:
     input_size: float | None = None
     measured_s: float | None = None
 
+    def __post_init__(self) -> None:
+        # 0 is not "not given": it would run the models' default launch for a machine the caller did not describe
+        for name in ("active_blocks_per_sm", "active_sms"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"KernelParams.{name}: must be at least 1 or None (the models' own), got {v!r}")
+
     @property
     def mem_insts(self) -> float:
         return self.coal_mem_insts + self.uncoal_mem_insts
@@ -137,7 +144,7 @@ class Launch:
 
 def launch(k: KernelParams, m: Machine) -> Launch:
     """N and #Rep of ``k`` on ``m`` (Hong & Kim Sec. 3.4.1, Eq. 20-21)."""
-    active_sms = k.active_sms or min(m.sms, k.blocks)
+    active_sms = min(m.sms, k.blocks) if k.active_sms is None else k.active_sms
     if k.active_blocks_per_sm is not None:
         blocks_per_sm = k.active_blocks_per_sm
     elif m.gpu is not None:
