@@ -344,6 +344,9 @@ class _Memory:
     miss_ratio: float
     shmem_ratio: float
     avg_trans_warp: float
+    """Transactions per global warp-instruction (GPUPerf Eq. 13's avg_trans_warp), the read-only path's
+    (``__ldg``, LDG.E.CONSTANT) among them: an ``R`` placement took its stores' alone before the thirty-fifth
+    session, coalesced, and so another departure delay than its ``G`` twin."""
     transaction_bytes: float
     events: dict[str, float]
     caches: dict[str, dict[str, int]]
@@ -488,8 +491,9 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         shmem_ratio = shared / requests
     else:
         amat = miss_ratio = shmem_ratio = 0.0
-    g = SPACE_CODES["global"]
-    avg_trans = float(h.transactions[g] / h.instructions[g]) if h.instructions[g] else 1.0
+    g = [SPACE_CODES["global"], SPACE_CODES["readonly"]]  # an __ldg is a global load (LDG.E.CONSTANT)
+    g_inst = float(h.instructions[g].sum())
+    avg_trans = float(h.transactions[g].sum()) / g_inst if g_inst else 1.0
     rb = h.row_buffer
     events["row"] = rb.get("miss", 0) + rb.get("conflict", 0)
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
@@ -760,8 +764,15 @@ def w_serial(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mw
 
 
 def dram_share(mem: _Memory) -> float:
-    """The share of the global requests reaching the L2 that go on to DRAM (1 where none reach it)."""
-    requests, _, misses = mem.hier.stat("l2", "global")
+    """The share of the requests reaching the L2 that go on to DRAM (1 where none reach it), of every space: a
+    read-only (``__ldg``), texture or local load leaves the SM for the same L2 and DRAM as a plain global one.
+
+    (Global requests alone until the thirty-fifth session: a staging copy through the read-only path, whose
+    loads are the ``readonly`` space, then took the share of the kernel's output stores alone, all misses, and
+    its barriers DRAM's whole departure: the A100 convolution's S/R builds up to 1,936 cycles of O_sync an SM
+    where their S/G twins, the same copy by plain loads that hit the L2, had at most 501.)"""
+    counts = [mem.hier.stat("l2", space) for space in cachesim.SPACES]
+    requests, misses = sum(c[0] for c in counts), sum(c[2] for c in counts)
     return misses / requests if requests else 1.0
 
 
@@ -775,7 +786,7 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
 
     Departure: Hong & Kim's Departure_delay is DRAM's (their GPU has no L2), and this model's is DRAM's
     bandwidth per SM (:func:`departure_delays`); a block's requests that the L2 serves do not queue behind
-    DRAM, so the delay is taken at the share of the global requests reaching the L2 that go on to DRAM
+    DRAM, so the delay is taken at the share of the requests reaching the L2 (of every space) that go on to DRAM
     (:func:`dram_share`). The textbook tiled matmul's copies hit the L2 (every block reads the same rows
     and columns): at W = 512 on the H100, two blocks an SM, Eq. 26 at DRAM's departure was 21.4 k of its
     83 k cycles and put it at 1.044 of the naive kernel's time where it measures 0.737 (now 0.819); 16 x

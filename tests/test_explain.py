@@ -69,7 +69,7 @@ def test_staging_barriers_explain_a_longer_t_comp():
         f"T_LSU) {par[0]:.0f} -> {par[1]:.0f} cycles: 1,920 fewer issued instructions, 51,712 -> 49,792)"
     )
     # W_serial: O_sync at Kepler's sustained bandwidth (239 ns at the peak, / 0.775), x 5 / (64 / 13) = 313.3 ns,
-    # at the share of the global requests reaching the L2 that go on to DRAM (hms.dram_share: the K80 caches no
+    # at the share of the requests reaching the L2 that go on to DRAM (hms.dram_share: the K80 caches no
     # global load in L1, so in's taps and mask reach the L2 and mostly hit): 1,026 of 4,672
     c = t.caches["l2.global"]
     assert (c["requests"], c["misses"]) == (4672, 1026)

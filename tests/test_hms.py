@@ -221,6 +221,12 @@ def test_w_serial_by_hand():
     w_l2 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 10)), res, 5.0, 16.0)
     assert w_l2 == pytest.approx(coal * 0.25 * 1 * 2 + o_sfu)
     assert w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(0, 0)), res, 5.0, 16.0) == pytest.approx(w)
+    # the read-only path's and the texture's requests reach the same L2: 40 global (30 of them hits) and 60 read-only
+    # (all hits: a staging copy through __ldg) and 20 texture ones (10 hits): 10 + 0 + 10 of 120 go on to DRAM
+    at = {("l2", "global"): (40, 30, 10), ("l2", "readonly"): (60, 60, 0), ("l2", "texture1d"): (20, 10, 10)}
+    spaces = SimpleNamespace(stat=lambda level, space: at.get((level, space), (0, 0, 0)))
+    w_ro = w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=spaces), res, 5.0, 16.0)
+    assert w_ro == pytest.approx(coal * (20 / 120) * 1 * 2 + o_sfu)
     # MWP below the block's warps: MWP - 1 = 0.5
     w_low = w_serial(info, K80, coalesced, res, 1.5, 16.0)
     assert w_low == pytest.approx(coal * 0.5 * 2 + o_sfu)
@@ -772,3 +778,22 @@ def test_dlcm_on_the_command_line_overrides_the_trace(run_cli, tmp_path):
     assert code == 2 and out == "" and "--dlcm" in err
     with pytest.raises(traces.InputError, match="^--dlcm 'cs': expected one of ca, cg$"):
         placement.evaluate(path, "gtx980", dlcm="cs")
+
+
+@pytest.mark.parametrize("gpu_name", ["v100", "k80"])
+def test_readonly_loads_count_as_global_transactions(gpu_name):
+    # avg_trans_warp (GPUPerf Eq. 13; the coalesced or uncoalesced Departure_delay of Eq. 26): A read 64 bytes
+    # off its lines' start, so each of its 4 warp-loads touches 2 lines; B's loads and C's stores 1 each:
+    # (4 x 2 + 4 + 4) / 12 = 4/3, whether A is read by plain loads or through the read-only path (__ldg,
+    # LDG.E.CONSTANT); before the thirty-fifth session an R placement counted B and C alone, (4 + 4) / 8 = 1
+    from placement.hms import _memory
+    from traces.codes import SPACE_CODES
+
+    cols, info = vecadd()
+    a = cols["obj"] == 0
+    cols["addr"][a] += np.uint64(64)
+    gpu = get_gpu(gpu_name)
+    for space in ("global", "readonly"):
+        c = dict(cols, space=np.where(a, SPACE_CODES[space], 0).astype(np.int8))
+        mem = _memory(traces.Trace(**c, info=info), gpu, 1, Options(), 8.0)
+        assert mem.avg_trans_warp == pytest.approx(4 / 3), space
