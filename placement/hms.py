@@ -344,9 +344,10 @@ class _Memory:
     miss_ratio: float
     shmem_ratio: float
     avg_trans_warp: float
-    """Transactions per global warp-instruction (GPUPerf Eq. 13's avg_trans_warp), the read-only path's
-    (``__ldg``, LDG.E.CONSTANT) among them: an ``R`` placement took its stores' alone before the thirty-fifth
-    session, coalesced, and so another departure delay than its ``G`` twin."""
+    """Lines per global warp-instruction (GPUPerf Eq. 13's avg_trans_warp). The read-only path's (``__ldg``) are
+    not among them: counting them (a what-if of the thirty-fifth session, README "Placement accuracy") moved the
+    ``R`` placements by GPUPerf's avg_DRAM_lat and MWP, and by :func:`o_sync`'s departure, whose uncoalesced form
+    (a 32-byte sector's delay per line) is discontinuous at one line."""
     transaction_bytes: float
     events: dict[str, float]
     caches: dict[str, dict[str, int]]
@@ -362,6 +363,10 @@ class _Memory:
     """The mean latency of the first-level cache hits (L1, texture, constant; 0 where there are none)."""
     atomic_max_updates: int = 0
     """The most global atomic updates by one atomic unit of the L2 (``cachesim.AtomicContention.max_updates``)."""
+    lines_per_request: float = 1.0
+    """Lines per warp-instruction of every space whose loads leave the SM by lines (global, local, texture and
+    read-only: :data:`LINE_SPACES`): the Departure_delay of :func:`o_sync`, whose barrier waits for the block's
+    requests whichever path they take."""
 
     @property
     def requests_per_instruction(self) -> float:
@@ -491,9 +496,8 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         shmem_ratio = shared / requests
     else:
         amat = miss_ratio = shmem_ratio = 0.0
-    g = [SPACE_CODES["global"], SPACE_CODES["readonly"]]  # an __ldg is a global load (LDG.E.CONSTANT)
-    g_inst = float(h.instructions[g].sum())
-    avg_trans = float(h.transactions[g].sum()) / g_inst if g_inst else 1.0
+    g = SPACE_CODES["global"]
+    avg_trans = float(h.transactions[g] / h.instructions[g]) if h.instructions[g] else 1.0
     rb = h.row_buffer
     events["row"] = rb.get("miss", 0) + rb.get("conflict", 0)
     norm = {f"e_{k}": v / requests if requests else 0.0 for k, v in events.items()}
@@ -522,7 +526,19 @@ def _reduce(h: cachesim.HierarchyTotals, q: queuing.Queuing, tb: float, gpu: Gpu
         instructions,
         first_hit,
         h.atomics.max_updates,
+        lines_per_request(h),
     )
+
+
+LINE_SPACES = tuple(SPACE_CODES[s] for s in ("global", "local", "texture1d", "texture2d", "readonly"))
+"""The spaces whose ``HierarchyTotals.transactions`` are lines (constant memory's are distinct addresses and
+shared memory's a bank-conflict degree)."""
+
+
+def lines_per_request(h: cachesim.HierarchyTotals) -> float:
+    """Lines per warp-instruction over :data:`LINE_SPACES` (1 where there are none)."""
+    inst = float(h.instructions[list(LINE_SPACES)].sum())
+    return float(h.transactions[list(LINE_SPACES)].sum()) / inst if inst else 1.0
 
 
 def whole_memory(trace: traces.Trace, gpu: Gpu, opts: Options):
@@ -778,9 +794,10 @@ def dram_share(mem: _Memory) -> float:
 
 def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp: float, sync: float) -> float:
     """O_sync of ``sync`` barrier warp-instructions, Hong & Kim's Eq. 26: Departure_delay x (MWP - 1) x
-    #synch_insts x #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the global
-    accesses' transactions per request (Departure_del_coal when coalesced, else
-    Departure_del_uncoal x transactions), and MWP capped at the block's warps: a
+    #synch_insts x #Active_blocks_per_SM x #Rep, with Eq. 15's Departure_delay from the lines per request of
+    every path that leaves the SM by lines (``_Memory.lines_per_request``: global, local, texture, read-only;
+    global alone until the thirty-fifth session): Departure_del_coal when coalesced, else
+    Departure_del_uncoal x lines; and MWP capped at the block's warps: a
     barrier waits only for the warps of its own block (Hong & Kim: the delay is
     "in one block"), which leaves their Table 2 (4 warps, MWP 2.28) unchanged.
 
@@ -796,7 +813,7 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
     0.760) and Kepler's and Maxwell's tiled matmuls are predicted faster than before (the gpuperfpredict
     suite's median 14.2 -> 16.0 %, its mean 20.9 -> 16.8 %)."""
     coal, uncoal = departure_delays(gpu)
-    departure = coal if mem.avg_trans_warp <= 1.0 else uncoal * mem.avg_trans_warp
+    departure = coal if mem.lines_per_request <= 1.0 else uncoal * mem.lines_per_request
     departure *= dram_share(mem)
     rep = info.traced_ctas / (res.active_sms * res.blocks_per_sm)
     waiting = min(mwp, info.warps_per_block) - 1.0

@@ -202,7 +202,7 @@ def test_w_serial_by_hand():
         at = {("l2", "global"): (l2_requests, l2_requests - l2_misses, l2_misses)}
         return SimpleNamespace(stat=lambda level, space: at.get((level, space), (0, 0, 0)))
 
-    coalesced = SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 40))  # every L2 request goes on to DRAM
+    coalesced = SimpleNamespace(lines_per_request=1.0, hier=hier(40, 40))  # every L2 request goes on to DRAM
     res = Residency(total_warps=8, active_sms=4, blocks_per_sm=1, n=2, ilp=1.0, mlp=1.0)
     # Hong & Kim Eq. 26: Departure_del_coal x (MWP - 1) x #synch x blocks/SM x #Rep, with MWP
     # capped at the block's 2 warps: 6.07 x (2 - 1) x 2 x 1 x 1; the K80's 6.07 and 1.52 are derived from the
@@ -214,18 +214,18 @@ def test_w_serial_by_hand():
     w = w_serial(info, K80, coalesced, res, 5.0, 16.0)
     assert w == pytest.approx(o_sync + o_sfu)
     # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4
-    w4 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=4.0, hier=hier(40, 40)), res, 5.0, 16.0)
+    w4 = w_serial(info, K80, SimpleNamespace(lines_per_request=4.0, hier=hier(40, 40)), res, 5.0, 16.0)
     assert w4 == pytest.approx(uncoal * 4 * 1 * 2 + o_sfu)
     # the L2 serves 30 of the 40 global requests that reach it: the departures queue behind DRAM for a quarter
     # of them (dram_share 10 / 40); none reach the L2: DRAM's delay whole (share 1)
-    w_l2 = w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(40, 10)), res, 5.0, 16.0)
+    w_l2 = w_serial(info, K80, SimpleNamespace(lines_per_request=1.0, hier=hier(40, 10)), res, 5.0, 16.0)
     assert w_l2 == pytest.approx(coal * 0.25 * 1 * 2 + o_sfu)
-    assert w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=hier(0, 0)), res, 5.0, 16.0) == pytest.approx(w)
+    assert w_serial(info, K80, SimpleNamespace(lines_per_request=1.0, hier=hier(0, 0)), res, 5.0, 16.0) == pytest.approx(w)
     # the read-only path's and the texture's requests reach the same L2: 40 global (30 of them hits) and 60 read-only
     # (all hits: a staging copy through __ldg) and 20 texture ones (10 hits): 10 + 0 + 10 of 120 go on to DRAM
     at = {("l2", "global"): (40, 30, 10), ("l2", "readonly"): (60, 60, 0), ("l2", "texture1d"): (20, 10, 10)}
     spaces = SimpleNamespace(stat=lambda level, space: at.get((level, space), (0, 0, 0)))
-    w_ro = w_serial(info, K80, SimpleNamespace(avg_trans_warp=1.0, hier=spaces), res, 5.0, 16.0)
+    w_ro = w_serial(info, K80, SimpleNamespace(lines_per_request=1.0, hier=spaces), res, 5.0, 16.0)
     assert w_ro == pytest.approx(coal * (20 / 120) * 1 * 2 + o_sfu)
     # MWP below the block's warps: MWP - 1 = 0.5
     w_low = w_serial(info, K80, coalesced, res, 1.5, 16.0)
@@ -780,12 +780,13 @@ def test_dlcm_on_the_command_line_overrides_the_trace(run_cli, tmp_path):
         placement.evaluate(path, "gtx980", dlcm="cs")
 
 
+
 @pytest.mark.parametrize("gpu_name", ["v100", "k80"])
-def test_readonly_loads_count_as_global_transactions(gpu_name):
-    # avg_trans_warp (GPUPerf Eq. 13; the coalesced or uncoalesced Departure_delay of Eq. 26): A read 64 bytes
-    # off its lines' start, so each of its 4 warp-loads touches 2 lines; B's loads and C's stores 1 each:
-    # (4 x 2 + 4 + 4) / 12 = 4/3, whether A is read by plain loads or through the read-only path (__ldg,
-    # LDG.E.CONSTANT); before the thirty-fifth session an R placement counted B and C alone, (4 + 4) / 8 = 1
+def test_o_syncs_departure_counts_the_lines_of_every_path(gpu_name):
+    # Eq. 26's Departure_delay from the lines per request: A read 64 bytes off its lines' start, so each of its 4
+    # warp-loads touches 2 lines, B's loads and C's stores 1 each: (4 x 2 + 4 + 4) / 12 = 4/3 whether A is read by
+    # plain loads, through the read-only path (__ldg) or a texture; before the thirty-fifth session a staging copy
+    # through __ldg counted B and C alone, (4 + 4) / 8 = 1, coalesced, and took another departure than its S/G twin
     from placement.hms import _memory
     from traces.codes import SPACE_CODES
 
@@ -793,7 +794,9 @@ def test_readonly_loads_count_as_global_transactions(gpu_name):
     a = cols["obj"] == 0
     cols["addr"][a] += np.uint64(64)
     gpu = get_gpu(gpu_name)
-    for space in ("global", "readonly"):
+    for space in ("global", "readonly", "texture1d"):
         c = dict(cols, space=np.where(a, SPACE_CODES[space], 0).astype(np.int8))
         mem = _memory(traces.Trace(**c, info=info), gpu, 1, Options(), 8.0)
-        assert mem.avg_trans_warp == pytest.approx(4 / 3), space
+        assert mem.lines_per_request == pytest.approx(4 / 3), space
+        # GPUPerf's avg_trans_warp (Eq. 13) stays the global loads' and stores'
+        assert mem.avg_trans_warp == pytest.approx(4 / 3 if space == "global" else 1.0), space
