@@ -220,7 +220,9 @@ def test_w_serial_by_hand():
     # of them (dram_share 10 / 40); none reach the L2: DRAM's delay whole (share 1)
     w_l2 = w_serial(info, K80, SimpleNamespace(lines_per_request=1.0, hier=hier(40, 10)), res, 5.0, 16.0)
     assert w_l2 == pytest.approx(coal * 0.25 * 1 * 2 + o_sfu)
-    assert w_serial(info, K80, SimpleNamespace(lines_per_request=1.0, hier=hier(0, 0)), res, 5.0, 16.0) == pytest.approx(w)
+    assert w_serial(
+        info, K80, SimpleNamespace(lines_per_request=1.0, hier=hier(0, 0)), res, 5.0, 16.0
+    ) == pytest.approx(w)
     # the read-only path's and the texture's requests reach the same L2: 40 global (30 of them hits) and 60 read-only
     # (all hits: a staging copy through __ldg) and 20 texture ones (10 hits): 10 + 0 + 10 of 120 go on to DRAM
     at = {("l2", "global"): (40, 30, 10), ("l2", "readonly"): (60, 60, 0), ("l2", "texture1d"): (20, 10, 10)}
@@ -778,7 +780,6 @@ def test_dlcm_on_the_command_line_overrides_the_trace(run_cli, tmp_path):
     assert code == 2 and out == "" and "--dlcm" in err
     with pytest.raises(traces.InputError, match="^--dlcm 'cs': expected one of ca, cg$"):
         placement.evaluate(path, "gtx980", dlcm="cs")
-
 
 
 @pytest.mark.parametrize("gpu_name", ["v100", "k80"])
