@@ -811,7 +811,14 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
     conv1d's staged input streams from DRAM (share 0.94), and keeps the term that makes it 14-19 % slower
     on the H100. At W = 256, one block an SM, the H100's 32 x 32 moves from 0.770 to 0.699 (measured
     0.760) and Kepler's and Maxwell's tiled matmuls are predicted faster than before (the gpuperfpredict
-    suite's median 14.2 -> 16.0 %, its mean 20.9 -> 16.8 %)."""
+    suite's median 14.2 -> 16.0 %, its mean 20.9 -> 16.8 %).
+
+    Known defect, left: where the configuration derives the delays from the bandwidth (every GPU but the papers'
+    own), Departure_del_uncoal is a 32-byte sector's and Departure_del_coal a 128-byte line's, so a request of
+    1.01 lines departs in a quarter of a coalesced one's delay. Taking at least Departure_del_coal (the
+    thirty-fifth session's what-if, README "Placement accuracy") moved the gpuperfpredict matmul 19.0 -> 17.5 %
+    but the H100 suite 3.2 -> 3.5 % and the A100 convolution 11.4 -> 11.5 %: the staged halo copies, whose rows start
+    off a line's start, fit the smaller delay."""
     coal, uncoal = departure_delays(gpu)
     departure = coal if mem.lines_per_request <= 1.0 else uncoal * mem.lines_per_request
     departure *= dram_share(mem)
