@@ -82,7 +82,40 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
                early: "tuple[Placement, ...] | Mapping[Placement, Legality]" = ()) -> "Evaluator":  # fmt: skip
     """The ``WholeTraceEvaluator`` or, for a big trace file, the ``StreamEvaluator`` (``stream``: 'auto' by
     size, 'yes' or 'no' to force); the choice and its reason are logged (-v). A streamed one evaluates the
-    unstaged placements of ``early`` in its first read of the file (``StreamEvaluator``'s ``early``)."""
+    unstaged placements of ``early`` in its first read of the file (``StreamEvaluator``'s ``early``).
+
+    A sample placement that ``gpu`` cannot launch (the traced build's registers or shared memory beyond it: a
+    kernel built for sm_80 with 72 registers a thread on a Fermi GPU) is ``placements.UnlaunchableBuild``, which
+    names the trace and says that the build, not a placement, is what does not fit."""
+    import traces
+
+    info = trace_or_path.info if isinstance(trace_or_path, traces.Trace) else traces.read_info(_path(trace_or_path))
+    _sample_must_launch(info, gpu, _where(trace_or_path))
+    return _make_evaluator(trace_or_path, gpu, opts, stream, early)
+
+
+def _where(trace_or_path) -> str:
+    """The trace's file, or its kernel's name for a trace in memory, as error messages name it."""
+    import traces
+
+    return f"kernel {trace_or_path.info.kernel!r}" if isinstance(trace_or_path, traces.Trace) else _path(trace_or_path)
+
+
+def _sample_must_launch(info: "traces.KernelInfo", gpu: "Gpu", where: str) -> None:
+    """Refuse a trace whose sample placement ``gpu`` cannot launch: ``UnlaunchableBuild`` (an ``IllegalPlacement``)
+    naming ``where`` and saying that the traced build, not a placement, is what does not fit (72 registers a
+    thread on a Fermi GPU)."""
+    from .placements import IllegalPlacement, UnlaunchableBuild, check, sample_placement
+
+    try:
+        check(info, gpu, sample_placement(info))
+    except IllegalPlacement as exc:
+        raise UnlaunchableBuild(exc.rule, exc.reason, where, gpu.name) from None
+
+
+def _make_evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
+                    early: "tuple[Placement, ...] | Mapping[Placement, Legality]" = ()) -> "Evaluator":  # fmt: skip
+    """:func:`_evaluator`'s choice of evaluator."""
     import traces
     import traces.io
 
@@ -200,6 +233,7 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     info = trace.info if isinstance(trace, traces.Trace) else traces.read_info(_path(trace))
     # parsed, checked and converted (Legality.layout) once each, the rewrites take the checked layout
     p = parse_placement(placement, info)  # before reading the trace
+    _sample_must_launch(info, g, _where(trace))
     legal = None
     if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
         legal = check(info, g, p)

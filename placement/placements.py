@@ -65,7 +65,19 @@ class IllegalPlacement(InputError):
 
     def __init__(self, rule: str, message: str):
         self.rule = rule
+        self.reason = message
         super().__init__(f"illegal placement ({rule}): {message}")
+
+
+class UnlaunchableBuild(IllegalPlacement):
+    """The sample placement breaks one of ``gpu``'s launch rules: the traced build itself does not fit the GPU (its
+    registers or shared memory), whatever the placement."""
+
+    def __init__(self, rule: str, message: str, where: str, gpu_name: str):
+        InputError.__init__(self, f"{where}: the traced build cannot run on {gpu_name}, whatever the placement "
+                                  f"({rule}): {message}")  # fmt: skip
+        self.rule = rule
+        self.reason = message
 
 
 SPELLING = "G T 2T C R S S/G S/T S/R (or global texture texture2d constant readonly shared shared/global ...)"

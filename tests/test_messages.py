@@ -55,6 +55,31 @@ def test_out_of_memory_is_said_in_one_line(tmp_path, run_cli, monkeypatch):
     assert not (tmp_path / "v.parquet").exists()
 
 
+@pytest.mark.parametrize(
+    "argv", [["rank"], ["evaluate"], ["evaluate", "--stream", "yes"], ["evaluate", "--place", "A=T"]]
+)
+def test_a_build_the_gpu_cannot_launch(tmp_path, run_cli, argv):
+    """Was "illegal placement (launch): 72 registers per thread outside c2050's 0..63": no file named, and a
+    "placement" blamed where the traced build (an sm_80 kernel of 72 registers a thread; Fermi allows 63) is what
+    cannot run, whatever the placement."""
+    import dataclasses
+
+    import placement
+    import traces
+    from placement.placements import IllegalPlacement
+    from tracemaker import vecadd
+
+    cols, info = vecadd()
+    path = tmp_path / "v.parquet"
+    traces.write(path, cols, dataclasses.replace(info, regs_per_thread=72))
+    line = one_line(*run_cli(argv[0], path, "--gpu", "c2050", *argv[1:]))
+    assert line.endswith(f"error: {path}: the traced build cannot run on c2050, whatever the placement (launch): 72 "
+                         "registers per thread outside c2050's 0..63\n"), line  # fmt: skip
+    with pytest.raises(IllegalPlacement, match="kernel 'vecadd': the traced build cannot run on c2050"):
+        placement.rank(traces.read(path), "c2050")
+    assert placement.evaluate(path, "k80").target.time_ns > 0  # the K80 allows 255
+
+
 def test_a_binary_line_is_not_quoted(tmp_path, run_cli):
     bad = tmp_path / "p.txt"
     bad.write_bytes(b"sizeof 4\n\x01\x02\x03\xff\xfe" * 40 + b"\n")
