@@ -87,11 +87,12 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     A sample placement that ``gpu`` cannot launch (the traced build's registers or shared memory beyond it: a
     kernel built for sm_80 with 72 registers a thread on a Fermi GPU) is ``placements.UnlaunchableBuild``, which
     names the trace and says that the build, not a placement, is what does not fit."""
-    import traces
+    from .placements import IllegalPlacement, UnlaunchableBuild
 
-    info = trace_or_path.info if isinstance(trace_or_path, traces.Trace) else traces.read_info(_path(trace_or_path))
-    _sample_must_launch(info, gpu, _where(trace_or_path))
-    return _make_evaluator(trace_or_path, gpu, opts, stream, early)
+    try:
+        return _make_evaluator(trace_or_path, gpu, opts, stream, early)
+    except IllegalPlacement as exc:  # the evaluators check the sample placement alone when they are made
+        raise UnlaunchableBuild(exc.rule, exc.reason, _where(trace_or_path), gpu.name) from None
 
 
 def _where(trace_or_path) -> str:
@@ -225,7 +226,7 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     """
     import traces
 
-    from .placements import check, is_staged, parse_placement
+    from .placements import IllegalPlacement, check, is_staged, parse_placement
     from .results import EvaluationResult
 
     g = _gpu(gpu)
@@ -233,10 +234,13 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     info = trace.info if isinstance(trace, traces.Trace) else traces.read_info(_path(trace))
     # parsed, checked and converted (Legality.layout) once each, the rewrites take the checked layout
     p = parse_placement(placement, info)  # before reading the trace
-    _sample_must_launch(info, g, _where(trace))
     legal = None
     if not any(is_staged(s) for _, s in p.spaces):  # the rules that need no footprints, before reading it too
-        legal = check(info, g, p)
+        try:
+            legal = check(info, g, p)
+        except IllegalPlacement:
+            _sample_must_launch(info, g, _where(trace))  # the build itself, whatever the placement
+            raise
     ev = _evaluator(trace, g, opts, stream, early=(p,) if legal is None else {p: legal})
     if legal is None:  # a staged placement: its rules need the trace's footprints
         legal = ev.check(p)

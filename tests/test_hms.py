@@ -213,7 +213,7 @@ def test_w_serial_by_hand():
     o_sfu = 8 * 2 * 1 * (0.5 - 32 / 192)
     w = w_serial(info, K80, coalesced, res, 5.0, 16.0)
     assert w == pytest.approx(o_sync + o_sfu)
-    # Uncoalesced, 4 transactions a request: Departure_del_uncoal x 4
+    # Uncoalesced, 4 lines a request: Departure_del_uncoal x 4
     w4 = w_serial(info, K80, SimpleNamespace(lines_per_request=4.0, hier=hier(40, 40)), res, 5.0, 16.0)
     assert w4 == pytest.approx(uncoal * 4 * 1 * 2 + o_sfu)
     # the L2 serves 30 of the 40 global requests that reach it: the departures queue behind DRAM for a quarter
