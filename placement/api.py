@@ -44,13 +44,13 @@ def too_big_to_evaluate_whole(rows: int) -> bool:
     return rows * WHOLE_BYTES_PER_ROW > WHOLE_TRACE_BUDGET
 
 
-def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> tuple["traces.Trace", str | None]:
+def _trace(trace_or_path: "str | os.PathLike | traces.Trace") -> "traces.Trace":
     import traces
 
     if isinstance(trace_or_path, traces.Trace):
-        return trace_or_path, None
+        return trace_or_path
     if isinstance(trace_or_path, (str, os.PathLike)):
-        return traces.read(trace_or_path), os.fspath(trace_or_path)
+        return traces.read(trace_or_path)
     raise TypeError(f"trace: expected a path or a traces.Trace, got {type(trace_or_path).__name__}")
 
 
@@ -128,8 +128,8 @@ def _make_evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     if isinstance(trace_or_path, traces.Trace) or stream == "no":
         if stream == "yes":
             raise traces.InputError("streaming reads a trace file; a traces.Trace in memory is evaluated whole")
-        t, where = _trace(trace_or_path)
-        require_rows(where or f"kernel {t.info.kernel!r}", len(t))
+        t = _trace(trace_or_path)
+        require_rows(_where(trace_or_path), len(t))
         log.info("whole-trace evaluation (%s)", "asked" if stream == "no" else "a trace in memory")
         return WholeTraceEvaluator(t, gpu, opts)
     path = _path(trace_or_path)
