@@ -28,6 +28,7 @@ from traces.sanitizer.records import (
     F_READ,
     F_WRITE,
     HEADER,
+    MAX_WINDOW_BASE,
     LaunchRecord,
     RecordError,
     encode,
@@ -251,6 +252,25 @@ def test_corrupt_bytes_exit_0_or_one_line_2(tmp_path, capsys, edits):
     if code == 2:
         line = cap.err.strip().splitlines()[-1]  # after any warnings the log printed
         assert line.startswith("placement import: error: ") and "rec.bin" in line and not out.exists()
+
+
+@pytest.mark.parametrize("base", ["shared_base", "local_base"])
+def test_a_window_base_beyond_int64_names_the_record_file(tmp_path, capsys, base):
+    # hypothesis found it (the Quick start's test run, thirty-fifth session): byte 87 of the file set to 128 puts
+    # the shared window's base at 2^63 or more, and the decoding kernel's int64 argument overflowed: "internal
+    # error (a bug)" and a traceback. A launch record's window bases are refused beyond 2^63 - 1, naming the file
+    import dataclasses
+
+    for value, ok in ((MAX_WINDOW_BASE, True), (MAX_WINDOW_BASE + 1, False), ((1 << 64) - 1, False)):
+        data = encode(dataclasses.replace(_launch(), **{base: value}), ALLOCS, _accesses(), chunk_rows=5)
+        code, cap, out = _cli(tmp_path, _file(tmp_path, data=data), capsys)
+        if ok:
+            assert code in (0, 2) and "Traceback" not in cap.err, cap.err
+            continue
+        assert code == 2 and not out.exists(), cap.err
+        line = cap.err.strip().splitlines()[-1]
+        assert line.startswith("placement import: error: ") and "rec.bin" in line, line
+        assert f"{base} {value:#x} is not a device address" in line, line
 
 
 def test_a_grid_too_large_for_its_rows_names_the_record_file(tmp_path, capsys):

@@ -33,6 +33,10 @@ from ..inputfile import read_error, require_file
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 from . import _kernels as K
 
+MAX_WINDOW_BASE = (1 << 63) - 1
+"""The largest shared or local window base a launch record may give: the decoding kernels take it as an int64
+(a device's generic addresses are far below)."""
+
 MAGIC = b"PLSNTRC\0"
 VERSION = 1
 HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4")])
@@ -203,6 +207,9 @@ def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
         problem = f"{regs} registers per thread or {smem} bytes of shared memory beyond {MAX_REGS_PER_THREAD} and {MAX_SMEM_PER_BLOCK}"
     if problem:
         raise RecordError(path, record, f"launch record: {problem}")
+    for base in ("shared_base", "local_base"):  # generic addresses of the device's windows: below 2^63
+        if int(h[base]) > MAX_WINDOW_BASE:
+            raise RecordError(path, record, f"launch record: {base} {int(h[base]):#x} is not a device address")
     if n_params and np.any(params["offset"].astype(np.int64) + params["size"] > param_bytes):
         raise RecordError(path, record, f"a parameter lies beyond the {param_bytes}-byte parameter buffer")
     return LaunchRecord(int(h["launch"]), name, grid, block, regs, int(h["static_smem"]), int(h["dynamic_smem"]), params, pbuf,
