@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 
-from traces.errors import InputError
+from traces.errors import InputError, one_line
 
 from . import __version__
 
@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
         return int(args._run(args))
     except InputError as exc:
         # One line whatever the message holds (a parser's message may carry newlines).
-        print(f"placement {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"placement {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError as exc:  # an input too big for this machine (a generated trace's size): said, not a bug
         gc.collect()
-        what = " ".join(str(exc).split()) or "no detail"
+        what = one_line(exc) or "no detail"
         msg = (f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
                "machine has; give a smaller size, or a trace file to stream (--stream yes)")  # fmt: skip
         print(msg, file=sys.stderr)

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from traces.errors import InputError, TraceError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traces.errors import InputError, TraceError, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 PROC_MEM = Path("/proc/self/mem")  # opens, but reading it fails (EIO), even for root
@@ -28,6 +31,16 @@ def one_line_error(code: int, out: str, err: str, *words: str) -> str:
 
 
 # ---- the error type -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_one_line_keeps_the_words_and_nothing_else(text):
+    # the helper every command's message goes through: the same words in the same order, one space between
+    line = one_line(ValueError(text))
+    assert line == line.strip() and "  " not in line
+    assert not any(c.isspace() and c != " " for c in line)
+    assert line.split(" ") == (text.split() or [""])
 
 
 def test_input_error_message_is_one_line():

@@ -24,6 +24,12 @@ def shown(value: object, limit: int = 60) -> str:
     return r if len(r) <= limit else f"{r[: limit - 20]}... ({len(r)} characters)"
 
 
+def one_line(value: object) -> str:
+    """``str(value)`` (a message, an exception, a tool's output) on one line: every run of whitespace, line breaks
+    included, becomes one space, and the ends are stripped."""
+    return " ".join(str(value).split())
+
+
 class InputError(ValueError):
     """Bad input a user can fix; the message names the file, row or field.
 

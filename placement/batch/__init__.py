@@ -101,7 +101,7 @@ from typing import Callable
 import pyarrow as pa
 
 from traces.atomic import atomic_path, check_output_folder
-from traces.errors import InputError
+from traces.errors import InputError, one_line
 
 from ..gpu import get_gpu
 from .execute import _dask, _local, chunks, dask_client
@@ -191,7 +191,7 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             _refuse_other_suite(found, str(out), exp, out)
             rows_there = _read_rows(out)
         except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{out}: exists and is not a readable Parquet file ({_one_line(exc)}); write to another -o"
+            raise InputError(f"{out}: exists and is not a readable Parquet file ({one_line(exc)}); write to another -o"
                              ) from None  # fmt: skip
         for r in rows_there:
             existing.setdefault(r.get("task"), []).append(r)
@@ -216,7 +216,7 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             try:
                 part_rows = _read_rows(f)
             except (pa.ArrowException, OSError) as exc:  # not written by a run (parts are written whole): run again
-                log.warning("%s: not a readable Parquet file (%s); its tasks run again", f, _one_line(exc))
+                log.warning("%s: not a readable Parquet file (%s); its tasks run again", f, one_line(exc))
                 continue
             for r in part_rows:
                 found_rows.setdefault(r.get("task"), []).append(r)
@@ -262,10 +262,6 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
     log.info("%s: %d rows (%d tasks run, %d resumed)", out, len(rows), done, skipped)
     return BatchResult(output=str(out), experiment=exp, rows=len(rows), computed=done, skipped=skipped,
                        summary=summary, overall=overall)  # fmt: skip
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 # The names users and tests reach through `placement.batch`.

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from traces.errors import InputError
+from traces.errors import InputError, one_line
 
 from .measurements import Calibration, Curve, Device, Measured, Skipped
 
@@ -173,7 +173,7 @@ class CupyDevice:
             text = f"{type(exc).__name__}: {exc}"
             if "nvrtc" in text.lower():
                 raise GpuUnavailable(
-                    f"NVRTC (the CUDA runtime compiler) is missing ({' '.join(text.split())[:200]}); {INSTALL_HINT}"
+                    f"NVRTC (the CUDA runtime compiler) is missing ({one_line(text)[:200]}); {INSTALL_HINT}"
                 ) from None
             raise
 
@@ -329,7 +329,7 @@ def calibrate(dev, base, quick: bool = False, progress: bool = True, benchmarks=
         except GpuUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001  (this GPU cannot run it: say so, measure the rest)
-            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            reason = one_line(f"{type(exc).__name__}: {exc}")[:300]
             log.warning("benchmark %s skipped: %s", b.name, reason)
             skipped.append(Skipped(b.name, reason))
             continue

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from traces.errors import InputError
+from traces.errors import InputError, one_line
 from traces.inputfile import quote_line, read_text
 
 from ..gpu import Gpu
@@ -174,7 +174,7 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
     try:
         df = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{p}: not a CSV file ({' '.join(str(exc).split())})") from None
+        raise InputError(f"{p}: not a CSV file ({one_line(exc)})") from None
     need = list(RUN_COLUMNS) + ([] if instr_kernel is not None else ["instr_kernel"])
     for col in need:
         if col not in df.columns:

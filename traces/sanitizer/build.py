@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, one_line
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def _run(cmd: list[str]) -> None:
     log.info("%s", " ".join(cmd))
     r = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if r.returncode != 0:
-        tail = " ".join((r.stderr or r.stdout).split())[-400:]
+        tail = one_line(r.stderr or r.stdout)[-400:]
         raise MissingTool(f"building the trace library failed ({Path(cmd[0]).name} exit {r.returncode}): {tail}")
 
 
