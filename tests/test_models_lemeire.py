@@ -167,7 +167,17 @@ def test_cli_runs_bad_input_one_line(tmp_path, capsys, content, words):
     assert err.count("\n") == 1 and "runs.csv" in err and words in err, err
 
 
-@pytest.mark.parametrize("content, words", [(None, "is a folder"), (b"4 30\n8 inf\n16 30\n32 200\n", "line 2: ")])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "is a folder"),
+        (b"4 30\n8 inf\n16 30\n32 200\n", "line 2: "),
+        # were accepted, log10 of a zero footprint warning on stderr (benchmarks/fuzz.py chase, seed 3601)
+        (b"0 30\n8 30\n16 30\n32 200\n", "line 1: expected positive numbers"),
+        (b"4 30\n8 0\n16 30\n32 200\n", "line 2: expected positive numbers"),
+        (b"1 1000 -4 0.1 30\n1 1000 8 0.1 30\n1 1000 16 0.1 30\n", "line 1: expected positive numbers"),
+    ],
+)
 def test_cli_chase_bad_input_one_line(tmp_path, capsys, content, words):
     p = tmp_path / "chase.txt"
     p.mkdir() if content is None else p.write_bytes(content)

@@ -337,6 +337,8 @@ def read_chase(path) -> tuple[np.ndarray, np.ndarray]:
             raise InputError(f"{p} line {i}: expected numbers, got {quote_line(s)}") from None
         if not all(math.isfinite(v) for v in vals):
             raise InputError(f"{p} line {i}: expected finite numbers, got {quote_line(s)}")
+        if vals and min(vals) <= 0:  # a footprint or a latency of 0 (log10 of the footprint; ratios of latencies)
+            raise InputError(f"{p} line {i}: expected positive numbers, got {quote_line(s)}")
         if len(vals) == 5:
             fp.append(vals[2])
             lt.append(vals[4])
