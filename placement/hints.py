@@ -7,7 +7,8 @@ the staging loop with the tile sizes and origins the trace gives: ``Terms.stagin
 setup). The element type is not in the trace, only its size: 4 bytes is written
 ``float``, 8 ``double``, 2 ``short``, 1 ``unsigned char``, 16 ``float4``, and an object
 written by atomics only (a histogram's bins) ``unsigned int`` / ``unsigned long long``;
-use the array's own. ``translation_unit(hints)`` wraps the hints of one placement in a
+use the array's own. A texture of doubles holds them as ``int2`` texels, joined again by
+``__hiloint2double`` (:data:`TEXELS`). ``translation_unit(hints)`` wraps the hints of one placement in a
 complete ``.cu`` file (the tests compile them with ``nvcc -c -arch=sm_80``).
 
 Names used in the snippets: the object's pointer keeps its name (``N``); ``i`` is the
@@ -32,6 +33,10 @@ from .tiles import Origin
 TYPES = {1: "unsigned char", 2: "short", 4: "float", 8: "double", 16: "float4"}
 ATOMIC_TYPES = {4: "unsigned int", 8: "unsigned long long"}
 """An object written by atomics only is a histogram's counters (atomicAdd of unsigned int / unsigned long long)."""
+TEXELS = {"double": "int2"}
+"""Element types no texture format has, and the texel that holds them: CUDA's channel formats have no 64-bit float
+(``tex1Dfetch<double>`` does not compile), so a texture of doubles holds their two 32-bit halves, which
+``__hiloint2double`` puts back together (:func:`_fetch`)."""
 # Families whose __ldg of an int index expression pays extra address arithmetic (configs/addressing.toml,
 # [<family>.offset_leading], measured from nvcc's SASS for sm_75 to sm_90)
 LDG_OFFSET_FAMILIES = ("turing", "ampere", "ada", "hopper")
@@ -131,6 +136,25 @@ def _type_why(o: traces.ObjectInfo, t: str, writeback: str = "none") -> str:
     )
 
 
+def _zero(t: str) -> str:
+    """A zero of element type ``t`` (``(float4)0`` does not compile: the vector type has ``make_float4``)."""
+    return "make_float4(0.f, 0.f, 0.f, 0.f)" if t == "float4" else f"({t})0"
+
+
+def _fetch(n: str, t: str, coords: str, two_d: bool = False) -> tuple[str, str]:
+    """The expression that reads one element of type ``t`` from texture object ``t_<n>`` at ``coords`` (an index, or
+    ``x, y``), and the file-scope helper it needs (empty for a type with a texture format of its own)."""
+    fn, texel = ("tex2D", "float x, float y") if two_d else ("tex1Dfetch", "int i")
+    if t not in TEXELS:
+        return f"{fn}<{t}>(t_{n}, {coords})", ""
+    p = TEXELS[t]
+    args = "x, y" if two_d else "i"
+    helper = (f"__device__ __forceinline__ {t} fetch_{n}(cudaTextureObject_t t, {texel})   // {t} has no texture "
+              f"format: its texels are {p}, the two 32-bit halves\n"
+              f"{{\n    const {p} h = {fn}<{p}>(t, {args});\n    return __hiloint2double(h.y, h.x);\n}}")  # fmt: skip
+    return f"fetch_{n}(t_{n}, {coords})", helper
+
+
 def _index(o: traces.ObjectInfo) -> str:
     return f"row * {o.shape[1]} + col" if o.shape else "i"
 
@@ -202,7 +226,7 @@ def _texture1d_host(o: traces.ObjectInfo) -> str:
         f"cudaResourceDesc res_{n} = {{}};\n"
         f"res_{n}.resType = cudaResourceTypeLinear;\n"
         f"res_{n}.res.linear.devPtr = d_{n};\n"
-        f"res_{n}.res.linear.desc = cudaCreateChannelDesc<{t}>();\n"
+        f"res_{n}.res.linear.desc = cudaCreateChannelDesc<{TEXELS.get(t, t)}>();\n"
         f"res_{n}.res.linear.sizeInBytes = {elems} * sizeof({t});\n"
         f"cudaTextureDesc td_{n} = {{}};\n"
         f"td_{n}.readMode = cudaReadModeElementType;\n"
@@ -215,13 +239,15 @@ def _texture1d_host(o: traces.ObjectInfo) -> str:
 def texture1d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
     n, t = _ident(o.name), _type(o)
     elems = o.size // o.elem_bytes
+    fetch, helper = _fetch(n, t, _index(o))
     return Hint(
         o.name,
         "",
         "T",
         "a 1D texture object over the existing device array, read with tex1Dfetch",
+        declarations=helper,
         kernel_params=f"cudaTextureObject_t t_{n}",
-        kernel=f"{t} v_{n} = tex1Dfetch<{t}>(t_{n}, {_index(o)});   // was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = {fetch};   // was {o.name}[{_index(o)}]",
         host_params=f"{t}* d_{n}",
         host=_texture1d_host(o),
         notes=(
@@ -235,6 +261,7 @@ def texture1d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
 def texture2d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
     n, t = _ident(o.name), _type(o)
     rows, cols = o.shape
+    fetch, helper = _fetch(n, t, "col, row", two_d=True)
     host = (
         f"{t}* d_{n}2 = nullptr;\n"
         f"size_t {n}_pitch = 0;\n"
@@ -244,7 +271,7 @@ def texture2d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         f"cudaResourceDesc res_{n} = {{}};\n"
         f"res_{n}.resType = cudaResourceTypePitch2D;\n"
         f"res_{n}.res.pitch2D.devPtr = d_{n}2;   // cudaMallocPitch: aligned to textureAlignment\n"
-        f"res_{n}.res.pitch2D.desc = cudaCreateChannelDesc<{t}>();\n"
+        f"res_{n}.res.pitch2D.desc = cudaCreateChannelDesc<{TEXELS.get(t, t)}>();\n"
         f"res_{n}.res.pitch2D.width = {cols};\n"
         f"res_{n}.res.pitch2D.height = {rows};\n"
         f"res_{n}.res.pitch2D.pitchInBytes = {n}_pitch;   // a multiple of texturePitchAlignment\n"
@@ -263,8 +290,9 @@ def texture2d(o: traces.ObjectInfo, gpu: Gpu) -> Hint:
         "",
         "2T",
         f"a 2D texture object ({rows} rows x {cols} columns) over a pitched copy, read with tex2D",
+        declarations=helper,
         kernel_params=f"cudaTextureObject_t t_{n}",
-        kernel=f"{t} v_{n} = tex2D<{t}>(t_{n}, col, row);   // x = column, y = row; was {o.name}[{_index(o)}]",
+        kernel=f"{t} v_{n} = {fetch};   // x = column, y = row; was {o.name}[{_index(o)}]",
         host_params=f"const {t}* h_{n}",
         host=host,
         notes=(
@@ -394,8 +422,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block; {_type_why(o, t, writeback)}"
     where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
                                                                           "origin", "split"))  # fmt: skip
-    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])",
-             "texture1d": f"tex1Dfetch<{t}>(t_{n}, {where})"}[source]  # fmt: skip
+    tex_fetch, helper = _fetch(n, t, where) if source == "texture1d" else ("", "")
+    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])", "texture1d": tex_fetch}[source]
     param = {"global": f"{'' if o.written else 'const '}{t}* {n}", "readonly": f"const {t}* __restrict__ {n}",
              "texture1d": f"cudaTextureObject_t t_{n}"}[source]  # fmt: skip
     loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"
@@ -414,7 +442,7 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             body.append("    const int j = 0;")
     inner = [origin_code]
     if writeback == "atomic":
-        inner += [loop, f"    {split}" if split else None, f"    {cell} = 0;", "}", "__syncthreads();",
+        inner += [loop, f"    {split}" if split else None, f"    {cell} = {_zero(t)};", "}", "__syncthreads();",
                   f"// the kernel's atomics on {o.name}, to the block's copy:",
                   f"atomicAdd(&{read}, ({t})1);   // was atomicAdd(&{orig}, ...)", "__syncthreads();", loop,
                   f"    {split}" if split else None, f"    if ({inside}) atomicAdd(&{n}[{where}], {cell});", "}"]  # fmt: skip
@@ -425,7 +453,7 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             inner += [loop, f"    {split}" if split else None, f"    if ({inside}) {cell} = {fetch};", "}"]
             inner += ["__syncthreads();"]
         if writeback == "store":
-            inner += [f"// the kernel's writes to {o.name} go to the tile:", f"{read} = ({t})0;   // was {orig} = ...",
+            inner += [f"// the kernel's writes to {o.name} go to the tile:", f"{read} = {_zero(t)};   // was {orig} = ...",
                       "__syncthreads();", loop, f"    {split}" if split else None,
                       f"    if ({inside}) {n}[{where}] = {cell};", "}"]  # fmt: skip
             notes.append("a written object: its tile is stored back after the kernel's writes of each window; "
@@ -464,7 +492,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     if source == "texture1d":
         host_params, host = f"{t}* d_{n}", _texture1d_host(o)
         notes.append(f"the copy reads a 1D texture object t_{n}; " + ALIGN_1D.format(n=n))
-    return Hint(o.name, "", space, summary, declarations="\n".join(tables), kernel_params=param, kernel=kernel,
+    return Hint(o.name, "", space, summary, declarations="\n".join([*tables, helper] if helper else tables),
+                kernel_params=param, kernel=kernel,
                 host_params=host_params, host=host, notes=tuple(notes), incomplete=incomplete)  # fmt: skip
 
 

@@ -180,6 +180,39 @@ def test_every_snippet_compiles_with_nvcc(mm, tmp_path):
     _nvcc("#include <cuda_runtime.h>\n\n" + "\n".join(units), tmp_path)
 
 
+def _generated_hints(name: str, label: str) -> tuple:
+    return placement.evaluate(_generated(name), K80, label, hints=True).hints
+
+
+def test_a_texture_of_doubles_holds_their_halves():
+    # s3d's arrays are 8-byte elements, written double: tex1Dfetch<double> / tex2D<double> do not compile (no texture
+    # format has a 64-bit float; found by compiling the top 3 of every generator on the H100), so the texture holds
+    # int2 texels and a helper puts each double back together
+    for label, n, fetch in (("gpu_p=T", "gpu_p", "tex1Dfetch<int2>(t, i)"), ("gpu_y=2T", "gpu_y", "tex2D<int2>(t, x, y)"),
+                            ("gpu_p=S/T", "gpu_p", "tex1Dfetch<int2>(t, i)")):  # fmt: skip
+        (h,) = _generated_hints("s3d", label)
+        assert f"const int2 h = {fetch};" in h.declarations and "return __hiloint2double(h.y, h.x);" in h.declarations
+        assert f"fetch_{n}(t_{n}, " in h.kernel and "<double>" not in h.kernel + h.host + h.declarations
+        assert f"res_{n}.res.linear.desc = cudaCreateChannelDesc<int2>();" in h.host or label.endswith("2T")
+    (h,) = _generated_hints("s3d", "gpu_y=2T")
+    assert "res_gpu_y.res.pitch2D.desc = cudaCreateChannelDesc<int2>();" in h.host
+
+
+def test_a_float4_tile_is_zeroed_with_make_float4():
+    # md's forces are 16-byte elements, written float4: the tile's stand-in write was (float4)0, which does not compile
+    (h,) = _generated_hints("md", "d_force=S/G")
+    assert "s_d_force[i - d_force_first] = make_float4(0.f, 0.f, 0.f, 0.f);" in h.kernel and "(float4)0" not in h.kernel
+
+
+@NVCC
+def test_doubles_and_float4_hints_compile(tmp_path):
+    units = []
+    for k, (name, label) in enumerate((("s3d", "gpu_p=T,gpu_t=S/T,gpu_y=2T"), ("md", "d_force=S/G"))):
+        tu = H.translation_unit(_generated_hints(name, label)).replace("#include <cuda_runtime.h>\n", "")
+        units.append(f"namespace placement_{k} {{  // {label}\n{tu}\n}}\n")
+    _nvcc("#include <cuda_runtime.h>\n\n" + "\n".join(units), tmp_path)
+
+
 def test_privatized_histogram_bins_are_counts_from_origin_0():
     # issue 34: the bins were declared float and their origin was left "by hand"; every block's tile is all 256
     # bins (the block's data reach any bin), so it starts at 0 in every block
