@@ -492,8 +492,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     if source == "texture1d":
         host_params, host = f"{t}* d_{n}", _texture1d_host(o)
         notes.append(f"the copy reads a 1D texture object t_{n}; " + ALIGN_1D.format(n=n))
-    return Hint(o.name, "", space, summary, declarations="\n".join([*tables, helper] if helper else tables),
-                kernel_params=param, kernel=kernel,
+    declarations = "\n".join([*tables, helper] if helper else tables)
+    return Hint(o.name, "", space, summary, declarations=declarations, kernel_params=param, kernel=kernel,
                 host_params=host_params, host=host, notes=tuple(notes), incomplete=incomplete)  # fmt: skip
 
 
