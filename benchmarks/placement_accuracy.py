@@ -63,9 +63,13 @@ GOALS = {
 
 def experiment(path: str) -> dict | None:
     """The experiment a results file records in its Parquet metadata (``placement.batch.read_experiment``'s, read
-    here without importing the package), None when it has none."""
+    here without importing the package), None when it has none a run wrote (not UTF-8, not a JSON object)."""
     raw = (pq.read_schema(path).metadata or {}).get(b"placement.batch")
-    return json.loads(raw) if raw else None
+    try:
+        found = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def ratios_only_entries(path: str, exp: dict | None = None) -> tuple[set[str] | None, str]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from scipy.stats import kendalltau
@@ -142,6 +143,58 @@ def test_other_suite_refused(run_cli, tmp_path):
     code, stdout, err = run_cli("batch", suite, "-o", out)
     assert code == 2 and stdout == ""
     assert old in err and new in err and "same suite" in err
+
+
+def _not_utf8(n: int) -> pa.Array:
+    """A string column of ``n`` values whose first is not UTF-8 (pyarrow builds it unchecked, as a corrupted file
+    reads)."""
+    offsets = pa.py_buffer(np.arange(n + 1, dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.py_buffer(b"\xbd" + b"x" * (n - 1))])
+
+
+def test_a_results_file_a_run_did_not_write_is_refused(run_cli, tmp_path):
+    # were internal errors (KeyError: 'entry_index', UnicodeDecodeError; benchmarks/fuzz.py results --seed 3602):
+    # resuming reads the rows back and sorts them by the suite order they record
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+    assert batch.run(suite, out).rows == 16
+    t = pq.read_table(out)
+    n = t.num_rows
+    cases = [
+        (t.drop_columns(["entry_index"]), "(row 0: entry_index: no value)"),
+        (t.set_column(t.column_names.index("position"), "position", pa.array(["x"] * n)),
+         "(row 0: position: 'x', not an integer)"),
+        (t.set_column(t.column_names.index("task"), "task", _not_utf8(n)), "(text that is not UTF-8 (invalid start byte))"),
+        (t.replace_schema_metadata({b"placement.batch": b"\xbd{"}), "no placement.batch metadata that a run wrote"),
+        (t.replace_schema_metadata({b"placement.batch": b"[1, 2]"}), "no placement.batch metadata that a run wrote"),
+    ]  # fmt: skip
+    for k, (table, words) in enumerate(cases):
+        bad = tmp_path / f"bad{k}.parquet"
+        pq.write_table(table, bad)
+        code, stdout, err = run_cli("batch", suite, "-o", bad)
+        assert code == 2 and stdout == "" and err.count("\n") == 1 and f"{bad}: " in err and words in err, err
+        assert not batch.parts_dir(bad).exists()  # refused before anything was written
+
+
+def test_a_part_a_run_did_not_write_runs_again(tmp_path, caplog):
+    suite = _suite(tmp_path)
+    out = tmp_path / "r.parquet"
+
+    def stop(done, total):
+        if done:
+            raise KeyboardInterrupt  # a user's ^C after the first chunk
+
+    with pytest.raises(KeyboardInterrupt):
+        batch.run(suite, out, workers=1, progress=stop)
+    (part,) = batch.parts_dir(out).glob("*.parquet")
+    t = pq.read_table(part)
+    pq.write_table(t.drop_columns(["gpu_index"]), part)
+    with caplog.at_level("WARNING"):
+        r = batch.run(suite, out, workers=1)
+    assert r.rows == 16 and r.skipped == 0 and r.computed == TASKS
+    assert "not a readable results part (row 0: gpu_index: no value); its tasks run again" in caplog.text
+    batch.run(suite, tmp_path / "clean.parquet", workers=1)
+    assert _rows(out) == _rows(tmp_path / "clean.parquet")
 
 
 _KILLER = """\

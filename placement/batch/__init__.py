@@ -111,6 +111,7 @@ from .results import (
     BatchResult,
     _agreement,
     _part_name,
+    UnusableRows,
     _read_rows,
     _refuse_other_suite,
     _summarize,
@@ -193,6 +194,9 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{out}: exists and is not a readable Parquet file ({one_line(exc)}); write to another -o"
                              ) from None  # fmt: skip
+        except UnusableRows as exc:
+            raise InputError(f"{out}: exists and is not a results file a run wrote ({exc}); write to another -o"
+                             ) from None  # fmt: skip
         for r in rows_there:
             existing.setdefault(r.get("task"), []).append(r)
     if manifest.exists():
@@ -200,6 +204,7 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             found = json.loads(manifest.read_text())
         except (ValueError, OSError):
             found = None
+        found = found if isinstance(found, dict) else None
         _refuse_other_suite(found, str(manifest), exp, out)
     try:
         parts.mkdir(exist_ok=True)
@@ -215,8 +220,8 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             found_rows: dict[str, list[dict]] = {}
             try:
                 part_rows = _read_rows(f)
-            except (pa.ArrowException, OSError) as exc:  # not written by a run (parts are written whole): run again
-                log.warning("%s: not a readable Parquet file (%s); its tasks run again", f, one_line(exc))
+            except (pa.ArrowException, OSError, UnusableRows) as exc:  # not written by a run (parts are written whole)
+                log.warning("%s: not a readable results part (%s); its tasks run again", f, one_line(exc))
                 continue
             for r in part_rows:
                 found_rows.setdefault(r.get("task"), []).append(r)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traces.atomic import atomic_path
-from traces.errors import InputError
+from traces.errors import InputError, shown
 
 from .. import __version__
 from ..hms import Evaluation
@@ -108,17 +108,22 @@ def experiment(plan_: Plan) -> dict[str, Any]:
 
 
 def read_experiment(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The experiment a results file records (None when it has none)."""
+    """The experiment a results file records (None when it has none, or none a run wrote: not UTF-8, not a JSON
+    object)."""
     md = pq.read_schema(path).metadata or {}
     raw = md.get(METADATA_KEY)
-    return json.loads(raw) if raw else None
+    try:
+        found = json.loads(raw) if raw else None
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError both
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str, Any], output) -> None:
     if found is None:
-        raise InputError(f"{where}: not a results file of `placement batch` (no {METADATA_KEY.decode()} metadata); "
-                         f"write to another -o")  # fmt: skip
-    old = found.get("suite", {})
+        raise InputError(f"{where}: not a results file of `placement batch` (no {METADATA_KEY.decode()} metadata that "
+                         f"a run wrote); write to another -o")  # fmt: skip
+    old = found.get("suite") if isinstance(found.get("suite"), dict) else {}
     if old.get("sha256") != exp["suite"]["sha256"]:
         raise InputError(
             f"{where} holds results of suite {old.get('path')!r} with sha256 {old.get('sha256')}, but "
@@ -126,8 +131,10 @@ def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str,
             f"write to another -o, or delete {output} and {parts_dir(output)} to start over"
         )
     if found.get("gpu_configs", exp["gpu_configs"]) != exp["gpu_configs"]:
+        were = found.get("gpus") or found.get("gpu_configs")
+        were = ", ".join(map(str, were)) if isinstance(were, (list, dict)) else shown(were)
         raise InputError(
-            f"{where} holds results on {', '.join(found.get('gpus') or found['gpu_configs'])}, but this run prices "
+            f"{where} holds results on {were}, but this run prices "
             f"on {', '.join(exp['gpus'])}; resuming needs the same GPUs: write to another -o, or delete {output} and "
             f"{parts_dir(output)} to start over"
         )
@@ -147,13 +154,34 @@ def done_tasks(output: str | os.PathLike) -> frozenset[str]:
     for f in files:
         try:
             keys.update(k for k in pq.read_table(f, columns=["task"]).column("task").to_pylist() if k)
-        except (pa.ArrowException, KeyError, OSError):  # as the run's own read of them (``placement.batch._run``)
+        except (pa.ArrowException, KeyError, OSError, ValueError):  # as the run's own read (``placement.batch._run``)
             continue
     return frozenset(keys)
 
 
+ROW_KEYS = {"task": str, "entry_index": int, "gpu_index": int, "position": int}
+"""The columns a run reads back from every row of a results file or part, and their types: the task a row is of,
+and the suite order the combine sorts the rows in."""
+
+
+class UnusableRows(ValueError):
+    """Rows read back from a results file or part that a run cannot combine (a column missing or of another type, text
+    that is not UTF-8): what a run wrote has them all."""
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    return pq.read_table(path).to_pylist()
+    """The rows of a results file or part, each with :data:`ROW_KEYS` of their types, else :class:`UnusableRows`."""
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except UnicodeDecodeError as exc:
+        raise UnusableRows(f"text that is not UTF-8 ({exc.reason})") from None
+    for i, r in enumerate(rows):
+        for key, kind in ROW_KEYS.items():
+            v = r.get(key)
+            if not isinstance(v, kind) or isinstance(v, bool):
+                what = "no value" if v is None else f"{shown(v)}, not {'an integer' if kind is int else 'a string'}"
+                raise UnusableRows(f"row {i}: {key}: {what}")
+    return rows
 
 
 def _write_table(rows: list[dict[str, Any]], path: Path, metadata: dict[str, Any] | None) -> None:
