@@ -47,9 +47,9 @@ def compile_error(trace, gpu: str, label: str) -> str:
     """nvcc's first error for the CUDA changes of placement ``label`` pasted together, "" when they compile."""
     import placement
     from placement import hints as H
-    from placement.api import _gpu
+    from placement.gpu import get_gpu
 
-    cc = _gpu(gpu).compute_capability
+    cc = get_gpu(gpu).compute_capability
     arch = max(OLDEST_ARCH, 10 * cc[0] + cc[1])
     unit = H.translation_unit(placement.evaluate(trace, gpu, label, hints=True).hints)
     with tempfile.TemporaryDirectory() as d:
