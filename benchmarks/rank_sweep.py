@@ -48,6 +48,7 @@ def compile_error(trace, gpu: str, label: str) -> str:
     import placement
     from placement import hints as H
     from placement.gpu import get_gpu
+    from traces.errors import one_line
 
     cc = get_gpu(gpu).compute_capability
     arch = max(OLDEST_ARCH, 10 * cc[0] + cc[1])
@@ -60,7 +61,7 @@ def compile_error(trace, gpu: str, label: str) -> str:
     if r.returncode == 0:
         return ""
     errors = [line for line in r.stderr.splitlines() if "error" in line]
-    return " ".join((errors[0] if errors else r.stderr).split())[:300]
+    return one_line(errors[0] if errors else r.stderr)[:300]
 
 
 def sweep_one(name: str, gpu: str, top: int, compile_hints: bool = False) -> dict:

@@ -114,6 +114,7 @@ from .results import (
     UnusableRows,
     _read_rows,
     _refuse_other_suite,
+    parse_experiment,
     _summarize,
     _write_table,
     done_tasks,
@@ -201,10 +202,9 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             existing.setdefault(r.get("task"), []).append(r)
     if manifest.exists():
         try:
-            found = json.loads(manifest.read_text())
-        except (ValueError, OSError):
+            found = parse_experiment(manifest.read_bytes())
+        except OSError:
             found = None
-        found = found if isinstance(found, dict) else None
         _refuse_other_suite(found, str(manifest), exp, out)
     try:
         parts.mkdir(exist_ok=True)

@@ -107,16 +107,20 @@ def experiment(plan_: Plan) -> dict[str, Any]:
     }
 
 
-def read_experiment(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The experiment a results file records (None when it has none, or none a run wrote: not UTF-8, not a JSON
-    object)."""
-    md = pq.read_schema(path).metadata or {}
-    raw = md.get(METADATA_KEY)
+def parse_experiment(raw: str | bytes | None) -> dict[str, Any] | None:
+    """The experiment in ``raw`` (a results file's metadata, a parts folder's experiment.json), None where it holds
+    none a run wrote: nothing, not UTF-8, not JSON, not a JSON object."""
     try:
         found = json.loads(raw) if raw else None
     except ValueError:  # UnicodeDecodeError and JSONDecodeError both
         return None
     return found if isinstance(found, dict) else None
+
+
+def read_experiment(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The experiment a results file records (None when it has none a run wrote: :func:`parse_experiment`)."""
+    md = pq.read_schema(path).metadata or {}
+    return parse_experiment(md.get(METADATA_KEY))
 
 
 def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str, Any], output) -> None:
