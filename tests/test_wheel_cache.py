@@ -74,12 +74,17 @@ def test_warm_up_covers_the_importers_and_the_generators(monkeypatch, tmp_path, 
     import traces.generators.shoc as shoc
     import traces.sanitizer._kernels as records
 
+    # sass_seq numbers a record file's rows by the SASS nvdisasm decodes from the traced program's cubin; the
+    # warm-up's record file carries none (its build need not have nvdisasm), so `placement trace` compiles it
+    # on first use. Run alone this test saw it uncompiled; in the whole suite an earlier test had compiled it.
+    no_warm_up = {"sass_seq"}
     for mod in (kern, qtc, shoc, records):
         for name, v in vars(mod).items():
             if (
                 isinstance(v, Dispatcher)
                 and v.py_func.__module__ == mod.__name__
                 and v.targetoptions.get("inline") != "always"
+                and name not in no_warm_up
             ):
                 assert v.signatures, f"{mod.__name__}.{name}: no warm-up command compiles it"
 
