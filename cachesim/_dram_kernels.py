@@ -7,6 +7,8 @@ import numpy as np
 
 from traces._numba import FIB_HASH_MUL
 
+NUMBA_DEPS = "ed0ab8a3ff3db023"  # its imports' sources, for numba's cache (traces.numba_cache)
+
 ROW_HIT, ROW_MISS, ROW_CONFLICT = 0, 1, 2
 # masks layout
 M_CHIP, M_BANK, M_ROW, M_COL = range(4)

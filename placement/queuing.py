@@ -32,6 +32,8 @@ from traces import keytable
 
 from .choices import QUEUE_MODES as MODES
 
+NUMBA_DEPS = "43cb63cf95d36d02"  # its imports' sources, for numba's cache (traces.numba_cache)
+
 
 @dataclass(frozen=True)
 class BankStats:

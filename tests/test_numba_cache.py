@@ -1,16 +1,19 @@
 """The cold-cache detector (traces.numba_cache) on modules of its own in a temporary folder,
-and the console's one-line notice before a command whose kernels will compile
-(placement.cli.first_use_notice)."""
+the console's one-line notice before a command whose kernels will compile
+(placement.cli.first_use_notice), and the kernel modules' digests of their imports."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from placement import cli
+from traces import numba_cache
 from traces.numba_cache import cold_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,3 +135,82 @@ def test_first_use_modules_hold_cached_kernels():
             cached = [v for v in vars(mod).values() if isinstance(v, Dispatcher)
                       and getattr(v._cache, "_cache_file", None) is not None]  # fmt: skip
             assert cached, name
+
+
+# The digests of kernel modules' imports (traces.numba_cache.DIGEST_NAME): numba's cache sees one file.
+
+KERNEL = """import numba
+
+from traces.codes import K
+
+
+@numba.njit(cache=True)
+def k():
+    return K
+"""
+
+
+def _package(root: Path, k: int = 1) -> None:
+    """A project of one kernel module (traces.kern) that reads a constant of another (traces.codes)."""
+    (root / "traces").mkdir(exist_ok=True)
+    (root / "traces" / "__init__.py").write_text("")
+    (root / "traces" / "codes.py").write_text(f"K = {k}\n")
+    (root / "traces" / "kern.py").write_text(KERNEL)
+
+
+def test_every_kernel_module_carries_its_imports_digest():
+    stale = numba_cache.stale_digests(ROOT)
+    assert stale == [], f"{stale}: run python -m traces.numba_cache --write"
+    modules = numba_cache.kernel_modules(ROOT)
+    # kernels that call other modules' kernels or read their constants
+    assert {"cachesim._hierarchy_kernels", "traces._staging_kernels", "cachesim.atomics"} <= set(modules)
+    # cached kernels that import nothing of the project need none
+    assert "placement._dram_kernels" not in modules and "traces.importers._object_kernels" not in modules
+    assert numba_cache.dependencies(ROOT, "cachesim._hierarchy_kernels") == [
+        "cachesim._cache_kernels", "cachesim._coalesce_kernels", "traces._numba", "traces.codes"]  # fmt: skip
+
+
+def test_digest_follows_a_dependency_and_is_written_once(tmp_path):
+    _package(tmp_path)
+    assert numba_cache.kernel_modules(tmp_path) == ["traces.kern"]
+    assert numba_cache.dependencies(tmp_path, "traces.kern") == ["traces.codes"]
+    assert numba_cache.written_digest(tmp_path, "traces.kern") is None
+    assert numba_cache.stale_digests(tmp_path) == ["traces.kern"]
+    assert numba_cache.main(["--write", str(tmp_path)]) == 0
+    first = numba_cache.written_digest(tmp_path, "traces.kern")
+    assert first == numba_cache.deps_digest(tmp_path, "traces.kern") and len(first) == 16
+    assert numba_cache.main([str(tmp_path)]) == 0 and numba_cache.write_digests(tmp_path) == []
+    (tmp_path / "traces" / "codes.py").write_text("K = 2\n")
+    assert numba_cache.stale_digests(tmp_path) == ["traces.kern"]
+    assert numba_cache.main([str(tmp_path)]) == 1
+    assert numba_cache.write_digests(tmp_path) == ["traces.kern"]
+    assert numba_cache.written_digest(tmp_path, "traces.kern") not in (None, first)
+    text = (tmp_path / "traces" / "kern.py").read_text()
+    assert text.count(numba_cache.DIGEST_NAME) == 1  # rewritten in place, not added again
+    compile(text, "kern.py", "exec")
+
+
+def test_modules_that_import_each_other_settle(tmp_path):
+    # each digest leaves out the digest lines it reads, or two kernel modules would chase each other's
+    _package(tmp_path)
+    (tmp_path / "traces" / "codes.py").write_text("from traces import kern\n\nK = 1\n")
+    (tmp_path / "traces" / "other.py").write_text(KERNEL.replace("traces.codes import K", "traces.kern import k"))
+    (tmp_path / "traces" / "kern.py").write_text(KERNEL + "\nfrom traces import other  # noqa\n")
+    assert numba_cache.write_digests(tmp_path) == ["traces.kern", "traces.other"]
+    assert numba_cache.stale_digests(tmp_path) == []
+
+
+@pytest.mark.skipif(bool(__import__("numba").config.CACHE_DIR), reason="NUMBA_CACHE_DIR is set for this run")
+def test_the_digest_line_makes_numba_compile_anew(tmp_path):
+    # what the digests are for, in new processes as a user runs them: numba's cache serves the constant of
+    # the first build after its module changed, until the kernel module's digest line changes
+    _package(tmp_path)
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", "from traces import kern; print(kern.k())"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert run() == "1"
+    (tmp_path / "traces" / "codes.py").write_text("K = 2\n")
+    assert run() == "1"  # numba's limitation: the cached build of the old constant
+    numba_cache.write_digests(tmp_path)
+    assert run() == "2"

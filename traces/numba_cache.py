@@ -21,10 +21,13 @@ unexpected makes a module read as warm, never fail the command.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import logging
+import re
 from collections.abc import Iterable
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +68,175 @@ def cold_modules(names: Iterable[str]) -> list[str]:
             cold.append(name)
     log.debug("numba cache cold for %s", cold or "none of the modules")
     return cold
+
+
+# numba's cache knows one file per kernel: "changes in symbols defined in another file are not detected" and
+# "global variables are treated as constants" (numba's developer notes, "Notes on Caching", its limitations;
+# numba's pull requests 8396 and 9563, which would follow other files, were not merged). A kernel that calls
+# a kernel of another module, or reads a constant of ``traces.codes``, keeps its compiled code when only that
+# other file changes (a `git pull` of an editable install, a developer's edit): a stale constant gives wrong
+# numbers silently, a helper whose arguments changed can crash the process. So every module of cached kernels
+# that imports the project's modules carries, in its own source, a digest of their code (DIGEST_NAME): when
+# one of them changes, so does the digest line, so does the module's file, and numba compiles it anew.
+# tests/test_numba_cache.py checks the digests; ``python -m traces.numba_cache --write`` writes them.
+
+PACKAGES = ("traces", "cachesim", "placement")
+"""The project's packages: the imports a digest follows."""
+DIGEST_NAME = "NUMBA_DEPS"
+"""The module-level name of a kernel module's digest of its dependencies' sources."""
+DIGEST_COMMENT = "  # its imports' sources, for numba's cache (traces.numba_cache)"
+_DIGEST_LINE = re.compile(rf"^{DIGEST_NAME} = .*\n?", re.MULTILINE)
+
+
+def _module_path(root: Path, name: str) -> Path | None:
+    """The source file of dotted module ``name`` under ``root``, None when it is not a file there."""
+    base = root.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_imports(root: Path, name: str) -> set[str]:
+    """The project modules (of PACKAGES, files under ``root``) that module ``name`` imports directly: a name
+    imported from a package that is a module of its own counts as that module, not as the package."""
+    path = _module_path(root, name)
+    if path is None:
+        return set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(up + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] not in PACKAGES:
+                continue
+            subs = {f"{module}.{a.name}" for a in node.names if _module_path(root, f"{module}.{a.name}")}
+            found |= subs
+            if len(subs) < len(node.names):  # names defined in the module itself
+                found.add(module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] in PACKAGES}
+    return {m for m in found if m != name and _module_path(root, m)}
+
+
+def dependencies(root: Path, name: str) -> list[str]:
+    """Every project module ``name`` imports, directly or through another, sorted; not ``name`` itself."""
+    seen: set[str] = set()
+    todo = sorted(project_imports(root, name))
+    while todo:
+        module = todo.pop()
+        if module not in seen and module != name:
+            seen.add(module)
+            todo.extend(project_imports(root, module))
+    return sorted(seen)
+
+
+def _code(path: Path) -> str:
+    """A module's syntax tree as text (``ast.dump``), without its digest: what its code is, whatever its comments
+    and layout, and without the digest, which modules that import each other would otherwise chase."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree.body = [
+        n for n in tree.body
+        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DIGEST_NAME for t in n.targets))
+    ]  # fmt: skip
+    return ast.dump(tree)
+
+
+def deps_digest(root: Path, name: str) -> str:
+    """SHA-256 (first 16 hex digits) of the code (:func:`_code`) of :func:`dependencies` of ``name``."""
+    h = hashlib.sha256()
+    for module in dependencies(root, name):
+        code = _code(_module_path(root, module))
+        h.update(f"{module}\n{len(code)}\n{code}".encode())
+    return h.hexdigest()[:16]
+
+
+def _cached_kernels(tree: ast.Module) -> bool:
+    """Whether a module defines a function under a numba decorator that caches (``cache=True``, or keywords
+    passed on as ``**LEAF``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                if isinstance(dec, ast.Call) and any(
+                    (k.arg == "cache" and isinstance(k.value, ast.Constant) and k.value.value is True) or k.arg is None
+                    for k in dec.keywords
+                ):
+                    return True
+    return False
+
+
+def kernel_modules(root: Path) -> list[str]:
+    """The modules under ``root``'s PACKAGES that define cached numba kernels and import project modules."""
+    out = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            name = _module_name(root, path)
+            if _cached_kernels(ast.parse(path.read_text(encoding="utf-8"), str(path))) and dependencies(root, name):
+                out.append(name)
+    return out
+
+
+def written_digest(root: Path, name: str) -> str | None:
+    """The digest module ``name``'s source carries (its DIGEST_NAME line), None where it has none."""
+    m = re.search(rf'^{DIGEST_NAME} = "([0-9a-f]*)"', _module_path(root, name).read_text(encoding="utf-8"), re.M)
+    return m.group(1) if m else None
+
+
+def stale_digests(root: Path) -> list[str]:
+    """The kernel modules whose written digest is missing or not their dependencies' (:func:`deps_digest`)."""
+    return [name for name in kernel_modules(root) if written_digest(root, name) != deps_digest(root, name)]
+
+
+def write_digests(root: Path) -> list[str]:
+    """Writes the digest line of every stale kernel module (after its last top-level import where it has none);
+    returns the modules written."""
+    written = []
+    for name in stale_digests(root):
+        path = _module_path(root, name)
+        text = path.read_text(encoding="utf-8")
+        line = f'{DIGEST_NAME} = "{deps_digest(root, name)}"{DIGEST_COMMENT}\n'
+        if _DIGEST_LINE.search(text):
+            text = _DIGEST_LINE.sub(line, text, count=1)
+        else:
+            tree = ast.parse(text, str(path))
+            last = max(n.end_lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[:last]) + "\n" + line + "".join(lines[last:])
+        path.write_text(text, encoding="utf-8")
+        written.append(name)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m traces.numba_cache [--write] [ROOT]``: lists the kernel modules whose digest is stale (exit
+    1 where any is), or writes them."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m traces.numba_cache", description=main.__doc__)
+    parser.add_argument("--write", action="store_true", help="write the stale digests")
+    parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1]))
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    if args.write:
+        for name in write_digests(root):
+            print(f"wrote {DIGEST_NAME} of {name}")
+        return 0
+    stale = stale_digests(root)
+    for name in stale:
+        print(f"{name}: {DIGEST_NAME} is stale; run python -m traces.numba_cache --write")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -8,6 +8,8 @@ import numpy as np
 
 from .._kernels import put_row as put  # the shared row writer
 
+NUMBA_DEPS = "bd26d1fb98d8d4e7"  # its imports' sources, for numba's cache (traces.numba_cache)
+
 
 @nb.njit(cache=True)
 def affine2d(fill, out, gx, gy, bx, by, sx, sy, limx, limy, m_obj, m_base, m_elem, m_width, m_op, m_space, m_seq,

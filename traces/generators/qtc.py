@@ -41,6 +41,8 @@ from ..errors import InputError
 from . import _common as C
 from ._kern import put
 
+NUMBA_DEPS = "c69bee7b32610e32"  # its imports' sources, for numba's cache (traces.numba_cache)
+
 SASS = "qtc_full"
 TPB = 64
 SLOTS = 12
