@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 from traces._numba import LEAF
 
-NUMBA_DEPS = "ed0ab8a3ff3db023"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "3e5555b321990317"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # cfg layout
 NSETS, ASSOC, LINE_LOG2, SECT_LOG2, NSECT, REPL, WRITE, WALLOC, INDEX, NSETS_LOG2, BASE, PRESENT, IPOLY_BITS = range(13)

@@ -13,7 +13,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from traces._numba import LEAF
 from traces.codes import CONSTANT, GLOBAL, LOCAL, READONLY, SHARED, TEXTURE2D
 
-NUMBA_DEPS = "86fee5ed74ac525c"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "515f4eb8c47e05e5"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # obj_info columns (one row per object id)
 O_BASE, O_ELEM, O_ROWS, O_COLS = range(4)

@@ -7,7 +7,7 @@ import numpy as np
 
 from traces._numba import FIB_HASH_MUL
 
-NUMBA_DEPS = "ed0ab8a3ff3db023"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "3e5555b321990317"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 ROW_HIT, ROW_MISS, ROW_CONFLICT = 0, 1, 2
 # masks layout

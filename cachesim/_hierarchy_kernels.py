@@ -17,7 +17,7 @@ from . import _coalesce_kernels as Q
 from traces._numba import LEAF, prefetch
 from traces.codes import ATOMIC, GLOBAL, LOAD, LOCAL, N_SPACES, READONLY, STORE
 
-NUMBA_DEPS = "961311c440233d47"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "5f328299b2419962"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # cache levels (rows of cfgs)
 L1, TEX, CONST, L2 = range(4)

@@ -37,7 +37,7 @@ import numpy as np
 
 from traces.codes import ATOMIC, GLOBAL
 
-NUMBA_DEPS = "7f3169b14a41f239"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "8b842204114c01c0"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 ROWS_PER_PIECE = 1 << 16
 """Rows whose sectors are gathered at once: 65,536 x 32 sectors of 8 bytes = 16 MiB at most."""

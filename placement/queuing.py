@@ -32,7 +32,7 @@ from traces import keytable
 
 from .choices import QUEUE_MODES as MODES
 
-NUMBA_DEPS = "43cb63cf95d36d02"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "fddbf01c20b3f476"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,10 @@ def test_every_kernel_module_carries_its_imports_digest():
 
 def test_digest_follows_a_dependency_and_is_written_once(tmp_path):
     _package(tmp_path)
+    # keywords passed on to another decorator than numba's do not make a kernel module
+    (tmp_path / "traces" / "plain.py").write_text(
+        "import functools\n\nfrom traces.codes import K\n\n\n@functools.lru_cache(**{})\ndef f():\n    return K\n"
+    )
     assert numba_cache.kernel_modules(tmp_path) == ["traces.kern"]
     assert numba_cache.dependencies(tmp_path, "traces.kern") == ["traces.codes"]
     assert numba_cache.written_digest(tmp_path, "traces.kern") is None

@@ -10,7 +10,7 @@ import numpy as np
 from ._numba import FIB_HASH_MUL
 from .codes import N_OPS, N_SPACES
 
-NUMBA_DEPS = "86fee5ed74ac525c"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "515f4eb8c47e05e5"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # Problem codes returned by `check_rows` (0 = fine).
 OK = 0

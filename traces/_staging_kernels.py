@@ -21,7 +21,7 @@ from ._kernels import put_row
 from ._numba import LEAF
 from .codes import LOAD, REDUCTION, SHARED, STORE
 
-NUMBA_DEPS = "bd26d1fb98d8d4e7"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "9cc52c3778a5dd39"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements

@@ -25,7 +25,7 @@ import numpy as np
 from . import keytable
 from .io import Trace
 
-NUMBA_DEPS = "5fb33135800b2c68"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "845157243734c1f8"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 INDEXED, OFFSET = 0, 1
 CONTEXTS = ("indexed", "offset")

@@ -17,6 +17,10 @@ is the case worth a word. A module of which some functions are cached and others
 command that uses kernels no earlier one did) reads as warm: those compile silently, as
 they always did. The check relies on numba internals (``Dispatcher._cache``); anything
 unexpected makes a module read as warm, never fail the command.
+
+And what keeps that cache honest: numba checks only a kernel's own file, so each module of cached kernels
+that imports the project's modules carries a digest of their sources (:func:`deps_digest`, written by
+``python -m traces.numba_cache --write``; see the comment above :data:`PACKAGES`).
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ def cold_modules(names: Iterable[str]) -> list[str]:
 PACKAGES = ("traces", "cachesim", "placement")
 """The project's packages: the imports a digest follows."""
 DIGEST_NAME = "NUMBA_DEPS"
-"""The module-level name of a kernel module's digest of its dependencies' sources."""
+"""The module-level name of a kernel module's digest of its imports' sources."""
 DIGEST_COMMENT = "  # its imports' sources, for numba's cache (traces.numba_cache)"
 _DIGEST_LINE = re.compile(rf"^{DIGEST_NAME} = .*\n?", re.MULTILINE)
 
@@ -141,18 +145,15 @@ def dependencies(root: Path, name: str) -> list[str]:
 
 
 def _code(path: Path) -> str:
-    """A module's syntax tree as text (``ast.dump``), without its digest: what its code is, whatever its comments
-    and layout, and without the digest, which modules that import each other would otherwise chase."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    tree.body = [
-        n for n in tree.body
-        if not (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DIGEST_NAME for t in n.targets))
-    ]  # fmt: skip
-    return ast.dump(tree)
+    """A module's source without its digest line and without blank lines: the digest line is left out because
+    modules that import each other would otherwise chase each other's digests, the blank lines because writing
+    a digest adds one. (Not the syntax tree: ``ast.dump`` differs between Python versions.)"""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if line.strip() and not line.startswith(f"{DIGEST_NAME} = "))
 
 
 def deps_digest(root: Path, name: str) -> str:
-    """SHA-256 (first 16 hex digits) of the code (:func:`_code`) of :func:`dependencies` of ``name``."""
+    """SHA-256 (first 16 hex digits) of the sources (:func:`_code`) of :func:`dependencies` of ``name``."""
     h = hashlib.sha256()
     for module in dependencies(root, name):
         code = _code(_module_path(root, module))
@@ -166,12 +167,21 @@ def _cached_kernels(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
             for dec in node.decorator_list:
-                if isinstance(dec, ast.Call) and any(
-                    (k.arg == "cache" and isinstance(k.value, ast.Constant) and k.value.value is True) or k.arg is None
-                    for k in dec.keywords
-                ):
+                if not (isinstance(dec, ast.Call) and _callee(dec.func) in NUMBA_DECORATORS):
+                    continue
+                if any((k.arg == "cache" and isinstance(k.value, ast.Constant) and k.value.value is True)
+                       or k.arg is None for k in dec.keywords):  # fmt: skip
                     return True
     return False
+
+
+NUMBA_DECORATORS = ("jit", "njit", "vectorize", "guvectorize", "cfunc")
+"""The numba decorators whose ``cache=True`` writes an on-disk cache."""
+
+
+def _callee(func: ast.expr) -> str:
+    """The last name of a decorator's callee (``numba.njit`` and ``nb.njit``: "njit")."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def kernel_modules(root: Path) -> list[str]:

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._kernels import put_row as put  # the shared row writer
 
-NUMBA_DEPS = "bd26d1fb98d8d4e7"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "9cc52c3778a5dd39"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 
 @nb.njit(cache=True)

@@ -38,7 +38,7 @@ from . import _common as C
 from ._kern import put
 from .blocks import Emitter, _grid_warps
 
-NUMBA_DEPS = "6762fcc3ba621441"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "911e15a6b31a6e31"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SEED = 20240611
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codes import ATOMIC, GLOBAL, LOAD, REDUCTION, SHARED, STORE
 
-NUMBA_DEPS = "7f3169b14a41f239"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "8b842204114c01c0"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # The record file's chunk kinds and item sizes (records.py says what they are: numba reads these module
 # globals as compile-time constants; records.py asserts they agree with its dtypes).
