@@ -196,44 +196,15 @@ def toml_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-LONG_LATENCY = ("LDG", "LD", "TEX", "TLD", "TLD4", "TLDS", "LDL", "ATOMG", "ATOM")
-_REG = re.compile(r"\bR(\d+)\b")
-
-
-def _dest_regs(op: str, operands: str) -> set[str]:
-    """Registers a load writes: its first operand, widened to the pair or quad of .64 / .128 loads."""
-    m = _REG.match(operands.strip())
-    if not m:
-        return set()
-    width = 4 if ".128" in op else 2 if ".64" in op else 1
-    r0 = int(m.group(1))
-    return {f"R{r0 + k}" for k in range(width)}
-
-
 def mlp(blocks: list[dict]) -> float:
     """GPUPerf's MLP (Sim et al. 2012, Sec. 5.3) of a kernel's SASS, per basic block: the local MLP of
     a long-latency load is the number of long-latency loads issued from it up to the first
     instruction that reads its result (or the block's end); a block's MLP is the mean over its
-    loads; the kernel's the mean over the blocks that load (1.0 if none does)."""
-    per_block = []
-    for b in blocks:
-        insns = b["insns"]
-        locals_ = []
-        for i, (_pc, _pred, op, operands) in enumerate(insns):
-            if op.split(".")[0] not in LONG_LATENCY:
-                continue
-            dest = _dest_regs(op, operands)
-            count = 1
-            for _pc2, _pred2, op2, operands2 in insns[i + 1 :]:
-                srcs = operands2.split(",", 1)[1] if "," in operands2 else operands2
-                if dest & set(f"R{r}" for r in _REG.findall(srcs)):
-                    break
-                if op2.split(".")[0] in LONG_LATENCY:
-                    count += 1
-            locals_.append(count)
-        if locals_:
-            per_block.append(sum(locals_) / len(locals_))
-    return round(sum(per_block) / len(per_block), 3) if per_block else 1.0
+    loads; the kernel's the mean over the blocks that load (1.0 if none does). The rule is
+    ``traces.sanitizer.sass.mlp_of_blocks``, which a traced kernel's SASS gets too."""
+    from traces.sanitizer.sass import mlp_of_blocks
+
+    return mlp_of_blocks([[(op, operands) for _pc, _pred, op, operands in b["insns"]] for b in blocks])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from traces.schema import (
     ObjectInfo,
 )
 from traces.sanitizer.decode import VALID_FLAGS, _candidates, kernel_info, launch_shape
+from traces.sanitizer import sass
 from traces.sanitizer.sass import SassCounts, block_bounds, instruction_index, reductions, totals
 from traces.sanitizer.records import (
     ACCESS,
@@ -299,6 +300,8 @@ def decode(rf: RecordFile, *, objects: tuple[ObjectSpec, ...] = (), ctas: str | 
     _other_objects(space, acc["pc"].astype(np.int32), op, width, mask, addr, objects, obj, objs, origins)
     cols = {"cta": cta, "warp": warp, "seq": seq, "pc": acc["pc"].astype(np.int32), "op": op, "space": space,
             "width": width, "mask": mask.astype(np.uint32), "addr": addr, "obj": obj}  # fmt: skip
+    # the MLP rule is not the decoder's to check here (tests/test_sanitizer_sass.py works it by hand)
+    mlp = None if sass_fn is None else sass.mlp(sass_fn)
     info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=empty_rows, cut=cut,
-                       unknown=unknown)  # fmt: skip
+                       unknown=unknown, mlp=mlp)  # fmt: skip
     return cols, info

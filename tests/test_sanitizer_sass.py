@@ -148,9 +148,14 @@ def test_decode_takes_totals_and_seq_from_the_sass(tmp_path):
     assert cols["seq"][0] == 34 and cols["seq"][64] == 150 and cols["seq"][-1] == 183
     assert "5 basic blocks counted from the records, 12 estimated" in info.source["instructions"]
     assert "SASS" in info.source["seq"]
-    # without it: memory instructions only, seq their positions
+    # and the MLP of its SASS, which the model takes (placement.builds.mlp_for), as the generators' matvec has it
+    from placement.builds import mlp_for
+
+    assert info.extra["mlp"] == 6.625 and mlp_for(info) == 6.625 and "SASS" in info.source["mlp"]
+    # without it: memory instructions only, seq their positions, no MLP (the model's 1)
     cols0, info0 = decode(read_records(_records(tmp_path, fn)))
     assert info0.instructions.executed == 81 and cols0["seq"].tolist() == list(range(81))
+    assert "mlp" not in info0.extra and mlp_for(info0) == 1.0 and "cubin" in info0.source["mlp"]
 
 
 def test_import_with_a_bad_cubin_is_one_line_exit_2(tmp_path, capsys):
@@ -230,3 +235,39 @@ def test_seq_in_one_pass_equals_the_sorted_rule(n, warps, seed):
     sass_seq(idx, key, fn.block.astype(np.int64), first, last, np.full(warps, -1, np.int64), np.zeros(warps, np.int64),
              one_pass)  # fmt: skip
     assert (one_pass == ref.sass_seq_sorted(idx, key, fn.block, first, last)).all()
+
+
+def test_mlp_worked_by_hand():
+    # GPUPerf's MLP: each long-latency load counts those issued from it up to the first reader of its registers
+    a = [
+        ("LDG.E", "R2, desc[UR4][R10.64]"),
+        ("LDG.E", "R4, desc[UR4][R10.64+0x4]"),
+        ("IMAD", "R12, R13, R14, R15"),
+        ("LDG.E.64", "R6, desc[UR4][R10.64+0x8]"),  # writes R6 and R7
+        ("FADD", "R8, R2, R7"),  # reads the first load's R2 and the third's R7
+        ("LDS", "R9, [R1]"),  # shared memory: not a long-latency load
+        ("FADD", "R8, R8, R4"),
+    ]
+    assert sass.local_mlps(a) == [3, 2, 1]
+    b = [("LDG.E.128", "R4, desc[UR4][R2.64]"), ("FFMA", "R0, R7, R7, R0")]  # R4..R7: read at once
+    assert sass.local_mlps(b) == [1]
+    # the kernel's: the mean over the blocks that load of their means (2.0 and 1.0)
+    assert sass.mlp_of_blocks([a, b, [("IMAD", "R1, R2, R3, R4")]]) == 1.5
+    assert sass.mlp_of_blocks([]) == 1.0 and sass.mlp_of_blocks([[("EXIT", "")]]) == 1.0
+
+
+def test_mlp_of_the_listing_is_the_generators():
+    # the traced kernel's MLP by the rule the generators' table was made by (benchmarks/arch_mlp.py, nvcc 13.0 sm_90,
+    # its own parse of nvdisasm's listing: blocks at labels only)
+    import tomllib
+
+    table = tomllib.loads((ROOT / "traces" / "generators" / "mlp.toml").read_text())["kernels"]
+    assert sass.mlp(_matvec()) == table["matvec"]["sm_90"] == 6.625
+    histogram = sass.parse_sass((FIXTURE.parent / "histogram.sm_90.sass").read_text())["histogram"]
+    assert sass.mlp(histogram) == table["histogram"]["sm_90"] == 1.0
+    # 10 blocks between labels, where the totals split after branches too (17)
+    assert int(_matvec().label_block[-1]) + 1 == 10 and _matvec().n_blocks == 17
+    # a function built without the listing's operands has no MLP to give
+    fn = _matvec()
+    bare = sass.SassFunction(fn.name, fn.offsets, fn.opcodes, fn.block)
+    assert sass.mlp(bare) == 1.0

@@ -59,6 +59,7 @@ from ..schema import (
 from . import _kernels as SK
 from .records import F_ATOMIC, F_READ, F_WRITE, RecordError, RecordFile
 from .sass import block_bounds, instruction_index, reductions, totals
+from .sass import mlp as sass_mlp
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +371,8 @@ class Decoder:
         elif ctas:
             traced = int(np.unique(self.keys // wpb).shape[0])
         self.info = kernel_info(rf, objs, origins, n, warps, counts, ctas=ctas, empty_rows=rf.n_accesses - live,
-                                cut=n < live, unknown=g.unknown, traced_ctas=traced)  # fmt: skip
+                                cut=n < live, unknown=g.unknown, traced_ctas=traced,
+                                mlp=None if sass_fn is None else sass_mlp(sass_fn))  # fmt: skip
 
     def _converted(self, start: int, stop: int, r0: int, fresh: bool = False):
         """The records ``start`` to ``stop`` converted ``chunk_rows`` at a time, from output row ``r0`` until the
@@ -467,11 +469,12 @@ def _name_other(found, objs: list[ObjectInfo], origins: dict[str, str]) -> None:
 
 def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str], n: int, warps: int, counts,
                 *, ctas: str | None, empty_rows: int, cut: bool, unknown: int,
-                traced_ctas: int | None = None) -> KernelInfo:  # fmt: skip
+                traced_ctas: int | None = None, mlp: float | None = None) -> KernelInfo:  # fmt: skip
     """The trace's metadata: the launch record's kernel, grid, block, registers and shared memory, the objects, the
-    instruction totals (``counts``: the SASS's, else the ``n`` memory instructions over ``warps`` warps), the
-    ``source`` that says how each was found, and where ``--ctas`` recorded fewer blocks than the grid's, how many
-    ran (``extra.traced_ctas``, ``KernelInfo.traced_ctas``)."""
+    instruction totals (``counts``: the SASS's, else the ``n`` memory instructions over ``warps`` warps), GPUPerf's
+    MLP of the kernel's SASS (``mlp``, ``extra.mlp``; :func:`.sass.mlp`: none without the SASS, where the model
+    takes 1), the ``source`` that says how each was found, and where ``--ctas`` recorded fewer blocks than the
+    grid's, how many ran (``extra.traced_ctas``, ``KernelInfo.traced_ctas``)."""
     L = rf.launch
     source: dict[str, Any] = {
         "format": "sanitizer",
@@ -487,6 +490,9 @@ def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str],
             f"{counts.estimated} estimated (traces.sanitizer.sass)"
         ),
         "ctas": ctas or "all",
+        "mlp": "memory-level parallelism of the kernel's SASS (traces.sanitizer.sass.mlp)"
+        if mlp is not None
+        else "no SASS: the model takes an MLP of 1 (give the module's cubin)",
         "rows_recorded": rf.rows_written,
         "rows_without_lanes": empty_rows,
         "max_rows_reached": bool(rf.max_rows_reached or cut),
@@ -507,6 +513,7 @@ def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str],
             "static_smem": L.static_smem,
             "dynamic_smem": L.dynamic_smem,
             "ctas": ctas or "all",
+            **({"mlp": mlp} if mlp is not None else {}),
             **({"traced_ctas": traced_ctas} if traced_ctas and traced_ctas < math.prod(L.grid) else {}),
         },
     )

@@ -23,6 +23,12 @@ the records' ``pc`` holds (the function's start subtracted, ``inject.cpp``).
   predecessor's: the instructions between them in one block, or the rest of the
   predecessor's block and the start of the row's (the blocks between, which hold no traced
   instruction, are not counted).
+- **MLP** (GPUPerf's, Sim et al. 2012, Sec. 5.3; the model's ``extra.mlp``): per block between labels, each
+  long-latency load counts the long-latency loads issued from it up to the first instruction that reads its
+  result (or the block's end); a block's MLP is the mean over its loads, the kernel's the mean over the blocks
+  that load (1 where none does). The rule the generators' SASS tables are made by
+  (``benchmarks/sass_recipes.py``, ``traces/generators/mlp.toml``): a traced kernel gets its own build's
+  schedule, where it had the model's default of 1 until 30 Nov 2026.
 - **Reductions**: the rows whose instruction is a reduction (``RED``, ``REDG``: an atomic
   whose old value is not returned). The sanitizer reports those as atomics with the read and
   write flags unless it sets ``SANITIZER_MEMORY_DEVICE_FLAG_ATOMIC_WRITE_ONLY``, which driver
@@ -40,6 +46,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +61,7 @@ log = logging.getLogger(__name__)
 
 _FUNC = re.compile(r"^\.text\.(\S+):$")
 _LABEL = re.compile(r"^([.$A-Za-z_][\w.$]*):$")
-_INST = re.compile(r"^/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\b")
+_INST = re.compile(r"^/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\b\s*(.*?)\s*;")
 _TRACED = {GLOBAL, SHARED, LOCAL, GENERIC, LDGSTS}
 """The spaces of the instructions the device callbacks record."""
 
@@ -68,6 +75,10 @@ class SassFunction:
     offsets: np.ndarray
     opcodes: tuple[str, ...]
     block: np.ndarray
+    operands: tuple[str, ...] = ()
+    """Each instruction's operands as nvdisasm prints them (empty where not parsed)."""
+    label_block: np.ndarray | None = None
+    """Each instruction's block between labels (from 0): the blocks of :func:`mlp`, as the generators' tables."""
 
     @property
     def n_blocks(self) -> int:
@@ -93,25 +104,29 @@ def parse_sass(text: str) -> dict[str, SassFunction]:
     name = None
     offsets: list[int] = []
     opcodes: list[str] = []
+    operands: list[str] = []
     leader: list[bool] = []
-    new_block = True
+    labelled: list[bool] = []
+    new_block = new_label = True
 
     def close():
         exits = [i for i, o in enumerate(opcodes) if o == "EXIT"]
         end = exits[-1] + 1 if exits else len(opcodes)  # the padding after the last EXIT never runs
         if name is not None and end:
-            start = np.array(leader[:end], bool)
-            start[0] = True
+            start, at_label = np.array(leader[:end], bool), np.array(labelled[:end], bool)
+            start[0] = at_label[0] = True
             out[name] = SassFunction(
-                name, np.array(offsets[:end], np.int64), tuple(opcodes[:end]), np.cumsum(start) - 1
-            )
+                name, np.array(offsets[:end], np.int64), tuple(opcodes[:end]), np.cumsum(start) - 1,
+                tuple(operands[:end]), np.cumsum(at_label) - 1,
+            )  # fmt: skip
 
     for raw in text.splitlines():
         line = raw.strip()
         m = _FUNC.match(line)
         if m:
             close()
-            name, offsets, opcodes, leader, new_block = m.group(1), [], [], [], True
+            name, offsets, opcodes, operands, leader, labelled = m.group(1), [], [], [], [], []
+            new_block = new_label = True
             continue
         if name is None:
             continue
@@ -119,13 +134,64 @@ def parse_sass(text: str) -> dict[str, SassFunction]:
         if m:
             offsets.append(int(m.group(1), 16))
             opcodes.append(m.group(2))
+            operands.append(m.group(3))
             leader.append(new_block)
-            new_block = classify(m.group(2)).ends_block
+            labelled.append(new_label)
+            new_block, new_label = classify(m.group(2)).ends_block, False
             continue
         if _LABEL.match(line) and not line.startswith(".text."):
-            new_block = True
+            new_block = new_label = True
     close()
     return out
+
+
+LONG_LATENCY = ("LDG", "LD", "TEX", "TLD", "TLD4", "TLDS", "LDL", "ATOMG", "ATOM")
+"""The opcodes (before the first dot) of GPUPerf's long-latency loads: global, generic, texture and local loads
+and the atomics that return a value (shared memory's LDS is not one)."""
+_REG = re.compile(r"\bR(\d+)\b")
+
+
+def _dest_regs(op: str, operands: str) -> set[int]:
+    """The registers a load writes: its first operand, widened to the pair or quad of .64 / .128 loads."""
+    m = _REG.match(operands.strip())
+    if not m:
+        return set()
+    width = 4 if ".128" in op else 2 if ".64" in op else 1
+    return {int(m.group(1)) + k for k in range(width)}
+
+
+def local_mlps(insns: Sequence[tuple[str, str]]) -> list[int]:
+    """Each long-latency load's local MLP in one block of ``(opcode, operands)``: the long-latency loads issued
+    from it (itself included) up to the first instruction that reads one of its registers, or the block's end."""
+    out = []
+    for i, (op, operands) in enumerate(insns):
+        if op.split(".")[0] not in LONG_LATENCY:
+            continue
+        dest, count = _dest_regs(op, operands), 1
+        for op2, operands2 in insns[i + 1 :]:
+            sources = operands2.split(",", 1)[1] if "," in operands2 else operands2
+            if dest & {int(r) for r in _REG.findall(sources)}:
+                break
+            count += op2.split(".")[0] in LONG_LATENCY
+        out.append(count)
+    return out
+
+
+def mlp_of_blocks(blocks: Iterable[Sequence[tuple[str, str]]]) -> float:
+    """GPUPerf's MLP of a kernel's blocks (module docstring): the mean over the blocks that load of each one's
+    mean local MLP (:func:`local_mlps`), to 3 decimals; 1.0 where no block loads."""
+    per_block = [sum(m) / len(m) for m in map(local_mlps, blocks) if m]
+    return round(sum(per_block) / len(per_block), 3) if per_block else 1.0
+
+
+def mlp(fn: SassFunction) -> float:
+    """GPUPerf's MLP of one kernel's SASS over its blocks between labels (:func:`mlp_of_blocks`); 1.0 where the
+    listing's operands were not parsed."""
+    if fn.label_block is None or len(fn.operands) != len(fn.opcodes):
+        return 1.0
+    insns = list(zip(fn.opcodes, fn.operands))
+    bounds = np.flatnonzero(np.diff(fn.label_block)) + 1
+    return mlp_of_blocks([insns[a:b] for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(insns)])])
 
 
 def find_nvdisasm() -> Path | None:
