@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 _FUNC = re.compile(r"^\.text\.(\S+):$")
 _LABEL = re.compile(r"^([.$A-Za-z_][\w.$]*):$")
-_INST = re.compile(r"^/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\b\s*(.*?)\s*;")
+_INST = re.compile(r"^/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\b\s*([^;]*?)\s*(?:;|$)")
 _TRACED = {GLOBAL, SHARED, LOCAL, GENERIC, LDGSTS}
 """The spaces of the instructions the device callbacks record."""
 
