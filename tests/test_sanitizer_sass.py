@@ -155,7 +155,7 @@ def test_decode_takes_totals_and_seq_from_the_sass(tmp_path):
     # without it: memory instructions only, seq their positions, no MLP (the model's 1)
     cols0, info0 = decode(read_records(_records(tmp_path, fn)))
     assert info0.instructions.executed == 81 and cols0["seq"].tolist() == list(range(81))
-    assert "mlp" not in info0.extra and mlp_for(info0) == 1.0 and "cubin" in info0.source["mlp"]
+    assert "mlp" not in info0.extra and mlp_for(info0) == 1.0 and "no SASS" in info0.source["mlp"]
 
 
 def test_import_with_a_bad_cubin_is_one_line_exit_2(tmp_path, capsys):

@@ -492,7 +492,7 @@ def kernel_info(rf: RecordFile, objs: list[ObjectInfo], origins: dict[str, str],
         "ctas": ctas or "all",
         "mlp": "memory-level parallelism of the kernel's SASS (traces.sanitizer.sass.mlp)"
         if mlp is not None
-        else "no SASS: the model takes an MLP of 1 (give the module's cubin)",
+        else "no SASS (nvdisasm of the kernel's cubin): the model takes an MLP of 1",
         "rows_recorded": rf.rows_written,
         "rows_without_lanes": empty_rows,
         "max_rows_reached": bool(rf.max_rows_reached or cut),
