@@ -188,6 +188,20 @@ def test_nvcc_rebuilds_the_tables_counts(tmp_path):
                           (*mod.KT_VARIANTS["S/G"], *mod.kt_defines(64, 16, 4, 4))) is None  # fmt: skip
 
 
+def test_info_says_the_mlp_of_a_trace_of_one_build_or_none(tmp_path, run_cli):
+    # a traced kernel carries its own build's MLP (traces.sanitizer.sass.mlp), an NVBit trace none (the model's 1)
+    from dataclasses import replace
+
+    cols, info = generators.generate("matvec", [64, 64], [64])
+    plain = {k: v for k, v in info.extra.items() if not k.startswith("mlp")}
+    for extra, line in (({**plain, "mlp": 6.625}, "MLP           6.625 (this build's)"),
+                        (plain, "MLP           1: none in the trace, the model's default")):  # fmt: skip
+        path = tmp_path / f"t{len(extra)}.parquet"
+        traces.write(path, cols, replace(info, extra=extra))
+        code, out, err = run_cli("info", path)
+        assert code == 0 and line in out.splitlines(), err
+
+
 def test_info_lists_the_builds(tmp_path, run_cli):
     # their registers, and their MLPs (tests/test_build_mlp.py; traces/generators/mlp.toml)
     cols, info = generators.generate("conv2d_kt", [256, 128], [32, 4, 2, 2])

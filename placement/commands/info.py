@@ -95,6 +95,10 @@ def run(args) -> int:
     if d["mlp_by_arch"] or d["mlp_by_placement"]:
         print(f"MLP           {d['mlp']:g} in this build; per architecture (the model takes the GPU's): "
               + _by_arch(d["mlp_by_arch"]))  # fmt: skip
+    elif "mlp" in d["extra"]:
+        print(f"MLP           {d['mlp']:g} (this build's)")
+    else:  # a trace without its kernel's SASS (NVBit, or placement trace without nvdisasm)
+        print(f"MLP           {d['mlp']:g}: none in the trace, the model's default")
     for build, by_arch in d["mlp_by_placement"].items():
         print(f"  built {build}: " + _by_arch(by_arch))
     if d["extra"].get("dlcm"):
