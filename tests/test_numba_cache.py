@@ -194,6 +194,17 @@ def test_digest_follows_a_dependency_and_is_written_once(tmp_path):
     compile(text, "kern.py", "exec")
 
 
+def test_bad_root_or_module_is_one_line_exit_2(tmp_path, capsys):
+    assert numba_cache.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().endswith("not the project's root")
+    _package(tmp_path)
+    (tmp_path / "traces" / "codes.py").write_text("K = (\n")
+    assert numba_cache.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{tmp_path / 'traces' / 'codes.py'} line ")
+    assert not (tmp_path / "traces" / "kern.py").read_text().count(numba_cache.DIGEST_NAME)
+
+
 def test_modules_that_import_each_other_settle(tmp_path):
     # each digest leaves out the digest lines it reads, or two kernel modules would chase each other's
     _package(tmp_path)

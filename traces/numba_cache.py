@@ -30,6 +30,7 @@ import hashlib
 import importlib
 import logging
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -238,11 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1]))
     args = parser.parse_args(argv)
     root = Path(args.root)
-    if args.write:
-        for name in write_digests(root):
-            print(f"wrote {DIGEST_NAME} of {name}")
-        return 0
-    stale = stale_digests(root)
+    if not any((root / package).is_dir() for package in PACKAGES):
+        print(f"{root}: no {', '.join(PACKAGES)} folder: not the project's root", file=sys.stderr)
+        return 2
+    try:
+        if args.write:
+            for name in write_digests(root):
+                print(f"wrote {DIGEST_NAME} of {name}")
+            return 0
+        stale = stale_digests(root)
+    except SyntaxError as exc:  # a module being edited: say where, as the CLI does
+        print(f"{exc.filename} line {exc.lineno}: {exc.msg}", file=sys.stderr)
+        return 2
     for name in stale:
         print(f"{name}: {DIGEST_NAME} is stale; run python -m traces.numba_cache --write")
     return 1 if stale else 0
