@@ -149,8 +149,8 @@ def _code(path: Path) -> str:
     """A module's source without its digest line and without blank lines: the digest line is left out because
     modules that import each other would otherwise chase each other's digests, the blank lines because writing
     a digest adds one. (Not the syntax tree: ``ast.dump`` differs between Python versions.)"""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return "\n".join(line for line in lines if line.strip() and not line.startswith(f"{DIGEST_NAME} = "))
+    lines = _DIGEST_LINE.sub("", path.read_text(encoding="utf-8")).splitlines()
+    return "\n".join(line for line in lines if line.strip())
 
 
 def deps_digest(root: Path, name: str) -> str:
@@ -193,7 +193,8 @@ def kernel_modules(root: Path) -> list[str]:
             if "__pycache__" in path.parts:
                 continue
             name = _module_name(root, path)
-            if _cached_kernels(ast.parse(path.read_text(encoding="utf-8"), str(path))) and dependencies(root, name):
+            # a module that imports a project module has dependencies (the direct ones suffice to tell)
+            if _cached_kernels(ast.parse(path.read_text(encoding="utf-8"), str(path))) and project_imports(root, name):
                 out.append(name)
     return out
 

@@ -147,7 +147,9 @@ def parse_sass(text: str) -> dict[str, SassFunction]:
 
 LONG_LATENCY = ("LDG", "LD", "TEX", "TLD", "TLD4", "TLDS", "LDL", "ATOMG", "ATOM")
 """The opcodes (before the first dot) of GPUPerf's long-latency loads: global, generic, texture and local loads
-and the atomics that return a value (shared memory's LDS is not one)."""
+and the atomics that return a value (shared memory's LDS is not one). The generators' tables were made with this
+list; ``importers.opcodes.classify``'s ``long_latency`` also counts LDGSTS (cp.async, no register result) and SULD,
+which the MLP rule leaves out so that a traced kernel's MLP is the same rule's."""
 _REG = re.compile(r"\bR(\d+)\b")
 
 
