@@ -345,7 +345,7 @@ class _Memory:
     shmem_ratio: float
     avg_trans_warp: float
     """Lines per global warp-instruction (GPUPerf Eq. 13's avg_trans_warp). The read-only path's (``__ldg``) are
-    not among them: counting them (a what-if of the thirty-fifth session, README "Placement accuracy") moved the
+    not among them: counting them (a what-if of the thirty-fifth session, benchmarks/ACCURACY.md) moved the
     ``R`` placements by GPUPerf's avg_DRAM_lat and MWP, and by :func:`o_sync`'s departure, whose uncoalesced form
     (a 32-byte sector's delay per line) is discontinuous at one line."""
     transaction_bytes: float
@@ -816,7 +816,7 @@ def o_sync(info: traces.KernelInfo, gpu: Gpu, mem: _Memory, res: Residency, mwp:
     Known defect, left: where the configuration derives the delays from the bandwidth (every GPU but the papers'
     own), Departure_del_uncoal is a 32-byte sector's and Departure_del_coal a 128-byte line's, so a request of
     1.01 lines departs in a quarter of a coalesced one's delay. Taking at least Departure_del_coal (the
-    thirty-fifth session's what-if, README "Placement accuracy") moved the gpuperfpredict matmul 19.0 -> 17.5 %
+    thirty-fifth session's what-if, benchmarks/ACCURACY.md) moved the gpuperfpredict matmul 19.0 -> 17.5 %
     but the H100 suite 3.2 -> 3.5 % and the A100 convolution 11.4 -> 11.5 %: the staged halo copies, whose rows start
     off a line's start, fit the smaller delay."""
     coal, uncoal = departure_delays(gpu)
