@@ -20,13 +20,14 @@
 # 2. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
 #    A100 suite's 32 (block, tile) shapes, built for the device (registers checked against the tables), timed, and
 #    written to $OUT/conv2d_kt.json; `python benchmarks/make_placement_suites.py --conv-cache conv2d_kt.json
-#    --conv-gpu h100 --out DIR` makes it a suite (the registers and MLP per build await this, 29 Nov 2026);
+#    --conv-gpu h100 --out DIR` (h200 on an H200) makes it a suite (the registers and MLP per build await this,
+#    29 Nov 2026);
 # 3. atomic-contention: benchmarks/atomic_contention.py, every pattern again (a privatized histogram's write-back,
 #    32 lanes on 32 words of 4 sectors, is its (4, 8, 32) row: the H100 suite's bins=S/G are predicted 26-45 % slow);
 # 4. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
 #    27 Nov 2026);
 # 5. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
-#    `placement rank conv1d.parquet --gpu h100` (numba compiles its kernels on first use there: ~60 s); then
+#    `placement rank conv1d.parquet --gpu "$GPU"` (numba compiles its kernels on first use there: ~60 s); then
 #    conv1d at n = 2^22 (16,384 blocks) traced whole with --time and as 2 waves of blocks (--ctas waves=2), both
 #    evaluated: the scaled subset's times should be the whole trace's within a few %, and both near the measured
 #    launch (README, "Fewer blocks than the launch"; not yet run);
@@ -40,8 +41,17 @@
 #    __ldg rates (ro_inst..., ro_split_inst...) go into the written configuration and price read-only loads of
 #    one line and of two (hms.t_lsu); an A100's or a GA10x's ro_split well below its ro would be the __ldg gap of
 #    the Kernel Tuner convolution (README "Placement accuracy").
+#
+# GPU: the catalog key the evaluations take: h200 where nvidia-smi names an H200 (the tool library's `status`
+# named its device an H200 on 30 Nov 2026, where the sessions before had an H100), else h100; GPU=... overrides.
 set -u
 PY=${PYTHON:-python3}
+if [ -z "${GPU:-}" ]; then
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
+        *H200*) GPU=h200 ;;
+        *) GPU=h100 ;;
+    esac
+fi
 OUT=${OUT:-$PWD/gpu-session-out}
 mkdir -p "$OUT"
 : >"$OUT/steps.txt"
@@ -71,14 +81,14 @@ trace_rank() {
     nvcc -O3 -o "$d/conv1d_app" benchmarks/trace_apps/conv1d_app.cu &&
         "$PY" -m placement.cli trace --time -o "$d/conv1d.parquet" -- "$d/conv1d_app" &&
         "$PY" -m placement.cli info "$d/conv1d.parquet" &&
-        "$PY" -m placement.cli rank "$d/conv1d.parquet" --gpu h100 &&
+        "$PY" -m placement.cli rank "$d/conv1d.parquet" --gpu "$GPU" &&
         "$PY" -m placement.cli trace --time -o "$d/conv1d_big.parquet" -- "$d/conv1d_app" 4194304 &&
         "$PY" -m placement.cli trace --ctas waves=2 -o "$d/conv1d_w2.parquet" -- "$d/conv1d_app" 4194304 &&
         "$PY" -m placement.cli info "$d/conv1d_w2.parquet" &&
-        "$PY" -m placement.cli evaluate "$d/conv1d_w2.parquet" --gpu h100 --place arg1=C &&
-        "$PY" -m placement.cli evaluate "$d/conv1d_big.parquet" --gpu h100 --place arg1=C
+        "$PY" -m placement.cli evaluate "$d/conv1d_w2.parquet" --gpu "$GPU" --place arg1=C &&
+        "$PY" -m placement.cli evaluate "$d/conv1d_big.parquet" --gpu "$GPU" --place arg1=C
 }
-export PY OUT
+export PY OUT GPU
 export -f trace_rank
 step trace-rank 180 bash -c trace_rank
 step bench-trace 120 "$PY" benchmarks/bench_trace.py --sizes 20,22,24 --repeat 3 --stages
