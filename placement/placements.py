@@ -166,7 +166,7 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
     Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
     options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
     objects' tiles in K windows (any K >= 1: ceil(accesses / K) accesses a window) instead of the tool's
-    choice; ``;unrolled``, the tiles read in loops of compile-time trip counts (:attr:`Placement.unrolled`).
+    choice; ``;unrolled``, the tiles read in loops nvcc unrolls and vectorizes (:attr:`Placement.unrolled`).
     """
     windows = None
     unrolled = False
