@@ -14,7 +14,7 @@ import cachesim
 import traces
 from traces import keytable
 from traces import staging as ts
-from traces.context import INDEXED, OFFSET, ContextStream
+from traces.context import CONTEXTS, INDEXED, ContextStream
 
 from . import staging as stg
 from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
@@ -60,9 +60,9 @@ within issue 18's memory bound (see benchmarks/README.md)."""
 
 
 DENSE_PC_CELLS = 1 << 20
-"""Cells (pcs times objects) up to which ``_PcDeltas`` sums a group's rows by pc with one ``np.bincount``
-over a dense table; a trace with higher (or negative) pcs goes through ``np.unique`` instead. The
-generators' kernels stay under 24,000 pcs (conv2d_kt's 23,888): 72,000 cells for its 3 objects."""
+"""Cells (pcs times objects times the contexts after INDEXED) up to which ``_PcDeltas`` sums a group's rows by
+pc with one ``np.bincount`` over a dense table; a trace with higher (or negative) pcs goes through ``np.unique``
+instead. The generators' kernels stay under 24,000 pcs (conv2d_kt's 23,888): 143,328 cells for its 3 objects."""
 
 
 class _PcDeltas:
@@ -70,27 +70,32 @@ class _PcDeltas:
 
     A row's delta is ``cost[context, obj, target] - cost[context, obj, space]`` and its context a
     function of its pc (``traces.context``), known after the whole trace. Fed each group's deltas under
-    both contexts, this keeps each object's sum under INDEXED and, per (pc, object), the sum of OFFSET
-    minus INDEXED; ``per_object`` then adds the latter for the pcs that turn out OFFSET. Sums of int16
-    deltas, exact in int64 (a group's float64 bincount is exact below 2**53)."""
+    every context, this keeps each object's sum under INDEXED and, per (pc, object, other context), the sum
+    of that context's deltas minus INDEXED's; ``per_object`` then adds, for each pc, those of the context it
+    turns out to have. Sums of int16 deltas, exact in int64 (a group's float64 bincount is exact below 2**53)."""
 
     def __init__(self, n_ids: int):
         self.n_ids = max(n_ids, 1)
+        self.others = len(CONTEXTS) - 1  # the contexts after INDEXED
         self.indexed = np.zeros(self.n_ids, np.int64)
-        self._dense = np.zeros(0, np.int64)  # by pc * n_ids + object, for keys under DENSE_PC_CELLS
+        # by (pc * n_ids + object) * others + context - 1, for keys under DENSE_PC_CELLS
+        self._dense = np.zeros(0, np.int64)
         self._keys = np.zeros(0, np.int64)  # the other keys, sorted, and their sums
         self._sums = np.zeros(0, np.int64)
 
-    def feed(self, pc: np.ndarray, obj: np.ndarray, indexed: np.ndarray, offset: np.ndarray) -> None:
+    def feed(self, pc: np.ndarray, obj: np.ndarray, indexed: np.ndarray, others: tuple[np.ndarray, ...]) -> None:
+        """A group's rows: their deltas under INDEXED and under each later context (``others``, in order)."""
         keep = obj >= 0
         o = obj[keep].astype(np.int64)
         self.indexed += np.rint(np.bincount(o, weights=indexed[keep], minlength=self.n_ids)).astype(np.int64)
-        diff = offset.astype(np.int64) - indexed
-        rows = np.flatnonzero(diff)  # rows off any object have no delta in either context
-        if not rows.size:
-            return
-        key = pc[rows].astype(np.int64) * self.n_ids + obj[rows]
-        w = diff[rows].astype(np.float64)
+        for c, other in enumerate(others):
+            diff = other.astype(np.int64) - indexed
+            rows = np.flatnonzero(diff)  # rows off any object have no delta in either context
+            if rows.size:
+                key = (pc[rows].astype(np.int64) * self.n_ids + obj[rows]) * self.others + c
+                self._add(key, diff[rows].astype(np.float64))
+
+    def _add(self, key: np.ndarray, w: np.ndarray) -> None:
         if int(key.min()) >= 0 and int(key.max()) < DENSE_PC_CELLS:
             sums = np.rint(np.bincount(key, weights=w)).astype(np.int64)
             if sums.shape[0] > self._dense.shape[0]:
@@ -107,10 +112,11 @@ class _PcDeltas:
         dense = np.flatnonzero(self._dense)
         keys = np.concatenate([dense.astype(np.int64), self._keys])
         sums = np.concatenate([self._dense[dense], self._sums])
-        pc, obj = np.divmod(keys, self.n_ids)
-        off = contexts.context(pc) == OFFSET
+        cell, c = np.divmod(keys, self.others)
+        pc, obj = np.divmod(cell, self.n_ids)
+        hit = contexts.context(pc) == c + 1
         out = self.indexed.copy()
-        np.add.at(out, obj[off], sums[off])
+        np.add.at(out, obj[hit], sums[hit])
         return out
 
 
@@ -317,10 +323,11 @@ class _StreamJob:
         if context is None:  # contexts not known yet: the rows under INDEXED, the deltas per pc for later
             target = self.legal.layout
             rw = traces.rewrite(g, target, ev.cost, context=np.full(len(g), INDEXED, np.int8))
-            offset = traces.addr_inst_delta(g, target, ev.cost, context=np.full(len(g), OFFSET, np.int8))
+            others = tuple(traces.addr_inst_delta(g, target, ev.cost, context=np.full(len(g), c, np.int8))
+                           for c in range(INDEXED + 1, len(CONTEXTS)))  # fmt: skip
             if self.by_pc is None:
                 self.by_pc = _PcDeltas(self.per_object.shape[0])
-            self.by_pc.feed(g.pc, g.obj, rw.addr_inst_delta, offset)
+            self.by_pc.feed(g.pc, g.obj, rw.addr_inst_delta, others)
             self.runs[0].feed(rw.trace)
             return
         rw = self.rewrite(g, context)

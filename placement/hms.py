@@ -95,6 +95,7 @@ from .memory import (
     readonly_split_instructions_per_cycle_of,
     global_split_instructions_per_cycle_of,
     texels_per_cycle_of,
+    uniform_constant_pairs_of,
 )
 from .models import gpuperf
 from .models.params import l2_rate_of, sustained_fraction_of
@@ -315,20 +316,37 @@ class Evaluation:
 # 2,667/1,496, 4 x 1 3,624/1,826, i.e. 0.12 and 2.0-2.1 per load; sm_90 the same differences, 30 Nov 2026): its
 # PTX is base + constant for the 1 x 1 build and add.s32 + mul.wide.s32 + add.s64 per load for the tiled ones,
 # where every load is a constant offset of its row's first too. The trace cannot tell the two forms apart.
-CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading"}
+CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading", "paired": "offset_leading"}
+PAIRED_CONSTANT = -1
+"""A PAIRED access in constant memory beyond the offset table, where the GPU pairs uniform constants
+(``placement.memory.uniform_constant_pairs_of``): its load is the pair's first one's (``ULDC.64``)."""
 
 
 def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
     """(contexts, objects, spaces) addressing instructions per access (configs/addressing.toml), one table per
-    access context of ``traces.context`` (an indexed access, a constant offset from the previous one)."""
+    access context of ``traces.context`` (an indexed access, a constant offset from the previous one, the second
+    of a uniform pair).
+
+    Extension (Huang & Li count address instructions alone): from Turing on nvcc reads an 8-byte aligned pair of
+    warp-uniform 4-byte constants, the ``x[j]``, ``x[j + 1]`` of an unrolled loop, with one ``ULDC.64`` where
+    global memory takes an ``LDG`` each, so the pair's second access costs one instruction less in constant
+    memory (``PAIRED_CONSTANT``) than the offset table says. nvcc 13 builds matvec's 16-column step in 48
+    instructions with x constant against 59 with x global (sm_90), Nsight Compute counts 0.811 of the
+    instructions on the H100 (configs/architectures.toml [SASS-U]); the model gave 1.002. Only traces whose
+    instructions have their own pcs show the pairs (``placement trace``, NVBit, Accel-Sim): a generator's
+    rolled loop gives its loads one pc, which ``traces.context`` calls indexed."""
     table = np.zeros((len(CONTEXTS), max(info.n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
+    pairs = uniform_constant_pairs_of(gpu)
     for c, context in enumerate(CONTEXTS):
         for o in info.objects:
             for s, space in SPACE_SHORT.items():
                 # the offset tables do not measure 2D textures: their indexed count (the coordinates'
                 # conversions) stands in every context
                 ctx = "indexed" if s == "2T" else CONTEXT_TABLES[context]
-                table[c, o.id, SPACE_CODES[space]] = addressing.addressing_cost(gpu.arch, o.elem_bytes, s, ctx)
+                cost = addressing.addressing_cost(gpu.arch, o.elem_bytes, s, ctx)
+                if context == "paired" and s == "C" and pairs:
+                    cost += PAIRED_CONSTANT
+                table[c, o.id, SPACE_CODES[space]] = cost
     return table
 
 

@@ -72,6 +72,13 @@ def constant_on_path_of(gpu: Gpu) -> bool:
     return not _arch_models(gpu).get("constant_own_pipe", False)
 
 
+def uniform_constant_pairs_of(gpu: Gpu) -> bool:
+    """Whether nvcc reads two warp-uniform 4-byte constants of an 8-byte aligned pair with one uniform-datapath load
+    on this GPU (``ULDC.64``, ``LDCU.64``): where its architecture's ``[<arch>.models]`` says
+    ``uniform_constant_pairs`` (Turing on, cited in configs/architectures.toml)."""
+    return bool(_arch_models(gpu).get("uniform_constant_pairs", False))
+
+
 def texels_per_cycle_of(gpu: Gpu) -> float:
     """Texels an SM's texture units fetch per cycle: the configuration's measured ``compute.texels_per_cycle``
     (``placement calibrate``) where it has one, else ``texels_per_cycle`` of the architecture's ``[<arch>.models]``

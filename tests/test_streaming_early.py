@@ -16,7 +16,7 @@ from placement.evaluate_whole import WholeTraceEvaluator
 from placement.placements import IllegalPlacement, parse_placement
 from expect import close
 from traces import generators
-from traces.context import OFFSET
+from traces.context import CONTEXTS, OFFSET
 
 CASES = [  # each with objects whose accesses have OFFSET contexts, and a placement whose deltas depend on them
     ("matmul_tiled", "k80", ["Mds=G,Nds=G", "M=T", "N=2T"]),
@@ -115,13 +115,13 @@ def test_api_evaluate_streamed_reads_once(tmp_path, monkeypatch):
 
 
 class _Contexts:
-    """A finished ContextStream's ``context`` for a given set of OFFSET pcs."""
+    """A finished ContextStream's ``context`` for given pcs' contexts (the rest INDEXED)."""
 
-    def __init__(self, offset_pcs):
-        self.offset = np.asarray(sorted(offset_pcs), np.int64)
+    def __init__(self, of_pc):
+        self.of_pc = dict(of_pc)
 
     def context(self, pc):
-        return np.isin(pc, self.offset).astype(np.int8)
+        return np.array([self.of_pc.get(int(p), 0) for p in pc], np.int8)
 
 
 @st.composite
@@ -135,28 +135,29 @@ def groups(draw):
         pc = np.array(draw(st.lists(pcs, min_size=n, max_size=n)), np.int32)
         obj = np.array(draw(st.lists(st.integers(-1, n_ids - 1), min_size=n, max_size=n)), np.int16)
         d = st.integers(-(1 << 14), 1 << 14)
-        indexed = np.array(draw(st.lists(d, min_size=n, max_size=n)), np.int16)
-        offset = np.array(draw(st.lists(d, min_size=n, max_size=n)), np.int16)
-        indexed[obj < 0] = offset[obj < 0] = 0  # rows off every object have no delta
-        out.append((pc, obj, indexed, offset))
-    everything = np.concatenate([g[0] for g in out]) if out else np.zeros(0, np.int32)
-    offset_pcs = draw(st.sets(st.sampled_from(sorted(set(everything.tolist())))) if everything.size else st.just(set()))
-    return n_ids, out, offset_pcs
+        deltas = [np.array(draw(st.lists(d, min_size=n, max_size=n)), np.int16) for _ in CONTEXTS]
+        for x in deltas:
+            x[obj < 0] = 0  # rows off every object have no delta
+        out.append((pc, obj, deltas))
+    everything = sorted(set(np.concatenate([g[0] for g in out]).tolist())) if out else []
+    of_pc = {p: draw(st.integers(0, len(CONTEXTS) - 1)) for p in everything}
+    return n_ids, out, of_pc
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(groups())
 def test_pc_deltas_sum_each_rows_delta_in_its_context(case):
-    """_PcDeltas.per_object equals each object's sum of its rows' deltas in their pcs' contexts (a plain loop),
-    on groups of random rows: small pcs (the dense table), large and negative ones (the sorted keys)."""
-    n_ids, gs, offset_pcs = case
+    """_PcDeltas.per_object equals each object's sum of its rows' deltas in their pcs' contexts (INDEXED, OFFSET,
+    PAIRED; a plain loop), on groups of random rows: small pcs (the dense table), large and negative ones (the sorted
+    keys)."""
+    n_ids, gs, of_pc = case
     acc = evaluate_stream._PcDeltas(n_ids)
     want = np.zeros(n_ids, np.int64)
-    for pc, obj, indexed, offset in gs:
-        acc.feed(pc, obj, indexed, offset)
+    for pc, obj, deltas in gs:
+        acc.feed(pc, obj, deltas[0], tuple(deltas[1:]))
         for i in range(pc.shape[0]):
             if obj[i] >= 0:
-                want[obj[i]] += int(offset[i] if int(pc[i]) in offset_pcs else indexed[i])
-    got = acc.per_object(_Contexts(offset_pcs))
+                want[obj[i]] += int(deltas[of_pc.get(int(pc[i]), 0)][i])
+    got = acc.per_object(_Contexts(of_pc))
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)

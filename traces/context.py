@@ -15,6 +15,15 @@ instruction and every lane active in both sits at the same constant distance fro
 the same distance each time; otherwise ``INDEXED`` (the first access, accesses whose
 distance changes, and a rolled loop's access, where the same instruction repeats with a
 pointer increment of its own).
+
+An ``OFFSET`` access is ``PAIRED`` when, at every execution, it is also warp-uniform (every
+active lane at one address), 4 bytes past a warp-uniform previous access, at an address that
+is 4 mod 8: the second float of an 8-byte aligned pair, as an unrolled loop reads ``x[j]``,
+``x[j + 1]`` with ``j`` the loop counter. From Turing on nvcc reads such a pair from constant
+memory with one uniform-datapath load (``ULDC.64``, ``LDCU.64`` on Blackwell) where it needs
+one ``LDG`` per element from global memory (``placement.hms.addr_cost_table``). The test is
+per instruction because nvcc pairs only what it can prove aligned at every execution: a
+convolution's 3 x 3 mask, one channel 36 bytes after the last, is read by unpaired ``ULDC``.
 """
 
 from __future__ import annotations
@@ -27,15 +36,21 @@ from .io import Trace
 
 NUMBA_DEPS = "845157243734c1f8"  # its imports' sources, for numba's cache (traces.numba_cache)
 
-INDEXED, OFFSET = 0, 1
-CONTEXTS = ("indexed", "offset")
+INDEXED, OFFSET, PAIRED = 0, 1, 2
+CONTEXTS = ("indexed", "offset", "paired")
+PAIR_SHIFT = 4
+"""Bytes between the two elements of a uniform pair (two 4-byte elements, one 8-byte load)."""
+PAIR_BYTES = 8
+"""The alignment of a uniform pair's first element (an 8-byte load)."""
 
 
 @nb.njit(cache=True, nogil=True)
-def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift):
+def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift, pair):
     """Per row (in ``order``): whether it is a uniform constant shift from its warp's previous row of the same object
-    issued by another instruction (``ok``), and that shift."""
+    issued by another instruction (``ok``), that shift, and whether it is also the second of a uniform pair
+    (``pair``: both rows warp-uniform, 4 bytes apart, this one at 4 mod 8)."""
     last = np.full(max(n_ids, 1), -1, np.int64)
+    last_uniform = np.zeros(max(n_ids, 1), np.bool_)
     prev_g = np.int64(-1)
     for t in range(order.shape[0]):
         i = order[t]
@@ -46,13 +61,27 @@ def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift):
         o = obj[i]
         ok[i] = False
         shift[i] = 0
+        pair[i] = False
         if o < 0:
             continue
+        m = np.int64(mask[i])
+        uniform = m != 0
+        a0 = np.int64(-1)
+        for lane in range(32):
+            if (m >> lane) & 1:
+                a = np.int64(addr[i, lane])
+                if a0 < 0:
+                    a0 = a
+                elif a != a0:
+                    uniform = False
+                    break
         p = last[o]
+        was_uniform = last_uniform[o]
         last[o] = i
+        last_uniform[o] = uniform
         if p < 0 or pc[p] == pc[i]:
             continue
-        both = np.int64(mask[i]) & np.int64(mask[p])
+        both = m & np.int64(mask[p])
         if both == 0:
             continue
         first = True
@@ -70,20 +99,23 @@ def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift):
         if same:
             ok[i] = True
             shift[i] = d
+            pair[i] = uniform and was_uniform and d == PAIR_SHIFT and a0 % PAIR_BYTES == PAIR_SHIFT
 
 
 @nb.njit(cache=True, nogil=True)
-def _by_instruction(inv, ok, shift, n_pcs, out):
-    """A pc is OFFSET when every row of it is ``ok`` with one shift."""
+def _by_instruction(inv, ok, shift, pair, n_pcs, out):
+    """A pc is OFFSET when every row of it is ``ok`` with one shift, PAIRED when every row is also ``pair``."""
     state = np.zeros(n_pcs, np.int8)  # 0 unseen, 1 offset so far, 2 indexed
     first = np.zeros(n_pcs, np.int64)
-    _update_pcs(inv, np.arange(inv.shape[0]), ok, shift, state, first)
+    unpaired = np.zeros(n_pcs, np.bool_)
+    _update_pcs(inv, np.arange(inv.shape[0]), ok, shift, pair, state, first, unpaired)
     for i in range(inv.shape[0]):
-        out[i] = OFFSET if state[inv[i]] == 1 else INDEXED
+        k = inv[i]
+        out[i] = (OFFSET if unpaired[k] else PAIRED) if state[k] == 1 else INDEXED
 
 
 def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
-    """INDEXED or OFFSET (int8) for each row of ``trace`` (see the module docstring).
+    """INDEXED, OFFSET or PAIRED (int8) for each row of ``trace`` (see the module docstring).
 
     ``order`` is the rows in (cta, warp, seq) order (computed when None).
     """
@@ -96,19 +128,23 @@ def access_context(trace: Trace, order: np.ndarray | None = None) -> np.ndarray:
     n_ids = trace.info.n_ids
     ok = np.zeros(n, np.bool_)
     shift = np.zeros(n, np.int64)
-    _shifts(order, trace.cta, trace.warp, trace.pc, trace.obj, trace.mask, trace.addr, n_ids, ok, shift)
+    pair = np.zeros(n, np.bool_)
+    _shifts(order, trace.cta, trace.warp, trace.pc, trace.obj, trace.mask, trace.addr, n_ids, ok, shift, pair)
     pcs, inv = np.unique(trace.pc, return_inverse=True)
-    _by_instruction(inv.astype(np.int64), ok, shift, pcs.shape[0], out)
+    _by_instruction(inv.astype(np.int64), ok, shift, pair, pcs.shape[0], out)
     return out
 
 
 @nb.njit(cache=True, nogil=True)
-def _update_pcs(inv, rows, ok, shift, state, first):
-    """Per-pc state (0 unseen, 1 offset so far, 2 indexed; ``first``: the shift seen) updated with ``rows``
-    (``inv[t]`` is row ``rows[t]``'s pc); the whole trace at once or group by group."""
+def _update_pcs(inv, rows, ok, shift, pair, state, first, unpaired):
+    """Per-pc state (0 unseen, 1 offset so far, 2 indexed; ``first``: the shift seen; ``unpaired``: a row seen that
+    is not the second of a uniform pair) updated with ``rows`` (``inv[t]`` is row ``rows[t]``'s pc); the whole
+    trace at once or group by group."""
     for t in range(rows.shape[0]):
         i = rows[t]
         k = inv[t]
+        if not pair[i]:
+            unpaired[k] = True
         if state[k] == 2:
             continue
         if not ok[i]:
@@ -139,6 +175,7 @@ class ContextStream:
         self._pcs = np.zeros(0, np.int64)
         self._state = np.zeros(0, np.int8)
         self._first = np.zeros(0, np.int64)
+        self._unpaired = np.zeros(0, np.bool_)
 
     def feed(self, group: Trace) -> None:
         n = len(group)
@@ -174,21 +211,25 @@ class ContextStream:
             order = now[np.lexsort((seq[now], warp[now], cta[now]))].astype(np.int64)
             ok = np.zeros(cta.shape[0], np.bool_)
             shift = np.zeros(cta.shape[0], np.int64)
-            _shifts(order, cta, warp, pc, obj, mask, np.ascontiguousarray(addr), self.n_ids, ok, shift)
-            self._pcs, (self._state, self._first), inv = keytable.positions(
-                self._pcs, pc[now].astype(np.int64), (self._state, self._first))  # fmt: skip
-            _update_pcs(inv, now.astype(np.int64), ok, shift, self._state, self._first)
+            pair = np.zeros(cta.shape[0], np.bool_)
+            _shifts(order, cta, warp, pc, obj, mask, np.ascontiguousarray(addr), self.n_ids, ok, shift, pair)
+            self._pcs, (self._state, self._first, self._unpaired), inv = keytable.positions(
+                self._pcs, pc[now].astype(np.int64), (self._state, self._first, self._unpaired))  # fmt: skip
+            _update_pcs(inv, now.astype(np.int64), ok, shift, pair, self._state, self._first, self._unpaired)
         keep = np.flatnonzero(cta >= upto)
         self._held = [tuple(c[keep] for c in cols)] if keep.size else []
         self._held_cta = upto
         self._done = upto
 
     def context(self, pc: np.ndarray) -> np.ndarray:
-        """INDEXED or OFFSET (int8) for rows of these pcs (after ``finish``)."""
-        k = np.searchsorted(self._pcs, pc.astype(np.int64))
-        k = np.minimum(k, max(self._pcs.shape[0] - 1, 0))
-        known = (self._pcs[k] == pc) if self._pcs.shape[0] else np.zeros(pc.shape[0], np.bool_)
-        return np.where(known & (self._state[k] == 1) if self._pcs.shape[0] else known, OFFSET, INDEXED).astype(np.int8)
+        """INDEXED, OFFSET or PAIRED (int8) for rows of these pcs (after ``finish``)."""
+        out = np.full(pc.shape[0], INDEXED, np.int8)
+        if not self._pcs.shape[0]:
+            return out
+        k = np.minimum(np.searchsorted(self._pcs, pc.astype(np.int64)), self._pcs.shape[0] - 1)
+        offset = (self._pcs[k] == pc) & (self._state[k] == 1)
+        out[offset] = np.where(self._unpaired[k[offset]], OFFSET, PAIRED)
+        return out
 
 
-__all__ = ["CONTEXTS", "INDEXED", "OFFSET", "ContextStream", "access_context"]
+__all__ = ["CONTEXTS", "INDEXED", "OFFSET", "PAIRED", "ContextStream", "access_context"]

@@ -1,0 +1,127 @@
+"""Warp-uniform constant pairs: ``traces.context``'s PAIRED accesses and the instruction a pair saves in constant
+memory from Turing on (``placement.hms.addr_cost_table``, configs/architectures.toml [SASS-U]), worked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import traces
+from placement import api
+from placement.gpu import get_gpu
+from placement.hms import PAIRED_CONSTANT, addr_cost_table
+from placement.memory import uniform_constant_pairs_of
+from traces.context import INDEXED, OFFSET, PAIRED, ContextStream, access_context
+
+A_BASE, X_BASE, Y_BASE = 0x100000, 0x200000, 0x300000
+UNROLL = 4  # the loop body's loads of x, one pc each
+
+
+def matvec_like(x_index, ctas: int = 2, uniform: bool = True) -> traces.Trace:
+    """One warp a block reads A (its lanes 4 KB apart, one pc) and x[x_index[k]] at the body's k-th x instruction
+    (pc 100 + 16 (k mod UNROLL)): every lane the same element when ``uniform``, else lane l element + l; then
+    writes y."""
+    A = traces.ObjectInfo(0, "A", "global", A_BASE, 32 * 1024 * 4 * ctas, 4, None, False)
+    x = traces.ObjectInfo(1, "x", "global", X_BASE, 4096, 4, None, False)
+    y = traces.ObjectInfo(2, "y", "global", Y_BASE, 32 * 4 * ctas, 4, None, True)
+    lanes = np.arange(32, dtype=np.uint64)
+    rows = []  # cta, seq, pc, obj, op, addr
+    for b in range(ctas):
+        seq = 0
+        for k, j in enumerate(x_index):
+            rows.append((b, seq, 40, 0, 0, A_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4096) + np.uint64(4 * k)))
+            xa = X_BASE + 4 * int(j) + (np.zeros(32, np.uint64) if uniform else lanes * np.uint64(4))
+            rows.append((b, seq + 1, 100 + 16 * (k % UNROLL), 1, 0, np.asarray(xa, np.uint64)))
+            seq += 2
+        rows.append((b, seq, 200, 2, 1, Y_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4)))
+    n = len(rows)
+    info = traces.KernelInfo("mv", (ctas, 1, 1), (32, 1, 1), (A, x, y),
+                             traces.Instructions(executed=10 * n, warps=ctas), regs_per_thread=32)  # fmt: skip
+    cols = {
+        "cta": np.array([r[0] for r in rows], np.int32), "warp": np.zeros(n, np.int32),
+        "seq": np.array([r[1] for r in rows], np.int64), "pc": np.array([r[2] for r in rows], np.int32),
+        "op": np.array([r[4] for r in rows], np.int8), "space": np.zeros(n, np.int8),
+        "width": np.full(n, 4, np.int8), "mask": np.full(n, 0xFFFFFFFF, np.uint32),
+        "addr": np.stack([r[5] for r in rows]).astype(np.uint64), "obj": np.array([r[3] for r in rows], np.int16),
+    }  # fmt: skip
+    t = traces.Trace(**cols, info=info)
+    traces.validate(t)
+    return t
+
+
+def x_contexts(t: traces.Trace) -> list[int]:
+    """The contexts of block 0's x rows, in order."""
+    c = access_context(t)
+    return c[(t.obj == 1) & (t.cta == 0)].tolist()
+
+
+def test_paired_context_by_hand():
+    # x[0..7] through a body of 4 pcs: x[1], x[5] and x[3], x[7] are 4 bytes past a uniform x and at 4 mod 8 every
+    # time (PAIRED); x[2], x[6] at 0 mod 8 (OFFSET); the body's first pc is indexed (its first execution has no
+    # earlier access of x)
+    t = matvec_like(range(8))
+    assert x_contexts(t) == [INDEXED, PAIRED, OFFSET, PAIRED] * 2
+    # the same loads with each lane on its own element: constant offsets, not uniform: no pairs
+    assert x_contexts(matvec_like(range(8), uniform=False)) == [INDEXED, OFFSET, OFFSET, OFFSET] * 2
+    # a 3 x 3 mask per channel, channel c at 9 c: the channels' taps alternate between 0 and 4 mod 8, so no
+    # instruction is the second of an aligned pair at every execution (nvcc reads them by 32-bit ULDC)
+    t = matvec_like([9 * c + k for c in range(2) for k in range(9)])
+    t = _pcs_per_tap(t, 9)
+    assert set(x_contexts(t)) == {INDEXED, OFFSET}
+
+
+def _pcs_per_tap(t: traces.Trace, taps: int) -> traces.Trace:
+    """``t`` with x's k-th load at pc 100 + 16 (k mod taps) (an unrolled tap loop) instead of UNROLL pcs."""
+    cols = t.columns()
+    pc = cols["pc"].copy()
+    for b in np.unique(t.cta):
+        rows = np.flatnonzero((t.obj == 1) & (t.cta == b))
+        pc[rows] = 100 + 16 * (np.arange(rows.size) % taps)
+    cols["pc"] = pc
+    return traces.Trace(**cols, info=t.info)
+
+
+def test_context_stream_gives_the_paired_contexts():
+    t = matvec_like(range(8), ctas=3)
+    whole = access_context(t)
+    cs = ContextStream(t.info)
+    for b in range(3):  # block by block, as a file's row groups come
+        rows = np.flatnonzero(t.cta == b)
+        cs.feed(traces.Trace(**{k: v[rows] for k, v in t.columns().items()}, info=t.info))
+    cs.finish()
+    np.testing.assert_array_equal(cs.context(t.pc), whole)
+    assert (whole == PAIRED).sum() == 2 * 2 * 3
+
+
+def test_cost_table_pairs_constants_from_turing_on():
+    t = matvec_like(range(8))
+    code = {s: traces.SPACE_CODES[n] for s, n in (("G", "global"), ("C", "constant"), ("S", "shared"))}
+    for gpu, pairs in (("h100", True), ("a100", True), ("t4", True), ("v100", False), ("k80", False)):
+        g = get_gpu(gpu)
+        assert uniform_constant_pairs_of(g) is pairs, gpu
+        table = addr_cost_table(t.info, g)
+        x = 1
+        assert table[PAIRED, x, code["C"]] == table[OFFSET, x, code["C"]] + (PAIRED_CONSTANT if pairs else 0), gpu
+        for s in ("G", "S"):
+            assert table[PAIRED, x, code[s]] == table[OFFSET, x, code[s]], (gpu, s)
+
+
+@pytest.mark.parametrize("stream", ["no", "yes"])
+def test_x_in_constant_saves_one_instruction_a_pair(tmp_path, stream):
+    # 2 blocks x 2 iterations x 2 pairs: 8 second elements; on the H100 each is one load less in constant memory
+    # (every other x access costs what it did: an indexed LDC scales its index as IMAD.WIDE forms the global
+    # address, offsets go in the immediates); on the V100 (no uniform datapath) none
+    t = matvec_like(range(8))
+    path = tmp_path / "mv.parquet"
+    traces.write(path, t, t.info)
+    h100 = api.evaluate(path, "h100", "x=C", stream=stream)
+    v100 = api.evaluate(path, "v100", "x=C", stream=stream)
+    assert h100.to_dict()["addressing_delta"] == 8 * PAIRED_CONSTANT
+    assert v100.to_dict()["addressing_delta"] == 0
+    # and back: a trace whose x is in constant memory (its build reads the pairs by ULDC.64) pays their second
+    # loads in global memory
+    c = traces.rewrite(t, {"x": "constant"}).trace
+    path_c = tmp_path / "mv_c.parquet"
+    traces.write(path_c, c, c.info)
+    back = api.evaluate(path_c, "h100", "x=G", stream=stream)
+    assert back.to_dict()["addressing_delta"] == -8 * PAIRED_CONSTANT
