@@ -66,13 +66,14 @@ def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift, pair):
             continue
         m = np.int64(mask[i])
         uniform = m != 0
-        a0 = np.int64(-1)
+        seen = False
+        a0 = np.uint64(0)
         for lane in range(32):
             if (m >> lane) & 1:
-                a = np.int64(addr[i, lane])
-                if a0 < 0:
-                    a0 = a
-                elif a != a0:
+                if not seen:
+                    a0 = addr[i, lane]
+                    seen = True
+                elif addr[i, lane] != a0:
                     uniform = False
                     break
         p = last[o]
@@ -99,7 +100,7 @@ def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift, pair):
         if same:
             ok[i] = True
             shift[i] = d
-            pair[i] = uniform and was_uniform and d == PAIR_SHIFT and a0 % PAIR_BYTES == PAIR_SHIFT
+            pair[i] = uniform and was_uniform and d == PAIR_SHIFT and (a0 & np.uint64(PAIR_BYTES - 1)) == PAIR_SHIFT
 
 
 @nb.njit(cache=True, nogil=True)
