@@ -333,8 +333,8 @@ def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
     memory (``PAIRED_CONSTANT``) than the offset table says. nvcc 13 builds matvec's 16-column step in 48
     instructions with x constant against 59 with x global (sm_90), Nsight Compute counts 0.811 of the
     instructions on the H100 (configs/architectures.toml [SASS-U]); the model gave 1.002. Only traces whose
-    instructions have their own pcs show the pairs (``placement trace``, NVBit, Accel-Sim): a generator's
-    rolled loop gives its loads one pc, which ``traces.context`` calls indexed."""
+    instructions have their own pcs show the pairs (``placement trace``, Accel-Sim; NVBit's mem_trace has no pc):
+    a generator's rolled loop gives its loads one pc, which ``traces.context`` calls indexed."""
     table = np.zeros((len(CONTEXTS), max(info.n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
     pairs = uniform_constant_pairs_of(gpu)
     for c, context in enumerate(CONTEXTS):
