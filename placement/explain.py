@@ -149,8 +149,9 @@ def _tile(info: traces.KernelInfo, name: str, staging: Mapping[str, Any]) -> str
 
 
 def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses, addr: int, target: Terms,
-                   together: list[str], writeback: str) -> ObjectReason:  # fmt: skip
-    """``together``: the other objects in its space (sharing its caches)."""
+                   together: list[str], writeback: str, pairs: bool = False) -> ObjectReason:  # fmt: skip
+    """``together``: the other objects in its space (sharing its caches); ``pairs``: the GPU reads an aligned pair of
+    uniform constants with one load (``placement.memory.uniform_constant_pairs_of``)."""
     facts = []
     if is_staged(after) or (after == "S" and before != "S"):
         tile = _tile(info, name, target.staging)
@@ -179,8 +180,12 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
                      else _accesses(acc))  # fmt: skip
     if addr:
         per = abs(addr) / acc.total if acc.total else 0.0
-        facts.append(f"{units.count(abs(addr))} {'fewer' if addr < 0 else 'more'} instructions to compute its addresses "
-                     f"({per:.3g} per access)")  # fmt: skip
+        # a move to or from constant memory on a GPU that pairs uniform constants: the delta holds the pairs' loads
+        paired = pairs and "C" in (before, after)
+        what = "to address and load it" if paired else "to compute its addresses"
+        why = "; uniform floats in pairs, one load each in constant memory" if paired else ""
+        facts.append(f"{units.count(abs(addr))} {'fewer' if addr < 0 else 'more'} instructions {what} "
+                     f"({per:.3g} per access{why})")  # fmt: skip
     if not (is_staged(after) or after == "S"):
         served = _served(target.caches, space_of(after))
         own = _own(target, name, space_of(after)) if together else None
@@ -321,9 +326,11 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
 
 
 def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Mapping[str, ObjectAccesses],
-            addressing: Mapping[str, int], writeback: Mapping[str, str] | None = None) -> Explanation:  # fmt: skip
+            addressing: Mapping[str, int], writeback: Mapping[str, str] | None = None,
+            pairs: bool = False) -> Explanation:  # fmt: skip
     """Why ``target`` differs from ``sample``: per moved object (``accesses`` and ``addressing`` per object from
-    ``placement.attribution``; ``writeback`` per staged object: 'none', 'store' or 'atomic'), then per kernel."""
+    ``placement.attribution``; ``writeback`` per staged object: 'none', 'store' or 'atomic'), then per kernel;
+    ``pairs``: the GPU reads uniform constants in pairs (the addressing then holds the pairs' loads too)."""
     ns_per_cycle = sample.term_ns_per_cycle  # the terms are the trace's blocks' cycles (hms.blocks_scale)
     reasons = []
     spaces = {n: space_of(s) for n, s in target.placement.items()}
@@ -333,7 +340,7 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
             continue
         together = [n for n, s in spaces.items() if n != name and s == spaces[name]]
         reasons.append(_object_reason(info, name, before, after, accesses[name], addressing.get(name, 0), target,
-                                      together, (writeback or {}).get(name, "none")))  # fmt: skip
+                                      together, (writeback or {}).get(name, "none"), pairs))  # fmt: skip
     build = moved_key(sample.placement, target.placement)
     own_build = build in (info.extra.get("regs_by_placement") or {})
     own_mlp = build in (info.extra.get("mlp_by_placement") or {})

@@ -118,6 +118,12 @@ def test_x_in_constant_saves_one_instruction_a_pair(tmp_path, stream):
     v100 = api.evaluate(path, "v100", "x=C", stream=stream)
     assert h100.to_dict()["addressing_delta"] == 8 * PAIRED_CONSTANT
     assert v100.to_dict()["addressing_delta"] == 0
+    # the reason says what the instructions are: 16 warp reads of x, 8 loads fewer
+    (x,) = h100.target.explanation.objects
+    assert "8 fewer instructions to address and load it (0.5 per access; uniform floats in pairs, one load each in " \
+           "constant memory)" in x.facts  # fmt: skip
+    (x,) = v100.target.explanation.objects
+    assert not any("instructions to" in f for f in x.facts)
     # and back: a trace whose x is in constant memory (its build reads the pairs by ULDC.64) pays their second
     # loads in global memory
     c = traces.rewrite(t, {"x": "constant"}).trace
