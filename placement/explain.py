@@ -180,10 +180,13 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
                      else _accesses(acc))  # fmt: skip
     if addr:
         per = abs(addr) / acc.total if acc.total else 0.0
-        # a move to or from constant memory on a GPU that pairs uniform constants: the delta holds the pairs' loads
-        paired = pairs and "C" in (before, after)
-        what = "to address and load it" if paired else "to compute its addresses"
-        why = "; uniform floats in pairs, one load each in constant memory" if paired else ""
+        # a move to or from constant memory on a GPU that pairs uniform constants, or out of the operands of the
+        # sample's instructions: the delta holds loads too
+        operand = name in (info.extra.get("const_operands") or ()) and before == "C"
+        paired = pairs and "C" in (before, after) and not operand
+        what = "to address and load it" if paired or operand else "to compute its addresses"
+        why = ("; uniform floats in pairs, one load each in constant memory" if paired
+               else "; instruction operands in constant memory, loads elsewhere" if operand else "")  # fmt: skip
         facts.append(f"{units.count(abs(addr))} {'fewer' if addr < 0 else 'more'} instructions {what} "
                      f"({per:.3g} per access{why})")  # fmt: skip
     if not (is_staged(after) or after == "S"):

@@ -320,6 +320,9 @@ CONTEXT_TABLES = {"indexed": "indexed", "offset": "offset_leading", "paired": "o
 PAIRED_CONSTANT = -1
 """A PAIRED access in constant memory beyond the offset table, where the GPU pairs uniform constants
 (``placement.memory.uniform_constant_pairs_of``): its load is the pair's first one's (``ULDC.64``)."""
+CONST_OPERAND = -1
+"""An access in constant memory of an object the trace's build reads as instruction operands (``extra.const_operands``:
+``FFMA R, R, c[0x3][imm]``): neither address instructions nor a load, one instruction less than a load with none."""
 
 
 def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
@@ -334,9 +337,15 @@ def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
     instructions with x constant against 59 with x global (sm_90), Nsight Compute counts 0.811 of the
     instructions on the H100 (configs/architectures.toml [SASS-U]); the model gave 1.002. Only traces whose
     instructions have their own pcs show the pairs (``placement trace``, Accel-Sim; NVBit's mem_trace has no pc):
-    a generator's rolled loop gives its loads one pc, which ``traces.context`` calls indexed."""
+    a generator's rolled loop gives its loads one pc, which ``traces.context`` calls indexed.
+
+    An object the trace's build reads as instruction operands (``extra.const_operands``, which the generators
+    take from their SASS recipes: convolution_rows' ``c_Kernel``, cfd's ``ff_variable``) costs ``CONST_OPERAND``
+    in constant memory in every context: moved to another space, each of its accesses becomes a load of its own
+    (before the thirty-eighth session the model added its addressing alone)."""
     table = np.zeros((len(CONTEXTS), max(info.n_ids, 1), len(SPACE_NAMES)), dtype=np.int16)
     pairs = uniform_constant_pairs_of(gpu)
+    operands = set(info.extra.get("const_operands") or ())
     for c, context in enumerate(CONTEXTS):
         for o in info.objects:
             for s, space in SPACE_SHORT.items():
@@ -344,7 +353,9 @@ def addr_cost_table(info: traces.KernelInfo, gpu: Gpu) -> np.ndarray:
                 # conversions) stands in every context
                 ctx = "indexed" if s == "2T" else CONTEXT_TABLES[context]
                 cost = addressing.addressing_cost(gpu.arch, o.elem_bytes, s, ctx)
-                if context == "paired" and s == "C" and pairs:
+                if s == "C" and o.name in operands and o.space == "constant":
+                    cost = CONST_OPERAND
+                elif context == "paired" and s == "C" and pairs:
                     cost += PAIRED_CONSTANT
                 table[c, o.id, SPACE_CODES[space]] = cost
     return table

@@ -1,17 +1,25 @@
 """Warp-uniform constant pairs: ``traces.context``'s PAIRED accesses and the instruction a pair saves in constant
-memory from Turing on (``placement.hms.addr_cost_table``, configs/architectures.toml [SASS-U]), worked by hand."""
+memory from Turing on (``placement.hms.addr_cost_table``, configs/architectures.toml [SASS-U]), worked by hand; and
+constants a build reads as instruction operands (``extra.const_operands``), which become loads elsewhere."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traces
 from placement import api
 from placement.gpu import get_gpu
-from placement.hms import PAIRED_CONSTANT, addr_cost_table
+from placement.hms import CONST_OPERAND, PAIRED_CONSTANT, addr_cost_table
 from placement.memory import uniform_constant_pairs_of
+from traces import generators
 from traces.context import INDEXED, OFFSET, PAIRED, ContextStream, access_context
+from traces.schema import KernelInfo
 
 A_BASE, X_BASE, Y_BASE = 0x100000, 0x200000, 0x300000
 UNROLL = 4  # the loop body's loads of x, one pc each
@@ -131,3 +139,59 @@ def test_x_in_constant_saves_one_instruction_a_pair(tmp_path, stream):
     traces.write(path_c, c, c.info)
     back = api.evaluate(path_c, "h100", "x=G", stream=stream)
     assert back.to_dict()["addressing_delta"] == -8 * PAIRED_CONSTANT
+
+
+# constants a build reads as instruction operands (extra.const_operands)
+
+
+def _with_operands(value) -> str:
+    """convolution_rows' metadata (a 256 x 64 image) with ``extra.const_operands`` set to ``value``."""
+    _, info = generators.generate("convolution_rows", [256, 64])
+    d = json.loads(info.to_json())
+    d["extra"]["const_operands"] = value
+    return json.dumps(d)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.none(), st.text(max_size=4), st.integers(),
+                 st.lists(st.sampled_from(["c_Kernel", "d_Src", "s_Data", "nope", ""]), max_size=3),
+                 st.lists(st.integers(), min_size=1, max_size=2)))  # fmt: skip
+def test_any_const_operands_reads_or_is_one_trace_error(value):
+    # a list of names of the trace's constant objects (convolution_rows has one: c_Kernel), else one TraceError
+    try:
+        info = KernelInfo.from_json(_with_operands(value), "t.parquet")
+    except traces.TraceError as exc:
+        assert exc.field == "extra.const_operands" and "t.parquet" in str(exc) and "\n" not in str(exc)
+        assert not (value is None or (isinstance(value, list) and set(value) <= {"c_Kernel"}))
+        return
+    assert value is None or (isinstance(value, list) and set(value) <= {"c_Kernel"})
+    assert info.extra.get("const_operands") == value
+
+
+def test_generators_mark_their_constant_operands():
+    # the recipes' CONST operands (FFMA R, R, c[0x3][imm]): convolution_rows' 17 taps, cfd's far-field variables
+    assert generators.generate("convolution_rows", [256, 64])[1].extra["const_operands"] == ["c_Kernel"]
+    assert generators.generate("cfd")[1].extra["const_operands"] == ["ff_variable"]
+
+
+@pytest.mark.parametrize("stream", ["no", "yes"])
+def test_constant_operands_become_loads_elsewhere(tmp_path, stream):
+    # convolution_rows' c_Kernel taps are operands of its FFMAs: in global memory each access is a load of its own
+    # (8,704 warp reads at 256 x 64) plus its addressing (the offset table's: none for a tap at its neighbour's
+    # offset, one IMAD.WIDE for each warp's first, 64 warps); without the mark (the model before) only the
+    # difference of the two spaces' addressing counted: none on the V100, whose LDC scales its index as LDG does
+    cols, info = generators.generate("convolution_rows", [256, 64])
+    path = tmp_path / "cr.parquet"
+    traces.write(path, cols, info)
+    reads = int((cols["obj"] == info.object("c_Kernel").id).sum())
+    assert reads == 8704
+    h100 = api.evaluate(path, "h100", "c_Kernel=G", stream=stream)
+    assert h100.to_dict()["addressing_delta"] == reads * -CONST_OPERAND + 64
+    (c,) = h100.target.explanation.objects
+    assert f"{reads + 64:,} more instructions to address and load it" in " ".join(c.facts)
+    unmarked = dict(info.extra)
+    del unmarked["const_operands"]
+    path0 = tmp_path / "cr0.parquet"
+    traces.write(path0, cols, replace(info, extra=unmarked))
+    assert api.evaluate(path0, "v100", "c_Kernel=G", stream=stream).to_dict()["addressing_delta"] == 0
+    assert api.evaluate(path, "v100", "c_Kernel=G", stream=stream).to_dict()["addressing_delta"] == reads + 64

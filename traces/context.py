@@ -34,7 +34,7 @@ import numpy as np
 from . import keytable
 from .io import Trace
 
-NUMBA_DEPS = "845157243734c1f8"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "a6eae23e359d0f83"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 INDEXED, OFFSET, PAIRED = 0, 1, 2
 CONTEXTS = ("indexed", "offset", "paired")

@@ -291,6 +291,23 @@ def check_block_counts(extra: dict, ctas: int, path: str) -> None:
                              field=f"extra.{key}")  # fmt: skip
 
 
+def check_const_operands(names, objects, path: str) -> None:
+    """``extra.const_operands``, where a trace says which of its constant objects its build reads as instruction
+    operands (``c[0x3][imm]``, no load instruction of their own, as a generator's SASS recipe marks them): a list
+    of names of objects in constant memory."""
+    if names is None:
+        return
+    constant = {o.name for o in objects if o.space == "constant"}
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TraceError(path, f"const_operands must be a list of object names, got {shown(names)}",
+                         field="extra.const_operands")  # fmt: skip
+    for n in names:
+        if n not in constant:
+            those = ", ".join(sorted(constant)) or "none"
+            raise TraceError(path, f"const_operands names {shown(n)}, which is not an object in constant memory "
+                             f"(those are: {those})", field="extra.const_operands")  # fmt: skip
+
+
 def _check_dlcm(dlcm, path: str) -> None:
     """``extra.dlcm``, where a trace says how its build caches global loads: one of :data:`DLCM`."""
     if dlcm is not None and dlcm not in DLCM:
@@ -435,6 +452,7 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         raise TraceError(path, "metadata keys 'source' and 'extra' must be objects", field="source")
     _check_builds(extra, path)
     _check_dlcm(extra.get("dlcm"), path)
+    check_const_operands(extra.get("const_operands"), objects, path)
     check_block_counts(extra, math.prod(grid), path)
     return KernelInfo(
         kernel=kernel,

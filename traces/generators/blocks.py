@@ -274,5 +274,6 @@ def convolution_rows(width: int, height: int | None = None):
     t.add(whole, n_warps)
     t.add(ex, n_warps)
     info = C.kernel_info(k, (gx, gy, 1), (BX, BY, 1), L, t, params={"width": width, "height": height},
-                         notes=f"{const_seen} c_Kernel rows are FFMA operands in the constant bank, not load instructions")  # fmt: skip
+                         notes=f"{const_seen} c_Kernel rows are FFMA operands in the constant bank, not load instructions",
+                         extra={"const_operands": ["c_Kernel"]})  # fmt: skip
     return cols, info

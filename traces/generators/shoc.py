@@ -38,7 +38,7 @@ from . import _common as C
 from ._kern import put
 from .blocks import Emitter, _grid_warps
 
-NUMBA_DEPS = "911e15a6b31a6e31"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "cf800941473edc92"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SEED = 20240611
 
@@ -918,7 +918,8 @@ def cfd(nelr: int, block: int = 192):
     t.add(st, n_warps)
     t.add(ex, n_warps)
     info = C.kernel_info(k, (g, 1, 1), (block, 1, 1), L, t, params={"nelr": nelr, "block": block},
-                         notes="ff_variable reads are FFMA operands (c[0x3]) at the far-field block; no load instruction")  # fmt: skip
+                         notes="ff_variable reads are FFMA operands (c[0x3]) at the far-field block; no load instruction",
+                         extra={"const_operands": ["ff_variable"]})  # fmt: skip
     return E.columns(), info
 
 
