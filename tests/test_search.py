@@ -22,6 +22,7 @@ from placement.search import SearchOptions, count_legal, domains, solve
 from placement.staging import StagingFacts
 from traces.errors import InputError
 from traces.generators import generate, names
+from tracemaker import warp_rows
 
 K80 = get_gpu("k80")
 TOP = 3
@@ -88,18 +89,8 @@ def _kernel_with(objects, ctas=4):
             for k, o in enumerate(infos):
                 elems = o.size // 4
                 idx = ((c * 2 + w) * 32 + np.arange(32)) % elems
-                rows.append((c, w, k * 3, int(o.written), o.base + idx.astype(np.uint64) * 4, o.id))
-    n = len(rows)
-    cols = {
-        "cta": np.array([r[0] for r in rows], np.int32), "warp": np.array([r[1] for r in rows], np.int32),
-        "seq": np.array([r[2] for r in rows], np.int64), "pc": np.zeros(n, np.int32),
-        "op": np.array([r[3] for r in rows], np.int8), "space": np.zeros(n, np.int8),
-        "width": np.full(n, 4, np.int8), "mask": np.full(n, 0xFFFFFFFF, np.uint32),
-        "addr": np.stack([r[4] for r in rows]).astype(np.uint64), "obj": np.array([r[5] for r in rows], np.int16),
-    }  # fmt: skip
-    t = traces.Trace(**cols, info=info)
-    traces.validate(t)
-    return t
+                rows.append((c, w, k * 3, 0, int(o.written), o.base + idx.astype(np.uint64) * 4, o.id))
+    return warp_rows(info, rows)
 
 
 objects = st.lists(

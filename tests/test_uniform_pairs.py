@@ -20,6 +20,7 @@ from placement.memory import uniform_constant_pairs_of
 from traces import generators
 from traces.context import INDEXED, OFFSET, PAIRED, ContextStream, access_context
 from traces.schema import KernelInfo
+from tracemaker import warp_rows
 
 A_BASE, X_BASE, Y_BASE = 0x100000, 0x200000, 0x300000
 UNROLL = 4  # the loop body's loads of x, one pc each
@@ -33,28 +34,20 @@ def matvec_like(x_index, ctas: int = 2, uniform: bool = True) -> traces.Trace:
     x = traces.ObjectInfo(1, "x", "global", X_BASE, 4096, 4, None, False)
     y = traces.ObjectInfo(2, "y", "global", Y_BASE, 32 * 4 * ctas, 4, None, True)
     lanes = np.arange(32, dtype=np.uint64)
-    rows = []  # cta, seq, pc, obj, op, addr
+    rows = []  # cta, warp, seq, pc, op, addr, obj
     for b in range(ctas):
         seq = 0
         for k, j in enumerate(x_index):
-            rows.append((b, seq, 40, 0, 0, A_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4096) + np.uint64(4 * k)))
+            rows.append(
+                (b, 0, seq, 40, 0, A_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4096) + np.uint64(4 * k), 0)
+            )
             xa = X_BASE + 4 * int(j) + (np.zeros(32, np.uint64) if uniform else lanes * np.uint64(4))
-            rows.append((b, seq + 1, 100 + 16 * (k % UNROLL), 1, 0, np.asarray(xa, np.uint64)))
+            rows.append((b, 0, seq + 1, 100 + 16 * (k % UNROLL), 0, np.asarray(xa, np.uint64), 1))
             seq += 2
-        rows.append((b, seq, 200, 2, 1, Y_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4)))
-    n = len(rows)
+        rows.append((b, 0, seq, 200, 1, Y_BASE + (np.uint64(b * 32) + lanes) * np.uint64(4), 2))
     info = traces.KernelInfo("mv", (ctas, 1, 1), (32, 1, 1), (A, x, y),
-                             traces.Instructions(executed=10 * n, warps=ctas), regs_per_thread=32)  # fmt: skip
-    cols = {
-        "cta": np.array([r[0] for r in rows], np.int32), "warp": np.zeros(n, np.int32),
-        "seq": np.array([r[1] for r in rows], np.int64), "pc": np.array([r[2] for r in rows], np.int32),
-        "op": np.array([r[4] for r in rows], np.int8), "space": np.zeros(n, np.int8),
-        "width": np.full(n, 4, np.int8), "mask": np.full(n, 0xFFFFFFFF, np.uint32),
-        "addr": np.stack([r[5] for r in rows]).astype(np.uint64), "obj": np.array([r[3] for r in rows], np.int16),
-    }  # fmt: skip
-    t = traces.Trace(**cols, info=info)
-    traces.validate(t)
-    return t
+                             traces.Instructions(executed=10 * len(rows), warps=ctas), regs_per_thread=32)  # fmt: skip
+    return warp_rows(info, rows)
 
 
 def x_contexts(t: traces.Trace) -> list[int]:

@@ -52,3 +52,19 @@ def vecadd(ctas: int = 2, warps_per_block: int = 2, mask: int = 0xFFFFFFFF):
         "obj": k.astype(np.int16),
     }
     return cols, info
+
+
+def warp_rows(info, rows) -> traces.Trace:
+    """A validated trace of whole-warp rows of 4-byte lanes in global space (all 32 lanes active): ``rows`` are
+    (cta, warp, seq, pc, op, addresses (32,), object id)."""
+    n = len(rows)
+    col = lambda k, dt: np.array([r[k] for r in rows], dt)  # noqa: E731
+    cols = {
+        "cta": col(0, np.int32), "warp": col(1, np.int32), "seq": col(2, np.int64), "pc": col(3, np.int32),
+        "op": col(4, np.int8), "space": np.zeros(n, np.int8), "width": np.full(n, 4, np.int8),
+        "mask": np.full(n, 0xFFFFFFFF, np.uint32), "addr": np.stack([r[5] for r in rows]).astype(np.uint64),
+        "obj": col(6, np.int16),
+    }  # fmt: skip
+    t = traces.Trace(**cols, info=info)
+    traces.validate(t)
+    return t

@@ -184,6 +184,23 @@ def merge_spans(obj, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def one_address(mask, addr, i):
+    """Whether row ``i``'s active lanes (``mask[i]``, at least one) all read one address, and its first active
+    lane's address (0 with none active)."""
+    m = np.int64(mask[i])
+    first = np.uint64(0)
+    seen = False
+    for lane in range(32):
+        if (m >> lane) & 1:
+            if not seen:
+                first = addr[i, lane]
+                seen = True
+            elif addr[i, lane] != first:
+                return False, first
+    return seen, first
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def put_row(out, r, cta, warp, seq, pc, op, space, width, mask, obj):
     """Write row ``r``'s scalar columns into ``out`` (the columns tuple cta, warp, seq, pc, op, space,
     width, mask, addr, obj); the caller writes ``out[8][r]``, the lane addresses."""

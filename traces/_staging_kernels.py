@@ -17,11 +17,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._kernels import put_row
+from ._kernels import one_address, put_row
 from ._numba import LEAF
 from .codes import LOAD, REDUCTION, SHARED, STORE
 
-NUMBA_DEPS = "9cc52c3778a5dd39"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "2e04d3ab4563f6d5"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
@@ -708,19 +708,11 @@ def divergent_loads(idx, obj, op, mask, addr, out):
         o = obj[i]
         if o < 0 or op[i] != LOAD:
             continue
-        m = np.int64(mask[i])
-        if m == 0:
+        if mask[i] == 0:
             continue
-        first = np.uint64(0)
-        seen = False
-        for lane in range(32):
-            if (m >> lane) & 1:
-                if not seen:
-                    first = addr[i, lane]
-                    seen = True
-                elif addr[i, lane] != first:
-                    out[o] += 1
-                    break
+        one, _ = one_address(mask, addr, i)
+        if not one:
+            out[o] += 1
 
 
 @nb.njit(cache=True, nogil=True)

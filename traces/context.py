@@ -32,9 +32,10 @@ import numba as nb
 import numpy as np
 
 from . import keytable
+from ._kernels import one_address
 from .io import Trace
 
-NUMBA_DEPS = "a6eae23e359d0f83"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "e3353827ea2a8edf"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 INDEXED, OFFSET, PAIRED = 0, 1, 2
 CONTEXTS = ("indexed", "offset", "paired")
@@ -65,17 +66,7 @@ def _shifts(order, cta, warp, pc, obj, mask, addr, n_ids, ok, shift, pair):
         if o < 0:
             continue
         m = np.int64(mask[i])
-        uniform = m != 0
-        seen = False
-        a0 = np.uint64(0)
-        for lane in range(32):
-            if (m >> lane) & 1:
-                if not seen:
-                    a0 = addr[i, lane]
-                    seen = True
-                elif addr[i, lane] != a0:
-                    uniform = False
-                    break
+        uniform, a0 = one_address(mask, addr, i)
         p = last[o]
         was_uniform = last_uniform[o]
         last[o] = i
