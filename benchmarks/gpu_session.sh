@@ -52,6 +52,8 @@ if [ -z "${GPU:-}" ]; then
         *) GPU=h100 ;;
     esac
 fi
+BUDGET=${BUDGET:-540}  # seconds for all steps: each step's limit is cut to what is left, and a step is skipped with
+# under 10 s left, so the call ends inside the device call's limit whatever the steps take
 OUT=${OUT:-$PWD/gpu-session-out}
 mkdir -p "$OUT"
 : >"$OUT/steps.txt"
@@ -61,9 +63,15 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
         && export PYTHONPATH=/tmp/gpu-session-site:$PWD
 fi
 
-step() {  # step NAME LIMIT_S COMMAND...
+step() {  # step NAME LIMIT_S COMMAND... (the limit cut to what is left of BUDGET)
     local name=$1 limit=$2
     shift 2
+    local left=$((BUDGET - SECONDS))
+    if [ "$left" -lt 10 ]; then
+        echo "$name skipped: ${left}s of the ${BUDGET}s budget left" | tee -a "$OUT/steps.txt"
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
     local t0=$SECONDS
     timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
@@ -71,9 +79,10 @@ step() {  # step NAME LIMIT_S COMMAND...
 }
 
 step nvidia-smi 15 nvidia-smi
-step l1-wavefronts 60 "$PY" benchmarks/l1_wavefronts.py
+step calibrate 90 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
 step conv2d-kt 75 "$PY" benchmarks/conv2d_kt_variants.py -o "$OUT/conv2d_kt.json"
-step atomic-contention 60 "$PY" benchmarks/atomic_contention.py
+step l1-wavefronts 45 "$PY" benchmarks/l1_wavefronts.py
+step atomic-contention 45 "$PY" benchmarks/atomic_contention.py
 step trace-apps 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_sanitizer_gpu.py
 trace_rank() {
     local d
@@ -90,8 +99,5 @@ trace_rank() {
 }
 export PY OUT GPU
 export -f trace_rank
-step trace-rank 180 bash -c trace_rank
+step trace-rank 150 bash -c trace_rank
 step bench-trace 120 "$PY" benchmarks/bench_trace.py --sizes 20,22,24 --repeat 3 --stages
-if [ -n "${CALIBRATE:-}" ]; then
-    step calibrate 100 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
-fi
