@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="nvcc builds at a time")
     ap.add_argument("--arch", default="", help="sm_XY to build for (default: the device's)")
     ap.add_argument("--quick", action="store_true", help="the 32- and 64-wide blocks only (16 shapes)")
+    ap.add_argument("--only", action="append", default=[], metavar="BX,BY,TX,TY",
+                    help="this (block, tile) shape only (repeatable; e.g. to profile a few builds with ncu)")  # fmt: skip
     args = ap.parse_args(argv)
     device = cupy_device("conv2d_kt_variants")  # one line where there is no GPU
     if device is None and not args.arch:
@@ -129,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         cp, props, name = device
         arch = arch or f"sm_{props['major']}{props['minor']}"
     nvcc = tool("nvcc")
-    todo = [(s, ro, sh) for s in shapes(args.quick) for ro, sh in VARIANTS]
+    only = {tuple(int(v) for v in o.split(",")) for o in args.only}
+    chosen = [s for s in shapes(args.quick) if not only or s in only]
+    todo = [(s, ro, sh) for s in chosen for ro, sh in VARIANTS]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max(1, args.jobs)) as pool:
         built = dict(zip(todo, pool.map(lambda t: build(nvcc, arch, *t, Path(tmp)), todo)))
         ok = {t: b for t, b in built.items() if b is not None}
@@ -143,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         inp = rng.random((IMAGE + FILTER - 1) ** 2, dtype=cp.float32)
         filt = rng.random(FILTER * FILTER, dtype=cp.float32)
         cache, skipped = {}, {}
-        for shape in shapes(args.quick):
+        for shape in chosen:
             ref = None
             for ro, sh in VARIANTS:
                 b = built[(shape, ro, sh)]

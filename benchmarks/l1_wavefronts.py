@@ -18,7 +18,10 @@ launch is timed with CUDA events (median of ``--repeat``); the figure is SM cycl
 driver reports, and relative to the aligned 128-byte pattern (1 cycle on the rule above). Each pattern's line says
 what both rules predict.
 
-    python benchmarks/l1_wavefronts.py [--iters 256] [--repeat 5]
+    python benchmarks/l1_wavefronts.py [--iters 256] [--repeat 5] [--conv]
+
+``--conv`` adds the Kernel Tuner convolution's own warp-loads at each alignment of its window (16-wide blocks' two
+rows and 32-wide blocks' one; ``conv_patterns``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,18 @@ PATTERNS = {
 }
 
 
+def conv_patterns() -> dict[str, list[int]]:
+    """The Kernel Tuner convolution's warp-loads at every 4-byte alignment ``a`` of its window's start: blocks 16
+    wide (two image rows a warp, lanes 16-31 one row, ``KT_PITCH``, on) and 32 wide (one row). Its windows start
+    at every such alignment (the filter's 15 columns move it by 4 bytes, the rows by KT_PITCH mod 128 = 56)."""
+    out = {}
+    for a in range(0, LINE, 4):
+        out[f"16 wide, two rows, from +{a} B"] = [a + o for o in _halves(KT_PITCH)]
+    for a in range(0, LINE, 4):
+        out[f"32 wide, one row, from +{a} B"] = [a + 4 * lane for lane in range(32)]
+    return out
+
+
 def predicted(offsets: list[int]) -> tuple[float, int]:
     """(the walk's cycles: sectors' bytes over 128 B or the tag stage's lines at 4 a cycle, whichever is more,
     taking distinct sets; the most lines needing one sector position)."""
@@ -95,7 +110,11 @@ def predicted(offsets: list[int]) -> tuple[float, int]:
 
 
 def main() -> int:
+    conv = "--conv" in sys.argv[1:]
+    if conv:
+        sys.argv.remove("--conv")
     args = microbenchmark_args(__doc__, 256, "iterations of 8 loads a lane")
+    patterns = {**PATTERNS, **conv_patterns()} if conv else PATTERNS
     device = cupy_device("l1_wavefronts")
     if device is None:
         return 2
@@ -110,9 +129,9 @@ def main() -> int:
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): {grid} x {block} threads, "
           f"{args.iters} x 8 loads a lane, medians of {args.repeat}")  # fmt: skip
-    print(f"{'pattern':<46} {'walk':>5} {'banks':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
+    print(f"{'pattern':<46} {'walk':>5} {'banks':>5} {'lines':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
     base: dict[str, float] = {}
-    for pat, offsets in PATTERNS.items():
+    for pat, offsets in patterns.items():
         offs = cp.asarray(offsets, dtype=cp.int32)
         cycles = {}
         for kind in ("plain", "readonly"):
@@ -130,7 +149,8 @@ def main() -> int:
             cycles[kind] = statistics.median(times) * 1e6 * clock_ghz / loads_per_sm
             base.setdefault(kind, cycles[kind])
         walk, banks = predicted(offsets)
-        print(f"{pat:<46} {walk:>5.2f} {banks:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "
+        lines = len({o // LINE for o in offsets})
+        print(f"{pat:<46} {walk:>5.2f} {banks:>5} {lines:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "
               f"{cycles['readonly']:>7.2f} {cycles['readonly'] / base['readonly']:>5.2f}", flush=True)  # fmt: skip
     return 0
 
