@@ -266,6 +266,31 @@ def test_named_levels_without_an_l1():
     assert named.l1 is None and len(named.l2) == 1 and named.l2[0].latency.median == 200
 
 
+def test_the_l2_ends_at_the_level_nearest_the_drivers_size():
+    # the H200's walk (placement calibrate --quick, 30 Nov 2026) as plateaus: L1 40 cycles to 0.23 MiB, the near L2
+    # 282 to 36 MiB, the far L2 388 to 60 MiB, then the ramp of a hashed L2 read as levels (439 to 73 MiB, 529 to
+    # 121 MiB, where the TLB's reach ends) and DRAM at 634; the driver says 60 MiB
+    plateaus = [(40, 0.05, 0.23), (282, 0.3, 36), (388, 40, 60), (439, 64, 73), (529, 80, 121), (634, 128, 240)]
+    f, y = [], []
+    for lat, lo, hi in plateaus:
+        pts = np.geomspace(lo, hi, 5) * MIB
+        f += list(pts)
+        y += [lat] * 5
+    levels = find_levels(np.array(f), np.array(y, dtype=float))
+    assert [round(v.latency.median) for v in levels] == [40, 282, 388, 439, 529, 634]
+    named = name_levels(levels, global_in_l1=True, dram_latency=693.4, l2_bytes=60 * MIB)
+    assert [round(v.latency.median) for v in named.l2] == [282, 388]
+    assert [round(v.latency.median) for v in named.past_l2] == [439, 529]
+    # the far L2's end: between its last point (60 MiB) and the next level's first (64 MiB)
+    assert named.l2_capacity_bytes == pytest.approx(math.sqrt(60 * 64) * MIB)
+    assert [round(v.latency.median) for v in named.dram] == [634]
+    # without the driver's size every level below DRAM is the L2's (the last one, 121 MiB, its end)
+    plain = name_levels(levels, global_in_l1=True, dram_latency=693.4)
+    assert len(plain.l2) == 4 and plain.past_l2 == () and plain.l2_capacity_bytes > 120 * MIB
+    # a driver size nearest the near half's end keeps that one only
+    assert [round(v.latency.median) for v in name_levels(levels, True, 693.4, 30 * MIB).l2] == [282]
+
+
 # --- stride sweeps ----------------------------------------------------------------------
 
 

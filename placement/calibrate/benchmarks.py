@@ -304,7 +304,8 @@ def bench_walk(dev, ctx) -> Result:
         w, ctx, walk_footprints(WALK_MIN_BYTES, top, _pick(ctx, WALK_STEP), NODE_BYTES), NODE_BYTES, warm_limit
     )
     gi = bool(ctx.base.caches.global_in_l1)
-    named = name_levels(find_levels(f, y), gi, ctx.value("dram_latency"))
+    reported = dev.info.l2_bytes or None
+    named = name_levels(find_levels(f, y), gi, ctx.value("dram_latency"), reported)
     extra = [
         refine_footprints(lv, _pick(ctx, REFINE_POINTS)) for lv in ([named.l1] if named.l1 else []) + list(named.l2)
     ]
@@ -313,7 +314,7 @@ def bench_walk(dev, ctx) -> Result:
         f, y, s = np.concatenate([f, f2]), np.concatenate([y, y2]), np.concatenate([s, s2])
         o = np.argsort(f, kind="stable")
         f, y, s = f[o], y[o], s[o]
-        named = name_levels(find_levels(f, y), gi, ctx.value("dram_latency"))
+        named = name_levels(find_levels(f, y), gi, ctx.value("dram_latency"), reported)
     r.curves["walk_ld"] = _curve("walk_ld", f, y, s)
     bench = "walk (varying-size random walk, ld)"
     if named.l1 is not None:
@@ -331,6 +332,14 @@ def bench_walk(dev, ctx) -> Result:
               f"{last.last_bytes:.0f} and {last.leaves_at_bytes:.0f} B")  # fmt: skip
         if len(named.l2) > 1 and named.l2[0].leaves_at_bytes is not None:
             r.add("l2_near_bytes", _capacity_stat(named.l2[0]), "bytes", f"{bench}: the near L2 half")
+    for i, lv in enumerate(named.past_l2):
+        r.add(f"walk_past_l2_{i}_cycles", lv.latency, "cycles", bench)
+    if named.past_l2:
+        r.notes.append(
+            f"{bench}: the L2 ends with the level nearest the driver's L2 size ({reported:.0f} B); after it the "
+            f"latency climbs in {len(named.past_l2)} more steps, the last ending at "
+            f"{named.past_l2[-1].capacity_bytes or 0:.0f} B (a hashed L2's ramp, then the TLB's reach): not the L2's"
+        )
     if named.dram:
         r.add("walk_dram_cycles", named.dram[0].latency, "cycles", bench)
     return r
