@@ -326,3 +326,13 @@ def test_atomic_unit_bytes_by_hand():
     assert atomic_unit_bytes(0.5, 1024, 32) == 1024  # slower spread than one word: at most the span
     assert atomic_unit_bytes(32.0, 1024, 32) == 32 and atomic_unit_bytes(40.0, 1024, 32) == 32  # a sector each
     assert atomic_unit_bytes(3.0, 1024, 32) == 256  # 341 B: 256 is nearer in log than 512
+
+
+def test_a_line_past_the_bases_is_kept_as_a_measurement_not_written(monkeypatch):
+    # an L1 whose capacity stays put up to nodes 256 B apart (the H200's 4-set L1 folds such strides into half its
+    # sets, 30 Nov 2026): a line larger than the base's 128 B is noted and kept out of the configuration
+    monkeypatch.setattr(FakeGpu, "line", 256)
+    cal = runner.calibrate(FakeDevice(), get_gpu("h100"), quick=True, progress=False, today=lambda: "2026-11-25")
+    m = {k: v.value for k, v in cal.measured.items()}
+    assert "line_bytes" not in m and m["line_bytes_walk"] == 256
+    assert any(n.startswith("line: the L1 capacity stays put up to nodes 256 B apart") for n in cal.notes)
