@@ -1,46 +1,39 @@
 #!/usr/bin/env bash
 # Every check that waits on a GPU, in one device call (the tool library's `run`; carry [".whl"]), most wanted first,
-# each step under its own time limit so that the call fits the 10 minutes one command may take (600 s of limits in
-# all; the first step builds the injection library with nvcc). Each step's output goes to $OUT/<step>.log and its
-# exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere). Without a GPU
-# every step fails at once with its one-line reason.
+# each step under its own time limit, cut to what is left of BUDGET (540 s; a step with under 10 s left is skipped),
+# so that the call fits the 10 minutes one command may take. Each step's output goes to $OUT/<step>.log and its
+# exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere; the device returns
+# at most 8 files, so tar the folder). Without a GPU every step fails at once with its one-line reason. On an H200
+# (30 Nov 2026, Firecracker, driver 580.159.04) the whole script took 198 s: steps 1-8 below took 0, 6, 12, 2, 4,
+# 41, 82 and 49 s.
 #
 #   .whl/  wheels the device cannot download (it reaches nothing outside): OR-Tools and what it needs, for the
 #          device's Python (README, "Trace your own kernel"):
 #          python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #            --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#            -d .whl ortools==9.15.6755 immutabledict
+#            -d .whl ortools==9.15.6755 immutabledict 'protobuf>=6.33.1,<6.34'
 #
 #   bash benchmarks/gpu_session.sh            # on the device, from the repository root
 #
 # The steps:
-# 1. l1-wavefronts: benchmarks/l1_wavefronts.py, the L1 data path's cycles per warp-load by access pattern, plain and
-#    __ldg: whether an unaligned or two-half access costs its sectors' bytes over 128 B a cycle (the walk's rule) or
-#    as many cycles as lines needing one sector position (the A100 convolution's 16-wide blocks; not yet run);
-# 2. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
+# 1. nvidia-smi;
+# 2. calibrate: `placement calibrate --quick` (6 s on the H200): the configuration of the GPU, written to
+#    $OUT/calibrated.toml with every measurement in its [calibration] tables;
+# 3. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
 #    A100 suite's 32 (block, tile) shapes, built for the device (registers checked against the tables), timed, and
 #    written to $OUT/conv2d_kt.json; `python benchmarks/make_placement_suites.py --conv-cache conv2d_kt.json
-#    --conv-gpu h100 --out DIR` (h200 on an H200) makes it a suite (the registers and MLP per build await this,
-#    29 Nov 2026);
-# 3. atomic-contention: benchmarks/atomic_contention.py, every pattern again (a privatized histogram's write-back,
-#    32 lanes on 32 words of 4 sectors, is its (4, 8, 32) row: the H100 suite's bins=S/G are predicted 26-45 % slow);
-# 4. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
-#    27 Nov 2026);
-# 5. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
-#    `placement rank conv1d.parquet --gpu "$GPU"` (numba compiles its kernels on first use there: ~60 s); then
-#    conv1d at n = 2^22 (16,384 blocks) traced whole with --time and as 2 waves of blocks (--ctas waves=2), both
-#    evaluated: the scaled subset's times should be the whole trace's within a few %, and both near the measured
-#    launch (README, "Fewer blocks than the launch"; not yet run);
-# 6. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
-#    host side and whole command included), with the drain thread's seconds writing and waiting;
-# 7. with CALIBRATE=1, `placement calibrate --quick` (5 s on an H100; the global atomics across L2 units gave
-#    512 B, 27 Nov 2026); its `lsu` and `loads` benchmarks (not yet run on a GPU) give the load/store pipe's rate and
-#    L1-hit __ldg and plain loads of one and two lines a warp ([calibration.measured] ro_*, ldg_*). Read
-#    ldg_inst_per_cycle_per_sm against hms.t_lsu: ~1 (one line a cycle) is the model's larger of issue and data
-#    path, ~0.5 their sum (the what-if that fit the A100's absolute times and not the H100's, README). The two
-#    __ldg rates (ro_inst..., ro_split_inst...) go into the written configuration and price read-only loads of
-#    one line and of two (hms.t_lsu); an A100's or a GA10x's ro_split well below its ro would be the __ldg gap of
-#    the Kernel Tuner convolution (README "Placement accuracy").
+#    --conv-gpu h200 --out DIR` (the device's catalog name) makes it a suite (configs/suites/kerneltuner_conv_h200.toml
+#    is the H200's, 30 Nov 2026);
+# 4. l1-wavefronts: benchmarks/l1_wavefronts.py, the L1 data path's cycles per warp-load by access pattern, plain and
+#    __ldg (add --conv for the Kernel Tuner convolution's own loads at each alignment);
+# 5. atomic-contention: benchmarks/atomic_contention.py, every pattern again;
+# 6. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
+#    27 Nov 2026, and on the H200, 30 Nov; needs a runtime where compute-sanitizer works: Firecracker, not gVisor);
+# 7. trace-rank: the issue's own check, `placement trace --time -o conv1d.parquet -- conv1d_app` then
+#    `placement rank conv1d.parquet --gpu "$GPU"`; then conv1d at n = 2^22 (16,384 blocks) traced whole with --time
+#    and as 2 waves of blocks (--ctas waves=2), both evaluated with arg1=C (README, "Fewer blocks than the launch");
+# 8. bench-trace: `placement trace`'s speed (benchmarks/bench_trace.py at n = 2^20, 2^22 and 2^24, medians of 3,
+#    host side and whole command included), with the drain thread's seconds writing and waiting.
 #
 # GPU: the catalog key the evaluations take: h200 where nvidia-smi names an H200 (the tool library's `status`
 # named its device an H200 on 30 Nov 2026, where the sessions before had an H100), else h100; GPU=... overrides.
