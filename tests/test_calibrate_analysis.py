@@ -21,6 +21,7 @@ from placement.calibrate.analysis import (
     classify_address_bits,
     find_levels,
     granularity_from_stride_curve,
+    l2_capacity,
     line_from_capacities,  # fmt: skip
     name_levels,
     refine_footprints,
@@ -289,6 +290,20 @@ def test_the_l2_ends_at_the_level_nearest_the_drivers_size():
     assert len(plain.l2) == 4 and plain.past_l2 == () and plain.l2_capacity_bytes > 120 * MIB
     # a driver size nearest the near half's end keeps that one only
     assert [round(v.latency.median) for v in name_levels(levels, True, 693.4, 30 * MIB).l2] == [282]
+    # the size: the walk's where it is within 25 % of the driver's, else the driver's
+    assert l2_capacity(named, 60 * MIB) == (pytest.approx(math.sqrt(60 * 64) * MIB), False)
+    assert l2_capacity(plain, None) == (plain.l2_capacity_bytes, False)
+    # the H200's second run: levels ending at 1.3 and 34 MB, the driver's 62,914,560 B (34 MB is 46 % short)
+    second = [(40, 0.05, 0.23), (256, 0.3, 1.3), (293, 1.4, 33), (536, 36, 121), (634, 128, 240)]
+    f2, y2 = [], []
+    for lat, lo, hi in second:
+        f2 += list(np.geomspace(lo, hi, 5) * MIB)
+        y2 += [lat] * 5
+    named2 = name_levels(find_levels(np.array(f2), np.array(y2, dtype=float)), True, 693.4, 62914560)
+    assert [round(v.latency.median) for v in named2.l2] == [256, 293]
+    assert l2_capacity(named2, 62914560) == (62914560.0, True)
+    assert l2_capacity(named2, 0) == (named2.l2_capacity_bytes, False)
+    assert l2_capacity(name_levels(levels[:1], True), None) is None  # the L1 alone: no L2 end, no driver size
 
 
 # --- stride sweeps ----------------------------------------------------------------------

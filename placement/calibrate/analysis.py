@@ -276,6 +276,23 @@ def name_levels(
     return NamedLevels(l1, tuple(l2), tuple(dram), tuple(past))
 
 
+L2_DRIVER_TOLERANCE = 0.25
+"""How far (as a ratio) the walk's L2 end may be from the driver's L2 size before the driver's is taken: an H200's
+walk (30 Nov 2026) ended its L2 levels at 34 MB in one run and 60 MiB in another, its latency climbing smoothly from
+30 to 120 MiB; the driver says 62,914,560 B."""
+
+
+def l2_capacity(named: NamedLevels, driver_bytes: float | None) -> tuple[float, bool] | None:
+    """The L2's size in bytes and whether it is the driver's: the walk's (the last L2 level's end) where no driver
+    size is known or it is within ``L2_DRIVER_TOLERANCE`` of it, else the driver's; None where the walk found no
+    L2 end and the driver gives no size."""
+    end = named.l2_capacity_bytes
+    if driver_bytes and driver_bytes > 0:
+        if end is None or abs(math.log(end / driver_bytes)) > math.log1p(L2_DRIVER_TOLERANCE):
+            return float(driver_bytes), True
+    return (float(end), False) if end is not None else None
+
+
 def refine_footprints(level: Level, points: int = 8) -> np.ndarray:
     """Footprints that split a level's bracket (last_bytes, leaves_at_bytes] in ``points``
     geometric steps: a second, finer walk there narrows the capacity to that step."""

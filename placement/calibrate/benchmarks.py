@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .analysis import (
+    L2_DRIVER_TOLERANCE,
     AddressBits,
     Stat,
     classify_address_bits,
     find_levels,
     granularity_from_stride_curve,
+    l2_capacity,
     line_from_capacities,
     name_levels,  # fmt: skip
     refine_footprints,
@@ -326,10 +328,16 @@ def bench_walk(dev, ctx) -> Result:
         r.add(
             ("walk_l2_cycles", "walk_l2_far_cycles")[i] if i < 2 else f"walk_l2_{i}_cycles", lv.latency, "cycles", bench
         )
-    if named.l2 and named.l2[-1].leaves_at_bytes is not None:
+    size = l2_capacity(named, reported)
+    if size is not None and size[1]:
+        ends = ", ".join(f"{lv.capacity_bytes:.0f}" for lv in named.l2 if lv.capacity_bytes) or "nowhere"
+        r.add("l2_bytes", Stat(size[0], 0.0, 1), "bytes", f"the driver's L2 size (cudaDevAttrL2CacheSize; the "
+              f"walk's L2 levels end at {ends} B, none within {L2_DRIVER_TOLERANCE:.0%} of it)")  # fmt: skip
+    elif size is not None:
         last = named.l2[-1]
         r.add("l2_bytes", _capacity_stat(last), "bytes", f"{bench}: the last L2 plateau ends between "
               f"{last.last_bytes:.0f} and {last.leaves_at_bytes:.0f} B")  # fmt: skip
+    if named.l2 and named.l2[-1].leaves_at_bytes is not None:
         if len(named.l2) > 1 and named.l2[0].leaves_at_bytes is not None:
             r.add("l2_near_bytes", _capacity_stat(named.l2[0]), "bytes", f"{bench}: the near L2 half")
     for i, lv in enumerate(named.past_l2):
