@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -172,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{key(shape, ro, sh):<28} {statistics.median(times):9.4f} ms  {b[1]:3d} registers  "
                       f"err {err:.1e}", flush=True)  # fmt: skip
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    driver = cp.cuda.runtime.driverGetVersion()
     doc = {"device_name": name, "arch": arch, "clock_mhz": props["clockRate"] / 1e3, "nvcc": version,
+           "driver": f"CUDA {driver // 1000}.{driver % 1000 // 10}", "date": time.strftime("%Y-%m-%d"),
            "image": IMAGE, "repeat": args.repeat, "cache": cache, "not_launched": skipped}  # fmt: skip
     write_text(Path(args.output), json.dumps(doc, indent=1) + "\n")
     print(f"wrote {args.output}: {len(cache)} builds timed on {name}", file=sys.stderr)

@@ -199,6 +199,15 @@ def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
         "outputs, the four builds",
         f"# of the input per (block, tile) shape, median of {doc.get('repeat', '?')} launches. Written by",
         f"# benchmarks/make_placement_suites.py --conv-cache {source} --conv-gpu {gpu}; the trace as the A100 suite's.",
+    ]
+    if doc.get("driver") or doc.get("date"):
+        out.append(f"# Measured {doc.get('date', '?')}, driver {doc.get('driver', '?')}, SM clock as the driver "
+                   f"reports it {doc.get('clock_mhz', '?')} MHz (not locked).")  # fmt: skip
+    if doc.get("not_launched"):
+        shapes = sorted({",".join(k.split(",")[:4]) for k in doc["not_launched"]})
+        out.append(f"# Left out, a build the SM cannot launch (its registers x threads): {'; '.join(shapes)} "
+                   "(block x, y, tile x, y).")  # fmt: skip
+    out += [
         "",
         f'name = "kerneltuner-conv-{gpu}"',
         f'description = "2D convolution: input image in G, R, S/G, S/R, measured on {doc.get("device_name", gpu)}"',

@@ -307,6 +307,36 @@ def test_a_measured_conv_cache_becomes_a_suite_the_batch_reads(mk, tmp_path):
     assert f"traced at {w} x {h}: {(w // 64) * (h // 8):,} of its 32,768 blocks" in e.note
 
 
+def test_bundled_h200_conv_suite_holds_every_shape_the_sm_can_launch(mk):
+    # configs/suites/kerneltuner_conv_h200.toml, made from conv2d_kt_variants.py on an H200 (30 Nov 2026): a shape is
+    # in it exactly when each of its four builds fits the SM's 65,536 registers (the sm_90 register tables, each
+    # warp's registers in units of 256); the three left out are the 2 x 2 tiles of 64 x 8, 128 x 4 and 128 x 8
+    # threads, whose plain builds take 254, 164 and 254 registers a thread
+    kt = _load("conv2d_kt_variants")
+    suite = load_suite(ROOT / "configs" / "suites" / "kerneltuner_conv_h200.toml")
+    assert suite.gpus == ["h200"] and suite.name == "kerneltuner-conv-h200"
+    sm = get_gpu("h200").compute
+    entries = {e.id: e for e in suite.entries}
+
+    def launchable(shape, ro, sh):
+        regs = kt.table_registers(shape, ro, sh, "sm_90")
+        warps = shape[0] * shape[1] // 32 or 1
+        return warps * math.ceil(regs * 32 / sm.reg_alloc_unit) * sm.reg_alloc_unit <= sm.regs_per_sm
+
+    left_out = []
+    for shape in kt.shapes():
+        bx, by, tx, ty = shape
+        if not all(launchable(shape, ro, sh) for ro, sh in kt.VARIANTS):
+            left_out.append(shape)
+            continue
+        e = entries[f"conv-{bx}x{by}-t{tx}x{ty}"]
+        assert e.placements == ("", "input=R", "input=S/G;windows=1", "input=S/R;windows=1")
+        assert len(e.measured_ns) == 4 and all(t > 0 for t in e.measured_ns)
+        assert e.source.launch_ctas == (4096 // (bx * tx)) * (4096 // (by * ty))
+    assert left_out == [(64, 8, 2, 2), (128, 4, 2, 2), (128, 8, 2, 2)]
+    assert len(entries) == len(kt.shapes()) - 3 == 29
+
+
 def test_the_conv_timer_keys_its_builds_as_kernel_tuner_does():
     # the A100 cache's key of the 32 x 4 block, 2 x 2 tiles, __ldg and staged: block, tile, read_only,
     # use_padding, use_shmem, use_cmem, filter height and width
