@@ -13,9 +13,13 @@ keys (``cache``: one entry per build, ``time`` in ms, ``times``, and ``registers
 the table's), which ``benchmarks/make_placement_suites.py --conv-cache FILE --conv-gpu NAME`` turns into a suite
 that ``placement batch`` scores.
 
-    python benchmarks/conv2d_kt_variants.py [-o conv2d_kt.json] [--repeat 7] [--jobs N] [--quick]
+    python benchmarks/conv2d_kt_variants.py [-o conv2d_kt.json] [--repeat 7] [--jobs N] [--quick] [--only BX,BY,TX,TY]
 
-Without a GPU it stops after the builds with one line (exit 2).
+A build the SM cannot launch (its registers times its threads over the SM's) is listed under ``not_launched`` and
+skipped, as Kernel Tuner skips it; ``make_placement_suites`` then leaves its shape out. Under Nsight Compute, e.g.
+``ncu --csv --page raw -k regex:conv2d_kt --section WarpStateStats python benchmarks/conv2d_kt_variants.py --repeat 1
+--only 16,4,1,1``, each build's two launches (warm-up, timed) are profiled. Without a GPU it stops after the builds
+with one line (exit 2).
 """
 
 from __future__ import annotations
