@@ -148,11 +148,13 @@ def conv_size(bx: int, by: int, tx: int, ty: int, gpu_name: str = "a100") -> tup
     return w, h
 
 
-def conv_suite(data: Path, cache_file: Path | None = None, gpu: str = "a100") -> str:
+def conv_suite(data: Path, cache_file: Path | list[Path] | None = None, gpu: str = "a100") -> str:
     """The Kernel Tuner convolution's suite: the A100's measurements (``data``), or with ``cache_file`` another
     GPU's (``benchmarks/conv2d_kt_variants.py``'s JSON, Kernel Tuner's cache keys) priced on ``gpu``."""
     if cache_file is not None:
-        return _conv_suite_of(json.loads(Path(cache_file).read_text()), Path(cache_file).name, gpu)
+        files = [Path(f) for f in (cache_file if isinstance(cache_file, (list, tuple)) else [cache_file])]
+        doc = merge_conv_runs([json.loads(f.read_text()) for f in files])
+        return _conv_suite_of(doc, " ".join(f.name for f in files), gpu)
     times = conv_times(json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"])
     out = [
         "# Kernel Tuner's 2D convolution on an NVIDIA A100-PCIE-40GB (4096 x 4096 outputs, 15 x 15 filter in",
@@ -191,13 +193,41 @@ def conv_times(cache: dict) -> dict[tuple, float]:
     return times
 
 
+def merge_conv_runs(docs: list[dict]) -> dict:
+    """One ``conv2d_kt_variants.py`` document of several runs on one GPU: each build that every run timed at the
+    mean of their times (as the H100 suite takes the mean of its two runs), ``runs`` and the run-to-run spread
+    (``spread``: the upper median and the largest relative difference of a build's time from the mean, in %)."""
+    if len(docs) == 1:
+        return docs[0]
+    keys = [
+        k for k in docs[0]["cache"] if all(isinstance(d["cache"].get(k, {}).get("time"), (int, float)) for d in docs)
+    ]
+    cache, diffs = {}, []
+    for k in keys:
+        ts = [d["cache"][k]["time"] for d in docs]
+        mean = sum(ts) / len(ts)
+        cache[k] = {**docs[0]["cache"][k], "time": mean, "times": ts}
+        diffs += [abs(t / mean - 1) * 100 for t in ts]
+    diffs.sort()
+    not_launched = {k: v for d in docs for k, v in d.get("not_launched", {}).items()}
+    return {**docs[0], "cache": cache, "not_launched": not_launched, "runs": len(docs),
+            "spread": (diffs[len(diffs) // 2], diffs[-1])}  # fmt: skip
+
+
 def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
     """A suite of ``benchmarks/conv2d_kt_variants.py``'s measurements ``doc`` (from file ``source``) on ``gpu``."""
     out = [
         f"# Kernel Tuner's 2D convolution (benchmarks/kernels/conv2d_kt.cu) on {doc.get('device_name', '?')}",
         f"# ({doc.get('arch', '?')}, {doc.get('nvcc', 'nvcc ?')}): {doc.get('image', 4096)} x {doc.get('image', 4096)} "
         "outputs, the four builds",
-        f"# of the input per (block, tile) shape, median of {doc.get('repeat', '?')} launches. Written by",
+        f"# of the input per (block, tile) shape, median of {doc.get('repeat', '?')} launches"
+        + (
+            f" (the mean of {doc['runs']} runs; a build's time {doc['spread'][0]:.2f} % from the mean, median, at most "
+            f"{doc['spread'][1]:.2f} %)"
+            if doc.get("runs")
+            else ""
+        )
+        + ". Written by",
         f"# benchmarks/make_placement_suites.py --conv-cache {source} --conv-gpu {gpu}; the trace as the A100 suite's.",
     ]
     if doc.get("driver") or doc.get("date"):
@@ -542,7 +572,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--conv-cache",
         default=None,
-        help="only write kerneltuner_conv_GPU.toml from this benchmarks/conv2d_kt_variants.py JSON",
+        nargs="+",
+        help="only write kerneltuner_conv_GPU.toml from these benchmarks/conv2d_kt_variants.py JSONs (runs on one GPU:"
+        " each build at the mean of their times)",
     )
     ap.add_argument("--conv-gpu", default="h100", help="the GPU configuration that suite prices (default h100)")
     args = ap.parse_args(argv)
@@ -550,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.conv_cache:
         sys.path.insert(0, str(ROOT))
         path = out / f"kerneltuner_conv_{args.conv_gpu}.toml"
-        path.write_text(conv_suite(data, Path(args.conv_cache), args.conv_gpu))
+        path.write_text(conv_suite(data, [Path(f) for f in args.conv_cache], args.conv_gpu))
         print(f"wrote {path}", file=sys.stderr)
         return 0
     if not data.is_dir():

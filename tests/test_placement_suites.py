@@ -337,6 +337,21 @@ def test_bundled_h200_conv_suite_holds_every_shape_the_sm_can_launch(mk):
     assert len(entries) == len(kt.shapes()) - 3 == 29
 
 
+def test_two_conv_runs_become_one_suite_at_their_mean(mk, tmp_path):
+    # two runs on one GPU: each build both timed at the mean of the two (ms), the run-to-run spread in the header;
+    # a build one run did not time is left out, so its shape is; not_launched builds of either run are named
+    k1, k2 = "32,4,1,1,0,0,0,1,15,15", "32,4,1,1,1,0,0,1,15,15"
+    run1 = {"cache": {k1: {"time": 1.0}, k2: {"time": 2.0}, "x": {"time": 5.0}}, "not_launched": {"a": "r"}}
+    run2 = {"cache": {k1: {"time": 1.2}, k2: {"time": 2.0}}, "not_launched": {"b": "r"}}
+    doc = mk.merge_conv_runs([run1, run2])
+    assert doc["cache"][k1]["time"] == pytest.approx(1.1) and doc["cache"][k1]["times"] == [1.0, 1.2]
+    assert doc["cache"][k2]["time"] == 2.0 and "x" not in doc["cache"] and doc["runs"] == 2
+    # |1.0 / 1.1 - 1| = |1.2 / 1.1 - 1| = 9.09 %, the k2 pair 0 %: median (of 4) the upper middle, 9.09 %; most 9.09 %
+    assert doc["spread"] == pytest.approx((100 / 11, 100 / 11))
+    assert set(doc["not_launched"]) == {"a", "b"}
+    assert mk.merge_conv_runs([run1]) is run1
+
+
 def test_the_conv_timer_keys_its_builds_as_kernel_tuner_does():
     # the A100 cache's key of the 32 x 4 block, 2 x 2 tiles, __ldg and staged: block, tile, read_only,
     # use_padding, use_shmem, use_cmem, filter height and width
