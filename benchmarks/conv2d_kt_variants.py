@@ -113,6 +113,17 @@ def time_build(cp, cubin: Path, shape, inp, filt, repeat: int) -> tuple[list[flo
     return times, out
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    """``--only``'s BX,BY,TX,TY as a tuple of four integers."""
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 4:
+        raise argparse.ArgumentTypeError(f"expected BX,BY,TX,TY (four integers), got {text!r}")
+    return shape
+
+
 def main(argv: list[str] | None = None) -> int:
     from _cupy_device import cupy_device
     from sass_recipes import tool
@@ -125,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="nvcc builds at a time")
     ap.add_argument("--arch", default="", help="sm_XY to build for (default: the device's)")
     ap.add_argument("--quick", action="store_true", help="the 32- and 64-wide blocks only (16 shapes)")
-    ap.add_argument("--only", action="append", default=[], metavar="BX,BY,TX,TY",
+    ap.add_argument("--only", action="append", default=[], metavar="BX,BY,TX,TY", type=_shape,
                     help="this (block, tile) shape only (repeatable; e.g. to profile a few builds with ncu)")  # fmt: skip
     args = ap.parse_args(argv)
     device = cupy_device("conv2d_kt_variants")  # one line where there is no GPU
@@ -136,8 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         cp, props, name = device
         arch = arch or f"sm_{props['major']}{props['minor']}"
     nvcc = tool("nvcc")
-    only = {tuple(int(v) for v in o.split(",")) for o in args.only}
+    only = set(args.only)
     chosen = [s for s in shapes(args.quick) if not only or s in only]
+    if only - set(chosen):
+        print(f"conv2d_kt_variants: --only {sorted(only - set(chosen))} is not a shape of the suite "
+              f"({'--quick: ' if args.quick else ''}{len(shapes(args.quick))} shapes)", file=sys.stderr)  # fmt: skip
+        return 2
     todo = [(s, ro, sh) for s in chosen for ro, sh in VARIANTS]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max(1, args.jobs)) as pool:
         built = dict(zip(todo, pool.map(lambda t: build(nvcc, arch, *t, Path(tmp)), todo)))
