@@ -133,6 +133,10 @@ class Memory:
     smem_atomic_lane_cycles: float = 0.0
     """Cycles each further lane on one word adds to a shared atomic (serialized); ``placement calibrate``: from its
     same-address shared atomics per cycle an SM, over the warp's 31 further lanes."""
+    dram_sustained_fraction: float = 0.0
+    """The share of ``bandwidth_gbs`` this GPU's DRAM sustains (0: its architecture's ``dram_sustained_fraction``,
+    ``configs/architectures.toml``); ``placement calibrate``: its copy kernel's bandwidth over the datasheet's (an H200:
+    3.58 TB/s of 4.8, 0.75; the H100 2.79 of 3.35, 0.83; Hopper's was 0.86 for both)."""
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "l2_atomic_unit_bytes": _NONNEG,
     "smem_atomic_cycles": _NONNEG,
     "smem_atomic_lane_cycles": _NONNEG,
+    "dram_sustained_fraction": (0, 1),
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}

@@ -7,6 +7,7 @@ Recorded measurements stand in for a run: the H100's microbenchmarks.csv and mt4
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +31,8 @@ from placement.calibrate.recorded import (
 )
 from placement.calibrate.writer import build_config, resize_cache, write_config
 from placement.gpu import ConfigError, get_gpu, gpu_from_dict, load_gpu
+from placement.hms import departure_delays, dram_bandwidth_gbs
+from placement.models.params import sustained_fraction_of
 
 ROOT = Path(__file__).resolve().parents[1]
 VECADD = ROOT / "configs" / "examples" / "vecadd.parquet"
@@ -61,6 +64,8 @@ def test_microbenchmarks_csv_gives_its_latencies(tmp_path, csv_calibration):
     assert g.caches.l2_latency == 290.02
     assert g.memory.dram_latency == 696.91
     assert g.memory.smem_latency == 28.94
+    # the copy kernel's 2,788.8 GB/s over the 3,350 datasheet: the H100's own sustained share
+    assert g.memory.dram_sustained_fraction == pytest.approx(2788.8 / 3350) and g.memory.bandwidth_gbs == 3350
     # the file round-trips through the loader: the same configuration
     again = load_gpu(out)
     assert again == g
@@ -237,3 +242,35 @@ def test_output_folder_must_exist(tmp_path):
     text, g, skipped = build_config(tmp_path / "c.toml", get_gpu("h100"), cal)
     assert skipped == [] and not (tmp_path / "c.toml").exists()
     assert gpu_from_dict(tomllib.loads(text), str(tmp_path / "c.toml")) == g
+
+
+def test_the_copy_kernel_gives_the_gpus_own_sustained_share_and_the_models_take_it(tmp_path):
+    # the H200's quick run (30 Nov 2026): copy 3,584.1 GB/s of the catalog's 4,800 -> 0.7467; its read and write
+    # kernels are recorded only
+    base = get_gpu("h200")
+    cal = Calibration(H100, DATE, True, {k: measured(k, v, unit="GB/s") for k, v in
+                                         (("dram_copy_gbs", 3584.1), ("dram_read_gbs", 3663.1),
+                                          ("dram_write_gbs", 3512.8))})  # fmt: skip
+    g, _ = write_config(tmp_path / "c.toml", base, cal)
+    assert g.memory.dram_sustained_fraction == pytest.approx(3584.1 / 4800)
+    line = next(t for t in (tmp_path / "c.toml").read_text().splitlines() if t.startswith("dram_sustained_fraction"))
+    assert "dram_copy_gbs 3584 GB/s over the datasheet's 4800" in line
+    # the models space DRAM requests by it: the sustained bandwidth and the departure delays
+    assert sustained_fraction_of(base) == 0.86  # Hopper's, the catalog's H200 has none of its own
+    assert sustained_fraction_of(g) == pytest.approx(0.7467, abs=1e-4)
+    assert dram_bandwidth_gbs(g) == pytest.approx(3584.1)
+    assert departure_delays(g)[0] == pytest.approx(g.memory.departure_del_coal * 4800 / 3584.1)
+    # a copy faster than the datasheet is not a share: not written, the architecture's stays
+    fast = Calibration(H100, DATE, True, {"dram_copy_gbs": measured("dram_copy_gbs", 5000.0, unit="GB/s")})
+    g2, _ = write_config(tmp_path / "d.toml", base, fast)
+    assert g2.memory.dram_sustained_fraction == 0.0 and sustained_fraction_of(g2) == 0.86
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", '"most"'])
+def test_a_bad_sustained_share_in_a_configuration_is_one_line(tmp_path, value):
+    text = (ROOT / "configs" / "gpus" / "h100.toml").read_text()
+    bad = re.sub(r"^dram_sustained_fraction = [0-9.]+", f"dram_sustained_fraction = {value}", text, flags=re.M)
+    assert bad != text
+    (tmp_path / "bad.toml").write_text(bad)
+    with pytest.raises(ConfigError, match=r"memory.dram_sustained_fraction"):
+        load_gpu(tmp_path / "bad.toml")

@@ -65,8 +65,8 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
 latency, as the bundled configurations do (Huang & Li's Appendix: the FP latency stands for
 the mean). ``compute.launch_per_block_ns`` is derived from the launches of 1 and 65,536 blocks
 (:data:`LAUNCH_SPAN`). ``memory.bandwidth_gbs`` stays the datasheet peak: the models apply the
-architecture's sustained fraction to it (placement.models.params); the measured bandwidths
-are in ``[calibration.measured]``, with the sustained fraction they imply."""
+sustained fraction to it (placement.models.params), and the measured copy bandwidth gives the GPU's own,
+``memory.dram_sustained_fraction`` (:data:`DRAM_COPY`)."""
 
 CACHE_SIZE_KEYS: dict[str, str] = {"l1_bytes": "l1", "l2_bytes": "l2", "const_bytes": "const", "tex_bytes": "tex"}
 """Measured capacities -> the cache string whose ways they set (sets and line as the base's;
@@ -90,6 +90,13 @@ SHARED_ATOMICS = ("atomic_shared_distinct_gops", "atomic_shared_same_gops")
 adds per second over the GPU: over the SMs and the clock, the lanes an SM serves a cycle, so that a warp-instruction
 takes ``memory.smem_atomic_cycles`` = warp size / the distinct rate, and each further lane on one word
 ``memory.smem_atomic_lane_cycles`` = (warp size / the same rate - that) / (warp size - 1) (``cachesim``'s walk)."""
+
+DRAM_COPY = "dram_copy_gbs"
+"""The copy kernel's GB/s (float4, reads and writes as kernels mix them, counted both ways; STREAM's copy) over the
+datasheet's ``memory.bandwidth_gbs`` is ``memory.dram_sustained_fraction``, the share the models space DRAM requests
+by (``placement.hms.dram_bandwidth_gbs``; until 30 Nov 2026 always the architecture's). The H100's 2,789 GB/s of 3,350
+are 0.83 (h100-placements/microbenchmarks.csv; its read and write kernels reach 0.91 and 0.93), the H200's 3,584 of
+4,800 0.75, where Hopper's share was 0.86 for both. A share above 1 (a datasheet below the GPU) is not written."""
 
 _INT_FIELDS = {"memory.sector_bytes", "memory.line_bytes"}
 
@@ -187,6 +194,14 @@ def calibrated_tables(
                                                    f"{sms} SMs) = {per_warp[1]:.3g} - {per_warp[0]:.3g}) / {w - 1} "
                                                    f"further lanes: {comment(same, cal)}")  # fmt: skip
         used.extend(SHARED_ATOMICS)
+    copy = cal.measured.get(DRAM_COPY)
+    if copy is not None and copy.value > 0 and DRAM_COPY not in drop:
+        peak = t["memory"].get("bandwidth_gbs", base.memory.bandwidth_gbs)
+        if copy.value <= peak:
+            t["memory"]["dram_sustained_fraction"] = copy.value / peak
+            notes["memory.dram_sustained_fraction"] = (f"{DRAM_COPY} {copy.value:.0f} GB/s over the datasheet's "
+                                                       f"{peak:.0f}: {comment(copy, cal)}")  # fmt: skip
+            used.append(DRAM_COPY)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
         if m is None or key in drop:

@@ -35,8 +35,12 @@ def ldst_units_of(gpu: Gpu) -> int | None:
 
 
 def sustained_fraction_of(gpu: Gpu) -> float:
-    """The share of the datasheet DRAM bandwidth the architecture sustains
-    (``dram_sustained_fraction``; 1 when the file has none)."""
+    """The share of the datasheet DRAM bandwidth the GPU sustains: its own (``memory.dram_sustained_fraction``,
+    which ``placement calibrate`` measures) where it has one, else its architecture's (``dram_sustained_fraction``;
+    1 when the file has none)."""
+    own = gpu.memory.dram_sustained_fraction
+    if own > 0:
+        return float(own)
     v = model_constants(gpu).get("dram_sustained_fraction")
     return float(v) if v else 1.0
 
