@@ -148,13 +148,12 @@ def conv_size(bx: int, by: int, tx: int, ty: int, gpu_name: str = "a100") -> tup
     return w, h
 
 
-def conv_suite(data: Path, cache_file: Path | list[Path] | None = None, gpu: str = "a100") -> str:
-    """The Kernel Tuner convolution's suite: the A100's measurements (``data``), or with ``cache_file`` another
-    GPU's (``benchmarks/conv2d_kt_variants.py``'s JSON, Kernel Tuner's cache keys) priced on ``gpu``."""
-    if cache_file is not None:
-        files = [Path(f) for f in (cache_file if isinstance(cache_file, (list, tuple)) else [cache_file])]
-        doc = merge_conv_runs([json.loads(f.read_text()) for f in files])
-        return _conv_suite_of(doc, " ".join(f.name for f in files), gpu)
+def conv_suite(data: Path, cache_files: list[Path] | None = None, gpu: str = "a100") -> str:
+    """The Kernel Tuner convolution's suite: the A100's measurements (``data``), or with ``cache_files`` another
+    GPU's (runs of ``benchmarks/conv2d_kt_variants.py``, JSON with Kernel Tuner's cache keys) priced on ``gpu``."""
+    if cache_files:
+        doc = merge_conv_runs([json.loads(Path(f).read_text()) for f in cache_files])
+        return _conv_suite_of(doc, " ".join(Path(f).name for f in cache_files), gpu)
     times = conv_times(json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"])
     out = [
         "# Kernel Tuner's 2D convolution on an NVIDIA A100-PCIE-40GB (4096 x 4096 outputs, 15 x 15 filter in",
@@ -205,13 +204,12 @@ def merge_conv_runs(docs: list[dict]) -> dict:
     cache, diffs = {}, []
     for k in keys:
         ts = [d["cache"][k]["time"] for d in docs]
-        mean = sum(ts) / len(ts)
+        mean = statistics.fmean(ts)
         cache[k] = {**docs[0]["cache"][k], "time": mean, "times": ts}
         diffs += [abs(t / mean - 1) * 100 for t in ts]
-    diffs.sort()
     not_launched = {k: v for d in docs for k, v in d.get("not_launched", {}).items()}
     return {**docs[0], "cache": cache, "not_launched": not_launched, "runs": len(docs),
-            "spread": (diffs[len(diffs) // 2], diffs[-1])}  # fmt: skip
+            "spread": (statistics.median_high(diffs), max(diffs))}  # fmt: skip
 
 
 def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
