@@ -152,7 +152,7 @@ def conv_suite(data: Path, cache_files: list[Path] | None = None, gpu: str = "a1
     """The Kernel Tuner convolution's suite: the A100's measurements (``data``), or with ``cache_files`` another
     GPU's (runs of ``benchmarks/conv2d_kt_variants.py``, JSON with Kernel Tuner's cache keys) priced on ``gpu``."""
     if cache_files:
-        doc = merge_conv_runs([json.loads(Path(f).read_text()) for f in cache_files])
+        doc = merge_conv_runs([read_conv_run(Path(f)) for f in cache_files])
         return _conv_suite_of(doc, " ".join(Path(f).name for f in cache_files), gpu)
     times = conv_times(json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"])
     out = [
@@ -190,6 +190,39 @@ def conv_times(cache: dict) -> dict[tuple, float]:
             (v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])
         ] = t
     return times
+
+
+class SuiteInputError(ValueError):
+    """A measurement file this script cannot read: the message names the file and the entry."""
+
+
+CONV_KEYS = ("block_size_x", "block_size_y", "tile_size_x", "tile_size_y", "read_only", "use_shmem", "use_padding")
+
+
+def read_conv_run(path: Path) -> dict:
+    """One ``conv2d_kt_variants.py`` JSON, checked: a ``cache`` object whose entries each have the integer tunable
+    parameters of ``CONV_KEYS`` and, where timed, a positive ``time`` (ms). Parsed with ``json``, never evaluated."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise SuiteInputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SuiteInputError(f"{path}: not JSON: {e}") from None
+    cache = doc.get("cache") if isinstance(doc, dict) else None
+    if not isinstance(cache, dict) or not cache:
+        raise SuiteInputError(f'{path}: no "cache" object of timed builds (a conv2d_kt_variants.py JSON)')
+    for key, v in cache.items():
+        if not isinstance(v, dict):
+            raise SuiteInputError(f"{path}: cache entry {key!r}: expected an object, got {type(v).__name__}")
+        for k in CONV_KEYS:
+            if isinstance(v.get(k), bool) or not isinstance(v.get(k), int):
+                raise SuiteInputError(f"{path}: cache entry {key!r}: {k}: expected an integer, got {v.get(k)!r}")
+        t = v.get("time")
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf):
+            raise SuiteInputError(
+                f"{path}: cache entry {key!r}: time: expected a positive finite number (ms), got {t!r}"
+            )
+    return doc
 
 
 def merge_conv_runs(docs: list[dict]) -> dict:
@@ -579,25 +612,40 @@ def main(argv: list[str] | None = None) -> int:
     data, out = Path(args.data), Path(args.out)
     if args.conv_cache:
         sys.path.insert(0, str(ROOT))
+        from traces.errors import InputError
+
         path = out / f"kerneltuner_conv_{args.conv_gpu}.toml"
-        path.write_text(conv_suite(data, [Path(f) for f in args.conv_cache], args.conv_gpu))
+        try:
+            text = conv_suite(data, [Path(f) for f in args.conv_cache], args.conv_gpu)
+        except (SuiteInputError, InputError) as e:  # the whole suite or nothing: the file is written after
+            print(f"make_placement_suites: {e}", file=sys.stderr)
+            return 2
+        path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
         return 0
     if not data.is_dir():
         print(f"make_placement_suites: no data folder {data}", file=sys.stderr)
         return 2
+    if not out.is_dir():
+        print(f"make_placement_suites: no output folder {out}", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(ROOT))
-    text, skipped = matmul_suite(data)
-    (out / "gpuperfpredict_matmul.toml").write_text(text)
+    texts: dict[str, str] = {}
+    try:  # every suite is made before any is written: a file missing from the data writes nothing
+        texts["gpuperfpredict_matmul.toml"], skipped = matmul_suite(data)
+        texts["kerneltuner_conv_a100.toml"] = conv_suite(data)
+        if (data / H100).is_dir():
+            texts["h100_variants.toml"] = h100_suite(data)
+        else:
+            print(f"h100: no folder {data / H100}: h100_variants.toml not written", file=sys.stderr)
+    except OSError as e:
+        print(f"make_placement_suites: {e.filename}: cannot read: {e.strerror or e}", file=sys.stderr)
+        return 2
     for s in skipped:
         print(f"matmul: left out {s}", file=sys.stderr)
-    (out / "kerneltuner_conv_a100.toml").write_text(conv_suite(data))
-    if (data / H100).is_dir():
-        (out / "h100_variants.toml").write_text(h100_suite(data))
-    else:
-        print(f"h100: no folder {data / H100}: h100_variants.toml not written", file=sys.stderr)
-    print(f"wrote {out}/gpuperfpredict_matmul.toml, {out}/kerneltuner_conv_a100.toml and {out}/h100_variants.toml",
-          file=sys.stderr)  # fmt: skip
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    print(f"wrote {', '.join(str(out / name) for name in texts)}", file=sys.stderr)
     return 0
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from placement.batch import load_suite
 from placement.gpu import get_gpu
@@ -350,6 +352,68 @@ def test_two_conv_runs_become_one_suite_at_their_mean(mk, tmp_path):
     assert doc["spread"] == pytest.approx((100 / 11, 100 / 11))
     assert set(doc["not_launched"]) == {"a", "b"}
     assert mk.merge_conv_runs([run1]) is run1
+
+
+def _conv_entry(**kw):
+    e = {"block_size_x": 32, "block_size_y": 4, "tile_size_x": 1, "tile_size_y": 1, "read_only": 0, "use_shmem": 0,
+         "use_padding": 0, "time": 1.5}  # fmt: skip
+    e.update(kw)
+    return e
+
+
+@pytest.mark.parametrize("text,says", [
+    (None, "cannot read: No such file or directory"),
+    ('{"cache": {"k": ', "not JSON"),
+    (b"\xff\xfe", "not JSON"),
+    ("[1, 2]", 'no "cache" object'),
+    ('{"cache": {}}', 'no "cache" object'),
+    ('{"cache": {"k": 3}}', "cache entry 'k': expected an object, got int"),
+    (json.dumps({"cache": {"k": _conv_entry(read_only=True)}}), "cache entry 'k': read_only: expected an integer"),
+    (json.dumps({"cache": {"k": _conv_entry(tile_size_y="2")}}), "tile_size_y: expected an integer, got '2'"),
+    (json.dumps({"cache": {"k": _conv_entry(time=-1.0)}}), "time: expected a positive finite number (ms), got -1.0"),
+    (json.dumps({"cache": {"k": _conv_entry(time=float("inf"))}}), "got inf"),
+    (json.dumps({"cache": {"k": _conv_entry(time="fast")}}), "time: expected a positive finite number (ms), got 'fast'"),
+])  # fmt: skip
+def test_a_bad_conv_cache_is_one_line_and_exit_2_with_nothing_written(mk, tmp_path, capsys, text, says):
+    src = tmp_path / "run.json"
+    if isinstance(text, bytes):
+        src.write_bytes(text)
+    elif text is not None:
+        src.write_text(text)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert mk.main(["--out", str(out), "--conv-cache", str(src), "--conv-gpu", "h100"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"make_placement_suites: {src}: ") and says in err[0]
+    assert list(out.iterdir()) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=12), kids, max_size=4),
+                    max_leaves=12))  # fmt: skip
+def test_any_json_is_read_or_refused_with_the_files_name(mk, tmp_path, doc):
+    # whatever JSON a run file holds, read_conv_run returns it checked or raises SuiteInputError naming the file
+    src = tmp_path / "any.json"
+    src.write_text(json.dumps(doc))
+    try:
+        got = mk.read_conv_run(src)
+    except mk.SuiteInputError as e:
+        assert str(e).startswith(f"{src}: ") and "\n" not in str(e)
+        return
+    assert all(isinstance(v[k], int) for v in got["cache"].values() for k in mk.CONV_KEYS)
+
+
+def test_a_data_folder_missing_a_file_writes_no_suite(mk, tmp_path, capsys):
+    # the suites from ../shared/data are all made before any is written: a missing file is one line, exit 2
+    data, out = tmp_path / "data", tmp_path / "out"
+    (data / "gpuperfpredict" / "Apps-Gpus").mkdir(parents=True)
+    out.mkdir()
+    assert mk.main(["--data", str(data), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Apps-Gpus/matMul_gpu-" in err[0] and "cannot read: No such file" in err[0]
+    assert list(out.iterdir()) == []
+    assert mk.main(["--data", str(data), "--out", str(tmp_path / "nowhere")]) == 2
 
 
 def test_the_conv_timer_keys_its_builds_as_kernel_tuner_does():
