@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _cupy_device import cupy_device, microbenchmark_args
@@ -97,16 +98,27 @@ def conv_patterns() -> dict[str, list[int]]:
     return out
 
 
-def predicted(offsets: list[int]) -> tuple[float, int]:
-    """(the walk's cycles: sectors' bytes over 128 B or the tag stage's lines at 4 a cycle, whichever is more,
-    taking distinct sets; the most lines needing one sector position)."""
+class Prediction(NamedTuple):
+    """What a warp-load of a pattern should cost by each rule, and how many lines it touches."""
+
+    walk: float
+    """The walk's cycles: sectors' bytes over 128 B or the tag stage's lines at 4 a cycle, whichever is more,
+    taking distinct sets."""
+    banks: int
+    """The most lines needing one sector position (the data banks' rule)."""
+    lines: int
+    """The distinct 128-byte lines the 32 lanes touch."""
+
+
+def predicted(offsets: list[int]) -> Prediction:
+    """The walk's and the banks' cycles of one warp-load at ``offsets`` (bytes from a line's start), and its lines."""
     sectors = {o // SECTOR for o in offsets}
     lines = {o // LINE for o in offsets}
     walk = max(len(sectors) * SECTOR / LINE, -(-len(lines) // 4), 1)
     by_position: dict[int, set[int]] = {}
     for s in sectors:
         by_position.setdefault(s % (LINE // SECTOR), set()).add(s // (LINE // SECTOR))
-    return float(walk), max(len(v) for v in by_position.values())
+    return Prediction(float(walk), max(len(v) for v in by_position.values()), len(lines))
 
 
 def main() -> int:
@@ -148,8 +160,7 @@ def main() -> int:
             loads_per_sm = warps * args.iters * 8 / sms
             cycles[kind] = statistics.median(times) * 1e6 * clock_ghz / loads_per_sm
             base.setdefault(kind, cycles[kind])
-        walk, banks = predicted(offsets)
-        lines = len({o // LINE for o in offsets})
+        walk, banks, lines = predicted(offsets)
         print(f"{pat:<46} {walk:>5.2f} {banks:>5} {lines:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "
               f"{cycles['readonly']:>7.2f} {cycles['readonly'] / base['readonly']:>5.2f}", flush=True)  # fmt: skip
     return 0

@@ -71,16 +71,16 @@ def test_l1_wavefronts_kernels_load_plain_and_through_the_read_only_path(tmp_pat
 def test_l1_wavefronts_predictions_by_hand():
     from l1_wavefronts import PATTERNS, predicted
 
-    # (the walk's cycles, the most lines on one sector position)
-    assert predicted(PATTERNS["aligned 128 B"]) == (1.0, 1)
-    assert predicted(PATTERNS["128 B from +4 B"]) == (1.25, 2)  # sectors 0-3 of one line and 0 of the next
-    assert predicted(PATTERNS["128 B from +32 B"]) == (1.0, 1)  # sectors 1-3 and 0: four positions, once each
-    assert predicted(PATTERNS["halves, 2nd in the next line, same sectors"]) == (1.0, 2)
-    assert predicted(PATTERNS["halves, 2nd in the next line, other sectors"]) == (1.0, 1)
+    # (the walk's cycles, the most lines on one sector position, the lines touched)
+    assert predicted(PATTERNS["aligned 128 B"]) == (1.0, 1, 1)
+    assert predicted(PATTERNS["128 B from +4 B"]) == (1.25, 2, 2)  # sectors 0-3 of one line and 0 of the next
+    assert predicted(PATTERNS["128 B from +32 B"]) == (1.0, 1, 2)  # sectors 1-3 and 0: four positions, once each
+    assert predicted(PATTERNS["halves, 2nd in the next line, same sectors"]) == (1.0, 2, 2)
+    assert predicted(PATTERNS["halves, 2nd in the next line, other sectors"]) == (1.0, 1, 2)
     # 16,440 bytes on: 56 bytes into a line, so the second half takes sectors 1-3 of it (5 sectors in all)
-    assert predicted(PATTERNS["halves, 2nd one Kernel Tuner row on"]) == (1.25, 2)
-    assert predicted(PATTERNS["8 lines, sector 0 of each"]) == (2.0, 8)
-    assert predicted(PATTERNS["8 lines, sectors 0-3 in turn"]) == (2.0, 2)
-    assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32)
-    assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8)
+    assert predicted(PATTERNS["halves, 2nd one Kernel Tuner row on"]) == (1.25, 2, 2)
+    assert predicted(PATTERNS["8 lines, sector 0 of each"]) == (2.0, 8, 8)
+    assert predicted(PATTERNS["8 lines, sectors 0-3 in turn"]) == (2.0, 2, 8)
+    assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32, 32)
+    assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8, 32)
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
