@@ -89,6 +89,9 @@ class CatalogEntry:
     smem_per_sm_kb: int
     l1_kb: int
     source: str
+    dram_share: float = 0.0
+    """The share of ``bandwidth_gbs`` this board's DRAM sustains, measured on it (0, the column empty or absent: its
+    architecture's ``dram_sustained_fraction``, measured on one GPU of the architecture)."""
     row: int = 0
     """Line of the row in the file (for messages)."""
     path: str = ""
@@ -99,6 +102,7 @@ class CatalogEntry:
 
 
 _COLUMNS = [f.name for f in fields(CatalogEntry) if f.name not in ("row", "path")]
+_OPTIONAL_COLUMNS = {"dram_share"}
 
 
 def catalog_path() -> Path:
@@ -174,7 +178,7 @@ def _load(path: str) -> tuple[CatalogEntry, ...]:
         raise CatalogError(f"{p}: no header row")
     reader = csv.reader([line for _, line in lines])
     header = [h.strip() for h in next(reader)]
-    missing = [c for c in _COLUMNS if c not in header]
+    missing = [c for c in _COLUMNS if c not in header and c not in _OPTIONAL_COLUMNS]
     if missing:
         raise CatalogError(f"{p} line {lines[0][0]}: column {missing[0]!r} missing; expected {', '.join(_COLUMNS)}")
     archs = set(_arch_data(str(arch_path()))["architectures"])
@@ -209,6 +213,14 @@ def _entry(path: str, lineno: int, rec: dict, archs: set[str]) -> CatalogEntry:
         raise bad("cc", "a compute capability such as 8.6")
     if not rec.get("source"):
         raise bad("source", "the documents the row comes from")
+    share = 0.0
+    if rec.get("dram_share"):
+        try:
+            share = float(rec["dram_share"])
+        except ValueError:
+            share = math.nan
+        if not 0 < share <= 1:
+            raise bad("dram_share", "the sustained share of bandwidth_gbs in (0, 1], or empty for the architecture's")
     e = CatalogEntry(
         name=rec["name"],
         full_name=rec.get("full_name") or rec["name"],
@@ -226,6 +238,7 @@ def _entry(path: str, lineno: int, rec: dict, archs: set[str]) -> CatalogEntry:
         smem_per_sm_kb=num("smem_per_sm_kb", int),
         l1_kb=num("l1_kb", int),
         source=rec["source"],
+        dram_share=share,
         row=lineno,
         path=path,
     )
@@ -360,6 +373,8 @@ class Spec:
     """Bytes; None: the architecture's."""
     l1_bytes: int | None = None
     where: str = ""
+    dram_sustained_fraction: float = 0.0
+    """The board's own measured share of ``bandwidth_gbs`` (0: the architecture's)."""
 
 
 def spec_of(e: CatalogEntry) -> Spec:
@@ -368,7 +383,7 @@ def spec_of(e: CatalogEntry) -> Spec:
         description=f"{e.full_name} ({e.chip}), from the GPU catalog (sources: {e.source}) and the {e.arch} defaults",
         arch=e.arch, cc=e.cc, sms=e.sms, clock_mhz=e.boost_mhz, bandwidth_gbs=e.bandwidth_gbs,
         bus_bits=e.bus_bits, memory=e.memory, l2_bytes=e.l2_kb * 1024, smem_per_sm=e.smem_per_sm_kb * 1024,
-        l1_bytes=e.l1_kb * 1024, where=e.where,
+        l1_bytes=e.l1_kb * 1024, where=e.where, dram_sustained_fraction=e.dram_share,
     )  # fmt: skip
 
 
@@ -392,6 +407,8 @@ def config_tables(s: Spec) -> dict:
     mem["bandwidth_gbs"] = s.bandwidth_gbs
     coal, uncoal = departure_delays(s.bandwidth_gbs, s.sms, s.clock_mhz, mem["line_bytes"], mem["sector_bytes"])
     mem.update(departure_del_coal=coal, departure_del_uncoal=uncoal)
+    if s.dram_sustained_fraction:
+        mem["dram_sustained_fraction"] = s.dram_sustained_fraction
     if s.smem_per_sm is not None:
         mem["smem_per_sm"] = s.smem_per_sm
     mem.setdefault("smem_per_sm", mem["smem_per_block"])

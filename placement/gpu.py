@@ -136,7 +136,8 @@ class Memory:
     dram_sustained_fraction: float = 0.0
     """The share of ``bandwidth_gbs`` this GPU's DRAM sustains (0: its architecture's ``dram_sustained_fraction``,
     ``configs/architectures.toml``); ``placement calibrate``: its copy kernel's bandwidth over the datasheet's (an H200:
-    3.58 TB/s of 4.8, 0.75; the H100 2.79 of 3.35, 0.83; Hopper's was 0.86 for both)."""
+    3.58 TB/s of 4.8, 0.75; the H100 2.79 of 3.35, 0.83; Hopper's was 0.86 for both); a catalog row: its
+    ``dram_share`` column (``configs/catalog.csv``)."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import pytest
 
 from placement import catalog
 from placement.gpu import ARCHES, get_gpu, gpu_from_entry
+from placement.hms import departure_delays, dram_bandwidth_gbs
+from placement.models.params import sustained_fraction_of
 from traces.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,3 +320,65 @@ def test_gpus_command_shows_a_catalog_gpu_in_full(run_cli):
     assert code == 0 and json.loads(out)["model"]["lsu_instructions_per_cycle"] == 1.0
     code, out, _ = run_cli("gpus")
     assert code == 0 and "rtx5090" in out and "blackwell" in out
+
+
+def _catalog_with(tmp_path, monkeypatch, text: str):
+    (tmp_path / "gpus").mkdir(exist_ok=True)
+    (tmp_path / "architectures.toml").write_text(catalog.arch_path().read_text())
+    (tmp_path / "catalog.csv").write_text(text)
+    monkeypatch.setenv("PLACEMENT_CONFIGS", str(tmp_path))
+    for f in (catalog._load, catalog._index, catalog._arch_data):
+        f.cache_clear()
+
+
+def test_a_boards_measured_dram_share_is_its_sustained_bandwidth():
+    # the H200's own, the median copy kernel of three calibrate runs (3,584, 3,667, 3,746 GB/s): 3,667 / 4,800;
+    # the H100 NVL's and T1000's from mt4g (below, from its files); a row without one takes its architecture's
+    h200, nvl, t1000, a100 = (get_gpu(n) for n in ("h200", "h100-nvl", "t1000", "a100"))
+    assert catalog.find("h200").dram_share == 0.764 and h200.memory.dram_sustained_fraction == 0.764
+    assert dram_bandwidth_gbs(h200) == pytest.approx(4800 * 0.764)  # 3,667.2 GB/s
+    assert departure_delays(h200)[0] == pytest.approx(h200.memory.departure_del_coal / 0.764)
+    assert sustained_fraction_of(nvl) == 0.8435 and sustained_fraction_of(t1000) == 0.9227
+    assert catalog.find("a100").dram_share == 0.0 and a100.memory.dram_sustained_fraction == 0.0
+    assert sustained_fraction_of(a100) == 0.781  # Ampere's, mt4g's A100 PCIe 40GB: this very board
+    assert sustained_fraction_of(get_gpu("h100-pcie")) == 0.86
+
+
+@pytest.mark.parametrize("board,name", [("h100-nvl", "NVIDIA H100 NVL"), ("t1000", "NVIDIA T1000")])
+def test_the_mt4g_dram_shares_are_its_read_and_write_streams(shared_data, board, name):
+    # the rule of the architectures' shares: the mean of mt4g's main-memory read and write bandwidth (GiB/s) over
+    # the datasheet's GB/s, to 4 places
+    mem = json.loads((shared_data / "mt4g" / f"{name}.json").read_text())["memory"]["main"]
+    gbs = [mem[k]["value"] * 2**30 / 1e9 for k in ("readBandwidth", "writeBandwidth")]
+    e = catalog.find(board)
+    assert "MT4G" in e.source.split(";")
+    assert e.dram_share == pytest.approx(sum(gbs) / 2 / e.bandwidth_gbs, abs=5e-5)
+
+
+@pytest.mark.parametrize("value", ["0", "1.2", "-0.5", "most", "nan"])
+def test_a_bad_dram_share_in_the_catalog_is_one_line(tmp_path, monkeypatch, value):
+    head = "name,full_name,aliases,arch,chip,cc,sms,base_mhz,boost_mhz,memory,bus_bits,bandwidth_gbs,l2_kb,"
+    head += "smem_per_sm_kb,l1_kb,source,dram_share"
+    _catalog_with(tmp_path, monkeypatch, head + f"\nx,X,,kepler,GK104,3.0,8,1,1,GDDR5,256,1,512,48,16,X,{value}\n")
+    try:
+        with pytest.raises(InputError, match=r"catalog.csv line 2 \(x\): dram_share: expected the sustained share "
+                                             r"of bandwidth_gbs in \(0, 1\], or empty for the architecture's, got "):  # fmt: skip
+            catalog.entries()
+    finally:
+        for f in (catalog._load, catalog._index, catalog._arch_data):
+            f.cache_clear()
+
+
+def test_a_catalog_without_the_dram_share_column_still_reads(tmp_path, monkeypatch):
+    # an older catalog (no dram_share column): every board takes its architecture's share
+    lines = [ln for ln in catalog.catalog_path().read_text().splitlines() if ln and not ln.startswith("#")]
+    old = "\n".join(ln.rsplit(",", 1)[0] for ln in lines) + "\n"
+    assert lines[0].endswith(",dram_share") and "dram_share" not in old
+    _catalog_with(tmp_path, monkeypatch, old)
+    try:
+        assert len(catalog.entries()) == len(lines) - 1
+        assert all(e.dram_share == 0.0 for e in catalog.entries())
+        assert sustained_fraction_of(get_gpu("h200")) == 0.86
+    finally:
+        for f in (catalog._load, catalog._index, catalog._arch_data):
+            f.cache_clear()
