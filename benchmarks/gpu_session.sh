@@ -4,8 +4,8 @@
 # so that the call fits the 10 minutes one command may take. Each step's output goes to $OUT/<step>.log and its
 # exit status to $OUT/steps.txt ($OUT: the device's result folder; ./gpu-session-out elsewhere; the device returns
 # at most 8 files, so tar the folder). Without a GPU every step fails at once with its one-line reason. On an H200
-# (30 Nov 2026, Firecracker, driver 580.159.04) the whole script took 198 s: steps 1-8 below took 0, 6, 12, 2, 4,
-# 41, 82 and 49 s.
+# (30 Nov 2026, Firecracker, driver 580.159.04) the whole script took 198 s: steps 1, 2, 3b and 4-8 below took 0, 6,
+# 12, 2, 4, 41, 82 and 49 s (step 3 came after).
 #
 #   .whl/  wheels the device cannot download (it reaches nothing outside): OR-Tools and what it needs, for the
 #          device's Python (README, "Trace your own kernel"):
@@ -19,7 +19,10 @@
 # 1. nvidia-smi;
 # 2. calibrate: `placement calibrate --quick` (6 s on the H200): the configuration of the GPU, written to
 #    $OUT/calibrated.toml with every measurement in its [calibration] tables;
-# 3. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
+# 3. address-issue: benchmarks/address_issue.py, what a load's own IADD3 + IMAD.WIDE and the read-only path cost at
+#    1-8 warps a scheduler (the H200's __ldg builds with 2 x 2 tiles, README "where it falls short"), to
+#    $OUT/address_issue.json (added 30 Nov 2026, fortieth session: not yet run on a GPU);
+# 3b. conv2d-kt: benchmarks/conv2d_kt_variants.py, Kernel Tuner's convolution in G, R, S/G and S/R at 4096^2 for the
 #    A100 suite's 32 (block, tile) shapes, built for the device (registers checked against the tables), timed, and
 #    written to $OUT/conv2d_kt.json; `python benchmarks/make_placement_suites.py --conv-cache conv2d_kt.json
 #    --conv-gpu h200 --out DIR` (the device's catalog name) makes it a suite (configs/suites/kerneltuner_conv_h200.toml
@@ -73,6 +76,7 @@ step() {  # step NAME LIMIT_S COMMAND... (the limit cut to what is left of BUDGE
 
 step nvidia-smi 15 nvidia-smi
 step calibrate 90 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
+step address-issue 30 "$PY" benchmarks/address_issue.py --json "$OUT/address_issue.json"
 step conv2d-kt 75 "$PY" benchmarks/conv2d_kt_variants.py -o "$OUT/conv2d_kt.json"
 step l1-wavefronts 45 "$PY" benchmarks/l1_wavefronts.py
 step atomic-contention 45 "$PY" benchmarks/atomic_contention.py

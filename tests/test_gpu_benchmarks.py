@@ -1,4 +1,5 @@
-"""The GPU-only benchmark scripts where no GPU is: benchmarks/atomic_contention.py's and l1_wavefronts.py's kernels
+"""The GPU-only benchmark scripts where no GPU is: benchmarks/atomic_contention.py's, l1_wavefronts.py's and
+address_issue.py's kernels
 compile to the instructions they say they measure (nvcc and nvdisasm, skipped without them), l1_wavefronts.py's
 predictions by hand, and each script says what is missing in one line and exits 2."""
 
@@ -46,6 +47,7 @@ def test_atomic_contention_kernels_are_red_and_atomg(tmp_path):
         ("bench_trace", ["--sizes", "10"], "bench_trace: "),
         ("l1_wavefronts", ["--iters", "1"], "l1_wavefronts: no CUDA GPU"),
         ("atomic_contention", ["--iters", "1"], "atomic_contention: no CUDA GPU"),
+        ("address_issue", ["--iters", "1"], "address_issue: no CUDA GPU"),
     ],
 )
 def test_gpu_scripts_without_a_gpu_are_one_line_exit_2(script, args, start):
@@ -84,3 +86,30 @@ def test_l1_wavefronts_predictions_by_hand():
     assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32, 32)
     assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8, 32)
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_address_issue_loops_are_the_four_kinds_they_name(tmp_path, arch):
+    # the loop (the basic block of the timed loads) of each kind: its length LOOP_INSTRUCTIONS, its TAPS loads of
+    # the kind's opcode and TAPS FFMAs; the index forms are the Kernel Tuner convolution's __ldg(&in[index + c]),
+    # 7 more IMAD.WIDE and 8 more IADD3 than the pointer forms, whose loads take c as an immediate
+    import address_issue as ai
+
+    fns = _sass_of(tmp_path, ai.SOURCE, arch, "-std=c++17")
+    load_op = {"plain": "LDG.E", "ldg_pointer": "LDG.E.CONSTANT", "ldg_index": "LDG.E.CONSTANT", "asm_index": "LDG.E"}
+    loops = {}
+    for kind in ai.KINDS:
+        f = fns[kind]
+        loads = [i for i, o in enumerate(f.opcodes) if o.startswith("LDG")]
+        assert len(loads) == ai.TAPS and all(f.opcodes[i] == load_op[kind] for i in loads), kind
+        loop = [o for o, b in zip(f.opcodes, f.block, strict=True) if b == f.block[loads[0]]]
+        assert all(f.block[i] == f.block[loads[0]] for i in loads) and loop[-1] == "BRA", kind
+        assert len(loop) == ai.LOOP_INSTRUCTIONS[arch][kind] and loop.count("FFMA") == ai.TAPS, (kind, loop)
+        loops[kind] = loop
+    for idx, ptr in (("ldg_index", "ldg_pointer"), ("asm_index", "plain")):
+        assert loops[idx].count("IMAD.WIDE") - loops[ptr].count("IMAD.WIDE") == ai.TAPS - 1
+        assert loops[idx].count("IADD3") - loops[ptr].count("IADD3") == ai.TAPS
+        assert [o for o in loops[ptr] if "LDG" not in o] == [o for o in loops["plain"] if "LDG" not in o]
+    assert ai.instructions_per_load("ldg_index", arch) / ai.instructions_per_load("plain", arch) == pytest.approx(
+        {"sm_80": 38 / 23, "sm_90": 37 / 23}[arch]
+    )
