@@ -136,6 +136,11 @@ and kernels with 0, 1 and 2 ``__syncthreads()`` between a shared store and load.
    3 x 3 and 4 x 4 values.
 10. ``barrier``: the instructions one more ``__syncthreads()`` adds to the kernel (its
    length with 2 calls minus with 1; it must equal 1 minus 0).
+11. ``copy_unroll``: Kernel Tuner's convolution's copy loop (16 x 1 threads, a 16 x 46 tile; ``copy_unroll_kernel``), its
+   global loads (L) and shared stores (S) in code order up to the barrier: ``LS`` ``L``*(u-2) ``S``*(u-2)
+   ``L``*u ``S``*u is nvcc's runtime unrolling by u, the remainder first (``copy_unroll = u`` in the family's
+   staging section; nvcc 13 on sm_75 to sm_90: u = 4); any other pattern writes nothing (1, the rolled loop's
+   rounds: sm_100 and sm_120 unroll the row loop and batch a row's last two iterations instead).
 
 nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
 and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
@@ -362,6 +367,8 @@ TILE_2D = (2, 2)  # the unrolled 2D shape the table gives (the others: --verbose
 STAGING_SOURCES = ("G", "T", "R")
 WRITEBACK = "writeback"  # the write-back loops (destination in global memory)
 BARRIERS = (0, 1, 2)  # __syncthreads() calls of the barrier kernels
+COPY_UNROLL_KERNEL = "copy_unroll"  # rule 11's kernel
+COPY_UNROLL_SHAPE = (16, 46, 16, 1, 4110)  # its tile's rows and columns, block x and y, the source's row pitch
 # the source parameter of a staging kernel and how it reads element `i`
 STAGING_READ = {
     "G": ("const T* src", "src[{i}]"),
@@ -490,6 +497,47 @@ def barrier_kernel(count: int) -> str:
     )
 
 
+def copy_unroll_kernel() -> str:
+    """Kernel Tuner's convolution's copy loop (benchmarks/kernels/conv2d_kt.cu, 16 x 1 threads and 2 x 2 tiles:
+    a 16 x 46 tile of rows 4,110 floats apart; compile-time step and bound, no bounds check, ``#pragma unroll`` on
+    both loops, whose trip counts start from the thread's index): rule 11 reads how nvcc unrolls it."""
+    rows, cols, bx, by, pitch = COPY_UNROLL_SHAPE
+    return (
+        f'extern "C" __global__ void {COPY_UNROLL_KERNEL}(const T* src, T* out) {{\n'
+        f"    __shared__ T s[{rows}][{cols}];\n"
+        "    int tx = threadIdx.x, ty = threadIdx.y;\n"
+        f"    int x0 = blockIdx.x * {bx * 2}, y0 = blockIdx.y * {by * 2};\n"
+        "#pragma unroll\n"
+        f"    for (int i = ty; i < {rows}; i += {by})\n"
+        "#pragma unroll\n"
+        f"        for (int j = tx; j < {cols}; j += {bx}) s[i][j] = src[(y0 + i) * {pitch} + x0 + j];\n"
+        "    __syncthreads();\n"
+        f"    out[(y0 + ty) * {pitch} + x0 + tx] = s[ty + 1][tx + 1];\n}}\n"
+    )
+
+
+def copy_unroll_of(lines: list[str]) -> int:
+    """Rule 11: the copy's global loads (L) and shared stores (S) in code order up to the barrier. nvcc's runtime
+    unrolling by u with the remainder first reads ``LS`` (the remainder's first iteration), ``L``*(u - 2)
+    ``S``*(u - 2) (its others), then ``L``*u ``S``*u (the body): u. Any other pattern: 1 (the model's rolled
+    loop: one load a round)."""
+    ops = []
+    for line in lines:
+        op = line.split("*/", 1)[-1].split()
+        op = [t for t in op if not t.startswith("@")]
+        if not op:
+            continue
+        if op[0].startswith("BAR"):
+            break
+        if op[0].startswith("LDG") or op[0].startswith("STS"):
+            ops.append("L" if op[0].startswith("LDG") else "S")
+    m = re.fullmatch(r"LS(L+)(S+)(L+)(S+)", "".join(ops))
+    if not m:
+        return 1
+    rest, body = len(m[1]), len(m[3])
+    return body if len(m[2]) == rest and len(m[4]) == body and rest == body - 2 else 1
+
+
 def staging_source() -> str:
     """The translation unit of the staging, write-back and barrier kernels (STAGING_TYPE elements)."""
     head = (
@@ -507,7 +555,7 @@ def staging_source() -> str:
         for form in FORMS
         for size in form_sizes(form)
     ]
-    return head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS)
+    return head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS) + copy_unroll_kernel()
 
 
 # ----------------------------------------------------------------------------- tools
@@ -1055,6 +1103,7 @@ class Results:
     # (arch, source space or WRITEBACK, STAGING_KEYS entry) -> (instructions, the steps agree)
     staging: dict[tuple[str, str, str], tuple[Fraction, bool]] = field(default_factory=dict)
     barrier: dict[str, BarrierCount] = field(default_factory=dict)  # arch ->
+    copy_unroll: dict[str, int] = field(default_factory=dict)  # arch -> rule 11's u
 
 
 def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
@@ -1128,6 +1177,7 @@ def count_staging(sass: dict[str, list[str]], arch: str, results: Results, verbo
                 print_unrolled_snippet(who, form, uc, slices[max(slices)])
         for key, value in got.items():
             results.staging[(arch, who, key)] = value
+    results.copy_unroll[arch] = copy_unroll_of(sass[COPY_UNROLL_KERNEL])
     results.barrier[arch] = count_barrier(sass, arch)
     if verbose:
         print_barrier_snippet(results.barrier[arch])
@@ -1348,6 +1398,9 @@ def staging_section(fam: str, members: list[str], results: Results) -> list[str]
         fam, members, "barrier", {a: (Fraction(results.barrier[a].count), results.barrier[a].agree) for a in members}
     )
     out = [f"[{fam}.staging]", f"barrier = {barrier}"]
+    unroll = _one(fam, members, "copy_unroll", {a: (Fraction(results.copy_unroll.get(a, 1)), True) for a in members})
+    if unroll > 1:  # absent: 1, the rolled loop
+        out.append(f"copy_unroll = {unroll}")
     for who in (*STAGING_SOURCES, WRITEBACK):
         row = {
             key: _number(_one(fam, members, f"{who}.{key}", {a: results.staging[(a, who, key)] for a in members}))

@@ -52,6 +52,7 @@ CONTEXTS = {
 STAGING = "staging"
 STAGING_SOURCES = ("G", "T", "R")  # how a staged tile is read: plain loads, tex1Dfetch, __ldg
 WRITEBACK = "writeback"
+COPY_UNROLL = "copy_unroll"
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class StagingCost:
     sources: Mapping[str, StagingLoop]  # "G", "T", "R": copying global -> shared
     writeback: StagingLoop  # copying shared -> global
     barrier: int  # instructions of one __syncthreads()
+    copy_unroll: int = 1
+    """How nvcc unrolls a copy loop of compile-time step and bound (1: not at all); see the table's header."""
 
     def load(self, space: str) -> StagingLoop:
         """The copy-in loops for a tile read from ``space`` (``G``/``global``, ``T``/``texture1d``,
@@ -136,6 +139,9 @@ def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> No
         return
     if not _is_count(sec.get("barrier")):
         raise InputError(f"{p}: [{fam}.{STAGING}] barrier = {sec.get('barrier')!r} is not a non-negative integer")
+    unroll = sec.get(COPY_UNROLL, 1)
+    if not _is_count(unroll) or unroll < 1:
+        raise InputError(f"{p}: [{fam}.{STAGING}] {COPY_UNROLL} = {unroll!r} is not a positive integer")
     for who in (*STAGING_SOURCES, WRITEBACK):
         row = sec.get(who)
         if not isinstance(row, dict):
@@ -267,4 +273,4 @@ def staging_cost(arch: str) -> StagingCost:
         fam = sec["use"]
         sec = data[fam][STAGING]
     sources = MappingProxyType({who: _staging_loop(sec[who]) for who in STAGING_SOURCES})
-    return StagingCost(fam, sources, _staging_loop(sec[WRITEBACK]), sec["barrier"])
+    return StagingCost(fam, sources, _staging_loop(sec[WRITEBACK]), sec["barrier"], int(sec.get(COPY_UNROLL, 1)))

@@ -468,7 +468,10 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             notes.append(f"as ;unrolled prices it: read the tile in a loop whose trip count is a compile-time constant "
                          f"(the tile's width a template parameter or constexpr): where a thread reads 16 bytes of s_{n} "
                          f"one element after another from a 16-byte aligned offset, nvcc then makes them one 128-bit "
-                         f"load (LDS.128); with a run-time bound each element is a load of its own")  # fmt: skip
+                         f"load (LDS.128); with a run-time bound each element is a load of its own; and copy it with "
+                         f"#pragma unroll over compile-time steps and bounds, without the bounds check when the tile "
+                         f"stays inside {o.name}: nvcc then keeps several of the copy's loads in flight (the copy "
+                         f"above, with its check, is one load at a time)")  # fmt: skip
     body += ["    " + line for block in inner if block is not None for line in block.splitlines()]
     body.append("}")
     kernel = "\n".join([decl] + body)

@@ -113,7 +113,10 @@ class Placement:
     """The staged tiles are read in loops that nvcc unrolls knowing the reads' alignment (``;unrolled``: the
     textbook tiled kernels' ``for (k = 0; k < TILE_WIDTH; ++k)``, or a run-time bound counted from an aligned
     start, as matvec's ``sx[j]``: nvcc 13 for sm_90 reads 16 of its columns with 4 ``LDS.128``), which it
-    vectorizes: a lane's consecutive aligned reads of a tile become 128-bit loads (``traces.staging.vectorize``)."""
+    vectorizes: a lane's consecutive aligned reads of a tile become 128-bit loads (``traces.staging.vectorize``).
+    Its copy loops are the compile-time kind too (``#pragma unroll``, compile-time steps and bounds, no bounds check
+    inside, as Kernel Tuner's convolution), which nvcc unrolls by ``copy_unroll`` (configs/addressing.toml: 4 on
+    sm_75 to sm_90, the remainder first), a batch's loads in flight together (``StagedObject.copy_unroll``)."""
 
     def __getitem__(self, name: str) -> str:
         for n, s in self.spaces:
@@ -166,7 +169,7 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
     Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
     options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
     objects' tiles in K windows (any K >= 1: ceil(accesses / K) accesses a window) instead of the tool's
-    choice; ``;unrolled``, the tiles read in loops nvcc unrolls and vectorizes (:attr:`Placement.unrolled`).
+    choice; ``;unrolled``, the tiles copied and read in loops nvcc unrolls (:attr:`Placement.unrolled`).
     """
     windows = None
     unrolled = False

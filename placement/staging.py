@@ -34,6 +34,11 @@ staged kernel:
   Kernel Tuner's convolution; a 2D tile that a 1D block copies by the flattened loop
   (``traces.staging.copy_columns``) costs the ``unrolled_flat`` form's count (a division
   and a remainder by the tile's width per element).
+- **Rounds of the copy.** The barrier after a copy waits for its loads, a round at a time. Each
+  copy is a round of its own (each load's store before the next load: the loop ``--hints``
+  writes, whose bounds check keeps nvcc from unrolling it), unless the placement says
+  ``;unrolled``: then the copy is Kernel Tuner's kind (``#pragma unroll``, no check), which nvcc
+  unrolls by the family's ``copy_unroll`` with the remainder first (``traces.staging.StagedObject``).
 """
 
 from __future__ import annotations
@@ -238,6 +243,8 @@ class Costs:
     """(source space, form) -> instructions."""
     writeback: dict[str, float]
     barrier: int
+    copy_unroll: int = 1
+    """How nvcc unrolls a copy loop of compile-time step and bound (``traces.staging.StagedObject.copy_unroll``)."""
 
 
 FORMS = ("1d", "2d", "flat")
@@ -252,7 +259,7 @@ def costs(gpu: Gpu) -> Costs:
 
     stage = {(s, f): v for s in ("global", "texture1d", "readonly") for f, v in zip(FORMS, by_form(c.load(s)))}
     wb = dict(zip(FORMS, by_form(c.writeback)))
-    return Costs(stage=stage, writeback=wb, barrier=c.barrier)
+    return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll)
 
 
 def copy_form(info: traces.KernelInfo, name: str, pitch: int) -> str:
@@ -279,6 +286,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
             load=a.loads > 0, writeback=wb, int_per_element=cost.stage[(source, form)],
             writeback_int_per_element=cost.writeback[form] if wb != "none" else 0.0,
             vector_bytes=ts.VECTOR_BYTES if placement.unrolled else 0,
+            copy_unroll=cost.copy_unroll if placement.unrolled else 1,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

@@ -220,6 +220,7 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
     assert addressing_cost("x", 4, "T") == 0
     assert addressing_cost("x", 4, "G", "offset_leading") == 2
     assert staging_cost("sm_1").writeback == StagingLoop(6, 7, 16, 0, 0.5, 9)
+    assert staging_cost("sm_1").copy_unroll == 1  # absent: the rolled loop
 
 
 @pytest.mark.parametrize(
@@ -233,6 +234,8 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
         ('"4" = { G = 2 }', '"4" = { G = 0.5 }', r'\[x\.offset_leading\] "4"\.G = 0\.5'),
         ('offset_spaces = ["G"]\n', "", "'offset_spaces' must list"),
         ("barrier = 1", "barrier = -1", r"\[x\.staging\] barrier = -1"),
+        ("barrier = 1", "barrier = 1\ncopy_unroll = 0", r"\[x\.staging\] copy_unroll = 0 is not a positive integer"),
+        ("barrier = 1", 'barrier = 1\ncopy_unroll = "4"', r"\[x\.staging\] copy_unroll = '4' is not a positive"),
         (f"T = {_ROW}\n", "", r"\[x\.staging\] has no 'T' row"),
         ("writeback = { loop_1d = 6,", 'writeback = { loop_1d = "6",', r"\[x\.staging\] writeback\.loop_1d = '6'"),
         ("[x.staging]\n", '[x.staging]\nuse = "y"\n', r"\[x\.staging\] uses 'y'"),

@@ -27,8 +27,14 @@ BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
 R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
-P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX = range(14)
-PLAN_LEN = 14
+P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX, P_UNROLL = (
+    range(15)
+)
+PLAN_LEN = 15
+UNROLL_GROUP_MAX = 1024
+"""Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
+(``plan[s, P_UNROLL]`` > 1) batches; a longer loop is copied as the rolled loop is (no staged tile of the suites
+comes near: the widest, 270 columns by 16 threads, is 17)."""
 MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled copies share arithmetic)
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
@@ -284,8 +290,93 @@ def _put_addr(write, out, r, lanes):
             out[8][r, lane] = lanes[lane]
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
+               gaddr, saddr):  # fmt: skip
+    """The lanes' global and shared addresses of iteration ``it`` of warp ``t0 // 32``'s share of the copy loop
+    (0 for idle lanes) and the active lanes' mask (0: the warp has no lane in it)."""
+    elem = plan[s, P_ELEM]
+    ncols = plan[s, P_NCOLS]
+    base = plan[s, P_BASE]
+    sbase = plan[s, P_SBASE]
+    pitch = plan[s, P_PITCH]
+    # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
+    # plus the iteration's offsets, in the flattened loop (q // bw, q % bw) for q = it * threads + t
+    j_first = np.int64(0)
+    if loop_2d:
+        j_first = (it % nj) * bx  # tx = 0
+        i, j = t0_i + (it // nj) * by, t0_j + j_first
+        if whole_rows and (i >= rows or j >= bw):
+            return np.int64(0)
+    else:
+        q = it * threads + t0
+        i, j = q // bw, q % bw
+    m = np.int64(0)
+    for lane in range(32):
+        gaddr[lane] = np.uint64(0)
+        saddr[lane] = np.uint64(0)
+        t = t0 + lane
+        li, lj = i, j  # this lane's
+        if loop_2d:  # the next lane's: tx + 1, or the next row of the block
+            j += 1
+            if j - j_first == bx:
+                j = j_first
+                i += 1
+        else:
+            j += 1
+            if j == bw:
+                j = 0
+                i += 1
+        if t >= threads or not (li < rows and lj < bw if loop_2d else it * threads + t < q_total):
+            continue
+        m |= np.int64(1) << lane
+        rr = box[R0] + li
+        cc = box[C0] + lj
+        e = rr * ncols + cc if ncols > 0 else cc
+        gaddr[lane] = np.uint64(base + e * elem)
+        saddr[lane] = np.uint64(sbase + (li * pitch + lj) * elem)
+    return m
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, width, step, keep, totals, gaddr,
+                saddr):  # fmt: skip
+    """One batch of an unrolled copy: ``width`` loads, then their ``width`` shared stores. Slot k of the batch
+    takes each lane's own iteration ``first[lane] + k * step`` of the loop, for the lanes ``keep`` admits
+    (``keep[lane]`` > k: the lane has that iteration in this batch). Returns (r, seq)."""
+    elem = plan[s, P_ELEM]
+    obj = plan[s, P_OBJ]
+    pc0 = plan[s, P_PC]
+    for phase in range(2):
+        for k in range(width):
+            m = np.int64(0)
+            for lane in range(32):
+                gaddr[lane] = np.uint64(0)
+                saddr[lane] = np.uint64(0)
+                if keep[lane] > k:
+                    it = first[lane] + k * step
+                    m |= np.int64(1) << lane
+                    gaddr[lane] = ga[it, lane]
+                    saddr[lane] = sa[it, lane]
+            if m == 0:
+                continue
+            if phase == 0:
+                _put(write, out, r, b, w, seq, pc0, LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
+                _put_addr(write, out, r, gaddr)
+                totals[T_LOADS] += 1
+            else:
+                _put(write, out, r, b, w, seq, pc0 + 16, STORE, SHARED, elem, m, obj, delta_out)
+                _put_addr(write, out, r, saddr)
+                totals[T_STORES] += 1
+                seq += (plan[s, P_INT] + MILLI // 2) // MILLI
+                totals[T_INT] += plan[s, P_INT]
+            r += 1
+            seq += 1
+    return r, seq
+
+
 @nb.njit(**LEAF)
-def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind, totals, gaddr, saddr):
+def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind, totals, gaddr, saddr, scratch):
     """Rows of warp ``w``'s share of a cooperative pass over the tile ``box`` of slot ``s``.
 
     kind 0: staging (a load from the source space, when the plan says so, then a shared
@@ -299,17 +390,15 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     threads arranged as ``bx`` x ``by`` (``bx = plan[s, P_BX]``, the block's x extent,
     ``by = threads // bx``, (tx, ty) = (t % bx, t // bx)): a lane whose
     (i, j) falls outside the tile is idle in that iteration, and a warp with no lane left
-    skips it. Returns (rows written so far, instructions issued by this warp, the seq after
-    them).
+    skips it. Each iteration's load is followed by its store (the rolled loop), unless the
+    plan unrolls the copy (``plan[s, P_UNROLL]`` = u > 1, :func:`_unrolled_copy`). Returns (rows written
+    so far, instructions issued by this warp, the seq after them).
     """
     rows = box[R1] - box[R0] + 1
     bw = box[C1] - box[C0] + 1
     q_total = rows * bw
     elem = plan[s, P_ELEM]
     ncols = plan[s, P_NCOLS]
-    base = plan[s, P_BASE]
-    sbase = plan[s, P_SBASE]
-    pitch = plan[s, P_PITCH]
     obj = plan[s, P_OBJ]
     pc0 = plan[s, P_PC]
     bx = plan[s, P_BX]  # the 2D loop with bx threads along a tile row, or 0
@@ -324,42 +413,27 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     t0 = 32 * w
     t0_i, t0_j = (t0 // bx, t0 % bx) if loop_2d else (0, 0)  # lane 0's (ty, tx) in the 2D loop
     seq = seq0
+    unroll = plan[s, P_UNROLL]
+    group = nj if loop_2d else n_it  # one loop: a tile row's iterations, or the flattened loop's
+    ga, sa, cnt, first, keep = scratch
+    if kind == 0 and plan[s, P_LOAD] == 1 and unroll > 1 and 0 < group <= ga.shape[0]:
+        for g0 in range(0, n_it, group):
+            for lane in range(32):
+                cnt[lane] = 0
+            for k in range(group):
+                m = _iteration(g0 + k, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows,
+                               bw, q_total, gaddr, saddr)  # fmt: skip
+                for lane in range(32):
+                    if (m >> lane) & 1:
+                        ga[cnt[lane], lane] = gaddr[lane]
+                        sa[cnt[lane], lane] = saddr[lane]
+                        cnt[lane] += 1
+            r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll,
+                                    totals, gaddr, saddr)  # fmt: skip
+        return r, seq - seq0, seq
     for it in range(n_it):
-        # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
-        # plus the iteration's offsets, in the flattened loop (q // bw, q % bw) for q = it * threads + t
-        if loop_2d:
-            j_first = (it % nj) * bx  # tx = 0
-            i, j = t0_i + (it // nj) * by, t0_j + j_first
-            if whole_rows and (i >= rows or j >= bw):
-                continue
-        else:
-            q = it * threads + t0
-            i, j = q // bw, q % bw
-        m = np.int64(0)
-        for lane in range(32):
-            gaddr[lane] = np.uint64(0)
-            saddr[lane] = np.uint64(0)
-            t = t0 + lane
-            li, lj = i, j  # this lane's
-            if loop_2d:  # the next lane's: tx + 1, or the next row of the block
-                j += 1
-                if j - j_first == bx:
-                    j = j_first
-                    i += 1
-            else:
-                j += 1
-                if j == bw:
-                    j = 0
-                    i += 1
-            if t >= threads or not (li < rows and lj < bw if loop_2d else it * threads + t < q_total):
-                continue
-            m |= np.int64(1) << lane
-            rr = box[R0] + li
-            cc = box[C0] + lj
-            e = rr * ncols + cc if ncols > 0 else cc
-            # the global and the shared address of the lane's element (0 for idle lanes)
-            gaddr[lane] = np.uint64(base + e * elem)
-            saddr[lane] = np.uint64(sbase + (li * pitch + lj) * elem)
+        m = _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
+                       gaddr, saddr)  # fmt: skip
         if m != 0:
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
@@ -392,8 +466,43 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     return r, seq - seq0, seq
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll, totals, gaddr,
+                   saddr):  # fmt: skip
+    """One copy loop as nvcc unrolls it by ``unroll`` = u (LLVM's runtime unrolling, the remainder first): a lane
+    with n iterations (``cnt[lane]``; its elements in ``ga``, ``sa``) runs its n mod u remainder iterations first,
+    the first alone and the others together, then n // u batches of u, each batch's loads before its stores; a
+    warp issues a batch where any lane has it (configs/addressing.toml, ``copy_unroll``). So n = 3 takes two
+    rounds of loads (1 + 2) where the rolled loop takes three, n = 2 two, n = 6 three (1 + 1 + 4)."""
+    most_rem = np.int64(0)
+    most_main = np.int64(0)
+    for lane in range(32):
+        most_rem = max(most_rem, cnt[lane] % unroll)
+        most_main = max(most_main, cnt[lane] // unroll)
+    if most_rem >= 1:  # the remainder's first iteration, alone
+        for lane in range(32):
+            first[lane] = 0
+            keep[lane] = 1 if cnt[lane] % unroll >= 1 else 0
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
+                             gaddr, saddr)  # fmt: skip
+    if most_rem >= 2:  # the rest of the remainder, together
+        for lane in range(32):
+            first[lane] = 1
+            keep[lane] = max(cnt[lane] % unroll - 1, 0)
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, most_rem - 1, 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
+    for g in range(most_main):  # the unrolled body: u iterations a batch
+        for lane in range(32):
+            first[lane] = cnt[lane] % unroll + g * unroll
+            keep[lane] = unroll if cnt[lane] // unroll > g else 0
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, unroll, 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
+    return r, seq
+
+
 @nb.njit(**LEAF)
-def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, totals, box, gaddr, saddr):
+def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, totals, box, gaddr, saddr,
+                  scratch):  # fmt: skip
     """Stage window ``j`` of every slot (those with accesses in it) for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if rbox[s, j, R1] < rbox[s, j, R0]:
@@ -402,12 +511,14 @@ def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, t
             continue  # written only: nothing to load, nothing to zero
         for f in range(4):
             box[f] = rbox[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr,
+                               scratch)  # fmt: skip
     return r, seq
 
 
 @nb.njit(**LEAF)
-def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr):
+def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j, seq, totals, box, gaddr, saddr,
+                    scratch):  # fmt: skip
     """Write window ``j``'s written tiles back for warp ``w``; returns (r, seq)."""
     for s in range(plan.shape[0]):
         if plan[s, P_WB] == WB_NONE:
@@ -417,7 +528,8 @@ def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j
             continue
         for f in range(4):
             box[f] = src[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr)
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr,
+                               scratch)  # fmt: skip
     return r, seq
 
 
@@ -454,6 +566,13 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     tbox = np.empty(4, np.int64)
     gaddr = np.zeros(32, np.uint64)
     saddr = np.zeros(32, np.uint64)
+    unrolled = False
+    for s in range(ns):
+        if plan[s, P_UNROLL] > 1:
+            unrolled = True
+    group_max = UNROLL_GROUP_MAX if unrolled else 1
+    scratch = (np.zeros((group_max, 32), np.uint64), np.zeros((group_max, 32), np.uint64), np.zeros(32, np.int64),
+               np.zeros(32, np.int64), np.zeros(32, np.int64))  # fmt: skip
     any_wb = False
     any_stage = False  # a slot whose tiles are loaded (or zeroed) before use
     for s in range(ns):
@@ -545,12 +664,28 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                                 tbox,
                                 gaddr,
                                 saddr,
+                                scratch,
                             )
                             cur += barrier
                             totals[T_BARRIERS] += 1
                     if any_stage:
                         r, cur = _staging_pass(
-                            write, out, delta_out, r, b, w, threads, plan, rbox, cw + 1, cur, totals, tbox, gaddr, saddr
+                            write,
+                            out,
+                            delta_out,
+                            r,
+                            b,
+                            w,
+                            threads,
+                            plan,
+                            rbox,
+                            cw + 1,
+                            cur,
+                            totals,
+                            tbox,
+                            gaddr,
+                            saddr,
+                            scratch,
                         )
                         cur += barrier
                         totals[T_BARRIERS] += 1
@@ -577,6 +712,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                             tbox,
                             gaddr,
                             saddr,
+                            scratch,
                         )
                     break
                 # the original row, shifted; a staged access goes to its tile in shared memory

@@ -233,6 +233,12 @@ class StagedObject:
     """The kernel's reads of the tile merged into vector loads of this many bytes (``VECTOR_BYTES`` where the
     read loop's trip count is a compile-time constant, ``;unrolled``; 0: each read its own load): see
     ``vectorize``."""
+    copy_unroll: int = 1
+    """The copy loop as nvcc unrolls it: 1, the rolled loop (each load's store before the next load: the loop the
+    tool's hints write, whose bounds check inside keeps nvcc from unrolling it); u > 1, LLVM's runtime unrolling
+    by u with the remainder first (``_staging_kernels._unrolled_copy``: nvcc 13 on sm_75 to sm_90 with u = 4,
+    for a copy loop of compile-time step and bound without a check inside, as Kernel Tuner's convolution; the
+    loads of a batch in flight together). ``;unrolled`` asks for it (``placement.staging.plan``)."""
 
 
 @dataclass(frozen=True)
@@ -393,7 +399,7 @@ class _Run:
             self.plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem,
                             ncols, base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
                             _milli(so.writeback_int_per_element), pc_top + 64 * s,
-                            copy_columns(info.block, max(so.pitch, 1), ncols > 0))  # fmt: skip
+                            copy_columns(info.block, max(so.pitch, 1), ncols > 0), max(int(so.copy_unroll), 1))  # fmt: skip
         cols = trace.columns()
         self.ctuple = tuple(cols[c] for c in COLUMNS)
         self.delta = np.ascontiguousarray(delta, dtype=np.int16)
