@@ -59,12 +59,19 @@ CONV_WAVES = 2
 """The traced image holds this many full waves of blocks at the sample's occupancy on the A100 (the
 measured kernel computes 4096 x 4096 outputs, dozens of waves): the model sees the resident warps
 the measured run had, at a fraction of the rows, and scales the time to the launch's blocks."""
-VARIANTS = (("", 0, 0), ("input=R", 1, 0), ("input=S/G;windows=1", 0, 1), ("input=S/R;windows=1", 1, 1))
+VARIANTS = (
+    ("", 0, 0),
+    ("input=R", 1, 0),
+    ("input=S/G;windows=1;unrolled", 0, 1),
+    ("input=S/R;windows=1;unrolled", 1, 1),
+)
 """The convolution's measured builds as placements: (read_only, use_shmem) = (0, 0) the sample, (1, 0) R, and the
 staged builds, which copy the block's whole input tile, (block x tile + filter - 1) in each dimension, before one
 ``__syncthreads()`` (``benchmarks/kernels/conv2d_kt.cu``): one window, ``;windows=1``. Left to choose, the tool
 splits the tile of 1- and 2-row blocks with 2 x 2 tiles into 2-4 windows to keep the occupancy, which is not the
-kernel that was measured."""
+kernel that was measured. Its copy and read loops carry ``#pragma unroll`` over compile-time sizes: ``;unrolled``
+(since 30 Nov 2026, fortieth session: nvcc unrolls the copy by 4 on sm_75 to sm_90, configs/addressing.toml
+``copy_unroll``)."""
 
 
 def _toml_list(xs) -> str:

@@ -299,7 +299,7 @@ def test_a_measured_conv_cache_becomes_a_suite_the_batch_reads(mk, tmp_path):
     assert len(entries) == len(kt.shapes()) - 1 == 31 and "conv-16x1-t1x1" not in entries
     e = entries["conv-32x4-t2x2"]
     n = kt.shapes().index((32, 4, 2, 2))
-    assert e.placements == ("", "input=R", "input=S/G;windows=1", "input=S/R;windows=1")  # one window: the whole tile
+    assert e.placements == ("", "input=R", "input=S/G;windows=1;unrolled", "input=S/R;windows=1;unrolled")  # one window
     # G, R, S/G, S/R: (read_only, use_shmem) = (0, 0), (1, 0), (0, 1), (1, 1), timed 0.01 ms x (2 ro + sh) apart
     assert list(e.measured_ns) == pytest.approx([(1.0 + 0.1 * n + 0.01 * k) * 1e6 for k in (0, 2, 1, 3)])
     # the measured launch: 4096 / (32 x 2) x 4096 / (4 x 2) blocks; the trace's time is scaled to it, so the
@@ -332,7 +332,7 @@ def test_bundled_h200_conv_suite_holds_every_shape_the_sm_can_launch(mk):
             left_out.append(shape)
             continue
         e = entries[f"conv-{bx}x{by}-t{tx}x{ty}"]
-        assert e.placements == ("", "input=R", "input=S/G;windows=1", "input=S/R;windows=1")
+        assert e.placements == ("", "input=R", "input=S/G;windows=1;unrolled", "input=S/R;windows=1;unrolled")
         assert len(e.measured_ns) == 4 and all(t > 0 for t in e.measured_ns)
         assert e.source.launch_ctas == (4096 // (bx * tx)) * (4096 // (by * ty))
     assert left_out == [(64, 8, 2, 2), (128, 4, 2, 2), (128, 8, 2, 2)]
