@@ -110,8 +110,9 @@ def dram_bandwidth_gbs(gpu: Gpu) -> float:
     """The DRAM bandwidth the model spaces requests by: the datasheet peak x the sustained share, the GPU's own
     where its configuration has one (``memory.dram_sustained_fraction``, which ``placement calibrate`` measures
     with a copy kernel: the bundled H100's 0.83, its 2.79 TB/s of 3.35 in ``h100-placements/microbenchmarks.csv``;
-    an H200's 0.75; a catalog row's ``dram_share``, the catalog's H200 0.764), else the architecture's ``dram_sustained_fraction`` (``configs/architectures.toml``, each
-    cited: mt4g's read and write streams, 74-92 % of the peak on Pascal to Hopper). The seed models take the same
+    an H200's 0.75; a catalog row's ``dram_share``, the catalog's H200 0.764), else the architecture's
+    ``dram_sustained_fraction`` (``configs/architectures.toml``, each cited: mt4g's read and write streams, 74-92 %
+    of the peak on Pascal to Hopper). The seed models take the same
     figure (``placement.models.params.machine_from_gpu``); Huang & Li and GPUPerf use the peak, which
     no GPU reaches (refresh, read/write turnarounds, ECC)."""
     return gpu.memory.bandwidth_gbs * sustained_fraction_of(gpu)
