@@ -1,10 +1,12 @@
-"""The command line and the device of the GPU microbenchmarks (atomic_contention.py, l1_wavefronts.py), through
-CuPy."""
+"""The command line, the device and the launch timing of the GPU microbenchmarks (atomic_contention.py,
+l1_wavefronts.py, address_issue.py), through CuPy."""
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+from typing import Callable
 
 
 def microbenchmark_args(doc: str, iters: int, iters_help: str) -> argparse.Namespace:
@@ -27,3 +29,22 @@ def cupy_device(script: str):
         return None
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     return cp, props, name
+
+
+def median_launch_ms(cp, fn, grid: int, block: int, args: tuple, repeat: int,
+                     before: Callable[[], object] | None = None) -> float:  # fmt: skip
+    """The median of ``repeat`` launches of ``fn`` (``grid`` x ``block`` threads, arguments ``args``) timed with CUDA
+    events, in ms, after one untimed warm-up launch (the kernel loaded, the data in the caches); ``before`` runs
+    ahead of each timed launch, outside its events (a counter reset)."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    fn((grid,), (block,), args)
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        start.record()
+        fn((grid,), (block,), args)
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+    return statistics.median(times)

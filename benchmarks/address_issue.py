@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cupy_device import cupy_device, microbenchmark_args
+from _cupy_device import cupy_device, median_launch_ms, microbenchmark_args
 
 TAPS = 8
 ROW = 1040
@@ -114,7 +113,6 @@ def main() -> int:
     mod = cp.RawModule(code=SOURCE, options=("-std=c++17",))
     buf = cp.ones(TAPS * ROW + MASK + 64, cp.float32)
     sink = cp.zeros(1, cp.float32)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
     print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): blocks of 128 threads, {args.iters} x "
           f"{TAPS} loads a lane, medians of {args.repeat}")  # fmt: skip
     print(f"{'kind':<12} {'warps/sched':>11} {'inst/load':>9} {'cycles/load':>11} {'vs plain':>8} {'IPC/SM':>7}")
@@ -125,16 +123,9 @@ def main() -> int:
             fn = mod.get_function(kind)
             grid = sms * wps
             a = (buf, cp.int32(args.iters), cp.int32(32), cp.int32(MASK), cp.float32(0.5), sink)
-            fn((grid,), (128,), a)  # warm-up: the taps into every SM's L1
-            times = []
-            for _ in range(args.repeat):
-                start.record()
-                fn((grid,), (128,), a)
-                stop.record()
-                stop.synchronize()
-                times.append(cp.cuda.get_elapsed_time(start, stop))
+            ms = median_launch_ms(cp, fn, grid, 128, a, args.repeat)  # its warm-up: the taps into every SM's L1
             loads_per_sm = grid * 4 * args.iters * TAPS / sms
-            cycles = statistics.median(times) * 1e6 * clock_ghz / loads_per_sm
+            cycles = ms * 1e6 * clock_ghz / loads_per_sm
             base = base or cycles
             ipl = instructions_per_load(kind, sm)
             rows.append({"kind": kind, "warps_per_scheduler": wps, "cycles_per_load": cycles,

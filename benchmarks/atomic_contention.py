@@ -20,11 +20,10 @@ takes ``l2_atomic_unit_bytes`` from them (``placement calibrate`` measures the s
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cupy_device import cupy_device, microbenchmark_args
+from _cupy_device import cupy_device, median_launch_ms, microbenchmark_args
 
 SOURCE = r"""
 extern "C" __global__ void red(unsigned* p, int sectors, int words, int active, int iters, int own) {
@@ -66,7 +65,6 @@ def main() -> int:
     warps = grid * block // 32
     p = cp.zeros(warps * 64 + 1024, cp.uint32)
     sink = cp.zeros(1, cp.uint32)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
     print(f"{name}, {sms} SMs: {grid} x {block} threads, {args.iters} atomics a thread, medians of {args.repeat}")
     print("kind  S  W  K  own  lanes/word  ns/warp-instruction  G lane-updates/s")
     for kind in ("red", "atom"):
@@ -74,16 +72,7 @@ def main() -> int:
         for s, w, k, own in PATTERNS:
             a = (p, cp.int32(s), cp.int32(w), cp.int32(k), cp.int32(args.iters), cp.int32(own))
             a = a + ((sink,) if kind == "atom" else ())
-            fn((grid,), (block,), a)  # warm-up
-            times = []
-            for _ in range(args.repeat):
-                p.fill(0)
-                start.record()
-                fn((grid,), (block,), a)
-                stop.record()
-                stop.synchronize()
-                times.append(cp.cuda.get_elapsed_time(start, stop))
-            ms = statistics.median(times)
+            ms = median_launch_ms(cp, fn, grid, block, a, args.repeat, before=lambda: p.fill(0))
             per_word = -(-k // (s * w)) if s * w < k else 1
             ns = ms * 1e6 / (warps * args.iters)
             rate = warps * args.iters * k / (ms * 1e6)

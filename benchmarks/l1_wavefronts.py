@@ -27,12 +27,11 @@ rows and 32-wide blocks' one; ``conv_patterns``).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _cupy_device import cupy_device, microbenchmark_args
+from _cupy_device import cupy_device, median_launch_ms, microbenchmark_args
 
 SOURCE = r"""
 #define LOADS 8
@@ -138,7 +137,6 @@ def main() -> int:
     warps = grid * block // 32
     buf = cp.ones(64 * 1024, cp.float32)  # 256 KiB; a pattern spans at most 8 x 37 lines + 16.5 KiB
     sink = cp.zeros(1, cp.float32)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
     print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): {grid} x {block} threads, "
           f"{args.iters} x 8 loads a lane, medians of {args.repeat}")  # fmt: skip
     print(f"{'pattern':<46} {'walk':>5} {'banks':>5} {'lines':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
@@ -149,16 +147,9 @@ def main() -> int:
         for kind in ("plain", "readonly"):
             fn = mod.get_function(kind)
             a = (buf, offs, cp.int32(args.iters), sink)
-            fn((grid,), (block,), a)  # warm-up: the buffer into every SM's L1
-            times = []
-            for _ in range(args.repeat):
-                start.record()
-                fn((grid,), (block,), a)
-                stop.record()
-                stop.synchronize()
-                times.append(cp.cuda.get_elapsed_time(start, stop))
+            ms = median_launch_ms(cp, fn, grid, block, a, args.repeat)  # its warm-up: the buffer into every SM's L1
             loads_per_sm = warps * args.iters * 8 / sms
-            cycles[kind] = statistics.median(times) * 1e6 * clock_ghz / loads_per_sm
+            cycles[kind] = ms * 1e6 * clock_ghz / loads_per_sm
             base.setdefault(kind, cycles[kind])
         walk, banks, lines = predicted(offsets)
         print(f"{pat:<46} {walk:>5.2f} {banks:>5} {lines:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "

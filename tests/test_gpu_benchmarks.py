@@ -113,3 +113,35 @@ def test_address_issue_loops_are_the_four_kinds_they_name(tmp_path, arch):
     assert ai.instructions_per_load("ldg_index", arch) / ai.instructions_per_load("plain", arch) == pytest.approx(
         {"sm_80": 38 / 23, "sm_90": 37 / 23}[arch]
     )
+
+
+def test_median_launch_ms_warms_up_once_then_takes_the_median_of_the_timed_launches():
+    # a stand-in for CuPy: each timed launch between two events takes the next of the given times
+    from _cupy_device import median_launch_ms
+
+    times, calls, resets = iter([3.0, 1.0, 2.0, 9.0, 4.0]), [], []
+
+    class Event:
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    class Cuda:
+        Event = staticmethod(lambda: Event())
+
+        @staticmethod
+        def get_elapsed_time(start, stop):
+            return next(times)
+
+    class Cp:
+        cuda = Cuda
+
+    def fn(grid, block, args):
+        calls.append((grid, block, args))
+
+    ms = median_launch_ms(Cp, fn, 8, 128, ("a",), 5, before=lambda: resets.append(len(calls)))
+    assert ms == 3.0  # the median of 3, 1, 2, 9, 4
+    assert calls == [((8,), (128,), ("a",))] * 6  # one warm-up, then 5 timed
+    assert resets == [1, 2, 3, 4, 5]  # before each timed launch, not before the warm-up
