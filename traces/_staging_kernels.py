@@ -339,14 +339,31 @@ def _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, w
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _copy_load(write, out, delta_out, r, b, w, seq, plan, s, m, gaddr, totals):
+    """A staging copy's load of the lanes ``m`` from the source space at ``gaddr``; returns (r, seq)."""
+    _put(write, out, r, b, w, seq, plan[s, P_PC], LOAD, plan[s, P_SRC], plan[s, P_ELEM], m, plan[s, P_OBJ], delta_out)
+    _put_addr(write, out, r, gaddr)
+    totals[T_LOADS] += 1
+    return r + 1, seq + 1
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_store(write, out, delta_out, r, b, w, seq, plan, s, m, saddr, totals):
+    """A staging copy's shared store of the lanes ``m`` at ``saddr``, with the copy's non-memory instructions after
+    it; returns (r, seq)."""
+    _put(write, out, r, b, w, seq, plan[s, P_PC] + 16, STORE, SHARED, plan[s, P_ELEM], m, plan[s, P_OBJ], delta_out)
+    _put_addr(write, out, r, saddr)
+    totals[T_STORES] += 1
+    totals[T_INT] += plan[s, P_INT]
+    return r + 1, seq + 1 + (plan[s, P_INT] + MILLI // 2) // MILLI
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, width, step, keep, totals, gaddr,
                 saddr):  # fmt: skip
     """One batch of an unrolled copy: ``width`` loads, then their ``width`` shared stores. Slot k of the batch
     takes each lane's own iteration ``first[lane] + k * step`` of the loop, for the lanes ``keep`` admits
     (``keep[lane]`` > k: the lane has that iteration in this batch). Returns (r, seq)."""
-    elem = plan[s, P_ELEM]
-    obj = plan[s, P_OBJ]
-    pc0 = plan[s, P_PC]
     for phase in range(2):
         for k in range(width):
             m = np.int64(0)
@@ -361,17 +378,9 @@ def _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, wid
             if m == 0:
                 continue
             if phase == 0:
-                _put(write, out, r, b, w, seq, pc0, LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
-                _put_addr(write, out, r, gaddr)
-                totals[T_LOADS] += 1
+                r, seq = _copy_load(write, out, delta_out, r, b, w, seq, plan, s, m, gaddr, totals)
             else:
-                _put(write, out, r, b, w, seq, pc0 + 16, STORE, SHARED, elem, m, obj, delta_out)
-                _put_addr(write, out, r, saddr)
-                totals[T_STORES] += 1
-                seq += (plan[s, P_INT] + MILLI // 2) // MILLI
-                totals[T_INT] += plan[s, P_INT]
-            r += 1
-            seq += 1
+                r, seq = _copy_store(write, out, delta_out, r, b, w, seq, plan, s, m, saddr, totals)
     return r, seq
 
 
@@ -437,18 +446,8 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
         if m != 0:
             if kind == 0:
                 if plan[s, P_LOAD] == 1:
-                    _put(write, out, r, b, w, seq, pc0, LOAD, plan[s, P_SRC], elem, m, obj, delta_out)
-                    _put_addr(write, out, r, gaddr)
-                    r += 1
-                    seq += 1
-                    totals[T_LOADS] += 1
-                _put(write, out, r, b, w, seq, pc0 + 16, STORE, SHARED, elem, m, obj, delta_out)
-                _put_addr(write, out, r, saddr)
-                r += 1
-                seq += 1
-                totals[T_STORES] += 1
-                seq += (plan[s, P_INT] + MILLI // 2) // MILLI
-                totals[T_INT] += plan[s, P_INT]
+                    r, seq = _copy_load(write, out, delta_out, r, b, w, seq, plan, s, m, gaddr, totals)
+                r, seq = _copy_store(write, out, delta_out, r, b, w, seq, plan, s, m, saddr, totals)
             else:
                 _put(write, out, r, b, w, seq, pc0 + 32, LOAD, SHARED, elem, m, obj, delta_out)
                 _put_addr(write, out, r, saddr)
