@@ -523,14 +523,11 @@ def copy_unroll_of(lines: list[str]) -> int:
     loop: one load a round)."""
     ops = []
     for line in lines:
-        op = line.split("*/", 1)[-1].split()
-        op = [t for t in op if not t.startswith("@")]
-        if not op:
-            continue
-        if op[0].startswith("BAR"):
+        base = parse(line).base
+        if base == "BAR":
             break
-        if op[0].startswith("LDG") or op[0].startswith("STS"):
-            ops.append("L" if op[0].startswith("LDG") else "S")
+        if base in ("LDG", "STS"):
+            ops.append("L" if base == "LDG" else "S")
     m = re.fullmatch(r"LS(L+)(S+)(L+)(S+)", "".join(ops))
     if not m:
         return 1
