@@ -372,6 +372,7 @@ def test_evaluate_says_when_t_block_binds():
     assert t.cycles == pytest.approx(t.t_block * t.blocks_scale + t.t_launch)
     text = r.text()
     assert "the placement bound by the blocks' barriers (T_block" in text and "0 copy rounds -> 512" in text
+    assert t.blocks_per_sm == 2 and "; 2 blocks an SM, copying together in the first window" in text
     assert "T_block (each window's copy, then the block's work)" in text
 
 
