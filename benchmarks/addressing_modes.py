@@ -141,6 +141,10 @@ and kernels with 0, 1 and 2 ``__syncthreads()`` between a shared store and load.
    ``L``*u ``S``*u is nvcc's runtime unrolling by u, the remainder first (``copy_unroll = u`` in the family's
    staging section; nvcc 13 on sm_75 to sm_90: u = 4); any other pattern writes nothing (1, the rolled loop's
    rounds: sm_100 and sm_120 unroll the row loop and batch a row's last two iterations instead).
+12. ``copy_tail``: the same copy of a 16 x 78 tile (5 iterations a row for most lanes; ``COPY_TAIL_SHAPE``), read
+   the same way: n = 5 iterations a row unrolled whole, ``LS``*(n - t) ``L``*t ``S``*t row after row, is
+   ``copy_tail = t`` (nvcc 13 on sm_100 and sm_120: t = 2; a row of 3 then reads ``LS LLSS``, which rule 11's
+   16 x 46 tile cannot tell from runtime unrolling by 2); any other pattern writes nothing.
 
 nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
 and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
@@ -369,6 +373,8 @@ WRITEBACK = "writeback"  # the write-back loops (destination in global memory)
 BARRIERS = (0, 1, 2)  # __syncthreads() calls of the barrier kernels
 COPY_UNROLL_KERNEL = "copy_unroll"  # rule 11's kernel
 COPY_UNROLL_SHAPE = (16, 46, 16, 1, 4110)  # its tile's rows and columns, block x and y, the source's row pitch
+COPY_TAIL_KERNEL = "copy_tail"  # rule 12's kernel
+COPY_TAIL_SHAPE = (16, 78, 16, 1, 4110)  # Kernel Tuner's 16 x 1 threads with 4 x 1 tiles: 78 = 16 x 4 + 14 columns
 # the source parameter of a staging kernel and how it reads element `i`
 STAGING_READ = {
     "G": ("const T* src", "src[{i}]"),
@@ -497,13 +503,14 @@ def barrier_kernel(count: int) -> str:
     )
 
 
-def copy_unroll_kernel() -> str:
+def copy_unroll_kernel(name: str = COPY_UNROLL_KERNEL, shape: tuple[int, ...] = COPY_UNROLL_SHAPE) -> str:
     """Kernel Tuner's convolution's copy loop (benchmarks/kernels/conv2d_kt.cu, 16 x 1 threads and 2 x 2 tiles:
     a 16 x 46 tile of rows 4,110 floats apart; compile-time step and bound, no bounds check, ``#pragma unroll`` on
-    both loops, whose trip counts start from the thread's index): rule 11 reads how nvcc unrolls it."""
-    rows, cols, bx, by, pitch = COPY_UNROLL_SHAPE
+    both loops, whose trip counts start from the thread's index): rule 11 reads how nvcc unrolls it, rule 12 the
+    same loop over ``COPY_TAIL_SHAPE``'s wider tile."""
+    rows, cols, bx, by, pitch = shape
     return (
-        f'extern "C" __global__ void {COPY_UNROLL_KERNEL}(const T* src, T* out) {{\n'
+        f'extern "C" __global__ void {name}(const T* src, T* out) {{\n'
         f"    __shared__ T s[{rows}][{cols}];\n"
         "    int tx = threadIdx.x, ty = threadIdx.y;\n"
         f"    int x0 = blockIdx.x * {bx * 2}, y0 = blockIdx.y * {by * 2};\n"
@@ -535,6 +542,25 @@ def copy_unroll_of(lines: list[str]) -> int:
     return body if len(m[2]) == rest and len(m[4]) == body and rest == body - 2 else 1
 
 
+def copy_tail_of(lines: list[str], n: int = -(-COPY_TAIL_SHAPE[1] // COPY_TAIL_SHAPE[2])) -> int:
+    """Rule 12: the copy's global loads (L) and shared stores (S) in code order up to the barrier, a tile row of
+    ``n`` iterations unrolled whole with its last t together, row after row: ``LS``*(n - t) ``L``*t ``S``*t
+    repeated, t >= 2: t. Any other pattern: 0."""
+    ops = []
+    for line in lines:
+        base = parse(line).base
+        if base == "BAR":
+            break
+        if base in ("LDG", "STS"):
+            ops.append("L" if base == "LDG" else "S")
+    got = "".join(ops)
+    for t in range(2, n + 1):
+        row = "LS" * (n - t) + "L" * t + "S" * t
+        if got and len(got) % len(row) == 0 and got == row * (len(got) // len(row)):
+            return t
+    return 0
+
+
 def staging_source() -> str:
     """The translation unit of the staging, write-back and barrier kernels (STAGING_TYPE elements)."""
     head = (
@@ -552,7 +578,8 @@ def staging_source() -> str:
         for form in FORMS
         for size in form_sizes(form)
     ]
-    return head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS) + copy_unroll_kernel()
+    return (head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS) + copy_unroll_kernel()
+            + copy_unroll_kernel(COPY_TAIL_KERNEL, COPY_TAIL_SHAPE))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- tools
@@ -1101,6 +1128,7 @@ class Results:
     staging: dict[tuple[str, str, str], tuple[Fraction, bool]] = field(default_factory=dict)
     barrier: dict[str, BarrierCount] = field(default_factory=dict)  # arch ->
     copy_unroll: dict[str, int] = field(default_factory=dict)  # arch -> rule 11's u
+    copy_tail: dict[str, int] = field(default_factory=dict)  # arch -> rule 12's t
 
 
 def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
@@ -1175,6 +1203,7 @@ def count_staging(sass: dict[str, list[str]], arch: str, results: Results, verbo
         for key, value in got.items():
             results.staging[(arch, who, key)] = value
     results.copy_unroll[arch] = copy_unroll_of(sass[COPY_UNROLL_KERNEL])
+    results.copy_tail[arch] = copy_tail_of(sass[COPY_TAIL_KERNEL])
     results.barrier[arch] = count_barrier(sass, arch)
     if verbose:
         print_barrier_snippet(results.barrier[arch])
@@ -1398,6 +1427,9 @@ def staging_section(fam: str, members: list[str], results: Results) -> list[str]
     unroll = _one(fam, members, "copy_unroll", {a: (Fraction(results.copy_unroll.get(a, 1)), True) for a in members})
     if unroll > 1:  # absent: 1, the rolled loop
         out.append(f"copy_unroll = {unroll}")
+    tail = _one(fam, members, "copy_tail", {a: (Fraction(results.copy_tail.get(a, 0)), True) for a in members})
+    if tail > 1:  # absent: 0
+        out.append(f"copy_tail = {tail}")
     for who in (*STAGING_SOURCES, WRITEBACK):
         row = {
             key: _number(_one(fam, members, f"{who}.{key}", {a: results.staging[(a, who, key)] for a in members}))

@@ -53,6 +53,7 @@ STAGING = "staging"
 STAGING_SOURCES = ("G", "T", "R")  # how a staged tile is read: plain loads, tex1Dfetch, __ldg
 WRITEBACK = "writeback"
 COPY_UNROLL = "copy_unroll"
+COPY_TAIL = "copy_tail"
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class StagingCost:
     barrier: int  # instructions of one __syncthreads()
     copy_unroll: int = 1
     """How nvcc unrolls a copy loop of compile-time step and bound (1: not at all); see the table's header."""
+    copy_tail: int = 0
+    """Or, unrolled whole, how many of a tile row's last iterations it batches (0: none); see the table's header."""
 
     def load(self, space: str) -> StagingLoop:
         """The copy-in loops for a tile read from ``space`` (``G``/``global``, ``T``/``texture1d``,
@@ -142,6 +145,13 @@ def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> No
     unroll = sec.get(COPY_UNROLL, 1)
     if not _is_count(unroll) or unroll < 1:
         raise InputError(f"{p}: [{fam}.{STAGING}] {COPY_UNROLL} = {unroll!r} is not a positive integer")
+    tail = sec.get(COPY_TAIL, 0)
+    if not _is_count(tail) or tail == 1:
+        raise InputError(f"{p}: [{fam}.{STAGING}] {COPY_TAIL} = {tail!r} is not 0 or an integer of at least 2")
+    if tail and unroll > 1:
+        raise InputError(
+            f"{p}: [{fam}.{STAGING}] has both {COPY_UNROLL} and {COPY_TAIL}: a copy loop is one or the other"
+        )
     for who in (*STAGING_SOURCES, WRITEBACK):
         row = sec.get(who)
         if not isinstance(row, dict):
@@ -273,4 +283,11 @@ def staging_cost(arch: str) -> StagingCost:
         fam = sec["use"]
         sec = data[fam][STAGING]
     sources = MappingProxyType({who: _staging_loop(sec[who]) for who in STAGING_SOURCES})
-    return StagingCost(fam, sources, _staging_loop(sec[WRITEBACK]), sec["barrier"], int(sec.get(COPY_UNROLL, 1)))
+    return StagingCost(
+        fam,
+        sources,
+        _staging_loop(sec[WRITEBACK]),
+        sec["barrier"],
+        int(sec.get(COPY_UNROLL, 1)),
+        int(sec.get(COPY_TAIL, 0)),
+    )

@@ -116,7 +116,8 @@ class Placement:
     vectorizes: a lane's consecutive aligned reads of a tile become 128-bit loads (``traces.staging.vectorize``).
     Its copy loops are the compile-time kind too (``#pragma unroll``, compile-time steps and bounds, no bounds check
     inside, as Kernel Tuner's convolution), which nvcc unrolls by ``copy_unroll`` (configs/addressing.toml: 4 on
-    sm_75 to sm_90, the remainder first), a batch's loads in flight together (``StagedObject.copy_unroll``)."""
+    sm_75 to sm_90, the remainder first), a batch's loads in flight together (``StagedObject.copy_unroll``), or on
+    sm_100 and sm_120 each tile row's loop whole with its last ``copy_tail`` (2) copies together."""
 
     def __getitem__(self, name: str) -> str:
         for n, s in self.spaces:

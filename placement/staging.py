@@ -38,7 +38,8 @@ staged kernel:
   copy is a round of its own (each load's store before the next load: the loop ``--hints``
   writes, whose bounds check keeps nvcc from unrolling it), unless the placement says
   ``;unrolled``: then the copy is Kernel Tuner's kind (``#pragma unroll``, no check), which nvcc
-  unrolls by the family's ``copy_unroll`` with the remainder first (``traces.staging.StagedObject``).
+  unrolls by the family's ``copy_unroll`` with the remainder first, or (Blackwell) unrolls each tile
+  row's loop whole with its last ``copy_tail`` iterations together (``traces.staging.StagedObject``).
 """
 
 from __future__ import annotations
@@ -245,6 +246,8 @@ class Costs:
     barrier: int
     copy_unroll: int = 1
     """How nvcc unrolls a copy loop of compile-time step and bound (``traces.staging.StagedObject.copy_unroll``)."""
+    copy_tail: int = 0
+    """Or how many of a tile row's last iterations it batches (``traces.staging.StagedObject.copy_tail``)."""
 
 
 FORMS = ("1d", "2d", "flat")
@@ -259,7 +262,7 @@ def costs(gpu: Gpu) -> Costs:
 
     stage = {(s, f): v for s in ("global", "texture1d", "readonly") for f, v in zip(FORMS, by_form(c.load(s)))}
     wb = dict(zip(FORMS, by_form(c.writeback)))
-    return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll)
+    return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll, copy_tail=c.copy_tail)
 
 
 def copy_form(info: traces.KernelInfo, name: str, pitch: int) -> str:
@@ -287,6 +290,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
             writeback_int_per_element=cost.writeback[form] if wb != "none" else 0.0,
             vector_bytes=ts.VECTOR_BYTES if placement.unrolled else 0,
             copy_unroll=cost.copy_unroll if placement.unrolled else 1,
+            copy_tail=cost.copy_tail if placement.unrolled else 0,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

@@ -221,6 +221,7 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
     assert addressing_cost("x", 4, "G", "offset_leading") == 2
     assert staging_cost("sm_1").writeback == StagingLoop(6, 7, 16, 0, 0.5, 9)
     assert staging_cost("sm_1").copy_unroll == 1  # absent: the rolled loop
+    assert staging_cost("sm_1").copy_tail == 0  # absent: no tail batch
 
 
 @pytest.mark.parametrize(
@@ -236,6 +237,10 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
         ("barrier = 1", "barrier = -1", r"\[x\.staging\] barrier = -1"),
         ("barrier = 1", "barrier = 1\ncopy_unroll = 0", r"\[x\.staging\] copy_unroll = 0 is not a positive integer"),
         ("barrier = 1", 'barrier = 1\ncopy_unroll = "4"', r"\[x\.staging\] copy_unroll = '4' is not a positive"),
+        ("barrier = 1", "barrier = 1\ncopy_tail = 1", r"\[x\.staging\] copy_tail = 1 is not 0 or an integer of at"),
+        ("barrier = 1", "barrier = 1\ncopy_tail = -2", r"\[x\.staging\] copy_tail = -2 is not 0 or an integer"),
+        ("barrier = 1", "barrier = 1\ncopy_tail = 2.5", r"\[x\.staging\] copy_tail = 2\.5 is not 0 or an integer"),
+        ("barrier = 1", "barrier = 1\ncopy_unroll = 4\ncopy_tail = 2", r"has both copy_unroll and copy_tail"),
         (f"T = {_ROW}\n", "", r"\[x\.staging\] has no 'T' row"),
         ("writeback = { loop_1d = 6,", 'writeback = { loop_1d = "6",', r"\[x\.staging\] writeback\.loop_1d = '6'"),
         ("[x.staging]\n", '[x.staging]\nuse = "y"\n', r"\[x\.staging\] uses 'y'"),

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FULL = 0xFFFFFFFF
 
 
-def _row_copy(width: int, unroll: int):
+def _row_copy(width: int, unroll: int, tail: int = 0):
     """A block of 16 threads (half a warp) whose warp reads columns 0-15 and then width-16 .. width-1 of row 0 of a
     2D object: its tile is 1 x ``width``, copied by the 2D loop (16 threads along a row: copy_columns), staged in
     one window with ``unroll``."""
@@ -36,7 +36,7 @@ def _row_copy(width: int, unroll: int):
     lanes = np.arange(32)
     rows = [(0, 0, 0, 0, 0, lanes % 16, 0xFFFF), (0, 0, 10, 0, 0, width - 16 + lanes % 16, 0xFFFF)]
     t = trace_of(rows, [X], ctas=1, block=(16, 1, 1))
-    so = S.StagedObject(0, "global", 2, 0, width, True, "none", 1, 0, copy_unroll=unroll)
+    so = S.StagedObject(0, "global", 2, 0, width, True, "none", 1, 0, copy_unroll=unroll, copy_tail=tail)
     staged = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=width * 4).trace
     copy = [i for i in range(len(staged)) if staged.pc[i] > t.pc.max()]  # the staging code's rows
     ops = "".join("L" if staged.space[i] == GLOBAL else "S" for i in copy)
@@ -63,6 +63,25 @@ def test_six_iterations_a_lane_are_three_rounds_unrolled_by_4():
     ops, masks, cols = _row_copy(96, 4)
     assert ops == "LSLSLLLLSSSS" and masks == [0xFFFF] * 12
     assert [c[0] for c in cols if c is not None] == [0, 16, 32, 48, 64, 80]
+
+
+def test_blackwell_batches_a_rows_last_two_iterations():
+    # copy_tail = 2 (sm_100, sm_120): a row's loop unrolled whole to its compile-time trip count n = ceil(width /
+    # 16), its first n - 2 iterations one at a time, its last two together; a lane without an iteration sits it out
+    # 46 columns, n = 3: L S, then L L S S (lanes 14 and 15 have no third): two rounds, as unrolled by 4
+    ops, masks, cols = _row_copy(46, 1, tail=2)
+    assert ops == "LSLLSS" and masks == [0xFFFF, 0xFFFF, 0xFFFF, 0x3FFF, 0xFFFF, 0x3FFF]
+    assert cols[0] == list(range(16)) and cols[3][:14] == list(range(32, 46))
+    # 78 columns, n = 5 (lanes 14, 15 four): L S three times, then L L S S: four rounds where unrolled by 4 has two
+    # (lanes 0-13's remainder L S, then everyone's body of 4) and the rolled loop five
+    ops, masks, cols = _row_copy(78, 1, tail=2)
+    assert ops == "LS" * 3 + "LLSS" and masks == [0xFFFF] * 7 + [0x3FFF, 0xFFFF, 0x3FFF]
+    assert [c[0] for c in cols if c is not None] == [0, 16, 32, 48, 64]
+    assert _row_copy(78, 4)[0] == "LSLLLLSSSS"
+    # 30 columns, n = 2 (lanes 14, 15 one): both together, one round, where unrolled by 4 has two
+    ops, masks, _ = _row_copy(30, 1, tail=2)
+    assert ops == "LLSS" and masks == [0xFFFF, 0x3FFF, 0xFFFF, 0x3FFF]
+    assert _row_copy(30, 4)[0] == "LSLS"
 
 
 def _copied_pairs(t, s) -> list[tuple[int, int, int, int]]:
@@ -92,18 +111,21 @@ def test_unrolled_copies_the_elements_the_rolled_loop_copies(case):
     a = S.access(t, S.object_rows(t, S.program_order(t), 0), 0)
     fp = S.footprint(t, S.object_rows(t, S.program_order(t), 0), a, (1,))
     pairs = {}
-    for unroll in (1, 4):
-        so = S.StagedObject(0, "global", a.ordinals, 0, fp.pitch[0], True, "none", 1, 0, copy_unroll=unroll)
+    for unroll, tail in ((1, 0), (4, 0), (1, 2), (1, 3)):
+        so = S.StagedObject(0, "global", a.ordinals, 0, fp.pitch[0], True, "none", 1, 0, copy_unroll=unroll,
+                            copy_tail=tail)  # fmt: skip
         s = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=fp.bytes[0]).trace
-        pairs[unroll] = _copied_pairs(t, s)
-        assert len({p[:3] for p in pairs[unroll]}) == len(pairs[unroll])
-    assert pairs[1] == pairs[4] and pairs[1]
+        pairs[unroll, tail] = _copied_pairs(t, s)
+        assert len({p[:3] for p in pairs[unroll, tail]}) == len(pairs[unroll, tail])
+    assert pairs[1, 0] == pairs[4, 0] == pairs[1, 2] == pairs[1, 3] and pairs[1, 0]
 
 
 def test_the_unroll_is_read_from_the_addressing_table():
-    # turing to hopper measured 4; blackwell's nvcc 13 batches a row's last two iterations instead: not modelled
+    # turing to hopper measured 4; blackwell's nvcc 13 batches a row's last two iterations instead (copy_tail)
     assert {staging_cost(a).copy_unroll for a in ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")} == {4}
+    assert {staging_cost(a).copy_tail for a in ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")} == {0}
     assert staging_cost("sm_100").copy_unroll == staging_cost("sm_120").copy_unroll == 1
+    assert staging_cost("sm_100").copy_tail == staging_cost("sm_120").copy_tail == 2
 
 
 def _copy_pattern(tmp_path, arch: str, block: tuple[int, int, int, int]) -> str:
@@ -139,9 +161,12 @@ def test_nvcc_unrolls_the_convolutions_copy_by_4_remainder_first(tmp_path, arch)
 @pytest.mark.parametrize("arch", ["sm_100", "sm_120"])
 def test_blackwell_batches_the_copy_otherwise(tmp_path, arch):
     # nvcc 13 on Blackwell unrolls the row loop and batches each row's last two iterations: 16 x 4 threads with
-    # 1 x 1 tiles (30 columns, at most 2 a lane) LLSS per row, 16 x 1 with 2 x 2 (46 columns, at most 3) LS LLSS
-    assert re.fullmatch(r"(LLSS)+", _copy_pattern(tmp_path, arch, (16, 4, 1, 1)))
-    assert re.fullmatch(r"(LSLLSS)+", _copy_pattern(tmp_path, arch, (16, 1, 2, 2)))
+    # 1 x 1 tiles (30 columns, at most 2 a lane) LLSS per row, 16 x 1 with 2 x 2 (46 columns, at most 3) LS LLSS,
+    # 16 x 1 with 4 x 1 (78 columns, at most 5) LS LS LS LLSS: each row as _tail_copy emits it (the test above)
+    tail = staging_cost(arch).copy_tail
+    for block, width in (((16, 4, 1, 1), 30), ((16, 1, 2, 2), 46), ((16, 1, 4, 1), 78)):
+        row = _row_copy(width, 1, tail)[0]
+        assert re.fullmatch(f"({row})+", _copy_pattern(tmp_path, arch, block)), block
 
 
 def _lines(pattern: str) -> list[str]:
@@ -163,8 +188,23 @@ def test_rule_11_reads_the_unroll_off_the_pattern_by_hand(pattern, unroll):
     assert am.copy_unroll_of(_lines(pattern) + _lines("LS")) == unroll  # what follows the barrier does not count
 
 
-@pytest.mark.parametrize("arch,unroll", [("sm_80", 4), ("sm_90", 4), ("sm_100", 1)])
-def test_rule_11_on_the_scripts_own_kernel(tmp_path, arch, unroll):
+@pytest.mark.parametrize("pattern,tail", [
+    ("LSLSLSLLSS" * 3 + "B", 2),  # sm_100, sm_120: rows of 5, the last two together, row after row
+    ("LSLSLLLSSS" * 2 + "B", 3),  # the same rule with t = 3
+    ("LSLLSSLLLLSSSSB", 0),  # sm_75 to sm_90: runtime unrolling by 4, not this rule
+    ("LS" * 10 + "B", 0),  # the rolled loop
+    ("LSLSLSLLSS" + "LSLSLLLSSS" + "B", 0),  # rows that disagree
+    ("LSLSLSLLSSLSB", 0),  # a row cut short
+    ("B", 0),  # no copy
+])  # fmt: skip
+def test_rule_12_reads_the_tail_off_the_pattern_by_hand(pattern, tail):
+    import addressing_modes as am
+
+    assert am.copy_tail_of(_lines(pattern) + _lines("LLSS")) == tail  # n = 5: 78 columns by 16 threads
+
+
+@pytest.mark.parametrize("arch,unroll,tail", [("sm_80", 4, 0), ("sm_90", 4, 0), ("sm_100", 1, 2), ("sm_120", 1, 2)])
+def test_rules_11_and_12_on_the_scripts_own_kernels(tmp_path, arch, unroll, tail):
     # the script's kernel (Kernel Tuner's copy of a 16 x 46 tile) through nvcc and cuobjdump gives the table's value
     import addressing_modes as am
 
@@ -173,21 +213,24 @@ def test_rule_11_on_the_scripts_own_kernel(tmp_path, arch, unroll):
         pytest.skip("needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
     sass_of = am.disassemble(am.compile_cubin(am.staging_source(), arch, tmp_path, "staging", nvcc), cuobjdump)
     assert am.copy_unroll_of(sass_of[am.COPY_UNROLL_KERNEL]) == unroll == staging_cost(arch).copy_unroll
+    assert am.copy_tail_of(sass_of[am.COPY_TAIL_KERNEL]) == tail == staging_cost(arch).copy_tail
 
 
-@pytest.mark.parametrize("block,size,rolled,unrolled", [
+@pytest.mark.parametrize("block,size,rolled,unrolled,tailed", [
     # 16 x 1 threads, 2 x 2 tiles, 64 x 64 outputs: 64 blocks of one warp, a 16 x 46 tile each; a lane copies 3 or
-    # 2 columns of each of its 16 rows: 3 rounds a row rolled (48 a warp), 2 unrolled (1, then 2: 32 a warp)
-    ([16, 1, 2, 2], [64, 64], 64 * 48, 64 * 32),
+    # 2 columns of each of its 16 rows: 3 rounds a row rolled (48 a warp), 2 unrolled (1, then 2: 32 a warp), 2 on
+    # Blackwell (a row of n = 3: 1, then the last 2)
+    ([16, 1, 2, 2], [64, 64], 64 * 48, 64 * 32, 64 * 32),
     # 32 x 2 threads, 2 x 2 tiles, 128 x 64: 32 blocks of 2 warps (one per row of threads), an 18 x 78 tile: 9 rows
-    # a warp, 3 or 2 columns a lane: 27 and 18 rounds a warp
-    ([32, 2, 2, 2], [128, 64], 64 * 27, 64 * 18),
+    # a warp, 3 or 2 columns a lane: 27 and 18 rounds a warp, 18 on Blackwell (n = 3)
+    ([32, 2, 2, 2], [128, 64], 64 * 27, 64 * 18, 64 * 18),
     # 16 x 1 threads, 1 x 1 tiles: a 15 x 30 tile, 2 or 1 columns a lane: 2 rounds a row either way (1, then 1)
-    ([16, 1, 1, 1], [64, 64], 256 * 30, 256 * 30),
+    # unrolled by 4; 1 on Blackwell (a row of n = 2, both together)
+    ([16, 1, 1, 1], [64, 64], 256 * 30, 256 * 30, 256 * 15),
 ])  # fmt: skip
-def test_the_walk_counts_the_unrolled_copys_rounds(block, size, rolled, unrolled):
-    # Kernel Tuner's convolution staged in one window on the H200 (cc 9.0: copy_unroll 4), every copy round slow
-    # (the tiles are new to the caches); on an RTX 5090 (sm_120: no copy_unroll) ;unrolled leaves the rounds
+def test_the_walk_counts_the_unrolled_copys_rounds(block, size, rolled, unrolled, tailed):
+    # Kernel Tuner's convolution staged in one window on the H200 (cc 9.0: copy_unroll 4) and on an RTX 5090
+    # (sm_120: copy_tail 2), every copy round slow (the tiles are new to the caches)
     from placement.evaluate_whole import evaluate
     from placement.gpu import get_gpu
     from placement.placements import parse_placement
@@ -195,7 +238,7 @@ def test_the_walk_counts_the_unrolled_copys_rounds(block, size, rolled, unrolled
 
     cols, info = generate("conv2d_kt", size, block)
     t = traces.Trace(**cols, info=info)
-    for gpu, want in (("h200", unrolled), ("rtx5090", rolled)):
+    for gpu, want in (("h200", unrolled), ("rtx5090", tailed)):
         got = [evaluate(t, get_gpu(gpu), parse_placement(f"input=S/G;windows=1{u}", info)).target.copy_rounds
                for u in ("", ";unrolled")]  # fmt: skip
         assert got == [rolled, want], gpu

@@ -27,14 +27,13 @@ BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements
 R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
-P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX, P_UNROLL = (
-    range(15)
-)
-PLAN_LEN = 15
+(P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX, P_UNROLL,
+ P_TAIL) = range(16)  # fmt: skip
+PLAN_LEN = 16
 UNROLL_GROUP_MAX = 1024
 """Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
-(``plan[s, P_UNROLL]`` > 1) batches; a longer loop is copied as the rolled loop is (no staged tile of the suites
-comes near: the widest, 270 columns by 16 threads, is 17)."""
+(``plan[s, P_UNROLL]`` > 1 or ``plan[s, P_TAIL]`` > 1) batches; a longer loop is copied as the rolled loop is (no
+staged tile of the suites comes near: the widest, 270 columns by 16 threads, is 17)."""
 MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled copies share arithmetic)
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
@@ -400,8 +399,9 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     ``by = threads // bx``, (tx, ty) = (t % bx, t // bx)): a lane whose
     (i, j) falls outside the tile is idle in that iteration, and a warp with no lane left
     skips it. Each iteration's load is followed by its store (the rolled loop), unless the
-    plan unrolls the copy (``plan[s, P_UNROLL]`` = u > 1, :func:`_unrolled_copy`). Returns (rows written
-    so far, instructions issued by this warp, the seq after them).
+    plan unrolls the copy (``plan[s, P_UNROLL]`` = u > 1, :func:`_unrolled_copy`; or, in the 2D loop,
+    ``plan[s, P_TAIL]`` = t > 1, :func:`_tail_copy`). Returns (rows written so far, instructions issued by
+    this warp, the seq after them).
     """
     rows = box[R1] - box[R0] + 1
     bw = box[C1] - box[C0] + 1
@@ -423,9 +423,10 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     t0_i, t0_j = (t0 // bx, t0 % bx) if loop_2d else (0, 0)  # lane 0's (ty, tx) in the 2D loop
     seq = seq0
     unroll = plan[s, P_UNROLL]
+    tail = plan[s, P_TAIL] if loop_2d else 0
     group = nj if loop_2d else n_it  # one loop: a tile row's iterations, or the flattened loop's
     ga, sa, cnt, first, keep = scratch
-    if kind == 0 and plan[s, P_LOAD] == 1 and unroll > 1 and 0 < group <= ga.shape[0]:
+    if kind == 0 and plan[s, P_LOAD] == 1 and (unroll > 1 or tail > 1) and 0 < group <= ga.shape[0]:
         for g0 in range(0, n_it, group):
             for lane in range(32):
                 cnt[lane] = 0
@@ -437,8 +438,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                         ga[cnt[lane], lane] = gaddr[lane]
                         sa[cnt[lane], lane] = saddr[lane]
                         cnt[lane] += 1
-            r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll,
-                                    totals, gaddr, saddr)  # fmt: skip
+            if tail > 1:
+                r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
+                                    tail, totals, gaddr, saddr)  # fmt: skip
+            else:
+                r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep,
+                                        unroll, totals, gaddr, saddr)  # fmt: skip
         return r, seq - seq0, seq
     for it in range(n_it):
         m = _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
@@ -497,6 +502,29 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
         r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, unroll, 1, keep,
                              totals, gaddr, saddr)  # fmt: skip
     return r, seq
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, n, tail, totals, gaddr,
+               saddr):  # fmt: skip
+    """One tile row's copy as nvcc 13 compiles it for Blackwell (sm_100, sm_120): the row's loop of ``n`` = its
+    compile-time trip count (the tile's columns over the block's x extent, rounded up) unrolled whole, its first
+    n - t iterations one at a time (each load, then its store) and its last t = ``tail`` together (t loads, then
+    their t stores); a lane takes iteration k where it has one (``cnt[lane]`` > k, its elements in ``ga``,
+    ``sa``), and a warp issues what any lane has (configs/addressing.toml, ``copy_tail``). So a row of 3 takes two
+    rounds of loads (1 + 2), of 2 one, of 5 four."""
+    solo = max(n - tail, 0)
+    for k in range(solo):
+        for lane in range(32):
+            first[lane] = k
+            keep[lane] = 1 if cnt[lane] > k else 0
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
+                             gaddr, saddr)  # fmt: skip
+    for lane in range(32):
+        first[lane] = solo
+        keep[lane] = min(max(cnt[lane] - solo, 0), tail)
+    return _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, min(tail, n), 1, keep, totals,
+                       gaddr, saddr)  # fmt: skip
 
 
 @nb.njit(**LEAF)
@@ -567,7 +595,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     saddr = np.zeros(32, np.uint64)
     unrolled = False
     for s in range(ns):
-        if plan[s, P_UNROLL] > 1:
+        if plan[s, P_UNROLL] > 1 or plan[s, P_TAIL] > 1:
             unrolled = True
     group_max = UNROLL_GROUP_MAX if unrolled else 1
     scratch = (np.zeros((group_max, 32), np.uint64), np.zeros((group_max, 32), np.uint64), np.zeros(32, np.int64),

@@ -239,6 +239,10 @@ class StagedObject:
     by u with the remainder first (``_staging_kernels._unrolled_copy``: nvcc 13 on sm_75 to sm_90 with u = 4,
     for a copy loop of compile-time step and bound without a check inside, as Kernel Tuner's convolution; the
     loads of a batch in flight together). ``;unrolled`` asks for it (``placement.staging.plan``)."""
+    copy_tail: int = 0
+    """The 2D copy loop as nvcc 13 unrolls it on Blackwell instead (t > 1; 0 otherwise): each tile row's loop
+    unrolled whole, its last t iterations' loads together and every other iteration alone
+    (``_staging_kernels._tail_copy``; t = 2 on sm_100 and sm_120). ``;unrolled`` asks for it."""
 
 
 @dataclass(frozen=True)
@@ -399,7 +403,8 @@ class _Run:
             self.plan[s] = (so.obj, SPACE_CODES[so.source], max(so.length, 1), so.shared_base, max(so.pitch, 1), elem,
                             ncols, base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
                             _milli(so.writeback_int_per_element), pc_top + 64 * s,
-                            copy_columns(info.block, max(so.pitch, 1), ncols > 0), max(int(so.copy_unroll), 1))  # fmt: skip
+                            copy_columns(info.block, max(so.pitch, 1), ncols > 0), max(int(so.copy_unroll), 1),
+                            max(int(so.copy_tail), 0))  # fmt: skip
         cols = trace.columns()
         self.ctuple = tuple(cols[c] for c in COLUMNS)
         self.delta = np.ascontiguousarray(delta, dtype=np.int16)
