@@ -84,6 +84,58 @@ def test_blackwell_batches_a_rows_last_two_iterations():
     assert _row_copy(30, 4)[0] == "LSLS"
 
 
+def _flat_copy(length: int, unroll: int, tail: int = 0) -> str:
+    """A block of one warp reading elements 0-31 and length-32 .. length-1 of a 1D object: its tile, ``length``
+    elements, copied by the flattened loop (``length`` / 32 iterations a lane), in one window; the copy's loads (L)
+    and stores (S) in order."""
+    X = traces.ObjectInfo(0, "X", "global", BASE, 4096 * 4, 4, None, False)
+    lanes = np.arange(32)
+    t = trace_of([(0, 0, 0, 0, 0, lanes, FULL), (0, 0, 10, 0, 0, length - 32 + lanes, FULL)], [X], ctas=1)
+    so = S.StagedObject(0, "global", 2, 0, 0, True, "none", 1, 0, copy_unroll=unroll, copy_tail=tail)
+    staged = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=length * 4).trace
+    return "".join("L" if staged.space[i] == GLOBAL else "S" for i in range(len(staged)) if staged.pc[i] > t.pc.max())
+
+
+def test_the_flattened_loops_remainder_stays_rolled():
+    # nvcc 13 on sm_80 and sm_90 keeps the flattened loop's remainder a rolled loop (LDG STS and a branch back)
+    # before the body of 4, where the 2D loop's is one iteration and then the rest together: n = 7 (224 elements
+    # by 32 lanes) is L S three times and a body of 4 flattened, L S, L L S S and the body in a tile row
+    assert _flat_copy(224, 4) == "LS" * 3 + "LLLLSSSS"
+    assert _row_copy(16 * 7, 4)[0] == "LS" + "LLSS" + "LLLLSSSS"
+    assert _flat_copy(160, 4) == "LS" + "LLLLSSSS"  # n = 5: the remainder is one either way
+    assert _flat_copy(96, 4) == _flat_copy(96, 1) == "LS" * 3  # n = 3: all remainder, as rolled
+    # Blackwell: the flattened loop unrolled whole as a tile row's, its last two together (n = 5, 3)
+    assert _flat_copy(160, 1, tail=2) == "LS" * 3 + "LLSS" and _flat_copy(96, 1, tail=2) == "LSLLSS"
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100", "sm_120"])
+def test_nvcc_copies_the_flattened_loop_so(tmp_path, arch):
+    # a flattened copy of compile-time bound (#pragma unroll, 1,100 elements by 256 threads: 4 or 5 a thread) as
+    # nvcc 13 compiles it, in code order up to the barrier: sm_80 and sm_90 a rolled remainder loop (LS, a branch
+    # back) and a body of 4; sm_100 and sm_120 the loop whole, 5 iterations, the last two together (_flat_copy's)
+    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
+    if nvcc is None or nvdisasm is None:
+        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
+    src = tmp_path / "flat.cu"
+    src.write_text(
+        'extern "C" __global__ void flat(const float* src, float* out) {\n'
+        "    __shared__ float s[1100];\n    int t = threadIdx.x, x0 = blockIdx.x * 1024;\n#pragma unroll\n"
+        "    for (int q = t; q < 1100; q += 256) s[q] = src[x0 + q];\n"
+        "    __syncthreads();\n    out[x0 + t] = s[t + 5];\n}\n"
+    )
+    cubin = tmp_path / "flat.cubin"
+    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)], check=True,
+                   capture_output=True)  # fmt: skip
+    ops = sass.disassemble(cubin, nvdisasm)["flat"].opcodes
+    ops = ops[: next(i for i, o in enumerate(ops) if o.startswith("BAR"))]
+    code = "".join("L" if o.startswith("LDG") else "S" for o in ops if o.startswith(("LDG", "STS")))
+    cost = staging_cost(arch)
+    if cost.copy_tail:
+        assert code == _flat_copy(160, 1, cost.copy_tail) == "LSLSLSLLSS"
+    else:
+        assert cost.copy_unroll == 4 and code == "LS" + "LLLLSSSS"
+
+
 def _copied_pairs(t, s) -> list[tuple[int, int, int, int]]:
     """(block, warp, global address, shared address) of every lane a staging copy of ``s`` (staged from ``t``) moves:
     each shared store pairs with the oldest load not yet stored, the same lanes active."""

@@ -423,7 +423,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     t0_i, t0_j = (t0 // bx, t0 % bx) if loop_2d else (0, 0)  # lane 0's (ty, tx) in the 2D loop
     seq = seq0
     unroll = plan[s, P_UNROLL]
-    tail = plan[s, P_TAIL] if loop_2d else 0
+    tail = plan[s, P_TAIL]
     group = nj if loop_2d else n_it  # one loop: a tile row's iterations, or the flattened loop's
     ga, sa, cnt, first, keep = scratch
     if kind == 0 and plan[s, P_LOAD] == 1 and (unroll > 1 or tail > 1) and 0 < group <= ga.shape[0]:
@@ -443,7 +443,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                                     tail, totals, gaddr, saddr)  # fmt: skip
             else:
                 r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep,
-                                        unroll, totals, gaddr, saddr)  # fmt: skip
+                                        unroll, not loop_2d, totals, gaddr, saddr)  # fmt: skip
         return r, seq - seq0, seq
     for it in range(n_it):
         m = _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
@@ -471,13 +471,16 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll, totals, gaddr,
-                   saddr):  # fmt: skip
+def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll, rolled_rest,
+                   totals, gaddr, saddr):  # fmt: skip
     """One copy loop as nvcc unrolls it by ``unroll`` = u (LLVM's runtime unrolling, the remainder first): a lane
     with n iterations (``cnt[lane]``; its elements in ``ga``, ``sa``) runs its n mod u remainder iterations first,
     the first alone and the others together, then n // u batches of u, each batch's loads before its stores; a
     warp issues a batch where any lane has it (configs/addressing.toml, ``copy_unroll``). So n = 3 takes two
-    rounds of loads (1 + 2) where the rolled loop takes three, n = 2 two, n = 6 three (1 + 1 + 4)."""
+    rounds of loads (1 + 2) where the rolled loop takes three, n = 2 two, n = 6 three (1 + 1 + 4). With
+    ``rolled_rest`` (the flattened loop, whose remainder nvcc 13 keeps a rolled loop on sm_80 and sm_90: ``LDG
+    STS`` and a branch back, then the body of 4) every remainder iteration is alone: n = 3 three rounds, n = 6
+    three (1 + 1 + 4), n = 5 two."""
     most_rem = np.int64(0)
     most_main = np.int64(0)
     for lane in range(32):
@@ -489,7 +492,14 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
             keep[lane] = 1 if cnt[lane] % unroll >= 1 else 0
         r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
                              gaddr, saddr)  # fmt: skip
-    if most_rem >= 2:  # the rest of the remainder, together
+    if rolled_rest:  # the rest of the remainder, one at a time
+        for k in range(1, most_rem):
+            for lane in range(32):
+                first[lane] = k
+                keep[lane] = 1 if cnt[lane] % unroll > k else 0
+            r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
+                                 gaddr, saddr)  # fmt: skip
+    elif most_rem >= 2:  # the rest of the remainder, together
         for lane in range(32):
             first[lane] = 1
             keep[lane] = max(cnt[lane] % unroll - 1, 0)
@@ -507,12 +517,14 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
 @nb.njit(cache=True, nogil=True, inline="always")
 def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, n, tail, totals, gaddr,
                saddr):  # fmt: skip
-    """One tile row's copy as nvcc 13 compiles it for Blackwell (sm_100, sm_120): the row's loop of ``n`` = its
-    compile-time trip count (the tile's columns over the block's x extent, rounded up) unrolled whole, its first
-    n - t iterations one at a time (each load, then its store) and its last t = ``tail`` together (t loads, then
-    their t stores); a lane takes iteration k where it has one (``cnt[lane]`` > k, its elements in ``ga``,
-    ``sa``), and a warp issues what any lane has (configs/addressing.toml, ``copy_tail``). So a row of 3 takes two
-    rounds of loads (1 + 2), of 2 one, of 5 four."""
+    """One copy loop as nvcc 13 compiles it for Blackwell (sm_100, sm_120): a tile row's loop in the 2D copy, or
+    the flattened loop, of ``n`` = its compile-time trip count (the row's columns over the block's x extent, or the
+    tile's elements over the block's threads, rounded up) unrolled whole, its first n - t iterations one at a time
+    (each load, then its store) and its last t = ``tail`` together (t loads, then their t stores); a lane takes
+    iteration k where it has one (``cnt[lane]`` > k, its elements in ``ga``, ``sa``), and a warp issues what any
+    lane has (configs/addressing.toml, ``copy_tail``). So a row of 3 takes two rounds of loads (1 + 2), of 2 one,
+    of 5 four. (A flattened loop long enough that every thread up to 1,023 has g > 1 iterations, over 1,024
+    elements, has those g together first: not modelled, a round or more too many.)"""
     solo = max(n - tail, 0)
     for k in range(solo):
         for lane in range(32):

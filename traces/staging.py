@@ -238,10 +238,11 @@ class StagedObject:
     tool's hints write, whose bounds check inside keeps nvcc from unrolling it); u > 1, LLVM's runtime unrolling
     by u with the remainder first (``_staging_kernels._unrolled_copy``: nvcc 13 on sm_75 to sm_90 with u = 4,
     for a copy loop of compile-time step and bound without a check inside, as Kernel Tuner's convolution; the
-    loads of a batch in flight together). ``;unrolled`` asks for it (``placement.staging.plan``)."""
+    loads of a batch in flight together; the flattened loop's remainder one iteration at a time, a tile row's
+    the first alone and the rest together). ``;unrolled`` asks for it (``placement.staging.plan``)."""
     copy_tail: int = 0
-    """The 2D copy loop as nvcc 13 unrolls it on Blackwell instead (t > 1; 0 otherwise): each tile row's loop
-    unrolled whole, its last t iterations' loads together and every other iteration alone
+    """The copy loop as nvcc 13 unrolls it on Blackwell instead (t > 1; 0 otherwise): each tile row's loop (the
+    flattened loop) unrolled whole, its last t iterations' loads together and every other iteration alone
     (``_staging_kernels._tail_copy``; t = 2 on sm_100 and sm_120). ``;unrolled`` asks for it."""
 
 
