@@ -97,7 +97,7 @@ def _flat_copy(length: int, unroll: int, tail: int = 0) -> str:
 
 
 def test_the_flattened_loops_remainder_stays_rolled():
-    # nvcc 13 on sm_80 and sm_90 keeps the flattened loop's remainder a rolled loop (LDG STS and a branch back)
+    # nvcc 13 on sm_75 to sm_90 keeps the flattened loop's remainder a rolled loop (LDG STS and a branch back)
     # before the body of 4, where the 2D loop's is one iteration and then the rest together: n = 7 (224 elements
     # by 32 lanes) is L S three times and a body of 4 flattened, L S, L L S S and the body in a tile row
     assert _flat_copy(224, 4) == "LS" * 3 + "LLLLSSSS"
@@ -108,10 +108,10 @@ def test_the_flattened_loops_remainder_stays_rolled():
     assert _flat_copy(160, 1, tail=2) == "LS" * 3 + "LLSS" and _flat_copy(96, 1, tail=2) == "LSLLSS"
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100", "sm_120"])
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
 def test_nvcc_copies_the_flattened_loop_so(tmp_path, arch):
     # a flattened copy of compile-time bound (#pragma unroll, 1,100 elements by 256 threads: 4 or 5 a thread) as
-    # nvcc 13 compiles it, in code order up to the barrier: sm_80 and sm_90 a rolled remainder loop (LS, a branch
+    # nvcc 13 compiles it, in code order up to the barrier: sm_75 to sm_90 a rolled remainder loop (LS, a branch
     # back) and a body of 4; sm_100 and sm_120 the loop whole, 5 iterations, the last two together (_flat_copy's)
     nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
     if nvcc is None or nvdisasm is None:

@@ -478,7 +478,7 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
     the first alone and the others together, then n // u batches of u, each batch's loads before its stores; a
     warp issues a batch where any lane has it (configs/addressing.toml, ``copy_unroll``). So n = 3 takes two
     rounds of loads (1 + 2) where the rolled loop takes three, n = 2 two, n = 6 three (1 + 1 + 4). With
-    ``rolled_rest`` (the flattened loop, whose remainder nvcc 13 keeps a rolled loop on sm_80 and sm_90: ``LDG
+    ``rolled_rest`` (the flattened loop, whose remainder nvcc 13 keeps a rolled loop on sm_75 to sm_90: ``LDG
     STS`` and a branch back, then the body of 4) every remainder iteration is alone: n = 3 three rounds, n = 6
     three (1 + 1 + 4), n = 5 two."""
     most_rem = np.int64(0)
