@@ -523,11 +523,8 @@ def copy_unroll_kernel(name: str = COPY_UNROLL_KERNEL, shape: tuple[int, ...] = 
     )
 
 
-def copy_unroll_of(lines: list[str]) -> int:
-    """Rule 11: the copy's global loads (L) and shared stores (S) in code order up to the barrier. nvcc's runtime
-    unrolling by u with the remainder first reads ``LS`` (the remainder's first iteration), ``L``*(u - 2)
-    ``S``*(u - 2) (its others), then ``L``*u ``S``*u (the body): u. Any other pattern: 1 (the model's rolled
-    loop: one load a round)."""
+def _copy_ops(lines: list[str]) -> str:
+    """A copy kernel's global loads (L) and shared stores (S) in code order up to its barrier."""
     ops = []
     for line in lines:
         base = parse(line).base
@@ -535,7 +532,15 @@ def copy_unroll_of(lines: list[str]) -> int:
             break
         if base in ("LDG", "STS"):
             ops.append("L" if base == "LDG" else "S")
-    m = re.fullmatch(r"LS(L+)(S+)(L+)(S+)", "".join(ops))
+    return "".join(ops)
+
+
+def copy_unroll_of(lines: list[str]) -> int:
+    """Rule 11: the copy's global loads (L) and shared stores (S) in code order up to the barrier. nvcc's runtime
+    unrolling by u with the remainder first reads ``LS`` (the remainder's first iteration), ``L``*(u - 2)
+    ``S``*(u - 2) (its others), then ``L``*u ``S``*u (the body): u. Any other pattern: 1 (the model's rolled
+    loop: one load a round)."""
+    m = re.fullmatch(r"LS(L+)(S+)(L+)(S+)", _copy_ops(lines))
     if not m:
         return 1
     rest, body = len(m[1]), len(m[3])
@@ -546,14 +551,7 @@ def copy_tail_of(lines: list[str], n: int = -(-COPY_TAIL_SHAPE[1] // COPY_TAIL_S
     """Rule 12: the copy's global loads (L) and shared stores (S) in code order up to the barrier, a tile row of
     ``n`` iterations unrolled whole with its last t together, row after row: ``LS``*(n - t) ``L``*t ``S``*t
     repeated, t >= 2: t. Any other pattern: 0."""
-    ops = []
-    for line in lines:
-        base = parse(line).base
-        if base == "BAR":
-            break
-        if base in ("LDG", "STS"):
-            ops.append("L" if base == "LDG" else "S")
-    got = "".join(ops)
+    got = _copy_ops(lines)
     for t in range(2, n + 1):
         row = "LS" * (n - t) + "L" * t + "S" * t
         if got and len(got) % len(row) == 0 and got == row * (len(got) // len(row)):

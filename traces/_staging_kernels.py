@@ -399,9 +399,9 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     ``by = threads // bx``, (tx, ty) = (t % bx, t // bx)): a lane whose
     (i, j) falls outside the tile is idle in that iteration, and a warp with no lane left
     skips it. Each iteration's load is followed by its store (the rolled loop), unless the
-    plan unrolls the copy (``plan[s, P_UNROLL]`` = u > 1, :func:`_unrolled_copy`; or, in the 2D loop,
-    ``plan[s, P_TAIL]`` = t > 1, :func:`_tail_copy`). Returns (rows written so far, instructions issued by
-    this warp, the seq after them).
+    plan unrolls the copy (``plan[s, P_UNROLL]`` = u > 1, :func:`_unrolled_copy`; or ``plan[s, P_TAIL]`` =
+    t > 1, :func:`_tail_copy`). Returns (rows written so far, instructions issued by this warp, the seq after
+    them).
     """
     rows = box[R1] - box[R0] + 1
     bw = box[C1] - box[C0] + 1
@@ -523,8 +523,9 @@ def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first,
     (each load, then its store) and its last t = ``tail`` together (t loads, then their t stores); a lane takes
     iteration k where it has one (``cnt[lane]`` > k, its elements in ``ga``, ``sa``), and a warp issues what any
     lane has (configs/addressing.toml, ``copy_tail``). So a row of 3 takes two rounds of loads (1 + 2), of 2 one,
-    of 5 four. (A flattened loop long enough that every thread up to 1,023 has g > 1 iterations, over 1,024
-    elements, has those g together first: not modelled, a round or more too many.)"""
+    of 5 four. (A flattened loop of more than 1,024 elements, where every thread index up to 1,023 has g
+    iterations, has those g together first, 1,700 elements by 256 threads ``LLLSSS`` then ``LS LS LLSS``: not
+    modelled, g - 1 rounds too many.)"""
     solo = max(n - tail, 0)
     for k in range(solo):
         for lane in range(32):
