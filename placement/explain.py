@@ -320,8 +320,8 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
         bound = target if _block_bound(target) else sample
         out.append(f"{which} bound by the blocks' barriers (T_block: each window's copy, its rounds at DRAM's "
                    f"latency, before the block's work; {units.plural(bound.blocks_per_sm, 'block')} an SM, copying "
-                   f"together in the first window, then each copying while the others work): {units.count(sample.copy_rounds)} copy rounds -> "
-                   f"{units.count(target.copy_rounds)}")  # fmt: skip
+                   f"together in the first window, then each copying while the others work): "
+                   f"{units.count(sample.copy_rounds)} copy rounds -> {units.count(target.copy_rounds)}")  # fmt: skip
     if abs(target.t_tex - sample.t_tex) > 0.05 * max(sample.t_comp, 1e-9):
         out.append(f"the SMs' texture units busy {units.time_ns(sample.t_tex * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_tex * ns_per_cycle)} (T_TEX, one texel a unit a cycle)")  # fmt: skip
