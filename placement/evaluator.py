@@ -157,12 +157,23 @@ def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Pl
     return terms(info, memory, ev.gpu, ev.options, target)
 
 
+def _copy_words(costs) -> str:
+    """How an ``;unrolled`` placement's copy loop is taken to run on the GPU (``placement.staging.Costs``'s
+    ``copy_unroll``, ``copy_tail``: nvcc 13's, read off its SASS, configs/addressing.toml)."""
+    if costs.copy_tail > 1:
+        return f"each loop unrolled whole, its last {costs.copy_tail} copies together"
+    if costs.copy_unroll > 1:
+        return f"unrolled by {costs.copy_unroll}, the remainder first"
+    return "one copy a round (no unrolling known for this GPU)"
+
+
 def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, costs, run: StagedRun) -> Terms:
     """One staging option's terms, either evaluator's: the instructions and barriers it adds on top of the
     addressing delta, its occupancy and shared memory, and its ``staging`` detail."""
     added, detail = staging_detail(option, run.inserted, costs)
     if placement.unrolled:  # said only where asked: the detail of every other placement is as it was
         detail["unrolled"] = True
+        detail["copy"] = _copy_words(costs)
     target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
                     ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
                     mlp_scale=placement_mlp_scale(ev, placement, run.inserted["barriers"]),

@@ -163,6 +163,9 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
         else:
             what = f"copied from {STAGE_SOURCE_WORDS[source]}"
         facts.append(f"staged in shared memory: {tile}, {what}" if tile else f"staged in shared memory, {what}")
+        copy = target.staging.get("copy") if target.staging and acc.loads and writeback != "atomic" else None
+        if copy:
+            facts.append(f"its copy loop as nvcc compiles it (;unrolled): {copy}")
         if writeback == "store":
             facts.append("its written elements are stored back to global memory after each window")
         elif writeback == "atomic":

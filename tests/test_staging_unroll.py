@@ -294,3 +294,26 @@ def test_the_walk_counts_the_unrolled_copys_rounds(block, size, rolled, unrolled
         got = [evaluate(t, get_gpu(gpu), parse_placement(f"input=S/G;windows=1{u}", info)).target.copy_rounds
                for u in ("", ";unrolled")]  # fmt: skip
         assert got == [rolled, want], gpu
+
+
+def test_the_explanation_says_how_the_copy_runs():
+    # ;unrolled: the object's reasons name nvcc's copy loop on that GPU (Hopper by 4, Blackwell its tail; a table
+    # without either, one copy a round); without ;unrolled they say nothing of it
+    import placement
+    from placement.evaluator import _copy_words
+    from placement.staging import Costs
+    from traces.generators import generate
+
+    cols, info = generate("conv2d_kt", [64, 64], [16, 1, 2, 2])
+    t = traces.Trace(**cols, info=info)
+    said = {
+        (gpu, u): placement.evaluate(t, gpu, f"input=S/G;windows=1{u}").text()
+        for gpu in ("h200", "rtx5090")
+        for u in ("", ";unrolled")
+    }
+    lead = "its copy loop as nvcc compiles it (;unrolled): "
+    assert lead + "unrolled by 4, the remainder first" in said["h200", ";unrolled"]
+    assert lead + "each loop unrolled whole, its last 2 copies together" in said["rtx5090", ";unrolled"]
+    assert not any(lead in said[g, ""] for g in ("h200", "rtx5090"))
+    rolled = Costs(stage={}, writeback={}, barrier=1)
+    assert _copy_words(rolled) == "one copy a round (no unrolling known for this GPU)"
