@@ -104,8 +104,12 @@ def test_the_flattened_loops_remainder_stays_rolled():
     assert _row_copy(16 * 7, 4)[0] == "LS" + "LLSS" + "LLLLSSSS"
     assert _flat_copy(160, 4) == "LS" + "LLLLSSSS"  # n = 5: the remainder is one either way
     assert _flat_copy(96, 4) == _flat_copy(96, 1) == "LS" * 3  # n = 3: all remainder, as rolled
-    # Blackwell: the flattened loop unrolled whole as a tile row's, its last two together (n = 5, 3)
+    # Blackwell: the flattened loop unrolled whole as a tile row's, its last two together (n = 5, 3); past 1,024
+    # elements the iterations every thread index up to 1,023 has go first, together: 1,100 by 32 threads, n = 35,
+    # ceil(77 / 32) = 3 of them; 1,300, n = 41, 9
     assert _flat_copy(160, 1, tail=2) == "LS" * 3 + "LLSS" and _flat_copy(96, 1, tail=2) == "LSLLSS"
+    assert _flat_copy(1100, 1, tail=2) == "LLLSSS" + "LS" * 30 + "LLSS"
+    assert _flat_copy(1300, 1, tail=2) == "L" * 9 + "S" * 9 + "LS" * 30 + "LLSS"
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
@@ -116,24 +120,30 @@ def test_nvcc_copies_the_flattened_loop_so(tmp_path, arch):
     nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
     if nvcc is None or nvdisasm is None:
         pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
-    src = tmp_path / "flat.cu"
-    src.write_text(
-        'extern "C" __global__ void flat(const float* src, float* out) {\n'
-        "    __shared__ float s[1100];\n    int t = threadIdx.x, x0 = blockIdx.x * 1024;\n#pragma unroll\n"
-        "    for (int q = t; q < 1100; q += 256) s[q] = src[x0 + q];\n"
-        "    __syncthreads();\n    out[x0 + t] = s[t + 5];\n}\n"
-    )
-    cubin = tmp_path / "flat.cubin"
-    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)], check=True,
-                   capture_output=True)  # fmt: skip
-    ops = sass.disassemble(cubin, nvdisasm)["flat"].opcodes
-    ops = ops[: next(i for i, o in enumerate(ops) if o.startswith("BAR"))]
-    code = "".join("L" if o.startswith("LDG") else "S" for o in ops if o.startswith(("LDG", "STS")))
+
+    def code(n: int, step: int) -> str:
+        src = tmp_path / "flat.cu"
+        src.write_text(
+            'extern "C" __global__ void flat(const float* src, float* out) {\n'
+            f"    __shared__ float s[{n}];\n    int t = threadIdx.x, x0 = blockIdx.x * 1024;\n#pragma unroll\n"
+            f"    for (int q = t; q < {n}; q += {step}) s[q] = src[x0 + q];\n"
+            "    __syncthreads();\n    out[x0 + t] = s[t + 5];\n}\n"
+        )
+        cubin = tmp_path / "flat.cubin"
+        subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)], check=True,
+                       capture_output=True)  # fmt: skip
+        ops = sass.disassemble(cubin, nvdisasm)["flat"].opcodes
+        ops = ops[: next(i for i, o in enumerate(ops) if o.startswith("BAR"))]
+        return "".join("L" if o.startswith("LDG") else "S" for o in ops if o.startswith(("LDG", "STS")))
+
     cost = staging_cost(arch)
     if cost.copy_tail:
-        assert code == _flat_copy(160, 1, cost.copy_tail) == "LSLSLSLLSS"
+        assert code(1100, 256) == _flat_copy(160, 1, cost.copy_tail) == "LSLSLSLLSS"
+        # by one warp's 32 threads, as _flat_copy's block: 3 and 9 iterations every thread index has, together
+        assert code(1100, 32) == _flat_copy(1100, 1, cost.copy_tail)
+        assert code(1300, 32) == _flat_copy(1300, 1, cost.copy_tail)
     else:
-        assert cost.copy_unroll == 4 and code == "LS" + "LLLLSSSS"
+        assert cost.copy_unroll == 4 and code(1100, 256) == "LS" + "LLLLSSSS"
 
 
 def _copied_pairs(t, s) -> list[tuple[int, int, int, int]]:

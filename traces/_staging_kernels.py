@@ -34,6 +34,9 @@ UNROLL_GROUP_MAX = 1024
 """Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
 (``plan[s, P_UNROLL]`` > 1 or ``plan[s, P_TAIL]`` > 1) batches; a longer loop is copied as the rolled loop is (no
 staged tile of the suites comes near: the widest, 270 columns by 16 threads, is 17)."""
+MAX_THREAD_INDEX = 1023
+"""The largest threadIdx.x nvcc assumes of a kernel without __launch_bounds__ (blocks of up to 1,024 threads): the
+iterations of an unrolled copy every thread index up to it has need no check (:func:`_tail_copy`)."""
 MILLI = 1000  # P_INT and P_WBINT are in thousandths of an instruction (unrolled copies share arithmetic)
 WB_NONE, WB_STORE, WB_ATOMIC = 0, 1, 2
 # totals returned by stage_rows
@@ -439,8 +442,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                         sa[cnt[lane], lane] = saddr[lane]
                         cnt[lane] += 1
             if tail > 1:
+                # the iterations every thread index nvcc allows (up to MAX_THREAD_INDEX) has: its loop's bound
+                # over its step, less that index, rounded up
+                span, step = (bw, bx) if loop_2d else (q_total, threads)
+                sure = max(np.int64(0), (span - MAX_THREAD_INDEX + step - 1) // step)
                 r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
-                                    tail, totals, gaddr, saddr)  # fmt: skip
+                                    tail, sure, totals, gaddr, saddr)  # fmt: skip
             else:
                 r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep,
                                         unroll, not loop_2d, totals, gaddr, saddr)  # fmt: skip
@@ -515,19 +522,25 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, n, tail, totals, gaddr,
-               saddr):  # fmt: skip
+def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, n, tail, sure, totals,
+               gaddr, saddr):  # fmt: skip
     """One copy loop as nvcc 13 compiles it for Blackwell (sm_100, sm_120): a tile row's loop in the 2D copy, or
     the flattened loop, of ``n`` = its compile-time trip count (the row's columns over the block's x extent, or the
     tile's elements over the block's threads, rounded up) unrolled whole, its first n - t iterations one at a time
     (each load, then its store) and its last t = ``tail`` together (t loads, then their t stores); a lane takes
     iteration k where it has one (``cnt[lane]`` > k, its elements in ``ga``, ``sa``), and a warp issues what any
     lane has (configs/addressing.toml, ``copy_tail``). So a row of 3 takes two rounds of loads (1 + 2), of 2 one,
-    of 5 four. (A flattened loop of more than 1,024 elements, where every thread index up to 1,023 has g
-    iterations, has those g together first, 1,700 elements by 256 threads ``LLLSSS`` then ``LS LS LLSS``: not
-    modelled, g - 1 rounds too many.)"""
-    solo = max(n - tail, 0)
-    for k in range(solo):
+    of 5 four. The first ``sure`` iterations, those every thread index up to 1,023 has (a loop longer than 1,024
+    elements), go together before the rest: 1,700 elements by 256 threads, n = 7 and 3 sure, ``LLLSSS`` then
+    ``LS LS LLSS``; 1,300 by 32, n = 41 and 9 sure, 9 together, 30 alone, the last 2 together."""
+    if sure > 0:
+        for lane in range(32):
+            first[lane] = 0
+            keep[lane] = min(cnt[lane], sure)
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, min(sure, n), 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
+    solo = min(max(n - tail, sure), n)
+    for k in range(sure, solo):
         for lane in range(32):
             first[lane] = k
             keep[lane] = 1 if cnt[lane] > k else 0
@@ -535,9 +548,11 @@ def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first,
                              gaddr, saddr)  # fmt: skip
     for lane in range(32):
         first[lane] = solo
-        keep[lane] = min(max(cnt[lane] - solo, 0), tail)
-    return _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, min(tail, n), 1, keep, totals,
-                       gaddr, saddr)  # fmt: skip
+        keep[lane] = min(max(cnt[lane] - solo, 0), n - solo)
+    if n > solo:
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, n - solo, 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
+    return r, seq
 
 
 @nb.njit(**LEAF)
