@@ -27,6 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FULL = 0xFFFFFFFF
 
 
+def _staged_copy(t, so, smem: int):
+    """``t`` with ``so`` staged in one window: the staged trace, its staging code's rows and their loads (L) and
+    stores (S) in order."""
+    staged = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=smem).trace
+    copy = [i for i in range(len(staged)) if staged.pc[i] > t.pc.max()]
+    return staged, copy, "".join("L" if staged.space[i] == GLOBAL else "S" for i in copy)
+
+
 def _row_copy(width: int, unroll: int, tail: int = 0):
     """A block of 16 threads (half a warp) whose warp reads columns 0-15 and then width-16 .. width-1 of row 0 of a
     2D object: its tile is 1 x ``width``, copied by the 2D loop (16 threads along a row: copy_columns), staged in
@@ -37,9 +45,7 @@ def _row_copy(width: int, unroll: int, tail: int = 0):
     rows = [(0, 0, 0, 0, 0, lanes % 16, 0xFFFF), (0, 0, 10, 0, 0, width - 16 + lanes % 16, 0xFFFF)]
     t = trace_of(rows, [X], ctas=1, block=(16, 1, 1))
     so = S.StagedObject(0, "global", 2, 0, width, True, "none", 1, 0, copy_unroll=unroll, copy_tail=tail)
-    staged = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=width * 4).trace
-    copy = [i for i in range(len(staged)) if staged.pc[i] > t.pc.max()]  # the staging code's rows
-    ops = "".join("L" if staged.space[i] == GLOBAL else "S" for i in copy)
+    staged, copy, ops = _staged_copy(t, so, width * 4)
     cols_of = [((staged.addr[i][:16] - BASE) // 4).tolist() if staged.space[i] == GLOBAL else None for i in copy]
     return ops, [int(staged.mask[i]) for i in copy], cols_of
 
@@ -92,8 +98,7 @@ def _flat_copy(length: int, unroll: int, tail: int = 0) -> str:
     lanes = np.arange(32)
     t = trace_of([(0, 0, 0, 0, 0, lanes, FULL), (0, 0, 10, 0, 0, length - 32 + lanes, FULL)], [X], ctas=1)
     so = S.StagedObject(0, "global", 2, 0, 0, True, "none", 1, 0, copy_unroll=unroll, copy_tail=tail)
-    staged = S.stage(t, np.zeros(len(t), np.int16), [so], 1, barrier=1, smem_per_block=length * 4).trace
-    return "".join("L" if staged.space[i] == GLOBAL else "S" for i in range(len(staged)) if staged.pc[i] > t.pc.max())
+    return _staged_copy(t, so, length * 4)[2]
 
 
 def test_the_flattened_loops_remainder_stays_rolled():
@@ -129,12 +134,7 @@ def test_nvcc_copies_the_flattened_loop_so(tmp_path, arch):
             f"    for (int q = t; q < {n}; q += {step}) s[q] = src[x0 + q];\n"
             "    __syncthreads();\n    out[x0 + t] = s[t + 5];\n}\n"
         )
-        cubin = tmp_path / "flat.cubin"
-        subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)], check=True,
-                       capture_output=True)  # fmt: skip
-        ops = sass.disassemble(cubin, nvdisasm)["flat"].opcodes
-        ops = ops[: next(i for i, o in enumerate(ops) if o.startswith("BAR"))]
-        return "".join("L" if o.startswith("LDG") else "S" for o in ops if o.startswith(("LDG", "STS")))
+        return _copy_before_barrier(nvcc, nvdisasm, arch, src, "flat", tmp_path / "flat.cubin")
 
     cost = staging_cost(arch)
     if cost.copy_tail:
@@ -195,13 +195,19 @@ def _copy_pattern(tmp_path, arch: str, block: tuple[int, int, int, int]) -> str:
     if nvcc is None or nvdisasm is None:
         pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
     bx, by, tx, ty = block
-    cubin = tmp_path / f"c_{arch}.cubin"
-    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", f"-Dblock_size_x={bx}", f"-Dblock_size_y={by}",
-                    f"-Dtile_size_x={tx}", f"-Dtile_size_y={ty}", "-Duse_shmem=1", "-o", str(cubin),
-                    str(ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu")], check=True, capture_output=True)  # fmt: skip
-    ops = sass.disassemble(cubin, nvdisasm)["conv2d_kt"].opcodes
+    defines = (f"-Dblock_size_x={bx}", f"-Dblock_size_y={by}", f"-Dtile_size_x={tx}", f"-Dtile_size_y={ty}",
+               "-Duse_shmem=1")  # fmt: skip
+    return _copy_before_barrier(nvcc, nvdisasm, arch, ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu", "conv2d_kt",
+                                tmp_path / f"c_{arch}.cubin", *defines)  # fmt: skip
+
+
+def _copy_before_barrier(nvcc, nvdisasm, arch: str, src: Path, kernel: str, cubin: Path, *defines: str) -> str:
+    """``kernel`` of ``src`` built by nvcc -O3 for ``arch``: its global loads (L) and shared stores (S) in code order
+    up to its first barrier."""
+    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", *defines, "-o", str(cubin), str(src)], check=True,
+                   capture_output=True)  # fmt: skip
     out = []
-    for o in ops:
+    for o in sass.disassemble(cubin, nvdisasm)[kernel].opcodes:
         if o.startswith("BAR"):
             break
         if o.startswith(("LDG", "STS")):

@@ -430,6 +430,10 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     group = nj if loop_2d else n_it  # one loop: a tile row's iterations, or the flattened loop's
     ga, sa, cnt, first, keep = scratch
     if kind == 0 and plan[s, P_LOAD] == 1 and (unroll > 1 or tail > 1) and 0 < group <= ga.shape[0]:
+        # with a tail: the iterations every thread index nvcc allows (up to MAX_THREAD_INDEX) has, the loop's
+        # bound less that index over its step, rounded up
+        span, step = (bw, bx) if loop_2d else (q_total, threads)
+        sure = max(np.int64(0), (span - MAX_THREAD_INDEX + step - 1) // step)
         for g0 in range(0, n_it, group):
             for lane in range(32):
                 cnt[lane] = 0
@@ -442,10 +446,6 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                         sa[cnt[lane], lane] = saddr[lane]
                         cnt[lane] += 1
             if tail > 1:
-                # the iterations every thread index nvcc allows (up to MAX_THREAD_INDEX) has: its loop's bound
-                # over its step, less that index, rounded up
-                span, step = (bw, bx) if loop_2d else (q_total, threads)
-                sure = max(np.int64(0), (span - MAX_THREAD_INDEX + step - 1) // step)
                 r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
                                     tail, sure, totals, gaddr, saddr)  # fmt: skip
             else:
