@@ -145,6 +145,21 @@ and kernels with 0, 1 and 2 ``__syncthreads()`` between a shared store and load.
    the same way: n = 5 iterations a row unrolled whole, ``LS``*(n - t) ``L``*t ``S``*t row after row, is
    ``copy_tail = t`` (nvcc 13 on sm_100 and sm_120: t = 2; a row of 3 then reads ``LS LLSS``, which rule 11's
    16 x 46 tile cannot tell from runtime unrolling by 2); any other pattern writes nothing.
+13. ``copy_rows``: what a warp issues for one tile row of rule 11's copy loop (the outer loop's trip, the inner
+   loop's runtime-unrolled trips), from ``benchmarks/sass_exec.py`` running the warp through nvcc's SASS (the
+   count Nsight Compute's ``smsp__inst_executed`` gives: ``tests/test_sass_exec.py``). The kernels copy 1 and 2
+   rows of 32 n columns by 32 x 1 threads (``copy_rows_kernel``; every lane n iterations a row, n = 1-9); a
+   row's count is c(n) = the 2-row kernel's minus the 1-row kernel's, which must be ``head`` + ``first`` [n mod
+   4 >= 1] + ``rest`` [n mod 4 >= 2] + (``entry`` + ``body`` (n div 4)) [n >= 4] for every n: ``head`` the
+   outer loop's trip and the inner loop's setup, ``first`` the remainder's first iteration, ``rest`` its
+   others (predicated together), ``entry`` the unrolled body's setup, ``body`` one pass of it (u iterations).
+   ``split``: what one more side of a divergent branch adds (48 columns, half the lanes 2 iterations and half
+   1, against 64); ``prologue``: the 1-row, n = 1 kernel less c(1) less the same kernel without the copy.
+   Every count includes the copy's loads and stores. Written for ``G``, ``R`` and ``T`` where the family
+   unrolls by rule 11 and the counts fit the form; otherwise nothing (the model then prices the copy by
+   ``unrolled_2d`` per element). A family's members may differ by ``COPY_ROWS_SLACK`` instructions a row
+   (sm_80 and sm_86 ``__ldg``: 59 against 59 at n = 4, 69 against 71 at n = 5): the first member's values
+   are written, the others' in a comment; more refuses.
 
 nvcc 13 compiles for sm_75 and later only (``nvcc --list-gpu-arch``): sm_70 (Volta)
 and everything older (Kepler's sm_35/sm_37 included) cannot be compiled here, so the
@@ -375,6 +390,9 @@ COPY_UNROLL_KERNEL = "copy_unroll"  # rule 11's kernel
 COPY_UNROLL_SHAPE = (16, 46, 16, 1, 4110)  # its tile's rows and columns, block x and y, the source's row pitch
 COPY_TAIL_KERNEL = "copy_tail"  # rule 12's kernel
 COPY_TAIL_SHAPE = (16, 78, 16, 1, 4110)  # Kernel Tuner's 16 x 1 threads with 4 x 1 tiles: 78 = 16 x 4 + 14 columns
+COPY_ROWS_N = range(1, 10)  # rule 13's iterations a row: every remainder, with and without the unrolled body
+COPY_ROWS_KEYS = ("head", "first", "rest", "entry", "body", "split", "prologue")
+COPY_ROWS_SLACK = 2  # a family's members may differ by this many instructions a row (the first member's are written)
 # the source parameter of a staging kernel and how it reads element `i`
 STAGING_READ = {
     "G": ("const T* src", "src[{i}]"),
@@ -523,6 +541,82 @@ def copy_unroll_kernel(name: str = COPY_UNROLL_KERNEL, shape: tuple[int, ...] = 
     )
 
 
+def copy_rows_name(src: str, rows: int, cols: int) -> str:
+    return f"copy_rows_{src}_{rows}_{cols}"
+
+
+def copy_rows_kernel(src: str, rows: int, cols: int) -> str:
+    """Rule 13's kernel: rule 11's copy loop over a ``rows`` x ``cols`` tile by 32 x 1 threads, the elements read
+    from ``src``'s space (``STAGING_READ``); ``rows`` = 0: the same kernel without the copy."""
+    param, read = STAGING_READ[src]
+    copy = (
+        "#pragma unroll\n"
+        f"    for (int i = ty; i < {rows}; i += 1)\n"
+        "#pragma unroll\n"
+        f"        for (int j = tx; j < {cols}; j += 32) s[i][j] = {read.format(i='(y0 + i) * 4110 + x0 + j')};\n"
+        if rows
+        else ""
+    )
+    return (
+        f'extern "C" __global__ void {copy_rows_name(src, rows, cols)}({param}, T* out) {{\n'
+        f"    __shared__ T s[{max(rows, 1)}][{cols}];\n"
+        "    int tx = threadIdx.x, ty = threadIdx.y;\n"
+        "    int x0 = blockIdx.x * 64, y0 = blockIdx.y * 2;\n"
+        f"{copy}"
+        "    __syncthreads();\n"
+        "    out[(y0 + ty) * 4110 + x0 + tx] = s[0][tx];\n}\n"
+    )
+
+
+def copy_rows_kernels() -> list[tuple[str, int, int]]:
+    """(source, rows, columns) of rule 13's kernels."""
+    out = [(src, 0, 32) for src in STAGING_SOURCES]
+    for src in STAGING_SOURCES:
+        out += [(src, rows, 32 * n) for n in COPY_ROWS_N for rows in (1, 2)] + [(src, 1, 48)]
+    return out
+
+
+def copy_rows_of(sass: dict[str, list[str]], src: str) -> dict[str, int] | None:
+    """Rule 13 on one source's kernels: the row costs, or None where the counts do not fit the form."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import sass_exec  # here: it imports this module's parser
+
+    def count(rows: int, cols: int) -> int:
+        launch = sass_exec.Launch(block=(32, 1, 1), block_idx=(1, 1, 0), grid=(4, 4, 1),
+                                  params={o: 0x1000 for o in range(0x160, 0x400, 4)})  # fmt: skip
+        return sass_exec.run_warp(sass[copy_rows_name(src, rows, cols)], launch, 0, until_barrier=True)
+
+    try:
+        c = {n: count(2, 32 * n) - count(1, 32 * n) for n in COPY_ROWS_N}
+        head_first, split_row = count(1, 32), count(1, 48) - count(1, 64)
+        twin = count(0, 32)
+    except sass_exec.Unknown:
+        return None
+    rest, body = c[2] - c[1], c[8] - c[4]
+    first = c[5] - c[4]
+    head = c[1] - first
+    entry = c[4] - head - body
+    got = {"head": head, "first": first, "rest": rest, "entry": entry, "body": body, "split": split_row,
+           "prologue": head_first - c[1] - twin}  # fmt: skip
+
+    if any(copy_row_count(got, n) != c[n] for n in COPY_ROWS_N) or min(got.values()) < 0:
+        return None
+    return got
+
+
+def copy_row_count(rows: dict[str, int], n: int, unroll: int = 4) -> int:
+    """Rule 13's form: a warp's instructions for one tile row of ``n`` iterations in every lane."""
+    r, m = n % unroll, n // unroll
+    return (
+        rows["head"]
+        + rows["first"] * (r >= 1)
+        + rows["rest"] * (r >= 2)
+        + (rows["entry"] + rows["body"] * m) * (m >= 1)
+    )
+
+
 def _copy_ops(lines: list[str]) -> str:
     """A copy kernel's global loads (L) and shared stores (S) in code order up to its barrier."""
     ops = []
@@ -577,7 +671,8 @@ def staging_source() -> str:
         for size in form_sizes(form)
     ]
     return (head + "".join(kernels) + "".join(barrier_kernel(m) for m in BARRIERS) + copy_unroll_kernel()
-            + copy_unroll_kernel(COPY_TAIL_KERNEL, COPY_TAIL_SHAPE))  # fmt: skip
+            + copy_unroll_kernel(COPY_TAIL_KERNEL, COPY_TAIL_SHAPE)
+            + "".join(copy_rows_kernel(*k) for k in copy_rows_kernels()))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- tools
@@ -1127,6 +1222,7 @@ class Results:
     barrier: dict[str, BarrierCount] = field(default_factory=dict)  # arch ->
     copy_unroll: dict[str, int] = field(default_factory=dict)  # arch -> rule 11's u
     copy_tail: dict[str, int] = field(default_factory=dict)  # arch -> rule 12's t
+    copy_rows: dict[tuple[str, str], dict[str, int] | None] = field(default_factory=dict)  # (arch, source) -> 13
 
 
 def run(archs, types, verbose=False, workdir: Path | None = None, nvcc=None, cuobjdump=None) -> Results:
@@ -1202,6 +1298,10 @@ def count_staging(sass: dict[str, list[str]], arch: str, results: Results, verbo
             results.staging[(arch, who, key)] = value
     results.copy_unroll[arch] = copy_unroll_of(sass[COPY_UNROLL_KERNEL])
     results.copy_tail[arch] = copy_tail_of(sass[COPY_TAIL_KERNEL])
+    for src in STAGING_SOURCES:
+        results.copy_rows[(arch, src)] = copy_rows_of(sass, src) if results.copy_unroll[arch] > 1 else None
+        if verbose:
+            print(f"--- {arch} staging {src} copy_rows (rule 13): {results.copy_rows[(arch, src)]}")
     results.barrier[arch] = count_barrier(sass, arch)
     if verbose:
         print_barrier_snippet(results.barrier[arch])
@@ -1434,6 +1534,18 @@ def staging_section(fam: str, members: list[str], results: Results) -> list[str]
             for key in STAGING_KEYS
         }
         out.append(f"{who} = {{ {_inline(row, STAGING_KEYS)} }}")
+    for src in STAGING_SOURCES:
+        got = [results.copy_rows.get((a, src)) for a in members]
+        if all(g is not None for g in got):
+            gap = max(abs(copy_row_count(g, n) - copy_row_count(got[0], n)) for g in got for n in COPY_ROWS_N)
+            if gap > COPY_ROWS_SLACK:
+                raise SystemExit(
+                    f"--toml: {fam} ({', '.join(members)}) copy_rows.{src}: the members' rows differ by "
+                    f"up to {gap} instructions: " + ", ".join(f"{a}={g}" for a, g in zip(members, got))
+                )
+            out.append(f"copy_rows.{src} = {{ {_inline(got[0], COPY_ROWS_KEYS)} }}")
+            out += [f"# {a}: copy_rows.{src} = {{ {_inline(g, COPY_ROWS_KEYS)} }}"
+                    for a, g in zip(members[1:], got[1:]) if g != got[0]]  # fmt: skip
     return out + [""]
 
 

@@ -27,7 +27,7 @@ tesla -> kepler, volta -> turing, sm_87 -> ampere). ``space`` is a placement let
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -54,6 +54,7 @@ STAGING_SOURCES = ("G", "T", "R")  # how a staged tile is read: plain loads, tex
 WRITEBACK = "writeback"
 COPY_UNROLL = "copy_unroll"
 COPY_TAIL = "copy_tail"
+COPY_ROWS = "copy_rows"
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,26 @@ STAGING_KEYS = tuple(f.name for f in fields(StagingLoop))
 
 
 @dataclass(frozen=True)
+class CopyRows:
+    """What a warp issues for one tile row of the ``copy_unroll`` copy loop (rule 13 of
+    benchmarks/addressing_modes.py; configs/addressing.toml's header): the copy's loads and stores included.
+    A row of n iterations in every lane costs ``head`` + ``first`` [n mod u >= 1] + ``rest`` [n mod u >= 2] +
+    (``entry`` + ``body`` (n div u)) [n >= u]; ``split`` per further side of a divergent branch; ``prologue``
+    once per copy."""
+
+    head: int
+    first: int
+    rest: int
+    entry: int
+    body: int
+    split: int
+    prologue: int
+
+
+COPY_ROWS_KEYS = tuple(f.name for f in fields(CopyRows))
+
+
+@dataclass(frozen=True)
 class StagingCost:
     """What staging a tile in shared memory costs on one family ([<family>.staging])."""
 
@@ -85,6 +106,8 @@ class StagingCost:
     """How nvcc unrolls a copy loop of compile-time step and bound (1: not at all); see the table's header."""
     copy_tail: int = 0
     """Or, unrolled whole, how many of a tile row's last iterations it batches (0: none); see the table's header."""
+    copy_rows: Mapping[str, CopyRows] = field(default_factory=lambda: MappingProxyType({}))
+    """Source ("G", "T", "R") -> that copy loop's instructions a tile row (``copy_unroll`` families)."""
 
     def load(self, space: str) -> StagingLoop:
         """The copy-in loops for a tile read from ``space`` (``G``/``global``, ``T``/``texture1d``,
@@ -152,6 +175,19 @@ def _validate_staging(p: Path, fam: str, sec, fams: list[str], data: dict) -> No
         raise InputError(
             f"{p}: [{fam}.{STAGING}] has both {COPY_UNROLL} and {COPY_TAIL}: a copy loop is one or the other"
         )
+    rows = sec.get(COPY_ROWS, {})
+    if not isinstance(rows, dict) or (rows and unroll < 2):
+        raise InputError(
+            f"{p}: [{fam}.{STAGING}] {COPY_ROWS} must be a table of sources, in a section with {COPY_UNROLL} >= 2"
+        )
+    for who, row in rows.items():
+        if who not in STAGING_SOURCES or not isinstance(row, dict):
+            raise InputError(f"{p}: [{fam}.{STAGING}] {COPY_ROWS}.{who} is not a source's table ({STAGING_SOURCES})")
+        for key in COPY_ROWS_KEYS:
+            if not _is_count(row.get(key)):
+                raise InputError(
+                    f"{p}: [{fam}.{STAGING}] {COPY_ROWS}.{who}.{key} = {row.get(key)!r} is not a non-negative integer"
+                )
     for who in (*STAGING_SOURCES, WRITEBACK):
         row = sec.get(who)
         if not isinstance(row, dict):
@@ -290,4 +326,7 @@ def staging_cost(arch: str) -> StagingCost:
         sec["barrier"],
         int(sec.get(COPY_UNROLL, 1)),
         int(sec.get(COPY_TAIL, 0)),
+        MappingProxyType(
+            {who: CopyRows(**{k: int(row[k]) for k in COPY_ROWS_KEYS}) for who, row in sec.get(COPY_ROWS, {}).items()}
+        ),
     )

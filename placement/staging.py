@@ -40,12 +40,16 @@ staged kernel:
   ``;unrolled``: then the copy is Kernel Tuner's kind (``#pragma unroll``, no check), which nvcc
   unrolls by the family's ``copy_unroll`` with the remainder first, or (Blackwell) unrolls each tile
   row's loop whole with its last ``copy_tail`` iterations together (``traces.staging.StagedObject``).
+  Its instructions: where the family has ``copy_rows`` (sm_75 to sm_90), a tile row at a time as nvcc's
+  SASS of that loop issues them (the outer loop's trip, the remainder, the unrolled body, divergence;
+  rule 13 of benchmarks/addressing_modes.py), for a tile larger than the block; else ``unrolled_2d``
+  per element (Blackwell, and the textbook copy of a tile no larger than the block).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -248,6 +252,8 @@ class Costs:
     """How nvcc unrolls a copy loop of compile-time step and bound (``traces.staging.StagedObject.copy_unroll``)."""
     copy_tail: int = 0
     """Or how many of a tile row's last iterations it batches (``traces.staging.StagedObject.copy_tail``)."""
+    copy_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Source space -> that loop's instructions a tile row (``traces.staging.StagedObject.copy_rows``)."""
 
 
 FORMS = ("1d", "2d", "flat")
@@ -262,7 +268,13 @@ def costs(gpu: Gpu) -> Costs:
 
     stage = {(s, f): v for s in ("global", "texture1d", "readonly") for f, v in zip(FORMS, by_form(c.load(s)))}
     wb = dict(zip(FORMS, by_form(c.writeback)))
-    return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll, copy_tail=c.copy_tail)
+    rows = {
+        source: astuple(c.copy_rows[key])
+        for source, key in (("global", "G"), ("texture1d", "T"), ("readonly", "R"))
+        if key in c.copy_rows
+    }
+    return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll, copy_tail=c.copy_tail,
+                 copy_rows=rows)  # fmt: skip
 
 
 def copy_form(info: traces.KernelInfo, name: str, pitch: int) -> str:
@@ -291,6 +303,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
             vector_bytes=ts.VECTOR_BYTES if placement.unrolled else 0,
             copy_unroll=cost.copy_unroll if placement.unrolled else 1,
             copy_tail=cost.copy_tail if placement.unrolled else 0,
+            copy_rows=cost.copy_rows.get(source, ()) if placement.unrolled and form == "2d" else (),
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

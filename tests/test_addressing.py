@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, asdict
 
 from placement.addressing import (
+    CopyRows,
     StagingLoop,
     addressing_cost,
     addressing_delta,
@@ -190,6 +191,7 @@ def test_missing_keys_are_input_errors_naming_them():
 
 
 _ROW = "{ loop_1d = 6, loop_2d = 7, loop_2d_row = 16, unrolled_1d = 0, unrolled_2d = 0.5, unrolled_flat = 9 }"
+_ROWS = "{ head = 14, first = 15, rest = 7, entry = 13, body = 16, split = 1, prologue = 17 }"
 _MINIMAL = f"""schema = 2
 spaces = ["G", "T"]
 offset_spaces = ["G"]
@@ -222,6 +224,14 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
     assert staging_cost("sm_1").writeback == StagingLoop(6, 7, 16, 0, 0.5, 9)
     assert staging_cost("sm_1").copy_unroll == 1  # absent: the rolled loop
     assert staging_cost("sm_1").copy_tail == 0  # absent: no tail batch
+    assert staging_cost("sm_1").copy_rows == {}  # absent: the copy priced per element
+
+
+def test_a_tables_copy_rows_are_read(tmp_path, monkeypatch):
+    _use_table(
+        tmp_path, monkeypatch, _MINIMAL.replace("barrier = 1", f"barrier = 1\ncopy_unroll = 4\ncopy_rows.R = {_ROWS}")
+    )
+    assert dict(staging_cost("sm_1").copy_rows) == {"R": CopyRows(14, 15, 7, 13, 16, 1, 17)}
 
 
 @pytest.mark.parametrize(
@@ -241,6 +251,22 @@ def test_a_minimal_table_is_read(tmp_path, monkeypatch):
         ("barrier = 1", "barrier = 1\ncopy_tail = -2", r"\[x\.staging\] copy_tail = -2 is not 0 or an integer"),
         ("barrier = 1", "barrier = 1\ncopy_tail = 2.5", r"\[x\.staging\] copy_tail = 2\.5 is not 0 or an integer"),
         ("barrier = 1", "barrier = 1\ncopy_unroll = 4\ncopy_tail = 2", r"has both copy_unroll and copy_tail"),
+        (
+            "barrier = 1",
+            f"barrier = 1\ncopy_rows.G = {_ROWS}",
+            r"copy_rows must be a table of sources, in a section with",
+        ),
+        ("barrier = 1", f"barrier = 1\ncopy_unroll = 4\ncopy_rows.X = {_ROWS}", r"copy_rows\.X is not a source's"),
+        (
+            "barrier = 1",
+            f"barrier = 1\ncopy_unroll = 4\ncopy_rows.G = {_ROWS.replace('body = 16', 'body = -1')}",
+            r"\[x\.staging\] copy_rows\.G\.body = -1 is not a non-negative integer",
+        ),
+        (
+            "barrier = 1",
+            f"barrier = 1\ncopy_unroll = 4\ncopy_rows.R = {_ROWS.replace(', prologue = 17', '')}",
+            r"copy_rows\.R\.prologue = None",
+        ),
         (f"T = {_ROW}\n", "", r"\[x\.staging\] has no 'T' row"),
         ("writeback = { loop_1d = 6,", 'writeback = { loop_1d = "6",', r"\[x\.staging\] writeback\.loop_1d = '6'"),
         ("[x.staging]\n", '[x.staging]\nuse = "y"\n', r"\[x\.staging\] uses 'y'"),
@@ -432,3 +458,6 @@ def test_rerunning_the_script_reproduces_the_staging_table(sm80_sass):
             value, agree = results.staging[("sm_80", who, key)]
             assert agree, (who, key)
             assert float(value) == pytest.approx(getattr(loop, key), abs=5e-5), (who, key)
+    # rule 13: the copy loop's instructions a tile row (sm_80 is ampere's first member: its values are the table's)
+    for who in mod.STAGING_SOURCES:
+        assert results.copy_rows[("sm_80", who)] == asdict(sc.copy_rows[who]), who

@@ -28,8 +28,11 @@ BIG = np.int64(1) << np.int64(62)
 R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
 (P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX, P_UNROLL,
- P_TAIL) = range(16)  # fmt: skip
-PLAN_LEN = 16
+ P_TAIL, P_ROWS, P_HEAD, P_FIRST, P_REST, P_ENTRY, P_BODY, P_SPLIT, P_PROLOGUE) = range(24)  # fmt: skip
+PLAN_LEN = 24
+"""``P_ROWS`` = 1: the unrolled copy's instructions a tile row (``P_HEAD`` ... ``P_PROLOGUE``, the copy's loads
+and stores included; ``traces.staging.StagedObject.copy_rows``) price a 2D copy of a tile larger than the block,
+in place of ``P_INT`` a store (:func:`_row_cost`)."""
 UNROLL_GROUP_MAX = 1024
 """Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
 (``plan[s, P_UNROLL]`` > 1 or ``plan[s, P_TAIL]`` > 1) batches; a longer loop is copied as the rolled loop is (no
@@ -434,6 +437,10 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
         # bound less that index over its step, rounded up
         span, step = (bw, bx) if loop_2d else (q_total, threads)
         sure = max(np.int64(0), (span - MAX_THREAD_INDEX + step - 1) // step)
+        # the loop's own instructions a row (copy_rows): a 2D copy of a tile larger than the block; the prologue
+        # before the warp's first row
+        by_rows = plan[s, P_ROWS] == 1 and tail <= 1 and loop_2d and (rows > by or bw > bx)
+        started = False
         for g0 in range(0, n_it, group):
             for lane in range(32):
                 cnt[lane] = 0
@@ -445,12 +452,23 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                         ga[cnt[lane], lane] = gaddr[lane]
                         sa[cnt[lane], lane] = saddr[lane]
                         cnt[lane] += 1
+            row = _row_cost(plan, s, cnt, unroll) if by_rows else np.int64(0)
+            if row > 0 and not started:
+                started = True
+                seq += plan[s, P_PROLOGUE]
+                totals[T_INT] += plan[s, P_PROLOGUE] * MILLI
+            r_row, seq_row, int_row = r, seq, totals[T_INT]
             if tail > 1:
                 r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
                                     tail, sure, totals, gaddr, saddr)  # fmt: skip
             else:
                 r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep,
                                         unroll, not loop_2d, totals, gaddr, saddr)  # fmt: skip
+            # the row's instructions besides its loads and stores, less what the stores' P_INT already counted
+            extra = (row - (r - r_row)) * MILLI - (totals[T_INT] - int_row)
+            if row > 0 and extra > 0:
+                totals[T_INT] += extra
+                seq = max(seq, seq_row + row)
         return r, seq - seq0, seq
     for it in range(n_it):
         m = _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
@@ -475,6 +493,45 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 seq += (plan[s, P_WBINT] + MILLI // 2) // MILLI
                 totals[T_INT] += plan[s, P_WBINT]
     return r, seq - seq0, seq
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _row_cost(plan, s, cnt, unroll):
+    """A warp's instructions for one tile row of the unrolled copy (configs/addressing.toml ``copy_rows``), its
+    lanes ``cnt[lane]`` iterations each (0: no iteration in this row): ``head``, ``first`` where a lane's
+    remainder n mod u is at least 1, ``rest`` where one's is at least 2, ``entry`` and ``body`` a pass of the
+    unrolled body where a lane has u or more, and ``split`` for each further side of a divergent branch: lanes
+    with and without a remainder, with a remainder of 1 and of more, and each further count of passes. 0 where no
+    lane has an iteration."""
+    most_rem = np.int64(0)
+    most_main = np.int64(0)
+    least_rem = np.int64(unroll)
+    rem_one = False
+    active = False
+    for lane in range(32):
+        if cnt[lane] > 0:
+            active = True
+            rem = cnt[lane] % unroll
+            most_rem = max(most_rem, rem)
+            least_rem = min(least_rem, rem)
+            most_main = max(most_main, cnt[lane] // unroll)
+            rem_one = rem_one or rem == 1
+    if not active:
+        return np.int64(0)
+    c = plan[s, P_HEAD]
+    if most_rem >= 1:
+        c += plan[s, P_FIRST] + (plan[s, P_SPLIT] if least_rem == 0 else 0)
+    if most_rem >= 2:
+        c += plan[s, P_REST] + (plan[s, P_SPLIT] if rem_one else 0)
+    if most_main >= 1:
+        passes = np.int64(0)  # distinct pass counts among the lanes, less one
+        for g in range(most_main + 1):
+            for lane in range(32):
+                if cnt[lane] > 0 and cnt[lane] // unroll == g:
+                    passes += 1
+                    break
+        c += plan[s, P_ENTRY] + plan[s, P_BODY] * most_main + plan[s, P_SPLIT] * (passes - 1)
+    return c
 
 
 @nb.njit(cache=True, nogil=True, inline="always")

@@ -244,6 +244,12 @@ class StagedObject:
     """The copy loop as nvcc 13 unrolls it on Blackwell instead (t > 1; 0 otherwise): each tile row's loop (the
     flattened loop) unrolled whole, its last t iterations' loads together and every other iteration alone
     (``_staging_kernels._tail_copy``; t = 2 on sm_100 and sm_120). ``;unrolled`` asks for it."""
+    copy_rows: tuple[int, ...] = ()
+    """With ``copy_unroll``: that loop's instructions a tile row, (head, first, rest, entry, body, split,
+    prologue), the copy's loads and stores included (configs/addressing.toml ``copy_rows``, rule 13 of
+    benchmarks/addressing_modes.py). They price a 2D copy of a tile larger than the block, a warp's row at a
+    time (``_staging_kernels._row_cost``), in place of ``int_per_element``; () or a tile no larger than the
+    block (the textbook copy, one element a thread and no loop): ``int_per_element``."""
 
 
 @dataclass(frozen=True)
@@ -405,7 +411,7 @@ class _Run:
                             ncols, base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
                             _milli(so.writeback_int_per_element), pc_top + 64 * s,
                             copy_columns(info.block, max(so.pitch, 1), ncols > 0), max(int(so.copy_unroll), 1),
-                            max(int(so.copy_tail), 0))  # fmt: skip
+                            max(int(so.copy_tail), 0), *_copy_rows(so))  # fmt: skip
         cols = trace.columns()
         self.ctuple = tuple(cols[c] for c in COLUMNS)
         self.delta = np.ascontiguousarray(delta, dtype=np.int16)
@@ -514,6 +520,18 @@ def _check_kinds(so: StagedObject) -> None:
         raise ValueError(f"staging source {so.source!r} is not one of {', '.join(SOURCES)}")
     if so.writeback not in WRITEBACK:
         raise ValueError(f"writeback {so.writeback!r} is not one of {', '.join(WRITEBACK)}")
+
+
+COPY_ROWS_LEN = 7  # StagedObject.copy_rows: head, first, rest, entry, body, split, prologue
+
+
+def _copy_rows(so: StagedObject) -> tuple[int, ...]:
+    """The plan's ``P_ROWS`` ... ``P_PROLOGUE`` of one object: (1, its seven counts), or zeros."""
+    if not so.copy_rows:
+        return (0,) * (1 + COPY_ROWS_LEN)
+    if len(so.copy_rows) != COPY_ROWS_LEN or min(so.copy_rows) < 0 or so.copy_unroll < 2:
+        raise ValueError(f"copy_rows {so.copy_rows!r}: {COPY_ROWS_LEN} non-negative counts, with copy_unroll >= 2")
+    return (1, *(int(v) for v in so.copy_rows))
 
 
 def _milli(x: float) -> int:
