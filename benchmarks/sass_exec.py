@@ -3,12 +3,12 @@
 ``cuobjdump -sass`` gives the static code; what a warp issues depends on its threads' trip counts (a copy loop
 ``for (r = ty; r < ROWS; r += BY)`` runs a thread-dependent number of times) and on divergence. This module runs
 one warp through the code: 32 threads' integer registers and predicates, the instructions nvcc emits for index
-arithmetic and loop control (``IADD3``, ``VIADD``, ``IMAD``, ``LEA``, ``ISETP``, ``LOP3``, ``SHF``, ``SEL``, ``IMNMX``, ``MOV``,
-``S2R``, ``LDC``, ``HFMA2`` as a move of a constant, their uniform forms), and control flow as the compiler lays it out on Volta and later: a ``BRA``
-that splits the warp runs each side to the innermost open ``BSSY``'s ``BSYNC``, where the warp reconverges (each
-side issues that ``BSYNC``). Every
-instruction issued counts one, predicated off or not (``smsp__inst_executed``). Loads give unknown values; a
-branch that depends on one is an error, so what is counted never rests on a guess.
+arithmetic and loop control (``IADD3``, ``VIADD``, ``IMAD``, ``LEA``, ``ISETP``, ``LOP3``, ``SHF``, ``SEL``,
+``IMNMX``, ``MOV``, ``S2R``, ``LDC``, ``HFMA2`` as a move of a constant, their uniform forms), and control flow
+as the compiler lays it out on Volta and later: a ``BRA`` that splits the warp runs each side to the innermost
+open ``BSSY``'s ``BSYNC``, where the warp reconverges (each side issues that ``BSYNC``). Every instruction issued
+counts one, predicated off or not (``smsp__inst_executed``). Loads give unknown values; a branch that depends on
+one is an error, so what is counted never rests on a guess.
 
 Used by ``benchmarks/addressing_modes.py`` (rule 13, the copy's instructions per row) and its tests; checked
 against Nsight Compute's instruction counts of Kernel Tuner's convolution on an H200 (``tests/test_sass_exec.py``).

@@ -92,9 +92,9 @@ SHAPES = [(16, 1, 1, 1), (64, 1, 1, 1), (32, 4, 2, 2), (128, 8, 1, 1)]
 
 @pytest.mark.parametrize("arch,gpu", [("sm_80", "a100"), ("sm_90", "h200")])
 def test_the_model_adds_what_nvccs_staged_build_adds(tmp_path, arch, gpu):
-    # the staged build's warp-instructions less the plain (global-load) build's (benchmarks/sass_exec.py through nvcc's SASS; on
-    # sm_90 equal to Nsight Compute's counts, tests/test_sass_exec.py) against what the model adds for S/G and S/R
-    # ;unrolled: within 6 a warp of the 91-632 nvcc adds (sm_90 64 x 1: 513 against 512; the per-element price
+    # the staged build's warp-instructions less the plain (global-load) build's (benchmarks/sass_exec.py through
+    # nvcc's SASS; on sm_90 equal to Nsight Compute's counts, tests/test_sass_exec.py) against what the model adds
+    # for S/G and S/R ;unrolled: within 6 a warp of the 91-632 nvcc adds (sm_90 64 x 1: 513 against 512; the per-element price
     # before rule 13 added 61); the rest is the barrier and the kernel's own code before and after it
     import addressing_modes as am
     import sass_exec as se

@@ -58,7 +58,8 @@ def test_integer_instructions_by_hand():
     w = se.Warp(se.Launch(block=(32, 1, 1)), 0, 32)
     for text in ("/*0000*/ MOV R0, 0x7f", "/*0010*/ LEA.HI R1, R0, 0x1, RZ, 0x1a", "/*0020*/ MOV R2, 0x10",
                  "/*0030*/ MOV R3, 0x1", "/*0040*/ IMAD.WIDE R4, R0, 0x4, R2",
-                 "/*0050*/ ISETP.GE.U32.AND P0, P1, R0, 0x80, PT", "/*0060*/ HFMA2 R6, -RZ, RZ, 0, 5.9604644775390625e-08",
+                 "/*0050*/ ISETP.GE.U32.AND P0, P1, R0, 0x80, PT",
+                 "/*0060*/ HFMA2 R6, -RZ, RZ, 0, 5.9604644775390625e-08",
                  "/*0070*/ IADD3 R7, -R0, 0x3f, R1", "/*0080*/ LOP3.LUT R8, R0, 0x3, RZ, 0xc0, !PT"):  # fmt: skip
         se.execute(w, se.parse(text), [0])
     r = w.r[0]

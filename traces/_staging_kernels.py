@@ -524,7 +524,7 @@ def _row_cost(plan, s, cnt, unroll):
     if most_rem >= 2:
         c += plan[s, P_REST] + (plan[s, P_SPLIT] if rem_one else 0)
     if most_main >= 1:
-        passes = np.int64(0)  # distinct pass counts among the lanes, less one
+        passes = np.int64(0)  # how many distinct pass counts the lanes have (each further one a split)
         for g in range(most_main + 1):
             for lane in range(32):
                 if cnt[lane] > 0 and cnt[lane] // unroll == g:
