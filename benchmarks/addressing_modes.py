@@ -583,23 +583,19 @@ def copy_rows_of(sass: dict[str, list[str]], src: str) -> dict[str, int] | None:
         sys.path.insert(0, here)
     import sass_exec  # here: it imports this module's parser
 
-    def count(rows: int, cols: int) -> int:
-        launch = sass_exec.Launch(block=(32, 1, 1), block_idx=(1, 1, 0), grid=(4, 4, 1),
-                                  params={o: 0x1000 for o in range(0x160, 0x400, 4)})  # fmt: skip
-        return sass_exec.run_warp(sass[copy_rows_name(src, rows, cols)], launch, 0, until_barrier=True)
-
-    try:
-        c = {n: count(2, 32 * n) - count(1, 32 * n) for n in COPY_ROWS_N}
-        head_first, split_row = count(1, 32), count(1, 48) - count(1, 64)
-        twin = count(0, 32)
+    launch = sass_exec.Launch(block=(32, 1, 1), block_idx=(1, 1, 0), grid=(4, 4, 1), params=sass_exec.PARAMS)
+    try:  # each of the source's kernels once: (rows, columns) -> the warp's instructions up to the barrier
+        n_of = {(r, c): sass_exec.run_warp(sass[copy_rows_name(s, r, c)], launch, 0, until_barrier=True)
+                for s, r, c in copy_rows_kernels() if s == src}  # fmt: skip
     except sass_exec.Unknown:
         return None
+    c = {n: n_of[2, 32 * n] - n_of[1, 32 * n] for n in COPY_ROWS_N}
     rest, body = c[2] - c[1], c[8] - c[4]
     first = c[5] - c[4]
     head = c[1] - first
     entry = c[4] - head - body
-    got = {"head": head, "first": first, "rest": rest, "entry": entry, "body": body, "split": split_row,
-           "prologue": head_first - c[1] - twin}  # fmt: skip
+    got = {"head": head, "first": first, "rest": rest, "entry": entry, "body": body,
+           "split": n_of[1, 48] - n_of[1, 64], "prologue": n_of[1, 32] - c[1] - n_of[0, 32]}  # fmt: skip
 
     if any(copy_row_count(got, n) != c[n] for n in COPY_ROWS_N) or min(got.values()) < 0:
         return None

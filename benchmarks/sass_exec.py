@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from addressing_modes import Inst, parse
+from addressing_modes import BRANCH_TARGET, ZERO, Inst, parse
 
 M32 = 0xFFFFFFFF
 WARP = 32
-BRANCH_TARGET = re.compile(r"0x[0-9a-f]+")
+PARAMS = {o: 0x1000 for o in range(0x160, 0x400, 4)}
+"""A value for every kernel-parameter word of the constant bank (sm_75 and later keep them from 0x160 to 0x3ff): a
+pointer's words or a size, where the counted code's control depends on none of them."""
 CONST = re.compile(r"c\[(0x[0-9a-f]+)\]\[(.*)\]")
 MEMORY = ("LDG", "LD", "LDS", "LDL", "STG", "ST", "STS", "STL", "ATOM", "ATOMG", "ATOMS", "RED", "LDSM")
 SKIP = ("NOP", "BMOV", "WARPSYNC", "DEPBAR", "MEMBAR", "ERRBAR", "CCTL", "FENCE", "YIELD", "NANOSLEEP")
@@ -122,7 +124,7 @@ class Warp:
         return self.launch.params.get(off)
 
     def set(self, lane: int, reg: str, v: int | None) -> None:
-        if reg not in ("RZ", "URZ", "PT", "UPT"):
+        if reg not in ZERO:
             self.r[lane][reg] = None if v is None else v & M32
 
 
@@ -164,10 +166,11 @@ def execute(w: Warp, inst: Inst, lanes: list[int]) -> None:
             if _guard(w, lane, inst.guard):
                 w.set(lane, ops[0], v)
         return
-    if base in SKIP or base.startswith(("BSSY", "BSYNC", "BAR")) or base in ("FFMA", "FADD", "FMUL", "HFMA2"):
+    if base in SKIP or base.startswith(("BSSY", "BSYNC", "BAR")):
+        return
+    if base in ("FFMA", "FADD", "FMUL", "HFMA2"):
         for lane in lanes:  # floating point: data, not control
-            if base not in SKIP and not base.startswith(("BSSY", "BSYNC", "BAR")) and ops:
-                w.set(lane, ops[0], None)
+            w.set(lane, ops[0], None)
         return
     for lane in lanes:
         g = _guard(w, lane, inst.guard)
@@ -335,23 +338,29 @@ def _one(w: Warp, lane: int, base: str, mods: list[str], ops: list[str], inst: I
             w.set(lane, _pair(ops[0], k), None)
 
 
-@dataclass
-class Count:
-    """Warp instructions issued: all of them, and those before the first barrier (the copy, on a staged kernel)."""
-
-    total: int = 0
-    before_barrier: int = 0
-
-
 def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = False) -> int:
     """Warp instructions warp ``warp`` of a block issues from the kernel's start to its exit (or to its first
     ``BAR`` with ``until_barrier``)."""
+    return _run_warp([parse(ln) for ln in lines], launch, warp, until_barrier)
+
+
+def block_count(lines: list[str], launch: Launch, until_barrier: bool = False) -> int:
+    """Warp instructions all warps of one block issue (see :func:`run_warp`), the code parsed once."""
     code = [parse(ln) for ln in lines]
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    return sum(_run_warp(code, launch, wp, until_barrier) for wp in range(-(-threads // WARP)))
+
+
+def _run_warp(code: list[Inst], launch: Launch, warp: int, until_barrier: bool) -> int:
     at = {inst.pc: k for k, inst in enumerate(code)}
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     w = Warp(launch, warp, threads)
     if not w.lanes:
         return 0
+
+    def target(inst: Inst) -> int:
+        """The code index a ``BRA`` or ``BSSY`` names."""
+        return at[int(BRANCH_TARGET.findall(inst.text)[-1], 16)]
 
     def run(k: int, lanes: list[int], stops: tuple[int, ...], bssy: list[int]) -> tuple[int, int | None]:
         """Run ``lanes`` from code index ``k`` until an index in ``stops`` (returned) or exit (None)."""
@@ -368,7 +377,7 @@ def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = 
                 return n, None
             n += 1
             if base == "BSSY":
-                bssy.append(at[int(BRANCH_TARGET.findall(inst.text)[-1], 16)] - 1)
+                bssy.append(target(inst) - 1)  # its BSYNC, just before the address it names
                 k += 1
                 continue
             if base == "BSYNC":
@@ -388,9 +397,9 @@ def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = 
                         return n, None
                     k += 1
                     continue
-                target = at[int(BRANCH_TARGET.findall(inst.text)[-1], 16)]
+                to = target(inst)
                 if not rest:
-                    k = target
+                    k = to
                     continue
                 if not taken:
                     k += 1
@@ -398,7 +407,7 @@ def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = 
                 if not bssy:
                     raise Unknown(f"divergent {inst.text} outside any BSSY")
                 join = bssy[-1]
-                n1, s1 = run(target, taken, stops + (join,), bssy)
+                n1, s1 = run(to, taken, stops + (join,), bssy)
                 n2, s2 = run(k + 1, rest, stops + (join,), bssy)
                 n += n1 + n2 + 1  # each side issues the BSYNC it waits at: one more than the merged warp's
                 if s1 != join or s2 != join:
@@ -410,9 +419,3 @@ def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = 
 
     n, _ = run(0, w.lanes, (), [])
     return n
-
-
-def block_count(lines: list[str], launch: Launch, until_barrier: bool = False) -> int:
-    """Warp instructions all warps of one block issue (see :func:`run_warp`)."""
-    threads = launch.block[0] * launch.block[1] * launch.block[2]
-    return sum(run_warp(lines, launch, wp, until_barrier) for wp in range(-(-threads // WARP)))

@@ -119,6 +119,11 @@ class StagingCost:
             )
         return self.sources[key]
 
+    def rows(self, space: str) -> CopyRows | None:
+        """The ``copy_unroll`` loop's instructions a tile row for a tile read from ``space`` (as :meth:`load`
+        names it), or None where the family has none."""
+        return self.copy_rows.get(_space_key(space))
+
 
 def table_path() -> Path:
     return config_dir() / TABLE_NAME

@@ -266,13 +266,10 @@ def costs(gpu: Gpu) -> Costs:
     def by_form(loop: addressing.StagingLoop) -> tuple[float, float, float]:
         return loop.unrolled_1d, loop.unrolled_2d, loop.unrolled_flat
 
-    stage = {(s, f): v for s in ("global", "texture1d", "readonly") for f, v in zip(FORMS, by_form(c.load(s)))}
+    sources = ("global", "texture1d", "readonly")
+    stage = {(s, f): v for s in sources for f, v in zip(FORMS, by_form(c.load(s)))}
     wb = dict(zip(FORMS, by_form(c.writeback)))
-    rows = {
-        source: astuple(c.copy_rows[key])
-        for source, key in (("global", "G"), ("texture1d", "T"), ("readonly", "R"))
-        if key in c.copy_rows
-    }
+    rows = {s: astuple(r) for s in sources if (r := c.rows(s)) is not None}
     return Costs(stage=stage, writeback=wb, barrier=c.barrier, copy_unroll=c.copy_unroll, copy_tail=c.copy_tail,
                  copy_rows=rows)  # fmt: skip
 

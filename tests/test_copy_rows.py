@@ -3,9 +3,6 @@ Kernel Tuner's convolution staged by hand, and the staged-minus-plain counts of 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,9 +10,6 @@ import traces
 from placement.addressing import staging_cost
 from traces import _staging_kernels as K
 from traces.generators import generate
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HOPPER_G = (14, 15, 7, 13, 16, 1, 17)  # head, first, rest, entry, body, split, prologue (sm_90, plain loads)
 
@@ -45,12 +39,13 @@ def test_a_rows_instructions_by_hand(cnt, want):
     assert _row(cnt) == want
 
 
-def _added(gpu: str, placement: str, block, size=(128, 16)):
+def _added(gpu: str, placement: str, block, size=(128, 16), generator: str = "conv2d_kt"):
+    """The staging detail (inserted instructions, ...) of ``placement`` of a generated trace on ``gpu``."""
     from placement.evaluate_whole import evaluate
     from placement.gpu import get_gpu
     from placement.placements import parse_placement
 
-    cols, info = generate("conv2d_kt", list(size), list(block))
+    cols, info = generate(generator, list(size), list(block))
     t = traces.Trace(**cols, info=info)
     return evaluate(t, get_gpu(gpu), parse_placement(placement, info)).target.staging
 
@@ -76,13 +71,7 @@ def test_kernel_tuners_copy_staged_by_hand():
 def test_a_tile_no_larger_than_the_block_keeps_the_textbook_copy():
     # Kirk & Hwu's tiled matrix multiply: one element a thread a window, no loop (Mds[ty][tx] = ...): its copy is
     # priced a store at a time (unrolled_2d), whatever the family's copy_rows
-    from placement.evaluate_whole import evaluate
-    from placement.gpu import get_gpu
-    from placement.placements import parse_placement
-
-    cols, info = generate("matmul_naive", [64], [16])
-    t = traces.Trace(**cols, info=info)
-    st = evaluate(t, get_gpu("h200"), parse_placement("M=S/G,N=S/G;windows=4;unrolled", info)).target.staging
+    st = _added("h200", "M=S/G,N=S/G;windows=4;unrolled", [16], [64], "matmul_naive")
     per_store = staging_cost("sm_90").load("G").unrolled_2d
     assert st["inserted"]["int"] == pytest.approx(round(per_store * 1000) / 1000 * st["inserted"]["stores"])
 
@@ -94,31 +83,15 @@ SHAPES = [(16, 1, 1, 1), (64, 1, 1, 1), (32, 4, 2, 2), (128, 8, 1, 1)]
 def test_the_model_adds_what_nvccs_staged_build_adds(tmp_path, arch, gpu):
     # the staged build's warp-instructions less the plain (global-load) build's (benchmarks/sass_exec.py through
     # nvcc's SASS; on sm_90 equal to Nsight Compute's counts, tests/test_sass_exec.py) against what the model adds
-    # for S/G and S/R ;unrolled: within 6 a warp of the 91-632 nvcc adds (sm_90 64 x 1: 513 against 512; the per-element price
-    # before rule 13 added 61); the rest is the barrier and the kernel's own code before and after it
-    import addressing_modes as am
-    import sass_exec as se
+    # for S/G and S/R ;unrolled: within 6 a warp of the 91-632 nvcc adds (sm_90 64 x 1: 513 against 512; the
+    # per-element price before rule 13 added 61); the rest is the barrier and the kernel's own code around it
+    from test_sass_exec import conv_per_warp
 
-    nvcc, cuobjdump = am.tool("nvcc"), am.tool("cuobjdump")
-    if not nvcc or not cuobjdump:
-        pytest.skip("needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    src = (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
-    for bx, by, tx, ty in SHAPES:
-        grid = (4096 // (bx * tx), 4096 // (by * ty), 1)
-        launch = se.Launch(block=(bx, by, 1), block_idx=(grid[0] // 2, grid[1] // 2, 0), grid=grid,
-                           params={o: 0x1000 for o in range(0x160, 0x400, 4)})  # fmt: skip
-        warps = -(-bx * by // 32)
-
-        def per_warp(ro: int, shm: int) -> float:
-            defines = "".join(f"#define {k} {v}\n" for k, v in
-                              dict(block_size_x=bx, block_size_y=by, tile_size_x=tx, tile_size_y=ty, read_only=ro,
-                                   use_shmem=shm).items())  # fmt: skip
-            cubin = am.compile_cubin(defines + src, arch, tmp_path, f"kt_{bx}_{by}_{tx}{ro}{shm}", nvcc)
-            return se.block_count(am.disassemble(cubin, cuobjdump)["conv2d_kt"], launch) / warps
-
-        plain = per_warp(0, 0)  # the trace's build: a staged build's tile is read by LDS either way
+    for shape in SHAPES:
+        bx, by, tx, ty = shape
+        plain = conv_per_warp(tmp_path, arch, shape, 0, 0)  # the trace's build: a staged tile is read by LDS either way
         for ro, source in ((0, "G"), (1, "R")):
-            nvcc_adds = per_warp(ro, 1) - plain
-            st = _added(gpu, f"input=S/{source};windows=1;unrolled", (bx, by, tx, ty), (4 * bx * tx, 2 * by * ty))
+            nvcc_adds = conv_per_warp(tmp_path, arch, shape, ro, 1) - plain
+            st = _added(gpu, f"input=S/{source};windows=1;unrolled", shape, (4 * bx * tx, 2 * by * ty))
             model_adds = st["added_instructions"] / st["inserted"]["barriers"]
-            assert abs(model_adds - nvcc_adds) <= 6, ((bx, by, tx, ty), source, model_adds, nvcc_adds)
+            assert abs(model_adds - nvcc_adds) <= 6, (shape, source, model_adds, nvcc_adds)

@@ -84,23 +84,28 @@ NCU_H200 = {
 BUILDS = ((0, 0), (1, 0), (0, 1), (1, 1))  # (read_only, use_shmem) of G, R, S/G, S/R
 
 
-@pytest.mark.parametrize("shape", list(NCU_H200))
-def test_the_count_equals_nsight_computes_on_an_h200(tmp_path, shape):
+def conv_per_warp(tmp_path, arch: str, shape: tuple[int, int, int, int], read_only: int, use_shmem: int) -> float:
+    """Warp-instructions a warp of Kernel Tuner's convolution (benchmarks/kernels/conv2d_kt.cu at 4096 x 4096) issues,
+    built by nvcc -O3 for ``arch`` and run through the interpreter (a block in the middle of the grid); skips the
+    test without nvcc and cuobjdump."""
     import addressing_modes as am
 
     nvcc, cuobjdump = am.tool("nvcc"), am.tool("cuobjdump")
     if not nvcc or not cuobjdump:
         pytest.skip("needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
     bx, by, tx, ty = shape
-    src = (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
+    sizes = dict(block_size_x=bx, block_size_y=by, tile_size_x=tx, tile_size_y=ty, read_only=read_only,
+                 use_shmem=use_shmem)  # fmt: skip
+    src = "".join(f"#define {k} {v}\n" for k, v in sizes.items())
+    src += (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
+    stem = "kt_" + "_".join(map(str, sizes.values()))
+    lines = am.disassemble(am.compile_cubin(src, arch, tmp_path, stem, nvcc), cuobjdump)["conv2d_kt"]
     grid = (4096 // (bx * tx), 4096 // (by * ty), 1)
-    launch = se.Launch(block=(bx, by, 1), block_idx=(grid[0] // 2, grid[1] // 2, 0), grid=grid,
-                       params={0x210: 0x1000, 0x214: 0x7F00, 0x218: 0x2000, 0x21C: 0x7F00})  # fmt: skip
-    warps = -(-bx * by // 32)
+    launch = se.Launch(block=(bx, by, 1), block_idx=(grid[0] // 2, grid[1] // 2, 0), grid=grid, params=se.PARAMS)
+    return se.block_count(lines, launch) / -(-bx * by // 32)
+
+
+@pytest.mark.parametrize("shape", list(NCU_H200))
+def test_the_count_equals_nsight_computes_on_an_h200(tmp_path, shape):
     for (ro, shm), want in zip(BUILDS, NCU_H200[shape]):
-        defines = "".join(f"#define {k} {v}\n" for k, v in
-                          dict(block_size_x=bx, block_size_y=by, tile_size_x=tx, tile_size_y=ty, read_only=ro,
-                               use_shmem=shm).items())  # fmt: skip
-        cubin = am.compile_cubin(defines + src, "sm_90", tmp_path, f"kt_{ro}{shm}", nvcc)
-        lines = am.disassemble(cubin, cuobjdump)["conv2d_kt"]
-        assert se.block_count(lines, launch) / warps == want, (shape, ro, shm)
+        assert conv_per_warp(tmp_path, "sm_90", shape, ro, shm) == want, (shape, ro, shm)
