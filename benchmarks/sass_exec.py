@@ -29,6 +29,9 @@ PARAMS = {o: 0x1000 for o in range(0x160, 0x400, 4)}
 """A value for every kernel-parameter word of the constant bank (sm_75 and later keep them from 0x160 to 0x3ff): a
 pointer's words or a size, where the counted code's control depends on none of them."""
 CONST = re.compile(r"c\[(0x[0-9a-f]+)\]\[(.*)\]")
+STACK_WORD, STACK_TOP = 0x28, 0xFFFC00
+"""The constant-bank word the kernel's stack pointer comes from (``MOV R1, c[0x0][0x28]`` on sm_70 and later), and
+a value for it: spills only need their ``STL``/``LDL`` addresses to agree."""
 MEMORY = ("LDG", "LD", "LDS", "LDL", "STG", "ST", "STS", "STL", "ATOM", "ATOMG", "ATOMS", "RED", "LDSM")
 SKIP = ("NOP", "BMOV", "WARPSYNC", "DEPBAR", "MEMBAR", "ERRBAR", "CCTL", "FENCE", "YIELD", "NANOSLEEP")
 
@@ -68,6 +71,8 @@ class Warp:
         self.launch, self.warp = launch, warp
         self.lanes = [k for k in range(WARP) if warp * WARP + k < threads]
         self.r: list[dict[str, int | None]] = [{} for _ in range(WARP)]
+        self.local: list[dict[int, int | None]] = [{} for _ in range(WARP)]
+        """Each thread's local memory (its spills) by byte address, one 32-bit word an entry."""
 
     def get(self, lane: int, op: str) -> int | None:
         """One 32-bit source operand: a register, predicate, immediate or constant-bank word."""
@@ -117,6 +122,8 @@ class Warp:
                 off += int(term, 0)
         if bank != 0:
             return None  # user constants: data, not control
+        if off == STACK_WORD:
+            return STACK_TOP
         if off < 12:
             return self.launch.block[off // 4]
         if off < 24:
@@ -174,15 +181,51 @@ def execute(w: Warp, inst: Inst, lanes: list[int]) -> None:
         return
     for lane in lanes:
         g = _guard(w, lane, inst.guard)
-        if g is None:
-            raise Unknown(f"guard of {inst.text}")
+        if g is None:  # a predicate from a loaded value (a spilled one, reloaded): the warp issues the instruction
+            _unknown_result(w, lane, base, mods, ops)  # either way, and what it would write is not known
+            continue
         if not g:
             continue
         _one(w, lane, base, mods, ops, inst)
 
 
+def _unknown_result(w: Warp, lane: int, base: str, mods: list[str], ops: list[str]) -> None:
+    """What ``base`` writes on ``lane``, made unknown: nothing for a store, else its destination register (two for
+    a 64-bit or ``.WIDE`` result, up to four for a load's vector, both predicates of a comparison)."""
+    if not ops or (base in MEMORY and not base.startswith(("LD", "ATOM"))) or ops[0].startswith("["):
+        return
+    width = 4 if "128" in mods else 2 if ("64" in mods or "WIDE" in mods) else 1
+    for k in range(width):
+        w.set(lane, _pair(ops[0], k), None)
+    if base in ("ISETP", "FSETP", "PLOP3") and len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1]):
+        w.set(lane, ops[1], None)
+
+
+def _address(w: Warp, lane: int, operand: str) -> int | None:
+    """The byte address of a memory operand ``[R1+0x10]`` (registers and immediates summed), None if unknown."""
+    total = 0
+    for term in operand.strip("[]").split("+"):
+        v = w.get(lane, term.strip().removesuffix(".64").removesuffix(".U32"))
+        if v is None:
+            return None
+        total += v
+    return total & M32
+
+
 def _one(w: Warp, lane: int, base: str, mods: list[str], ops: list[str], inst: Inst) -> None:
     g = lambda o: w.get(lane, o)  # noqa: E731
+    if base in ("STL", "LDL"):  # spills: a register kept in the thread's local memory and read back
+        width = 4 if "128" in mods else 2 if "64" in mods else 1
+        mem, reg = (ops[0], ops[1]) if base == "STL" else (ops[1], ops[0])
+        a = _address(w, lane, mem)
+        if base == "STL" and a is None:
+            w.local[lane].clear()  # a store we cannot place: nothing kept is certain any more
+        for k in range(width):
+            if base == "STL" and a is not None:
+                w.local[lane][a + 4 * k] = g(_pair(reg, k))
+            elif base == "LDL":
+                w.set(lane, _pair(reg, k), None if a is None else w.local[lane].get(a + 4 * k))
+        return
     if base in MEMORY:
         if base.startswith(("LD", "ATOM")) and not re.match(r"\[", ops[0]):
             width = 4 if "128" in mods else 2 if "64" in mods else 1

@@ -52,6 +52,35 @@ def test_a_branch_on_a_loaded_value_is_refused():
         se.run_warp(prog, se.Launch(block=(32, 1, 1)), 0)
 
 
+def test_an_instruction_under_a_loaded_predicate_issues_and_its_result_is_unknown():
+    # a spilled predicate's input reloaded from local memory: the guarded store and add issue either way (6 a warp),
+    # the add's destination (known before it) becomes unknown, and a branch on it is refused where one on its value
+    # before the add is not
+    prog = ["/*0000*/ MOV R4, 0x3", "/*0010*/ LDL R0, [R1]", "/*0020*/ ISETP.GT.AND P1, PT, R0, RZ, PT",
+            "/*0030*/ @!P1 STG.E [R2.64], R5", "/*0040*/ @P1 IADD3 R4, R4, 0x1, RZ", "/*0050*/ EXIT"]  # fmt: skip
+    assert se.run_warp(prog, se.Launch(block=(32, 1, 1)), 0) == 6
+    test = ["/*0050*/ ISETP.GT.AND P2, PT, R4, RZ, PT", "/*0060*/ @P2 EXIT", "/*0070*/ EXIT"]
+    assert se.run_warp(prog[:4] + test, se.Launch(block=(32, 1, 1)), 0) == 6  # R4 = 3 > 0: every lane exits
+    branch = prog[:5] + test
+    with pytest.raises(se.Unknown, match="unknown predicate"):
+        se.run_warp(branch, se.Launch(block=(32, 1, 1)), 0)
+
+
+def test_a_spilled_register_comes_back_from_local_memory():
+    # nvcc spills a value below the stack pointer (c[0x0][0x28]) and reloads it: the branch on it is known (a block
+    # of 16 threads leaves at the guarded EXIT, 8 instructions; of 32, lanes 16-31 run on to the last, 10)
+    prog = ["/*0000*/ MOV R1, c[0x0][0x28]", "/*0010*/ IADD3 R1, R1, -0x10, RZ", "/*0020*/ S2R R0, SR_TID.X",
+            "/*0030*/ STL [R1+0x4], R0", "/*0040*/ MOV R0, RZ", "/*0050*/ LDL R2, [R1+0x4]",
+            "/*0060*/ ISETP.GE.AND P0, PT, R2, 0x10, PT", "/*0070*/ @!P0 EXIT", "/*0080*/ IADD3 R3, R2, 0x1, RZ",
+            "/*0090*/ EXIT"]  # fmt: skip
+    assert se.run_warp(prog, se.Launch(block=(16, 1, 1)), 0) == 8
+    assert se.run_warp(prog, se.Launch(block=(32, 1, 1)), 0) == 10
+    # a reload from a word never stored is unknown, and a branch on it refused
+    other = prog[:5] + ["/*0050*/ LDL R2, [R1+0x8]"] + prog[6:]
+    with pytest.raises(se.Unknown, match="unknown predicate"):
+        se.run_warp(other, se.Launch(block=(32, 1, 1)), 0)
+
+
 def test_integer_instructions_by_hand():
     # the values nvcc's index arithmetic needs: LEA.HI d, a, b, c, s = b + ((c:a) >> (32 - s)); IMAD.WIDE with a
     # 64-bit addend; ISETP's second predicate the complement; HFMA2's packed fp16 constant (0, 5.96e-08: 0x1)
