@@ -7,6 +7,7 @@ build has (``benchmarks/arch_registers.py``, ``benchmarks/arch_mlp.py``) in the 
 ``extra["regs_by_placement"]`` / ``extra["mlp_by_placement"]`` keyed by a placement's build
 (``placement.placements.build_key``: "input=R"). This module picks the value of the GPU's architecture,
 the placement build's first (:func:`built_value`); ``placement.occupancy.regs_for`` and :func:`mlp_for` use it.
+The instructions go the same way, as a scale of the trace's counts (``extra["inst_by_arch"]``, :func:`inst_scale`).
 """
 
 from __future__ import annotations
@@ -63,3 +64,19 @@ def mlp_for(info: traces.KernelInfo, gpu: Gpu | None = None, build: str = "") ->
     same shape has 10.5 and 93.8 (nvcc 13.0, ``traces/generators/mlp.toml``)."""
     v = built_value(info, gpu, build, "mlp") if gpu is not None else None
     return float(v) if v is not None else float(info.extra.get("mlp", 1.0) or 1.0)
+
+
+def inst_scale(info: traces.KernelInfo, gpu: Gpu | None = None) -> float:
+    """The warp-instructions of the trace's kernel built for ``gpu`` over the trace's own counts: the trace's
+    ``extra["inst_by_arch"]`` entry of the GPU's architecture (by :func:`arch_value`), else 1 (the build the trace
+    describes). Eq. 3's issued count (``placement.hms.sample_issue``) and the seed models' instructions take it.
+
+    nvcc emits other code per architecture: Kernel Tuner's 2D convolution reads its 15 x 15 filter as FFMA operands
+    on sm_80 and brings it two floats at a time with ``ULDC.64`` on sm_90, 582 warp-instructions a warp against 468
+    with 1 x 1 tiles (Nsight Compute's ``smsp__inst_executed`` on an H200; ``benchmarks/arch_instructions.py``,
+    ``traces/generators/instructions.toml``). A staged or ``__ldg`` placement of that kernel keeps the FFMAs and
+    their constants, so its counts, derived from the sample's, scale with it."""
+    if gpu is None:
+        return 1.0
+    v = arch_value(info.extra.get("inst_by_arch") or {}, gpu.compute_capability)
+    return float(v) if v is not None else 1.0

@@ -31,6 +31,7 @@ from .hms import (
     sample_issue,
     terms,
 )
+from .builds import inst_scale
 from .occupancy import occupancy, regs_for
 from .placements import IllegalPlacement, Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -184,7 +185,7 @@ class StreamEvaluator(Evaluator):
             ) from None
         self.contexts.finish()
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
-                        sample_issue(self.info.instructions, options))  # fmt: skip
+                        sample_issue(self.info.instructions, options, inst_scale(self.info, gpu)))  # fmt: skip
         self.sample = terms(self.info, run.finish(), gpu, options, target)
         self.evaluations = 0
         self._reads = 1

@@ -29,6 +29,7 @@ from .hms import (
     terms,
     whole_memory,
 )
+from .builds import inst_scale
 from .occupancy import Occupancy, occupancy, regs_for
 from .placements import Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -55,7 +56,7 @@ class WholeTraceEvaluator(Evaluator):
         self.context = access_context(trace, self.staging.order)
         self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
-                        sample_issue(self.info.instructions, options))  # fmt: skip
+                        sample_issue(self.info.instructions, options, inst_scale(self.info, gpu)))  # fmt: skip
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
         self.n_rows = len(trace)
         self.evaluations = 0

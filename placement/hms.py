@@ -610,13 +610,15 @@ class Target:
     """The placement's build (``placement.placements.build_key``): its own MLP where the trace has it."""
 
 
-def sample_issue(ins: traces.Instructions, options: Options) -> Issue:
+def sample_issue(ins: traces.Instructions, options: Options, scale: float = 1.0) -> Issue:
     """The sample's counts: the trace's issued count when it has one, else executed plus the replays of causes
-    1-4 the hierarchy finds (causes 5-10 are unknown); without instruction counting, executed."""
+    1-4 the hierarchy finds (causes 5-10 are unknown); without instruction counting, executed. ``scale`` is the
+    build's for the GPU priced over the trace's (``placement.builds.inst_scale``); the replays the hierarchy finds
+    go on top unscaled."""
     counting = options.instruction_counting
     known = ins.issued is not None or not counting
     base = float(ins.issued) if ins.issued is not None and counting else float(ins.executed)
-    return Issue(base, not known, float(ins.executed), 0)
+    return Issue(base * scale, not known, float(ins.executed) * scale, 0)
 
 
 def target_issue(sample: Terms, options: Options, delta: int, added: int = 0) -> Issue:

@@ -223,11 +223,22 @@ def _is_build_mlp(v) -> bool:
     return _is_number(v) and 1 <= v < MAX_MLP
 
 
+MAX_INST_SCALE = 100.0
+"""Above any ratio of two builds' instruction counts (``extra.inst_by_arch``)."""
+
+
+def _is_inst_scale(v) -> bool:
+    return _is_number(v) and 0 < v <= MAX_INST_SCALE
+
+
 # what each per-architecture map of ``extra`` holds: (the value's word, its test, what it must be)
 _BY_ARCH = {
     "regs": ("registers", _is_regs, f"in 0..{MAX_REGS_PER_THREAD}"),
     "mlp": ("MLP", _is_build_mlp, f"a number in [1, {MAX_MLP:g})"),
+    "inst": ("instructions over the trace's", _is_inst_scale, f"a number in (0, {MAX_INST_SCALE:g}]"),
 }
+_BY_PLACEMENT = ("regs", "mlp")
+"""The kinds a generator also gives per placement build (``*_by_placement``)."""
 
 
 def _check_by_arch(by_arch, path: str, field: str, kind: str) -> None:
@@ -265,13 +276,15 @@ def _check_by_placement(by_placement, path: str, kind: str) -> None:
 def _check_builds(extra: dict, path: str) -> None:
     """The build facts of ``extra``: ``mlp`` (GPUPerf's MLP of the trace's build: a number in [0, 1e6), 0
     meaning none), and where a generator put them the per-architecture and per-placement maps of registers
-    and MLP (an MLP there is at least 1, the load itself)."""
+    and MLP (an MLP there is at least 1, the load itself) and the per-architecture instruction scale
+    (``inst_by_arch``: each architecture's build's warp-instructions over the trace's, positive)."""
     mlp = extra.get("mlp")
     if mlp is not None and not (_is_number(mlp) and 0 <= mlp < MAX_MLP):
         raise TraceError(path, f"mlp must be a number in [0, {MAX_MLP:g}), got {shown(mlp)}", field="extra.mlp")
     for kind in _BY_ARCH:
         _check_by_arch(extra.get(f"{kind}_by_arch"), path, f"extra.{kind}_by_arch", kind)
-        _check_by_placement(extra.get(f"{kind}_by_placement"), path, kind)
+        if kind in _BY_PLACEMENT:
+            _check_by_placement(extra.get(f"{kind}_by_placement"), path, kind)
 
 
 DLCM = ("ca", "cg")

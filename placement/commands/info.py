@@ -36,6 +36,7 @@ def to_dict(s) -> dict:
         "mlp": mlp_for(info),
         "mlp_by_arch": dict(info.extra.get("mlp_by_arch") or {}),
         "mlp_by_placement": {k: dict(v) for k, v in (info.extra.get("mlp_by_placement") or {}).items()},
+        "inst_by_arch": dict(info.extra.get("inst_by_arch") or {}),
         "smem_per_block": info.smem_per_block,
         "rows": s.rows,
         "warps": s.warps,
@@ -115,6 +116,8 @@ def run(args) -> int:
         f"instructions  executed {ins['executed']:,}{issued} over {plural(ins['warps'], 'warp')}"
         + (f"; {classes}" if classes else "")
     )
+    if d["inst_by_arch"]:
+        print("  per architecture, times these (the model takes the GPU's): " + _by_arch(d["inst_by_arch"]))
     if d["measured"]:
         print(f"measured      {d['measured']['time_ns']:,.0f} ns on {d['measured']['gpu']}")
     if d["source"]:

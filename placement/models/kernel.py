@@ -20,7 +20,7 @@ from traces.errors import InputError, shown
 from traces.launch import MAX_THREADS_PER_BLOCK
 from traces.tomlfile import load_toml
 
-from ..builds import mlp_for
+from ..builds import inst_scale, mlp_for
 from ..occupancy import occupancy, regs_for
 from .params import Machine
 
@@ -262,8 +262,8 @@ def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
     otherwise it counts #lines transactions (Hong & Kim Sec. 3.4.5: compute
     capability 1.3 and later coalesce into as few transactions as possible). With ``gpu`` (a
     ``placement.gpu.Gpu``), the registers per thread are that GPU's build's where the trace has them
-    (``placement.occupancy.regs_for``), and so is the MLP (``placement.builds.mlp_for``), as the placement model
-    takes them.
+    (``placement.occupancy.regs_for``), and so are the MLP (``placement.builds.mlp_for``) and the instruction count
+    (``placement.builds.inst_scale``), as the placement model takes them.
     """
     import numpy as np
 
@@ -296,7 +296,7 @@ def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
     uncoal = float(uncoal_reqs.size) / warps
     per_mw = float(uncoal_reqs.mean()) if uncoal_reqs.size else 32.0
     mem = coal + uncoal
-    executed = ins.executed / warps
+    executed = ins.executed / warps * inst_scale(info, gpu)
     comp = max(0.0, executed - mem - ins.sfu / warps)
     tpb = int(np.prod(info.block))
     blocks = int(np.prod(info.grid))

@@ -94,6 +94,15 @@ def mlps() -> dict:
     return _table(MLP_FILE)
 
 
+INSTRUCTION_FILE = Path(__file__).with_name("instructions.toml")
+
+
+def instructions() -> dict:
+    """``instructions.toml`` (written by ``benchmarks/arch_instructions.py``): the warp-instructions a warp of
+    conv2d_kt's plain build issues per shape on each architecture nvcc 13 builds."""
+    return _table(INSTRUCTION_FILE)
+
+
 def regs_by_arch(entry: dict) -> dict[str, int]:
     """``{sm_XY: registers}`` of one ``registers.toml`` entry (a value is the registers, or [registers,
     spill-store bytes, spill-load bytes])."""

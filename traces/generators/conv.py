@@ -33,7 +33,10 @@ Registers (``extra``): ``regs_by_arch``, the shape's plain build on every archit
 shared memory (``input=R``, ``input=S/G``, ``input=S/R``: ``registers_variants.toml``,
 :func:`variant_registers`), which ``placement.occupancy.regs_for`` takes for those placements. MLP, the
 same way (:func:`shape_mlp`, ``mlp.toml``): ``mlp_by_arch`` of the plain build and ``mlp_by_placement`` of
-the ``__ldg`` build on Turing, Ampere and Hopper (``placement.builds.mlp_for``).
+the ``__ldg`` build on Turing, Ampere and Hopper (``placement.builds.mlp_for``). And ``inst_by_arch``, the plain
+build's warp-instructions on every architecture over the trace's (:func:`shape_instructions`,
+``instructions.toml``): sm_90 reads the filter through 114 ``ULDC.64`` a warp where sm_80 has it as FFMA operands,
+and a build that spills issues its ``LDL``/``STL`` too (``placement.builds.inst_scale``).
 
 Instruction totals (:func:`warp_counts`): the recipe (``recipes.toml`` entry
 ``conv2d_kt``, compiled at ``RECIPE_SHAPE``) scaled by the shape's structure: ldst = U + T
@@ -114,6 +117,21 @@ def shape_mlp(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[dict[str, float],
     plain = {a: float(v) for a, v in table.get(f"{bsy},{tsx},{tsy}", {}).items()}
     ldg = {a: float(v) for a, v in table.get(f"R,{bsy},{tsx},{tsy}", {}).items()}
     return plain, ({"input=R": ldg} if ldg else {})
+
+
+def shape_instructions(bsx: int, bsy: int, tsx: int, tsy: int) -> dict[str, float]:
+    """``{sm_XY: scale}``: the warp-instructions a warp of the shape's plain build issues on each architecture
+    (``instructions.toml``, ``benchmarks/arch_instructions.py``) over the trace's own, :func:`warp_counts` (the sm_80
+    recipe's code without spills: on sm_80 the table has the same count but for the shapes nvcc spills, whose
+    ``LDL``/``STL`` it adds), for ``extra["inst_by_arch"]`` (``placement.builds.inst_scale``). Empty for a shape
+    outside the table (block_size_x < 15, or block_size_y or a tile outside Kernel Tuner's)."""
+    if bsx < FW:
+        return {}
+    entry = C.instructions().get(KERNEL, {}).get(f"{bsy},{tsx},{tsy}")
+    if not entry:
+        return {}
+    own = sum(warp_counts(bsx, bsy, tsx, tsy).values())
+    return {a: round(v / own, 6) for a, v in entry.items()}
 
 
 def load_offsets(bsx: int, bsy: int, tsx: int, tsy: int) -> tuple[np.ndarray, np.ndarray]:
@@ -250,6 +268,9 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     extra["mlp_by_arch"] = mlp_by_arch
     if mlp_by_placement:
         extra["mlp_by_placement"] = mlp_by_placement
+    # and every architecture's instruction count over the recipe's (placement.builds.inst_scale): sm_90's ULDC.64s
+    if inst_by_arch := shape_instructions(bsx, bsy, tsx, tsy):
+        extra["inst_by_arch"] = inst_by_arch
     info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes,
                          extra=extra)  # fmt: skip
     if arch in by_arch:
