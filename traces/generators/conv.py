@@ -268,7 +268,7 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     extra["mlp_by_arch"] = mlp_by_arch
     if mlp_by_placement:
         extra["mlp_by_placement"] = mlp_by_placement
-    # and every architecture's instruction count over the recipe's (placement.builds.inst_scale): sm_90's ULDC.64s
+    # and every architecture's instruction count over the trace's (placement.builds.inst_scale): sm_90's ULDC.64s
     if inst_by_arch := shape_instructions(bsx, bsy, tsx, tsy):
         extra["inst_by_arch"] = inst_by_arch
     info = C.kernel_info(KERNEL, (gx, gy, 1), (bsx, bsy, 1), L, tally, params=params, notes=notes,
