@@ -6,15 +6,15 @@ Usage::
     python benchmarks/arch_instructions.py [--arch sm_75,sm_80,...] [-o traces/generators/instructions.toml]
 
 Why: a generated trace's instruction counts are one build's (the recipes' sm_80 build, ``benchmarks/sass_recipes.py``,
-scaled to the shape by ``traces.generators.conv.warp_counts``), but nvcc emits other code per architecture. On
-sm_90 ptxas no longer reads the filter as an FFMA operand (``c[0x3][imm]``): it brings two of its floats at a time
-into uniform registers with ``ULDC.64``, 114 more instructions a warp for the 15 x 15 filter at every tile shape it
-does not spill (the plain build of a 64 x 1 block with 1 x 1 tiles issues 582 warp-instructions a warp on an H200, Nsight Compute's
-``smsp__inst_executed``, against 468 on sm_80). sm_100 and sm_120 add 58 with 1 x 1 tiles and 185-218 with 2 x 2;
-sm_75 to sm_89 are within 2 of sm_80 where their spills agree. A build that spills issues its ``LDL``/``STL`` as well (the interpreter keeps
-each thread's spilled words), which the recipe's count leaves out. The generator stores each architecture's count
-over the trace's in the trace (``extra["inst_by_arch"]``) and the model scales the issued count by the GPU's
-(``placement.builds.inst_scale``).
+scaled to the shape by ``traces.generators.conv.warp_counts``), but nvcc emits other code per architecture. On sm_90
+ptxas no longer reads the filter as an FFMA operand (``c[0x3][imm]``): it brings two of its floats at a time into
+uniform registers with ``ULDC.64``, 114 more instructions a warp for the 15 x 15 filter at every tile shape it does not
+spill (the plain build of a 64 x 1 block with 1 x 1 tiles issues 582 warp-instructions a warp on an H200, Nsight
+Compute's ``smsp__inst_executed``, against 468 on sm_80). sm_100 and sm_120 add 58 with 1 x 1 tiles and 185-218 with
+2 x 2; sm_75 to sm_89 are within 2 of sm_80 where their spills agree. A build that spills issues its ``LDL``/``STL`` too
+(the interpreter keeps each thread's spilled words), which the recipe's count leaves out. The generator stores each
+architecture's count over the trace's in the trace (``extra["inst_by_arch"]``) and the model scales the issued count by
+the GPU's (``placement.builds.inst_scale``).
 
 ``conv2d_kt`` is compiled plain (global loads) once per shape of Kernel Tuner's space that changes its code, as in
 ``benchmarks/arch_registers.py`` (block_size_y 1, 2, 4, 8, 16, tiles 1..4 x 1..4, block_size_x 32), with ``nvcc
