@@ -25,7 +25,7 @@ import numpy as np
 from ..codes import GLOBAL, LOAD, LOCAL, SHARED, STORE
 from .opcodes import GENERIC, LDGSTS
 
-NUMBA_DEPS = "5807168df4925fbf"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "29e373e0834f9cec"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # Return codes.
 DONE, NEED_OPCODE, OUT_FULL, ERROR = 0, 1, 2, 3
