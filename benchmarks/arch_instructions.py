@@ -42,27 +42,39 @@ DEFAULT_OUT = ROOT / "traces" / "generators" / "instructions.toml"
 IMAGE = 4096  # the measured launches' outputs a side (shared/data/kerneltuner-convolution, the H200 session)
 
 
-def warp_count(arch: str, shape: tuple[int, int, int, int], workdir: Path, nvcc: str, cuobjdump: str) -> float:
-    """Warp-instructions a warp of the plain build of ``shape`` (block x, y, tile x, y) issues on ``arch``: the first
-    warp of a block in the middle of the launch through the interpreter (the code is one straight line and every lane
-    of that block is active, so its warps issue the same; ``tests/test_arch_instructions.py`` checks a block's
-    mean)."""
+def kt_sass(arch: str, shape: tuple[int, int, int, int], workdir: Path, nvcc: str, cuobjdump: str,
+            defines: tuple[str, ...] = ()):  # fmt: skip
+    """``(SASS lines, launch)``: conv2d_kt built by ``nvcc -cubin -O3`` for ``arch`` at ``shape`` (block x, y, tile x,
+    y) with ``defines`` besides (another build: ``read_only=1``, ``use_shmem=1``), and a block in the middle of its
+    4096 x 4096 launch for ``sass_exec`` to run."""
     import addressing_modes as am
     import sass_exec as se
 
     from arch_registers import kt_defines
 
     bx, by, tx, ty = shape
-    src = "".join(f"#define {d.replace('=', ' ')}\n" for d in kt_defines(*shape))
+    macros = (*kt_defines(*shape), *defines)
+    src = "".join(f"#define {d.replace('=', ' ')}\n" for d in macros)
     src += (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
-    stem = "kt_" + "_".join(map(str, shape))
+    stem = "kt_" + "_".join(d.split("=")[1] for d in macros)
     lines = am.disassemble(am.compile_cubin(src, arch, workdir, stem, nvcc), cuobjdump)["conv2d_kt"]
     grid = (IMAGE // (bx * tx), IMAGE // (by * ty), 1)
     launch = se.Launch(block=(bx, by, 1), block_idx=(grid[0] // 2, grid[1] // 2, 0), grid=grid, params=se.PARAMS)
-    return float(se.run_warp(lines, launch, 0))
+    return lines, launch
 
 
-def toml_table(counts: dict[str, dict[str, float]], archs, version: str) -> str:
+def warp_count(arch: str, shape: tuple[int, int, int, int], workdir: Path, nvcc: str, cuobjdump: str) -> int:
+    """Warp-instructions a warp of the plain build of ``shape`` issues on ``arch``: the first warp of the middle block
+    (:func:`kt_sass`) through the interpreter (the code is one straight line and every lane of that block is active,
+    so its warps issue the same; ``tests/test_arch_instructions.py`` checks a block's mean)."""
+    import sass_exec as se
+
+    return se.run_warp(*kt_sass(arch, shape, workdir, nvcc, cuobjdump), 0)
+
+
+def toml_table(counts: dict[str, dict[str, int]], archs, version: str) -> str:
+    from arch_mlp import _entry  # one "key = { sm_XY = value, ... }" line, as mlp.toml's
+
     quoted = ", ".join(f'"{a}"' for a in archs)
     lines = [
         "# Warp-instructions a warp of benchmarks/kernels/conv2d_kt.cu issues (plain build: global loads), per shape",
@@ -73,9 +85,8 @@ def toml_table(counts: dict[str, dict[str, float]], archs, version: str) -> str:
         "",
         "[conv2d_kt]",
     ]
-    for key in sorted(counts, key=lambda k: tuple(map(int, k.split(",")))):
-        per = counts[key]
-        lines.append(f'"{key}" = {{ {", ".join(f"{a} = {per[a]:g}" for a in archs if a in per)} }}')
+    shapes = sorted(counts, key=lambda k: tuple(map(int, k.split(","))))
+    lines += [_entry(f'"{key}"', counts[key], archs) for key in shapes]
     return "\n".join(lines) + "\n"
 
 
@@ -98,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("arch_instructions: needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
     version = re.search(r"V([\d.]+)", subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout)
     shapes = [(KT_BSX, *s) for s in itertools.product(KT_BLOCK_Y, KT_TILES, KT_TILES)]
-    counts: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(max(1, args.jobs)) as pool:
         work = Path(tmp)
         jobs = {}

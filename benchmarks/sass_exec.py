@@ -182,23 +182,26 @@ def execute(w: Warp, inst: Inst, lanes: list[int]) -> None:
     for lane in lanes:
         g = _guard(w, lane, inst.guard)
         if g is None:  # a predicate from a loaded value (a spilled one, reloaded): the warp issues the instruction
-            _unknown_result(w, lane, base, mods, ops)  # either way, and what it would write is not known
+            _unknown_dest(w, lane, mods, ops)  # either way, and what it would write is not known
+            if base in ("ISETP", "FSETP", "PLOP3") and len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1]):
+                w.set(lane, ops[1], None)  # a comparison's second predicate too
             continue
         if not g:
             continue
         _one(w, lane, base, mods, ops, inst)
 
 
-def _unknown_result(w: Warp, lane: int, base: str, mods: list[str], ops: list[str]) -> None:
-    """What ``base`` writes on ``lane``, made unknown: nothing for a store, else its destination register (two for
-    a 64-bit or ``.WIDE`` result, up to four for a load's vector, both predicates of a comparison)."""
-    if not ops or (base in MEMORY and not base.startswith(("LD", "ATOM"))) or ops[0].startswith("["):
-        return
-    width = 4 if "128" in mods else 2 if ("64" in mods or "WIDE" in mods) else 1
-    for k in range(width):
-        w.set(lane, _pair(ops[0], k), None)
-    if base in ("ISETP", "FSETP", "PLOP3") and len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1]):
-        w.set(lane, ops[1], None)
+def _width(mods: list[str]) -> int:
+    """Registers an instruction's result or memory word spans: 4 for ``.128``, 2 for ``.64`` or ``.WIDE``."""
+    return 4 if "128" in mods else 2 if ("64" in mods or "WIDE" in mods) else 1
+
+
+def _unknown_dest(w: Warp, lane: int, mods: list[str], ops: list[str]) -> None:
+    """The destination register ``ops[0]`` (and the next ones of a wide result) made unknown on ``lane``; nothing
+    for an instruction without one (a store's first operand is its address)."""
+    if ops and re.fullmatch(r"U?R\d+|U?P\d", ops[0]):
+        for k in range(_width(mods)):
+            w.set(lane, _pair(ops[0], k), None)
 
 
 def _address(w: Warp, lane: int, operand: str) -> int | None:
@@ -215,7 +218,7 @@ def _address(w: Warp, lane: int, operand: str) -> int | None:
 def _one(w: Warp, lane: int, base: str, mods: list[str], ops: list[str], inst: Inst) -> None:
     g = lambda o: w.get(lane, o)  # noqa: E731
     if base in ("STL", "LDL"):  # spills: a register kept in the thread's local memory and read back
-        width = 4 if "128" in mods else 2 if "64" in mods else 1
+        width = _width(mods)
         mem, reg = (ops[0], ops[1]) if base == "STL" else (ops[1], ops[0])
         a = _address(w, lane, mem)
         if base == "STL" and a is None:
@@ -226,19 +229,15 @@ def _one(w: Warp, lane: int, base: str, mods: list[str], ops: list[str], inst: I
             elif base == "LDL":
                 w.set(lane, _pair(reg, k), None if a is None else w.local[lane].get(a + 4 * k))
         return
-    if base in MEMORY:
-        if base.startswith(("LD", "ATOM")) and not re.match(r"\[", ops[0]):
-            width = 4 if "128" in mods else 2 if "64" in mods else 1
-            for k in range(width):
-                w.set(lane, _pair(ops[0], k), None)
+    if base in MEMORY:  # a load's data is not control: its registers become unknown
+        _unknown_dest(w, lane, mods, ops)
         return
     if base in ("S2R", "S2UR", "CS2R"):
         w.set(lane, ops[0], g(ops[1]) if base != "CS2R" else None)
         return
     if base in ("LDC", "ULDC", "LDCU"):
-        width = 4 if "128" in mods else 2 if "64" in mods else 1
         m = CONST.fullmatch(ops[1])
-        for k in range(width):
+        for k in range(_width(mods)):
             v = w.const(lane, int(m[1], 16), f"{m[2]}+{4 * k}") if m else None
             w.set(lane, _pair(ops[0], k), v)
         return
@@ -375,10 +374,7 @@ def _one(w: Warp, lane: int, base: str, mods: list[str], ops: list[str], inst: I
         w.set(lane, ops[0], v & M32), w.set(lane, _pair(ops[0], 1), v >> 32)
         return
     # anything else (float, conversion, special function): its destination becomes unknown
-    if ops and re.fullmatch(r"U?R\d+|U?P\d", ops[0]):
-        width = 2 if "64" in mods or "WIDE" in mods else 1
-        for k in range(width):
-            w.set(lane, _pair(ops[0], k), None)
+    _unknown_dest(w, lane, mods, ops)
 
 
 def run_warp(lines: list[str], launch: Launch, warp: int, until_barrier: bool = False) -> int:

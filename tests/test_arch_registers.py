@@ -140,6 +140,8 @@ def _metadata(by_arch, key: str = "regs_by_arch") -> str:
         ({"a=R": {"gfx90a": 32}}, "extra.regs_by_placement.a=R"),
         ({"a=R": {"sm_80": 300}}, "extra.regs_by_placement.a=R.sm_80"),
         ({"a=R,b=T": {"sm_80": "52"}}, "extra.regs_by_placement.a=R,b=T.sm_80"),
+        # an architecture's build's instructions over the trace's (tests/test_arch_instructions.py)
+        *[({"sm_90": v}, "extra.inst_by_arch.sm_90") for v in (0, -1.0, 101, "1.2", True, None, float("nan"))],
         # a build's -Xptxas -dlcm (placement.memory.build_hierarchy_config)
         ("cs", "extra.dlcm"),
         (["ca"], "extra.dlcm"),

@@ -115,23 +115,17 @@ BUILDS = ((0, 0), (1, 0), (0, 1), (1, 1))  # (read_only, use_shmem) of G, R, S/G
 
 def conv_per_warp(tmp_path, arch: str, shape: tuple[int, int, int, int], read_only: int, use_shmem: int) -> float:
     """Warp-instructions a warp of Kernel Tuner's convolution (benchmarks/kernels/conv2d_kt.cu at 4096 x 4096) issues,
-    built by nvcc -O3 for ``arch`` and run through the interpreter (a block in the middle of the grid); skips the
-    test without nvcc and cuobjdump."""
+    built by nvcc -O3 for ``arch`` and run through the interpreter (a block in the middle of the grid,
+    ``arch_instructions.kt_sass``); skips the test without nvcc and cuobjdump."""
     import addressing_modes as am
+    from arch_instructions import kt_sass
 
     nvcc, cuobjdump = am.tool("nvcc"), am.tool("cuobjdump")
     if not nvcc or not cuobjdump:
         pytest.skip("needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    bx, by, tx, ty = shape
-    sizes = dict(block_size_x=bx, block_size_y=by, tile_size_x=tx, tile_size_y=ty, read_only=read_only,
-                 use_shmem=use_shmem)  # fmt: skip
-    src = "".join(f"#define {k} {v}\n" for k, v in sizes.items())
-    src += (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
-    stem = "kt_" + "_".join(map(str, sizes.values()))
-    lines = am.disassemble(am.compile_cubin(src, arch, tmp_path, stem, nvcc), cuobjdump)["conv2d_kt"]
-    grid = (4096 // (bx * tx), 4096 // (by * ty), 1)
-    launch = se.Launch(block=(bx, by, 1), block_idx=(grid[0] // 2, grid[1] // 2, 0), grid=grid, params=se.PARAMS)
-    return se.block_count(lines, launch) / -(-bx * by // 32)
+    bx, by = shape[:2]
+    builds = (f"read_only={read_only}", f"use_shmem={use_shmem}")
+    return se.block_count(*kt_sass(arch, shape, tmp_path, nvcc, cuobjdump, builds)) / -(-bx * by // 32)
 
 
 @pytest.mark.parametrize("shape", list(NCU_H200))
