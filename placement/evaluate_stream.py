@@ -32,6 +32,7 @@ from .hms import (
     terms,
 )
 from .builds import inst_scale
+from .memory import reissued_replay_causes_of
 from .occupancy import occupancy, regs_for
 from .placements import IllegalPlacement, Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -184,8 +185,10 @@ class StreamEvaluator(Evaluator):
                 path, f"{exc}; use placement.evaluate_whole.WholeTraceEvaluator on the whole trace"
             ) from None
         self.contexts.finish()
-        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
-                        sample_issue(self.info.instructions, options, inst_scale(self.info, gpu)))  # fmt: skip
+        issue = sample_issue(
+            self.info.instructions, options, inst_scale(self.info, gpu), reissued_replay_causes_of(gpu)
+        )
+        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, run.finish(), gpu, options, target)
         self.evaluations = 0
         self._reads = 1

@@ -30,6 +30,7 @@ from .hms import (
     whole_memory,
 )
 from .builds import inst_scale
+from .memory import reissued_replay_causes_of
 from .occupancy import Occupancy, occupancy, regs_for
 from .placements import Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -55,8 +56,10 @@ class WholeTraceEvaluator(Evaluator):
         self.staging = stg.StagingFacts(trace)
         self.context = access_context(trace, self.staging.order)
         self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
-        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block,
-                        sample_issue(self.info.instructions, options, inst_scale(self.info, gpu)))  # fmt: skip
+        issue = sample_issue(
+            self.info.instructions, options, inst_scale(self.info, gpu), reissued_replay_causes_of(gpu)
+        )
+        target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
         self.n_rows = len(trace)
         self.evaluations = 0

@@ -31,6 +31,7 @@ from .hms import (
     terms,
     total_warps,
 )
+from .memory import reissued_replay_causes_of
 from .placements import Placement, build_key, check, is_staged
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -148,10 +149,16 @@ def placement_mlp_scale(ev: Evaluator, placement: Placement, added_syncs: int = 
                      mlp_for(ev.info, ev.gpu), ev.serialized_loads, phases)  # fmt: skip
 
 
+def _issue(ev: Evaluator, delta: int, added: int = 0):
+    """``hms.target_issue`` of a placement against the evaluator's sample, with the replay causes the GPU issues
+    again (``placement.memory.reissued_replay_causes_of``)."""
+    return target_issue(ev.sample, ev.options, delta, added, reissued_replay_causes_of(ev.gpu))
+
+
 def unstaged_terms(ev: Evaluator, info: traces.KernelInfo, memory, placement: Placement, legal: Legality,
                    delta: int) -> Terms:  # fmt: skip
     """An unstaged target's terms, either evaluator's: Eq. 3's issued count with its addressing delta."""
-    target = Target(placement, legal.occupancy, legal.smem_per_block, target_issue(ev.sample, ev.options, delta),
+    target = Target(placement, legal.occupancy, legal.smem_per_block, _issue(ev, delta),
                     ev.sample.w_serial, mlp_scale=placement_mlp_scale(ev, placement),
                     build=build_key(ev.info, placement))  # fmt: skip
     return terms(info, memory, ev.gpu, ev.options, target)
@@ -174,7 +181,7 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
     if placement.unrolled:  # said only where asked: the detail of every other placement is as it was
         detail["unrolled"] = True
         detail["copy"] = _copy_words(costs)
-    target = Target(placement, occ, option.smem_per_block, target_issue(ev.sample, ev.options, run.delta, added),
+    target = Target(placement, occ, option.smem_per_block, _issue(ev, run.delta, added),
                     ev.sample.w_serial, extra_sync=run.inserted["barriers"], staging=detail,
                     mlp_scale=placement_mlp_scale(ev, placement, run.inserted["barriers"]),
                     build=build_key(ev.info, placement))  # fmt: skip

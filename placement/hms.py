@@ -587,6 +587,9 @@ class Issue:
     """Whether the replays of causes 1-4 the hierarchy finds go on top of ``base``."""
     executed: float
     addressing_delta: int
+    causes: tuple[int, ...] = tuple(cachesim.REPLAY_CAUSES)
+    """The replay causes whose replays take issue slots on the GPU (``placement.memory.reissued_replay_causes_of``:
+    the constant cache's only from Volta on, all four before)."""
 
 
 @dataclass(frozen=True)
@@ -610,32 +613,39 @@ class Target:
     """The placement's build (``placement.placements.build_key``): its own MLP where the trace has it."""
 
 
-def sample_issue(ins: traces.Instructions, options: Options, scale: float = 1.0) -> Issue:
+def sample_issue(ins: traces.Instructions, options: Options, scale: float = 1.0,
+                 causes: tuple[int, ...] = tuple(cachesim.REPLAY_CAUSES)) -> Issue:  # fmt: skip
     """The sample's counts: the trace's issued count when it has one, else executed plus the replays of causes
-    1-4 the hierarchy finds (causes 5-10 are unknown); without instruction counting, executed. ``scale`` is the
+    1-4 the hierarchy finds (causes 5-10 are unknown) among ``causes``, those the GPU issues again
+    (``placement.memory.reissued_replay_causes_of``); without instruction counting, executed. ``scale`` is the
     build's for the GPU priced over the trace's (``placement.builds.inst_scale``); the replays the hierarchy finds
     go on top unscaled."""
     counting = options.instruction_counting
     known = ins.issued is not None or not counting
     base = float(ins.issued) if ins.issued is not None and counting else float(ins.executed)
-    return Issue(base * scale, not known, float(ins.executed) * scale, 0)
+    return Issue(base * scale, not known, float(ins.executed) * scale, 0, tuple(causes))
 
 
-def target_issue(sample: Terms, options: Options, delta: int, added: int = 0) -> Issue:
-    """Eq. 3: a target keeps the sample's issued count with its replays of causes 1-4 swapped for its own (added by
-    :func:`issued`), plus the addressing delta (Sec. III-B) and the instructions ``added`` by staging code;
-    without instruction counting, the executed count."""
+def target_issue(sample: Terms, options: Options, delta: int, added: int = 0,
+                 causes: tuple[int, ...] = tuple(cachesim.REPLAY_CAUSES)) -> Issue:  # fmt: skip
+    """Eq. 3: a target keeps the sample's issued count with its replays of ``causes`` (those the GPU issues again,
+    ``placement.memory.reissued_replay_causes_of``) swapped for its own (added by :func:`issued`), plus the
+    addressing delta (Sec. III-B) and the instructions ``added`` by staging code; without instruction counting, the
+    executed count."""
     executed = sample.executed_instructions
     if not options.instruction_counting:
         base = executed
     else:
-        base = sample.issued_instructions - float(sum(sample.replays.values())) + delta + added
-    return Issue(base, options.instruction_counting, executed + delta + added, delta)
+        replays = sum(sample.replays.get(cachesim.REPLAY_CAUSES[c], 0) for c in causes)
+        base = sample.issued_instructions - float(replays) + delta + added
+    return Issue(base, options.instruction_counting, executed + delta + added, delta, tuple(causes))
 
 
 def issued(issue: Issue, mem: _Memory) -> float:
-    """#inst of Eq. 2, the issued warp-instructions (Eq. 3): ``issue.base`` plus the replays of causes 1-4."""
-    return issue.base + (float(mem.hier.replays[list(cachesim.REPLAY_CAUSES)].sum()) if issue.add_replays else 0.0)
+    """#inst of Eq. 2, the issued warp-instructions (Eq. 3): ``issue.base`` plus the replays of causes 1-4 that the
+    GPU issues again (``issue.causes``; from Volta on the constant cache's only, the others being L1TEX wavefronts
+    that T_LSU prices)."""
+    return issue.base + (float(mem.hier.replays[list(issue.causes)].sum()) if issue.add_replays else 0.0)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,18 @@ def l1_data_banks_of(gpu: Gpu) -> bool:
     return bool(_arch_models(gpu).get("l1_data_banks", False))
 
 
+def reissued_replay_causes_of(gpu: Gpu) -> tuple[int, ...]:
+    """The replay causes (``cachesim.REPLAY_CAUSES``) whose replays the GPU's warp scheduler issues again, taking
+    issue slots (Huang & Li's Eq. 3): all four up to Pascal; from Volta on, where the architecture's
+    ``[<arch>.models]`` says ``memory_replays_reissued = false`` (cited in configs/architectures.toml), only the
+    constant cache's (misses and divergence): an L1TEX instruction issues once, and the further lines of a global
+    access (cause 1) and a shared access's bank conflicts (cause 4) are further wavefronts of its one request,
+    priced in the load/store data path's cycles (``cachesim``'s ``lsu_cycles``, T_LSU)."""
+    if _arch_models(gpu).get("memory_replays_reissued", True):
+        return tuple(cachesim.REPLAY_CAUSES)
+    return tuple(c for c in cachesim.REPLAY_CAUSES if c not in (cachesim.REPLAY_WORDS, cachesim.REPLAY_BANK_CONFLICT))
+
+
 def global_l1_opt_in_of(gpu: Gpu) -> bool:
     """Whether a build with ``-Xptxas -dlcm=ca`` caches the GPU's global loads in its per-SM L1 where its default does
     not (``global_l1_opt_in`` of the architecture's ``[<arch>.models]``: Maxwell cc 5.2 and Pascal, cited in

@@ -187,6 +187,41 @@ def test_eq3_replays_and_addressing_by_hand():
     assert t.issued_instructions == 8 and t.caches["tex.texture1d"] == {"requests": 4, "hits": 0, "misses": 4}
 
 
+def test_volta_on_issues_l1tex_replays_once(monkeypatch):
+    # The same warp on the H100. From Volta on an L1TEX instruction is issued once and its bank conflicts are
+    # further wavefronts of its one request (configs/architectures.toml, [NCU-L1]), so cause 4 counts but is not
+    # issued again; the constant cache's causes 2 and 3 still are.
+    from placement.memory import reissued_replay_causes_of
+
+    assert reissued_replay_causes_of(K80) == (1, 2, 3, 4)
+    assert reissued_replay_causes_of(get_gpu("gtx980")) == reissued_replay_causes_of(get_gpu("p100")) == (1, 2, 3, 4)
+    for name in ("v100", "t4", "a100", "rtx4090", "h100"):
+        assert reissued_replay_causes_of(get_gpu(name)) == (2, 3), name
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    cols = {k: v[:1].copy() for k, v in cols.items()}
+    cols["addr"][0] = 0x10000 + 16 * np.arange(32, dtype=np.uint64)
+    info = dataclasses.replace(info, objects=(dataclasses.replace(info.objects[0], size=512),) + info.objects[1:])
+    trace = traces.Trace(**cols, info=info)
+    ev = WholeTraceEvaluator(trace, get_gpu("h100"))
+    # 4-byte banks: lane l reads word 4 l of the tile, bank 4 l mod 32, so lanes l, l + 8, l + 16 and l + 24 read
+    # 4 words of one bank: a 4-way conflict, 3 replays, which add wavefronts and no issue
+    s = ev.evaluate(parse_placement("A=S", info)).target
+    assert list(s.replays.values()) == [0, 0, 0, 3]
+    assert s.issued_instructions == s.executed_instructions
+    # Kepler's rule on the same GPU issues the 3 again and leaves the data path's cycles (T_LSU) as they are
+    import placement.evaluate_whole as ew
+    import placement.evaluator as evr
+
+    monkeypatch.setattr(evr, "reissued_replay_causes_of", lambda gpu: (1, 2, 3, 4))
+    monkeypatch.setattr(ew, "reissued_replay_causes_of", lambda gpu: (1, 2, 3, 4))
+    k = WholeTraceEvaluator(trace, get_gpu("h100")).evaluate(parse_placement("A=S", info)).target
+    assert k.issued_instructions == s.issued_instructions + 3 and k.t_lsu == s.t_lsu > 0
+    monkeypatch.undo()
+    # the constant cache's replays are issued again: 8 misses and 31 of divergence on top of the executed count
+    c = ev.evaluate(parse_placement("A=C", info)).target
+    assert list(c.replays.values()) == [0, 8, 31, 0] and c.issued_instructions == c.executed_instructions + 8 + 31
+
+
 def test_w_serial_by_hand():
     from types import SimpleNamespace
 
