@@ -193,10 +193,11 @@ class _Context:
 
         p = placement if placement is not None else Placement(tuple(e.target.placement.items()))
         addressing = self.ev.addressing_of(p, legal)
-        from .memory import uniform_constant_pairs_of
+        from .memory import reissued_replay_causes_of, uniform_constant_pairs_of
 
         why = explain(self.ev.info, e.sample, e.target, self.accesses, addressing, self.writeback(),
-                      pairs=uniform_constant_pairs_of(self.ev.gpu))  # fmt: skip
+                      pairs=uniform_constant_pairs_of(self.ev.gpu),
+                      reissued=reissued_replay_causes_of(self.ev.gpu))  # fmt: skip
         return Placed(rank, p.label(self.ev.sample_placement), e, why)
 
     def hints(self, e: "Evaluation") -> tuple:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import cachesim
 import traces
 from traces import SPACE_SHORT
 
@@ -264,7 +265,8 @@ def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
 
 
 def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int = 0,
-                  own_build: bool = False, own_mlp: bool = False) -> list[str]:  # fmt: skip
+                  own_build: bool = False, own_mlp: bool = False,
+                  wavefronts: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
     out = []
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
@@ -284,8 +286,10 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     for cause, n in target.replays.items():
         a = sample.replays.get(cause, 0)
         if n != a:
+            how = ("; on this GPU further wavefronts of the load/store path, not issued again"
+                   if cause in wavefronts else "")  # fmt: skip
             out.append(f"{REPLAY_WORDS.get(cause, cause)}: {units.change(n - a)} replays "
-                       f"({units.count(a)} -> {units.count(n)})")  # fmt: skip
+                       f"({units.count(a)} -> {units.count(n)}{how})")  # fmt: skip
     if target.l1_bank_conflicts != sample.l1_bank_conflicts:
         a, n = sample.l1_bank_conflicts, target.l1_bank_conflicts
         out.append(f"bank conflicts of the accesses the L1 serves: {units.change(n - a)} ({units.count(a)} -> "
@@ -333,10 +337,12 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
 
 def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Mapping[str, ObjectAccesses],
             addressing: Mapping[str, int], writeback: Mapping[str, str] | None = None,
-            pairs: bool = False) -> Explanation:  # fmt: skip
+            pairs: bool = False, reissued: tuple[int, ...] = tuple(cachesim.REPLAY_CAUSES)) -> Explanation:  # fmt: skip
     """Why ``target`` differs from ``sample``: per moved object (``accesses`` and ``addressing`` per object from
     ``placement.attribution``; ``writeback`` per staged object: 'none', 'store' or 'atomic'), then per kernel;
-    ``pairs``: the GPU reads uniform constants in pairs (the addressing then holds the pairs' loads too)."""
+    ``pairs``: the GPU reads uniform constants in pairs (the addressing then holds the pairs' loads too);
+    ``reissued``: the replay causes the GPU issues again (``placement.memory.reissued_replay_causes_of``), the
+    others' replays said to be wavefronts of the load/store path."""
     ns_per_cycle = sample.term_ns_per_cycle  # the terms are the trace's blocks' cycles (hms.blocks_scale)
     reasons = []
     spaces = {n: space_of(s) for n, s in target.placement.items()}
@@ -350,8 +356,9 @@ def explain(info: traces.KernelInfo, sample: Terms, target: Terms, accesses: Map
     build = moved_key(sample.placement, target.placement)
     own_build = build in (info.extra.get("regs_by_placement") or {})
     own_mlp = build in (info.extra.get("mlp_by_placement") or {})
+    wavefronts = frozenset(name for c, name in cachesim.REPLAY_CAUSES.items() if c not in reissued)
     return Explanation(tuple(reasons), tuple(_kernel_facts(sample, target, ns_per_cycle, info.warps_per_block,
-                                                           own_build, own_mlp)))  # fmt: skip
+                                                           own_build, own_mlp, wavefronts)))  # fmt: skip
 
 
 __all__ = ["Explanation", "ObjectReason", "explain", "moved_events", "space_of"]

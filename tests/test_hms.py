@@ -222,6 +222,28 @@ def test_volta_on_issues_l1tex_replays_once(monkeypatch):
     assert list(c.replays.values()) == [0, 8, 31, 0] and c.issued_instructions == c.executed_instructions + 8 + 31
 
 
+def test_evaluate_says_which_replays_are_wavefronts(tmp_path, capsys):
+    # the reasons of `placement evaluate` say so on the H100 and not on the K80, whose 8-byte banks give the same
+    # 16-byte stride a 2-way conflict (lanes l and l + 16 in one bank, test_eq3_replays_and_addressing_by_hand)
+    from placement.cli import main
+
+    cols, info = vecadd(ctas=1, warps_per_block=1)
+    cols = {k: v[:1].copy() for k, v in cols.items()}
+    cols["addr"][0] = 0x10000 + 16 * np.arange(32, dtype=np.uint64)
+    info = dataclasses.replace(info, objects=(dataclasses.replace(info.objects[0], size=512),) + info.objects[1:])
+    path = tmp_path / "t.parquet"
+    traces.write(path, cols, info)
+    said = {}
+    for gpu in ("h100", "k80"):
+        assert main(["evaluate", str(path), "--gpu", gpu, "--place", "A=S"]) == 0
+        said[gpu] = [ln for ln in capsys.readouterr().out.splitlines() if "shared-memory bank conflicts:" in ln]
+    assert (
+        "+3 replays (0 -> 3; on this GPU further wavefronts of the load/store path, not issued again)"
+        in said["h100"][0]
+    )
+    assert "+1 replays (0 -> 1)" in said["k80"][0] and "wavefronts" not in said["k80"][0]
+
+
 def test_w_serial_by_hand():
     from types import SimpleNamespace
 
