@@ -220,6 +220,14 @@ def test_volta_on_issues_l1tex_replays_once(monkeypatch):
     # the constant cache's replays are issued again: 8 misses and 31 of divergence on top of the executed count
     c = ev.evaluate(parse_placement("A=C", info)).target
     assert list(c.replays.values()) == [0, 8, 31, 0] and c.issued_instructions == c.executed_instructions + 8 + 31
+    # cause 1: the warp's A load 16 bytes a lane (LDG.128), 512 bytes over the 128-byte transaction size, 3 replays;
+    # Kepler issues them (10 + 3), the H100 not (10)
+    wide = {k: v.copy() for k, v in cols.items()}
+    wide["width"][0] = 16
+    wide["addr"][0] = 0x10000 + 16 * np.arange(32, dtype=np.uint64)
+    for gpu, want in (("k80", 13), ("h100", 10)):
+        w = WholeTraceEvaluator(traces.Trace(**wide, info=info), get_gpu(gpu)).sample
+        assert list(w.replays.values()) == [3, 0, 0, 0] and w.issued_instructions == want, gpu
 
 
 def test_evaluate_says_which_replays_are_wavefronts(tmp_path, capsys):
