@@ -230,6 +230,18 @@ def test_volta_on_issues_l1tex_replays_once(monkeypatch):
         assert list(w.replays.values()) == [3, 0, 0, 0] and w.issued_instructions == want, gpu
 
 
+def test_placement_gpus_lists_the_replays_issued_again(capsys):
+    import json
+
+    from placement.cli import main
+
+    for gpu, want in (("k80", 4), ("t4", 2), ("h100", 2)):
+        assert main(["gpus", gpu, "--json"]) == 0
+        again = json.loads(capsys.readouterr().out)["model"]["replays_issued_again"]
+        assert len(again) == want and "constant cache misses" in again, gpu
+        assert ("shared memory bank conflicts" in again) is (want == 4), gpu
+
+
 def test_evaluate_says_which_replays_are_wavefronts(tmp_path, capsys):
     # the reasons of `placement evaluate` say so on the H100 and not on the K80, whose 8-byte banks give the same
     # 16-byte stride a 2-way conflict (lanes l and l + 16 in one bank, test_eq3_replays_and_addressing_by_hand)

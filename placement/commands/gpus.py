@@ -49,6 +49,8 @@ def model_rates(g) -> dict:
     """The per-architecture rates and switches the model takes beyond the configuration's sections
     (``[<arch>.models]`` of configs/architectures.toml), as they apply to ``g``: a measured ``[compute]`` rate
     above 0 (``placement calibrate``) wins over the architecture's."""
+    import cachesim
+
     from .. import memory
     from ..models.params import l2_rate_of, sustained_fraction_of
 
@@ -61,6 +63,7 @@ def model_rates(g) -> dict:
         "l1_tags_per_cycle": memory.l1_tags_per_cycle_of(g),
         "l1_data_banks": memory.l1_data_banks_of(g),
         "constant_on_load_store_path": memory.constant_on_path_of(g),
+        "replays_issued_again": [cachesim.REPLAY_CAUSES[c] for c in memory.reissued_replay_causes_of(g)],
         "dram_sustained_fraction": sustained_fraction_of(g),
         "l2_transactions_per_cycle": l2_rate_of(g),
     }
