@@ -215,6 +215,11 @@ def _block_bound(t: Terms) -> bool:
     return t.bound == "block"
 
 
+def _fp64_bound(t: Terms) -> bool:
+    """Whether the double-precision units' time (T_FP64) is the parallel part of a placement's T_comp."""
+    return t.t_fp64 > 0 and t.t_fp64 >= max(t.w_parallel, t.t_lsu, t.t_tex)
+
+
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     parts = []
     rounds = (("T_round (waits on rounds of loads)", sample.t_round, target.t_round),) if (
@@ -235,12 +240,12 @@ def _signed_ns(cycles: float, ns_per_cycle: float) -> str:
 
 
 def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int) -> str | None:
-    """T_comp's change split into its parts, max(W_parallel, T_LSU, T_TEX) + W_serial (``hms.t_comp``), where W_serial
+    """T_comp's change split into its parts, max(W_parallel, T_LSU, T_TEX, T_FP64) + W_serial (``hms.t_comp``), where W_serial
     changes (the barriers a staged placement adds): fewer issued instructions can come with a longer T_comp."""
     d = target.t_comp - sample.t_comp
     if target.w_serial == sample.w_serial or abs(d * ns_per_cycle) < 0.005 * max(sample.time_ns, 1e-9):
         return None
-    par = [max(t.w_parallel, t.t_lsu, t.t_tex) for t in (sample, target)]
+    par = [max(t.w_parallel, t.t_lsu, t.t_tex, t.t_fp64) for t in (sample, target)]
     serial = (f"W_serial {_signed_ns(target.w_serial - sample.w_serial, ns_per_cycle)} "
               f"({units.count(sample.w_serial)} -> {units.count(target.w_serial)} cycles")  # fmt: skip
     barriers = round((target.staging.get("inserted") or {}).get("barriers", 0)) if target.staging else 0
@@ -329,6 +334,10 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
                    f"latency, before the block's work; {units.plural(bound.blocks_per_sm, 'block')} an SM, copying "
                    f"together in the first window, then each copying while the others work): "
                    f"{units.count(sample.copy_rounds)} copy rounds -> {units.count(target.copy_rounds)}")  # fmt: skip
+    if _fp64_bound(target):
+        out.append(f"the SMs' double-precision units bind T_comp, {units.time_ns(target.t_fp64 * ns_per_cycle)} "
+                   "(T_FP64: the kernel's double-precision instructions at the GPU's results a clock, the same for "
+                   "every placement; the placements' memory effects count only beyond it)")  # fmt: skip
     if abs(target.t_tex - sample.t_tex) > 0.05 * max(sample.t_comp, 1e-9):
         out.append(f"the SMs' texture units busy {units.time_ns(sample.t_tex * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_tex * ns_per_cycle)} (T_TEX, one texel a unit a cycle)")  # fmt: skip

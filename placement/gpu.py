@@ -79,6 +79,9 @@ class Compute:
     texels_per_cycle: float = 0.0
     """Texels an SM's texture units fetch per cycle, measured (``placement calibrate``'s ``texture``); 0: the
     architecture's from its texture units per SM (``placement.memory.texels_per_cycle_of``)."""
+    fp64_per_cycle: float = 0.0
+    """Double-precision results (add, multiply, FMA) an SM completes per cycle, where the configuration knows its
+    GPU's own; 0: the architecture's (``placement.memory.fp64_per_cycle_of``)."""
     lsu_instructions_per_cycle: float = 0.0
     """Warp-instructions an SM's load/store pipe issues per cycle, measured (``placement calibrate``'s ``lsu``); 0:
     the architecture's (``placement.memory.lsu_instructions_per_cycle_of``)."""
@@ -252,6 +255,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "launch_us": _NONNEG,
     "launch_per_block_ns": _NONNEG,
     "texels_per_cycle": _NONNEG,
+    "fp64_per_cycle": _NONNEG,
     "lsu_instructions_per_cycle": _NONNEG,
     "readonly_instructions_per_cycle": _NONNEG,
     "readonly_split_instructions_per_cycle": _NONNEG,

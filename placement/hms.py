@@ -24,7 +24,9 @@ the sample placement and for the target from the same trace:
    but a warp's unaligned 128-byte load through the L1 moves 5 sectors where the
    shared load moves 4 (the seed models' LD/ST bound, ``placement.models.ldst``, is the
    same idea in units of instructions). The texture units bound it too: T_TEX, the texture
-   rows' texels at the architecture's (or the calibrated) texels per cycle (:func:`t_tex`);
+   rows' texels at the architecture's (or the calibrated) texels per cycle (:func:`t_tex`), and the
+   double-precision units: T_FP64, the kernel's double-precision instructions at the GPU's results per
+   clock (:func:`t_fp64`; 2 an SM on Turing, GA10x and Ada, 32 on GV100 and GA100, 64 on GH100);
 4. T_mem = effective memory requests per SM x AMAT (Eq. 4, 17-19), with
    AMAT (Eq. 5) weighted over the requests of every space: first-level cache hits
    at their own hit latency, L2 hits at the L2's, L2 misses at DRAM_lat and shared
@@ -86,10 +88,11 @@ from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces.context import CONTEXTS
 
 from . import _dram_kernels, addressing, queuing, repairman
-from .builds import mlp_for, own_mlp
+from .builds import inst_scale, mlp_for, own_mlp
 from .gpu import Gpu
 from .memory import (
     build_hierarchy_config,
+    fp64_per_cycle_of,
     lsu_instructions_per_cycle_of,
     readonly_instructions_per_cycle_of,
     readonly_split_instructions_per_cycle_of,
@@ -226,6 +229,9 @@ class Terms:
     t_tex: float = 0.0
     """Cycles per SM the texture units take for the texture rows' texels (:func:`t_tex`; 0: none, or the
     architecture's rate is not known)."""
+    t_fp64: float = 0.0
+    """Cycles per SM the double-precision units take for the kernel's double-precision instructions
+    (:func:`t_fp64`; 0: none, or the GPU's rate is not known)."""
     t_round: float = 0.0
     """Cycles per SM of the warps' rounds of long-latency loads, each as long as its slowest load, and their own
     work (:func:`t_round`; 0 where the trace has no MLP): T is at least this."""
@@ -944,10 +950,31 @@ def t_tex(mem: _Memory, res: Residency, gpu: Gpu) -> float:
     return mem.hier.texels / rate / res.active_sms if rate else 0.0
 
 
-def t_comp(par: Parallelism, lsu: float, serial: float, tex: float = 0.0) -> float:
-    """T_comp (GPUPerf Eq. 2, the form the HMS paper's garbled Eq. 2 means), with the load/store path's and the
-    texture units' bounds: max(W_parallel, T_LSU, T_TEX) + W_serial."""
-    return gpuperf.t_comp(max(par.w_parallel, lsu, tex), serial)
+def t_fp64(info: traces.KernelInfo, res: Residency, gpu: Gpu) -> float:
+    """T_FP64: the cycles per SM the double-precision units take for the kernel's double-precision warp-instructions
+    (the trace's ``fp64`` class, as the GPU's build issues them: ``placement.builds.inst_scale``), at the GPU's
+    results per clock (``placement.memory.fp64_per_cycle_of``); 0 where the kernel has none or the rate is not
+    known.
+
+    Extension (none of the papers has it): GPUPerf's W_parallel issues every instruction at the FP32 cores' rate
+    (ITILP_max from the SIMD width) and prices only the SFUs apart (O_SFU, Eq. 9-10). A warp's double-precision
+    add, multiply or FMA takes warp_size / rate cycles of its SM's double-precision units: 1 on GH100 (64 a
+    clock), 16 on Turing, GA10x and Ada (2 a clock; the CUDA C++ Programming Guide's throughput table, cited in
+    configs/architectures.toml), so a kernel of doubles that the model issues at the FP32 rate runs up to 64 times
+    longer on a GeForce than on the data-center part of its generation. Like T_LSU and T_TEX it bounds the parallel
+    part of T_comp (:func:`t_comp`); a placement moves no arithmetic, so it is the sample's for every placement,
+    and where it binds the placements' memory effects shrink under it."""
+    rate = fp64_per_cycle_of(gpu)
+    fp64 = info.instructions.fp64
+    if not rate or not fp64:
+        return 0.0
+    return fp64 * inst_scale(info, gpu) / res.active_sms * gpu.compute.warp_size / rate
+
+
+def t_comp(par: Parallelism, lsu: float, serial: float, tex: float = 0.0, fp64: float = 0.0) -> float:
+    """T_comp (GPUPerf Eq. 2, the form the HMS paper's garbled Eq. 2 means), with the load/store path's, the
+    texture units' and the double-precision units' bounds: max(W_parallel, T_LSU, T_TEX, T_FP64) + W_serial."""
+    return gpuperf.t_comp(max(par.w_parallel, lsu, tex, fp64), serial)
 
 
 def t_l2(mem: _Memory, gpu: Gpu) -> float:
@@ -1158,7 +1185,8 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     serial = target_w_serial(info, gpu, mem, res, par, target)
     lsu = t_lsu(mem, res, gpu)
     tex = t_tex(mem, res, gpu)
-    comp = t_comp(par, lsu, serial, tex)
+    fp64 = t_fp64(info, res, gpu)
+    comp = t_comp(par, lsu, serial, tex, fp64)
     mt = t_mem(mem, res, par, lsu, gpu)
     features = overlap_features(mem, res)
     overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
@@ -1212,6 +1240,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
         staging=target.staging or {},
         object_caches=object_caches(info, h),
         t_tex=tex,
+        t_fp64=fp64,
         t_round=mt.t_round,
         t_block=block,
         rounds=h.rounds,

@@ -102,6 +102,18 @@ def texels_per_cycle_of(gpu: Gpu) -> float:
     return float(v) if v else 0.0
 
 
+def fp64_per_cycle_of(gpu: Gpu) -> float:
+    """Double-precision results (add, multiply, FMA) an SM completes per cycle: the configuration's
+    ``compute.fp64_per_cycle`` where it has one, else ``fp64_per_cycle`` of the architecture's ``[<arch>.models]``
+    in configs/architectures.toml (the CUDA C++ Programming Guide's throughput table, cited there: 2 on Turing,
+    GA10x, Ada and GeForce Blackwell, 32 on GV100 and GA100, 64 on GH100); 0 where neither is known (no
+    double-precision bound in ``placement.hms.t_fp64``)."""
+    if gpu.compute.fp64_per_cycle > 0:
+        return gpu.compute.fp64_per_cycle
+    v = _arch_models(gpu).get("fp64_per_cycle")
+    return float(v) if v else 0.0
+
+
 def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
     """Warp-instructions an SM's load/store pipe accepts per cycle: the configuration's measured
     ``compute.lsu_instructions_per_cycle`` (``placement calibrate``) where it has one, else

@@ -174,6 +174,7 @@ def evaluation_text(r: EvaluationResult) -> str:
         ["T_overlap", tm(s.t_overlap), tm(t.t_overlap)],
         *([["T_atomic (busiest L2 sector)", tm(s.t_atomic), tm(t.t_atomic)]] if s.t_atomic or t.t_atomic else []),
         *([["T_TEX (texture units)", tm(s.t_tex), tm(t.t_tex)]] if s.t_tex or t.t_tex else []),
+        *([["T_FP64 (double-precision units)", tm(s.t_fp64), tm(t.t_fp64)]] if s.t_fp64 or t.t_fp64 else []),
         *(
             [
                 ["T_round (rounds of loads, each its slowest)", tm(s.t_round), tm(t.t_round)],

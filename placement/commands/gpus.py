@@ -56,6 +56,7 @@ def model_rates(g) -> dict:
 
     return {
         "texels_per_cycle": memory.texels_per_cycle_of(g),
+        "fp64_per_cycle": memory.fp64_per_cycle_of(g),
         "lsu_instructions_per_cycle": memory.lsu_instructions_per_cycle_of(g),
         "readonly_instructions_per_cycle": memory.readonly_instructions_per_cycle_of(g),
         "readonly_split_instructions_per_cycle": memory.readonly_split_instructions_per_cycle_of(g),

@@ -342,6 +342,7 @@ def _params(kernel: str, tpb: int, blocks: int, raw: dict, g, reading: str) -> K
         uncoal_sectors_per_mw=unc_sectors,
         sfu_insts=sfu,
         fp_insts=fp,
+        fp64_insts=per(raw["fp64"]) / 32.0,
         shared_insts=shared,
         bank_conflict_insts=per(raw["shared_load_replay"]) + per(raw["shared_store_replay"]),
         regs_per_thread=int(_ratio(g("Registers.Per.Thread"), 0)),

@@ -11,8 +11,9 @@ Extensions, all off for the paper's C2050 preset (Table 3 machine, no GPU config
 
 - two throughput bounds: T_mem is at least T_L2 (``placement.models.l2bound``), and the
   parallel work is at least the cycles the SM's load/store units need
-  (``placement.models.ldst``): T_comp = max(W_parallel + O_bank, T_LDST) + O_sync +
-  O_SFU + O_CFdiv;
+  (``placement.models.ldst``) and its double-precision units need
+  (``placement.models.params.fp64_cycles_per_warp``, the kernel's ``fp64_insts``):
+  T_comp = max(W_parallel + O_bank, T_LDST, T_FP64) + O_sync + O_SFU + O_CFdiv;
 - a GPU configuration's latencies are load-to-use totals (:func:`amat_total`);
 - with hit ratios, MWP_peak_bw counts the DRAM bytes of a request (:func:`dram_share`)
   and a request moves its counted sectors (:func:`request_bytes`);
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass
 from .kernel import KernelParams, launch
 from .l2bound import t_l2
 from .ldst import ldst_cycles_per_warp
-from .params import Machine
+from .params import Machine, fp64_cycles_per_warp
 
 
 def itilp_max(avg_inst_lat: float, warp_size: int, simd_width: int) -> float:
@@ -189,6 +190,8 @@ class GpuPerfResult:
     """Eq. 11's T_mem before the L2 bound."""
     t_ldst: float = 0.0
     """Cycles per SM the LD/ST units need (the extension; 0: off): T_comp = max(W_parallel + O_bank, t_ldst) + the other W_serial terms."""
+    t_fp64: float = 0.0
+    """Cycles per SM the double-precision units need (the extension; 0: off), a third term of that max."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -240,7 +243,9 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     # replays as Sim et al. price them), so T_comp takes the larger of the two; the
     # other serial overheads (barriers, SFU, divergence) add as in Eq. 2 and 6.
     t_ldst = ldst_cycles_per_warp(k, m) * per_sm
-    tc = t_comp(max(wp + o_bank, t_ldst), ws - o_bank)
+    # Extension (as placement.hms.t_fp64): the double-precision units bound the parallel part likewise.
+    t_fp64 = fp64_cycles_per_warp(k.fp64_insts, m) * per_sm
+    tc = t_comp(max(wp + o_bank, t_ldst, t_fp64), ws - o_bank)
 
     # Extension (as MWP-CWP's Eq. 7 here): with hit ratios known, only the misses load DRAM,
     # so the bandwidth bound on MWP counts the DRAM bytes of a request, not those the L2 serves.
@@ -301,5 +306,5 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
         bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_overhead_s,
-        t_l2=tl2, t_mem_latency=tm_lat, t_ldst=t_ldst,
+        t_l2=tl2, t_mem_latency=tm_lat, t_ldst=t_ldst, t_fp64=t_fp64,
     )  # fmt: skip

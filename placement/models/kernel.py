@@ -47,6 +47,9 @@ class KernelParams:
     sfu_insts: float = 0.0
     fp_insts: float | None = None
     """Floating-point instructions per warp (Sim et al. Eq. 18); None: all of comp_insts."""
+    fp64_insts: float = 0.0
+    """Of them, the double-precision ones per warp, for the double-precision bound
+    (``placement.models.params.fp64_cycles_per_warp``); 0: none, or unknown."""
     shared_insts: float = 0.0
     """Shared-memory accesses per warp, part of comp_insts (BSP Comm_SM)."""
     uncoal_per_mw: float = 32.0
@@ -181,7 +184,7 @@ _MACHINE_KEYS = {
     "sms", "clock_mhz", "simd_width", "sfu_width", "bandwidth_gbs", "dram_latency",
     "departure_del_coal", "departure_del_uncoal", "issue_cycles", "fp_latency",
     "avg_inst_latency", "l1_latency", "l2_latency", "smem_latency", "transaction_bytes",
-    "max_warps_per_sm", "gamma", "name", "ldst_units",
+    "max_warps_per_sm", "gamma", "name", "ldst_units", "fp64_width",
 }  # fmt: skip
 
 
@@ -312,6 +315,7 @@ def kernel_from_trace(path: str | Path, gpu=None) -> KernelParams:
         synch_insts=ins.sync / warps,
         sfu_insts=ins.sfu / warps,
         fp_insts=(ins.fp32 + ins.fp64) / warps if (ins.fp32 or ins.fp64) else None,
+        fp64_insts=ins.fp64 / warps * inst_scale(info, gpu),
         shared_insts=float(shared.sum()) / warps,
         regs_per_thread=regs_for(info, gpu) if gpu is not None else info.regs_per_thread,
         smem_per_block=info.smem_per_block,

@@ -42,7 +42,10 @@ Extensions, each inert with its default (Table 2 is reproduced unchanged):
   #Total_insts, LDST_cycles), LDST_cycles = (global transactions + shared memory
   instructions + shared replays) x warp size / LD/ST units per SM, so CWP and Eq. 22-24 see the
   LD/ST pipe when it, not the cores, paces the warps (shared-memory tiled kernels
-  on Kepler: 32 LD/ST units against 192 cores).
+  on Kepler: 32 LD/ST units against 192 cores); and likewise the double-precision units
+  (``placement.models.params.fp64_cycles_per_warp``, inert without a machine rate or a kernel's
+  ``fp64_insts``): Comp_cycles at least #FP64_insts x warp size / their results per clock (16
+  cycles a warp-instruction on Turing, GA10x and Ada).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from dataclasses import asdict, dataclass
 from .kernel import KernelParams, launch
 from .l2bound import t_l2
 from .ldst import ldst_cycles_per_warp
-from .params import Machine
+from .params import Machine, fp64_cycles_per_warp
 
 
 def mem_ld_effective(k: KernelParams, m: Machine) -> float:
@@ -182,6 +185,8 @@ class MwpCwpResult:
     """Eq. 19's Issue_cycles x #Total_insts, before the LD/ST bound."""
     ldst_cycles: float = 0.0
     """Cycles per warp the LD/ST units need (the extension; 0: off); comp_cycles is the larger of the two."""
+    fp64_cycles: float = 0.0
+    """Cycles per warp the double-precision units need (the extension; 0: off); comp_cycles is at least this too."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -210,7 +215,8 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
     mem_cycles = (l_unc * k.uncoal_mem_insts + l_coal * k.coal_mem_insts) / mlp  # Eq. 18 (over MLP: Sim et al. Eq. A.4)
     issue_comp = m.issue_cycles * k.total_insts  # Eq. 19
     ldst_warp = ldst_cycles_per_warp(k, m)  # the LD/ST extension; 0 when off
-    comp_cycles = max(issue_comp, ldst_warp)
+    fp64_warp = fp64_cycles_per_warp(k.fp64_insts, m)  # the double-precision extension; 0 when off
+    comp_cycles = max(issue_comp, ldst_warp, fp64_warp)
     cw_full, cw = cwp(mem_cycles, comp_cycles, n)  # Eq. 8-9
     mem_insts = k.mem_insts
     tl2 = t_l2(k, m)  # the L2 throughput extension; 0 when off
@@ -266,4 +272,5 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         t_l2=tl2,
         issue_cycles_comp=issue_comp,
         ldst_cycles=ldst_warp,
+        fp64_cycles=fp64_warp,
     )

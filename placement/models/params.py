@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..gpu import Gpu
+from ..memory import fp64_per_cycle_of
 
 
 def model_constants(gpu: Gpu) -> dict:
@@ -32,6 +33,20 @@ def ldst_units_of(gpu: Gpu) -> int | None:
     """The LD/ST units per SM of ``gpu``'s architecture, None when unknown."""
     v = model_constants(gpu).get("ldst_units")
     return int(v) if v else None
+
+
+def fp64_cycles_per_warp(fp64_insts: float, m: Machine) -> float:
+    """Cycles an SM's double-precision units take for a warp's ``fp64_insts`` double-precision instructions: each
+    warp_size / ``m.fp64_width`` (the CUDA C++ Programming Guide's results per clock, cited in
+    configs/architectures.toml: 16 cycles a warp on Turing, GA10x and Ada, 1 on GA100 and GH100); 0 where the machine
+    has no rate (the papers' presets) or the kernel no doubles.
+
+    Extension (neither MWP-CWP nor GPUPerf has it: both issue every computation instruction at the SIMD width's
+    rate): the double-precision units bound the computation as the LD/ST units do (``placement.models.ldst``),
+    T_comp at least the warps' double-precision cycles."""
+    if not m.fp64_width or fp64_insts <= 0:
+        return 0.0
+    return fp64_insts * m.warp_size / m.fp64_width
 
 
 def sustained_fraction_of(gpu: Gpu) -> float:
@@ -106,6 +121,9 @@ class Machine:
     """Load/store units per SM (LDST_UNITS: Kepler 32), for the LD/ST throughput bound
     (:mod:`placement.models.ldst`, an extension beyond the papers); None: no bound (the
     papers' presets)."""
+    fp64_width: float | None = None
+    """Double-precision results per clock per SM, for the double-precision bound (:func:`fp64_cycles_per_warp`, an
+    extension beyond the papers, as ``placement.hms.t_fp64``); None or 0: no bound (the papers' presets)."""
 
     @property
     def freq_hz(self) -> float:
@@ -155,6 +173,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
         l2_transactions_per_cycle=l2_rate_of(gpu),
         ldst_units=ldst_units_of(gpu),
+        fp64_width=fp64_per_cycle_of(gpu) or None,
     )
     return replace(mach, **overrides) if overrides else mach
 
