@@ -240,8 +240,9 @@ def _signed_ns(cycles: float, ns_per_cycle: float) -> str:
 
 
 def _t_comp_parts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_block: int) -> str | None:
-    """T_comp's change split into its parts, max(W_parallel, T_LSU, T_TEX, T_FP64) + W_serial (``hms.t_comp``), where W_serial
-    changes (the barriers a staged placement adds): fewer issued instructions can come with a longer T_comp."""
+    """T_comp's change split into its parts, max(W_parallel, T_LSU, T_TEX, T_FP64) + W_serial (``hms.t_comp``),
+    where W_serial changes (the barriers a staged placement adds): fewer issued instructions can come with a longer
+    T_comp."""
     d = target.t_comp - sample.t_comp
     if target.w_serial == sample.w_serial or abs(d * ns_per_cycle) < 0.005 * max(sample.time_ns, 1e-9):
         return None

@@ -958,12 +958,12 @@ def t_fp64(info: traces.KernelInfo, res: Residency, gpu: Gpu) -> float:
 
     Extension (none of the papers has it): GPUPerf's W_parallel issues every instruction at the FP32 cores' rate
     (ITILP_max from the SIMD width) and prices only the SFUs apart (O_SFU, Eq. 9-10). A warp's double-precision
-    add, multiply or FMA takes warp_size / rate cycles of its SM's double-precision units: 1 on GH100 (64 a
-    clock), 16 on Turing, GA10x and Ada (2 a clock; the CUDA C++ Programming Guide's throughput table, cited in
-    configs/architectures.toml), so a kernel of doubles that the model issues at the FP32 rate runs up to 64 times
-    longer on a GeForce than on the data-center part of its generation. Like T_LSU and T_TEX it bounds the parallel
-    part of T_comp (:func:`t_comp`); a placement moves no arithmetic, so it is the sample's for every placement,
-    and where it binds the placements' memory effects shrink under it."""
+    add, multiply or FMA takes warp_size / rate cycles of its SM's double-precision units: half a cycle on GH100
+    (64 a clock), 1 on GV100 and GA100 (32), 16 on Turing, GA10x and Ada (2; the CUDA C++ Programming Guide's
+    throughput table, cited in configs/architectures.toml), so a kernel of doubles that the model issued at the FP32
+    rate takes 16 times as long on a GA10x as on a GA100 of as many SMs at the same clock. Like T_LSU and T_TEX it
+    bounds the parallel part of T_comp (:func:`t_comp`); a placement moves no arithmetic, so it is the sample's for
+    every placement, and where it binds the placements' memory effects shrink under it."""
     rate = fp64_per_cycle_of(gpu)
     fp64 = info.instructions.fp64
     if not rate or not fp64:

@@ -38,8 +38,8 @@ def ldst_units_of(gpu: Gpu) -> int | None:
 def fp64_cycles_per_warp(fp64_insts: float, m: Machine) -> float:
     """Cycles an SM's double-precision units take for a warp's ``fp64_insts`` double-precision instructions: each
     warp_size / ``m.fp64_width`` (the CUDA C++ Programming Guide's results per clock, cited in
-    configs/architectures.toml: 16 cycles a warp on Turing, GA10x and Ada, 1 on GA100 and GH100); 0 where the machine
-    has no rate (the papers' presets) or the kernel no doubles.
+    configs/architectures.toml: 16 cycles a warp on Turing, GA10x and Ada, 1 on GV100 and GA100, half of one on
+    GH100); 0 where the machine has no rate (the papers' presets) or the kernel no doubles.
 
     Extension (neither MWP-CWP nor GPUPerf has it: both issue every computation instruction at the SIMD width's
     rate): the double-precision units bound the computation as the LD/ST units do (``placement.models.ldst``),
