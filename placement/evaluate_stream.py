@@ -17,7 +17,16 @@ from traces import staging as ts
 from traces.context import CONTEXTS, INDEXED, ContextStream
 
 from . import staging as stg
-from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
+from .evaluator import (
+    Evaluator,
+    StagedRun,
+    fastest,
+    groups,
+    sample_issue_of,
+    staged_terms,
+    unstaged_terms,
+    with_sources,
+)
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -28,11 +37,8 @@ from .hms import (
     addr_cost_table,
     evaluation,
     residency,
-    sample_issue,
     terms,
 )
-from .builds import inst_scale
-from .memory import reissued_replay_causes_of
 from .occupancy import occupancy, regs_for
 from .placements import IllegalPlacement, Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -185,9 +191,7 @@ class StreamEvaluator(Evaluator):
                 path, f"{exc}; use placement.evaluate_whole.WholeTraceEvaluator on the whole trace"
             ) from None
         self.contexts.finish()
-        issue = sample_issue(
-            self.info.instructions, options, inst_scale(self.info, gpu), reissued_replay_causes_of(gpu)
-        )
+        issue = sample_issue_of(self.info, gpu, options)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, run.finish(), gpu, options, target)
         self.evaluations = 0

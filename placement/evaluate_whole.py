@@ -14,7 +14,16 @@ from traces.context import access_context
 
 from . import attribution, tiles
 from . import staging as stg
-from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
+from .evaluator import (
+    Evaluator,
+    StagedRun,
+    fastest,
+    groups,
+    sample_issue_of,
+    staged_terms,
+    unstaged_terms,
+    with_sources,
+)
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -25,12 +34,9 @@ from .hms import (
     addr_cost_table,
     evaluation,
     residency,
-    sample_issue,
     terms,
     whole_memory,
 )
-from .builds import inst_scale
-from .memory import reissued_replay_causes_of
 from .occupancy import Occupancy, occupancy, regs_for
 from .placements import Legality, Placement, build_key, check, is_staged, sample_placement
 
@@ -56,9 +62,7 @@ class WholeTraceEvaluator(Evaluator):
         self.staging = stg.StagingFacts(trace)
         self.context = access_context(trace, self.staging.order)
         self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
-        issue = sample_issue(
-            self.info.instructions, options, inst_scale(self.info, gpu), reissued_replay_causes_of(gpu)
-        )
+        issue = sample_issue_of(self.info, gpu, options)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
         self.n_rows = len(trace)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from traces import staging as ts
 
-from .builds import mlp_for
+from .builds import inst_scale, mlp_for
 from .hms import (
     Evaluation,
     Options,
@@ -26,6 +26,7 @@ from .hms import (
     Terms,
     barrier_phases,
     mlp_scale,
+    sample_issue,
     staging_detail,
     target_issue,
     terms,
@@ -147,6 +148,13 @@ def placement_mlp_scale(ev: Evaluator, placement: Placement, added_syncs: int = 
     phases = barrier_phases(ev.info.instructions.sync / warps, added_syncs / warps) if warps else 1.0
     return mlp_scale(ev.sample_placement.as_dict(), placement.as_dict(), ev.object_loads, warps,
                      mlp_for(ev.info, ev.gpu), ev.serialized_loads, phases)  # fmt: skip
+
+
+def sample_issue_of(info: traces.KernelInfo, gpu: Gpu, options: Options):
+    """``hms.sample_issue`` of a trace's sample on ``gpu``, either evaluator's: the GPU's build's scale
+    (``placement.builds.inst_scale``) and the replay causes the GPU issues again
+    (``placement.memory.reissued_replay_causes_of``)."""
+    return sample_issue(info.instructions, options, inst_scale(info, gpu), reissued_replay_causes_of(gpu))
 
 
 def _issue(ev: Evaluator, delta: int, added: int = 0):

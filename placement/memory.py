@@ -91,15 +91,23 @@ def uniform_constant_pairs_of(gpu: Gpu) -> bool:
     return bool(_arch_models(gpu).get("uniform_constant_pairs", False))
 
 
+def _own_or_arch_rate(gpu: Gpu, key: str) -> float:
+    """The configuration's ``compute.<key>`` (measured by ``placement calibrate``, or the GPU's own) where it is above
+    0, else ``<key>`` of the architecture's ``[<arch>.models]`` in configs/architectures.toml; 0 where neither is
+    known."""
+    own = getattr(gpu.compute, key)
+    if own > 0:
+        return own
+    v = _arch_models(gpu).get(key)
+    return float(v) if v else 0.0
+
+
 def texels_per_cycle_of(gpu: Gpu) -> float:
     """Texels an SM's texture units fetch per cycle: the configuration's measured ``compute.texels_per_cycle``
     (``placement calibrate``) where it has one, else ``texels_per_cycle`` of the architecture's ``[<arch>.models]``
     in configs/architectures.toml (its texture units per SM, one texel each per clock, cited there); 0 where
     neither is known (no texture-unit bound in ``placement.hms.t_tex``)."""
-    if gpu.compute.texels_per_cycle > 0:
-        return gpu.compute.texels_per_cycle
-    v = _arch_models(gpu).get("texels_per_cycle")
-    return float(v) if v else 0.0
+    return _own_or_arch_rate(gpu, "texels_per_cycle")
 
 
 def fp64_per_cycle_of(gpu: Gpu) -> float:
@@ -108,10 +116,7 @@ def fp64_per_cycle_of(gpu: Gpu) -> float:
     in configs/architectures.toml (the CUDA C++ Programming Guide's throughput table, cited there: 2 on Turing,
     GA10x, Ada and GeForce Blackwell, 32 on GV100 and GA100, 64 on GH100); 0 where neither is known (no
     double-precision bound in ``placement.hms.t_fp64``)."""
-    if gpu.compute.fp64_per_cycle > 0:
-        return gpu.compute.fp64_per_cycle
-    v = _arch_models(gpu).get("fp64_per_cycle")
-    return float(v) if v else 0.0
+    return _own_or_arch_rate(gpu, "fp64_per_cycle")
 
 
 def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
@@ -121,13 +126,10 @@ def lsu_instructions_per_cycle_of(gpu: Gpu) -> float:
     GH100, 0.5 on GA10x, cited in configs/architectures.toml), else its ``ldst_units`` over the warp size (Fermi to
     Pascal, from the whitepapers' load/store units per SM); 0 where none is known (no issue bound in
     ``placement.hms.t_lsu``)."""
-    if gpu.compute.lsu_instructions_per_cycle > 0:
-        return gpu.compute.lsu_instructions_per_cycle
-    m = _arch_models(gpu)
-    v = m.get("lsu_instructions_per_cycle")
-    if v:
-        return float(v)
-    units = m.get("ldst_units")
+    rate = _own_or_arch_rate(gpu, "lsu_instructions_per_cycle")
+    if rate:
+        return rate
+    units = _arch_models(gpu).get("ldst_units")
     return float(units) / gpu.compute.warp_size if units else 0.0
 
 

@@ -209,11 +209,9 @@ def test_volta_on_issues_l1tex_replays_once(monkeypatch):
     assert list(s.replays.values()) == [0, 0, 0, 3]
     assert s.issued_instructions == s.executed_instructions
     # Kepler's rule on the same GPU issues the 3 again and leaves the data path's cycles (T_LSU) as they are
-    import placement.evaluate_whole as ew
-    import placement.evaluator as evr
+    import placement.evaluator as evr  # both evaluators take the sample's and the targets' causes there
 
     monkeypatch.setattr(evr, "reissued_replay_causes_of", lambda gpu: (1, 2, 3, 4))
-    monkeypatch.setattr(ew, "reissued_replay_causes_of", lambda gpu: (1, 2, 3, 4))
     k = WholeTraceEvaluator(trace, get_gpu("h100")).evaluate(parse_placement("A=S", info)).target
     assert k.issued_instructions == s.issued_instructions + 3 and k.t_lsu == s.t_lsu > 0
     monkeypatch.undo()
