@@ -17,16 +17,8 @@ from traces import staging as ts
 from traces.context import CONTEXTS, INDEXED, ContextStream
 
 from . import staging as stg
-from .evaluator import (
-    Evaluator,
-    StagedRun,
-    fastest,
-    groups,
-    sample_issue_of,
-    staged_terms,
-    unstaged_terms,
-    with_sources,
-)
+from . import evaluator as evr
+from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -191,7 +183,7 @@ class StreamEvaluator(Evaluator):
                 path, f"{exc}; use placement.evaluate_whole.WholeTraceEvaluator on the whole trace"
             ) from None
         self.contexts.finish()
-        issue = sample_issue_of(self.info, gpu, options)
+        issue = evr.sample_issue_of(self.info, gpu, options)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, run.finish(), gpu, options, target)
         self.evaluations = 0

@@ -14,16 +14,8 @@ from traces.context import access_context
 
 from . import attribution, tiles
 from . import staging as stg
-from .evaluator import (
-    Evaluator,
-    StagedRun,
-    fastest,
-    groups,
-    sample_issue_of,
-    staged_terms,
-    unstaged_terms,
-    with_sources,
-)
+from . import evaluator as evr
+from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -62,7 +54,7 @@ class WholeTraceEvaluator(Evaluator):
         self.staging = stg.StagingFacts(trace)
         self.context = access_context(trace, self.staging.order)
         self.sample_legality = legal = check(self.info, gpu, self.sample_placement)
-        issue = sample_issue_of(self.info, gpu, options)
+        issue = evr.sample_issue_of(self.info, gpu, options)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, whole_memory(trace, gpu, options), gpu, options, target)
         self.n_rows = len(trace)
