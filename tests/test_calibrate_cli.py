@@ -220,6 +220,27 @@ def test_kernels_compile_with_nvcc(tmp_path):
     assert {"empty_kernel", "spin", "address_bit_pair", "syncthreads_cost", "smem_conflict"} <= entries
 
 
+def test_dfma_kernel_times_dfma_chains_as_the_benchmark_counts_them(tmp_path):
+    """bench_fp64 counts FP64_CHAINS results a thread an iteration: the kernel's chains are that many, and its SASS
+    (sm_86, where the units give 2 results a clock) issues them as DFMA, a whole number of chains at a time."""
+    source = (KERNELS / "issue.cu").read_text()
+    assert int(re.search(r"#define FP64_CHAINS (\d+)", source).group(1)) == benchmarks.FP64_CHAINS == 8
+    nvcc, cuobjdump = shutil.which("nvcc"), shutil.which("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        pytest.skip("nvcc or cuobjdump is not installed (the CUDA toolkit): the SASS is not read here")
+    cubin = tmp_path / "issue.cubin"
+    r = subprocess.run([nvcc, "-arch=sm_86", "-cubin", f"-I{KERNELS}", "-o", str(cubin), str(KERNELS / "issue.cu")],
+                       capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    sass = subprocess.run([cuobjdump, "-sass", "-fun", "dfma_throughput", str(cubin)],
+                          capture_output=True, text=True, timeout=120, check=True).stdout  # fmt: skip
+    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
+    dfma = ops.count("DFMA")
+    assert dfma >= 4 * benchmarks.FP64_CHAINS and dfma % benchmarks.FP64_CHAINS == 0, dfma
+    # the only other double-precision work is the final sum of the chains, outside the timed loop's count
+    assert {o for o in ops if o.startswith("D")} <= {"DFMA", "DADD", "DSETP"}
+
+
 def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():
     """Where the extra is installed, NVRTC (what CuPy compiles with) takes each self-contained
     source the runner builds (common.cuh written in); no GPU is needed to compile."""

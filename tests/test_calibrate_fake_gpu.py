@@ -43,6 +43,7 @@ class FakeGpu:
     row_hit, row_miss, row_conflict = 400.0, 700.0, 950.0
     texels_per_cycle = 4.5
     lsu_per_cycle = 0.5
+    fp64_per_cycle = 48.0  # not the H100 base's 64: the configuration must take the measured rate
     loads_per_cycle = {("ldg_nc32", 0): 0.25, ("ldg_nc32", 1): 0.2, ("ldg32", 0): 0.5, ("ldg32", 1): 0.4}
 
 
@@ -128,6 +129,10 @@ class FakeDevice:
         if kernel == "smem_lds32":  # 4 LDS.32 a thread an iteration, a warp-instruction per 32 threads
             per_sm = grid * block * int(args[0]) * 4 / 32 / self.info.sms
             return per_sm / g.lsu_per_cycle / (g.clock_mhz * 1e3)
+        if kernel == "dfma_throughput":  # FP64_CHAINS DFMAs a thread an iteration, each one result a lane
+            assert isinstance(args[1], np.float64) and isinstance(args[3], np.ndarray) and args[3].dtype == np.float64
+            per_sm = grid * block * int(args[0]) * benchmarks.FP64_CHAINS / self.info.sms
+            return per_sm / g.fp64_per_cycle / (g.clock_mhz * 1e3)
         if kernel in ("ldg_nc32", "ldg32"):  # 4 loads a thread an iteration of the 16 KiB array, as smem_lds32
             mask, shift = int(args[2]), int(args[3])
             assert (mask + 1) % 128 == 0 and args[0].size >= mask + 1 + 32 * shift  # whole lines, room to shift
@@ -200,6 +205,7 @@ class FakeDevice:
             "smem_lds32",
             "ldg_nc32",
             "ldg32",
+            "dfma_throughput",
         ):
             pass
         else:
@@ -294,6 +300,11 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 0])
     assert cfg.compute.readonly_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 1])
     assert cfg.compute.global_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg32", 1])
+    # the double-precision units: 8 DFMA chains a thread, at the simulated 48 results a cycle an SM (the base's 64
+    # is replaced): 48 x 4 SMs x 1,975 MHz = 379.2 G DFMA/s
+    assert m["fp64_results_per_cycle_per_sm"] == pytest.approx(g.fp64_per_cycle)
+    assert m["fp64_gdfma"] == pytest.approx(48 * 4 * 1975 / 1e3)
+    assert base.compute.fp64_per_cycle == 0.0 and cfg.compute.fp64_per_cycle == pytest.approx(g.fp64_per_cycle)
     data = tomllib.loads(out.read_text())
     assert len(data["calibration"]["curves"]["walk_ld"]["x"]) > 40
 

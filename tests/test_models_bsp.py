@@ -84,3 +84,23 @@ def test_cli_bsp_without_lambda_refuses(capsys, tmp_path):
     assert "BSP needs lambda" in err and "--fit-lambda ROW" in err
     assert main(["model", "bsp", "--counters", str(p), "--fit-lambda"]) == 2
     assert "needs a row" in capsys.readouterr().err
+
+
+def test_double_precision_weight_by_hand():
+    """Comp counts a double-precision instruction at simd_width / fp64_width FP32 slots (the Guide's rates)."""
+    from placement.gpu import get_gpu
+    from placement.models.params import machine_from_gpu
+
+    kk = k(fp_insts=10.0, fp64_insts=4.0)
+    ga10x, ga100 = machine_from_gpu(get_gpu("rtx3090")), machine_from_gpu(get_gpu("a100"))
+    assert (ga10x.simd_width, ga10x.fp64_width, ga100.simd_width, ga100.fp64_width) == (128, 2, 64, 32)
+    assert bsp.fp64_weight(ga10x) == 64.0 and bsp.fp64_weight(ga100) == 2.0
+    assert bsp.predict(kk, ga10x).comp == 6.0 + 4.0 * 64  # 6 single-precision, 4 doubles at 64 slots each
+    assert bsp.predict(kk, ga100).comp == 6.0 + 4.0 * 2
+    # Eq. 3 with it: threads x (Comp + Comm) / (R x P x lambda)
+    r = bsp.predict(kk, ga10x, lam=3.0)
+    want = 1024 * (262.0 + 2 * 500 + 3 * 5) / (ga10x.freq_hz * ga10x.sms * 128 * 3.0)
+    assert r.time_s == pytest.approx(want)
+    # The papers' presets have no rate: Comp as published; no doubles: no change.
+    assert bsp.predict(kk, M).comp == 10.0
+    assert bsp.predict(k(fp_insts=10.0), ga10x).comp == 10.0

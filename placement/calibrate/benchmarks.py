@@ -759,6 +759,37 @@ def bench_issue(dev, ctx) -> Result:
     return r
 
 
+FP64_CHAINS = 8
+"""Independent DFMA chains a thread of ``dfma_throughput`` runs (``kernels/issue.cu``, its ``FP64_CHAINS``)."""
+
+FP64_BLOCKS_PER_SM = 8
+"""Blocks of 256 threads per SM for ``bench_fp64``: up to 64 warps, each with 8 DFMAs in flight."""
+
+
+def bench_fp64(dev, ctx) -> Result:
+    """The double-precision units' throughput: 8 blocks of 256 threads per SM, each thread running 8 independent
+    chains of dependent DFMAs, timed with events: double-precision results per second, and per SM per cycle at the
+    measured clock (``compute.fp64_per_cycle``, ``placement.hms.t_fp64``: the CUDA C++ Programming Guide's 2 on
+    Turing, GA10x and Ada, 32 on GV100 and GA100, 64 on GH100)."""
+    r = Result()
+    sms = dev.info.sms
+    sink = dev.zeros(1, np.float64)
+    fn = dev.function("issue", "dfma_throughput")
+    grid, block, iters = sms * FP64_BLOCKS_PER_SM, 256, _pick(ctx, (256, 1024))
+    args = (np.int32(iters), np.float64(0.999), np.float64(0.001), sink)
+    results = grid * block * iters * FP64_CHAINS
+    vals = _rates(dev, ctx, fn, grid, block, args, results, _pick(ctx, REPS))
+    s = r.add("fp64_gdfma", vals, "G DFMA/s", f"fp64: DFMA chains, {grid} x {block} threads x {iters * FP64_CHAINS}")
+    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
+    r.add(
+        "fp64_results_per_cycle_per_sm",
+        _per_sm_cycle(s, sms, clock),
+        "results/cycle/SM",
+        "fp64: DFMA results over the SMs and the clock",
+    )
+    return r
+
+
 def bench_dram_bits(dev, ctx) -> Result:
     """Huang & Li Algorithm 1: per address bit, two uncached loads that differ in it."""
     r = Result()
@@ -823,7 +854,7 @@ def bench_dram_bits(dev, ctx) -> Result:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("clock", "SM clock under load", (2, 4), bench_clock),
     Benchmark(
-        "latency", "L1, read-only, texture, L2, DRAM, shared, constant and L1.5 hit latencies", (6, 12), bench_latency
+        "latency", "L1, read-only, texture, L2, DRAM, shared, constant and L1.5 hit latencies", (5.5, 12), bench_latency
     ),
     Benchmark("walk", "varying-size random walk (ld): L1 and L2 capacities", (15, 120), bench_walk),
     Benchmark("walk_paths", "walks through __ldg, texture and constant: their capacities", (4, 30), bench_walk_paths),
@@ -841,5 +872,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("launch", "empty-kernel launch cost", (1, 5), bench_launch),
     Benchmark("issue", "FP32 / INT latency and issue rate against warps", (2, 20), bench_issue),
+    Benchmark("fp64", "double-precision units' results per cycle (DFMA)", (0.5, 2), bench_fp64),
     Benchmark("dram_bits", "DRAM row and column bits (Huang & Li Algorithm 1)", (5, 60), bench_dram_bits),
 )

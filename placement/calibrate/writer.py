@@ -55,6 +55,7 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "tex_texels_per_cycle_per_sm": ("compute.texels_per_cycle",),
     "lsu_inst_per_cycle_per_sm": ("compute.lsu_instructions_per_cycle",),
     "ro_inst_per_cycle_per_sm": ("compute.readonly_instructions_per_cycle",),
+    "fp64_results_per_cycle_per_sm": ("compute.fp64_per_cycle",),
     "ro_split_inst_per_cycle_per_sm": ("compute.readonly_split_instructions_per_cycle",),
     "ldg_split_inst_per_cycle_per_sm": ("compute.global_split_instructions_per_cycle",),
     "dram_row_hit_ns": ("dram.row_hit_ns",),

@@ -19,6 +19,15 @@ request, 8 x the count), which a single lambda per (GPU, app) could not absorb
 across block sizes, since the sectors per request change with the block's width.
 The 4-byte word is an assumption (every gpuperfpredict kernel is float). Without
 sector counts (a parameter file, a trace) it is the requests per thread, as before.
+
+Double precision (an extension; Amaris et al. count every floating-point operation
+alike): Eq. 3 divides Comp by the GPU's P cores, the FP32 lanes. A double-precision
+instruction occupies an SM for simd_width / fp64_width of them (the CUDA C++
+Programming Guide's results per clock, ``placement.models.params.fp64_cycles_per_warp``):
+64 single-precision slots on GA10x, 2 on GA100. Lambda, fitted per architecture, cannot
+absorb it where one architecture's parts differ 16-fold (Ampere's GA100 and GA10x), so
+Comp counts each of them at that weight where the machine has a rate (none on the
+papers' presets: Comp as published).
 """
 
 from __future__ import annotations
@@ -65,9 +74,18 @@ def comm_gm(ld1: float, st1: float, l1: float, l2: float, g: BspLatencies) -> fl
     return (ld1 + st1 - l1 - l2) * g.g_gm + l1 * g.g_l1 + l2 * g.g_l2
 
 
-def comp_per_thread(k: KernelParams) -> float:
-    """Comp: the floating-point operations of a thread when known (Sec. V-A), else its computation instructions."""
-    return k.fp_insts if k.fp_insts is not None and k.fp_insts > 0 else k.comp_insts
+def fp64_weight(m: Machine) -> float:
+    """The FP32 lanes' slots one double-precision instruction takes: simd_width / fp64_width (1 without a rate)."""
+    return m.simd_width / m.fp64_width if m.fp64_width else 1.0
+
+
+def comp_per_thread(k: KernelParams, m: Machine | None = None) -> float:
+    """Comp: the floating-point operations of a thread when known (Sec. V-A), else its computation instructions;
+    with a machine, its double-precision ones (part of either) at :func:`fp64_weight`."""
+    comp = k.fp_insts if k.fp_insts is not None and k.fp_insts > 0 else k.comp_insts
+    if m is None or k.fp64_insts <= 0:
+        return comp
+    return comp + min(k.fp64_insts, comp) * (fp64_weight(m) - 1.0)
 
 
 WORD_BYTES = 4
@@ -89,7 +107,7 @@ def predict(k: KernelParams, m: Machine, lam: float = 1.0, g: BspLatencies = Bsp
     mem = global_accesses(k, m)
     l1 = k.l1_hit_ratio * mem
     l2 = k.l2_hit_ratio * mem
-    comp = comp_per_thread(k)
+    comp = comp_per_thread(k, m)
     gm = comm_gm(mem, 0.0, l1, l2, g)
     sm = comm_sm(k.shared_insts, 0.0, g.g_sm)
     cycles = comp + gm + sm

@@ -59,3 +59,24 @@ extern "C" __global__ void issue_int_ilp1(int iters, unsigned a, unsigned b, uns
 extern "C" __global__ void issue_int_ilp4(int iters, unsigned a, unsigned b, unsigned* sink, long long* out) {
   int_chains<4>(iters, a, b, sink, out);
 }
+
+// The double-precision units' throughput (compute.fp64_per_cycle): every thread runs
+// FP64_CHAINS independent chains of `iters` dependent DFMAs, enough in flight over 8
+// blocks of 256 threads an SM that the units, not their latency, bound the rate on every
+// GPU (DFMA latency 8 cycles on GV100 to GH100, and at 2 results a clock an SM on GA10x a
+// warp's DFMA occupies the units 16 cycles). Timed with events: DFMA results per second.
+#define FP64_CHAINS 8
+extern "C" __global__ void dfma_throughput(int iters, double a, double b, double* sink) {
+  double x[FP64_CHAINS];
+#pragma unroll
+  for (int k = 0; k < FP64_CHAINS; ++k) x[k] = (double)(threadIdx.x + k);
+#pragma unroll 4
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < FP64_CHAINS; ++k) x[k] = fma(x[k], a, b);
+  }
+  double s = 0.0;
+#pragma unroll
+  for (int k = 0; k < FP64_CHAINS; ++k) s += x[k];
+  if (s == 1.2345) sink[0] = s;
+}
