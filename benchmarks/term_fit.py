@@ -96,8 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     with measure("term_fit") as m:
-        ratios_only, why = ratios_only_entries(a.results)
-        out = term_fits(pd.read_parquet(a.results), a.placement, ratios_only or frozenset())
+        try:
+            ratios_only, why = ratios_only_entries(a.results)
+            out = term_fits(pd.read_parquet(a.results), a.placement, ratios_only or frozenset())
+        except (OSError, ValueError, KeyError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            print(f"{a.results}: not a placement batch results file ({str(exc).splitlines()[0]})", file=sys.stderr)
+            return 2
     if a.json:
         print(json.dumps(out, indent=1))
         return 0

@@ -61,3 +61,15 @@ def test_measured_cycles_and_the_one_factor_fit_by_hand():
     want = statistics.correlation([0.05, 0.10, 0.20], [a / b for a, b in zip(t, m)])
     assert out["off_chip_share_vs_error_corr"] == pytest.approx(want) and abs(want) < 0.5
     assert mod.term_fits(df, leave_out={"e0", "e1", "e2"}) == {}
+
+
+def test_a_file_that_is_not_a_results_file_is_one_line_and_exit_2(tmp_path, capsys):
+    mod = _module()
+    bad = tmp_path / "notes.parquet"
+    bad.write_text("not parquet")
+    assert mod.main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{bad}: not a placement batch results file (") and "\n" not in err
+    frame().drop(columns=["cycles"]).to_parquet(tmp_path / "short.parquet")  # the model's clock comes from it
+    assert mod.main([str(tmp_path / "short.parquet")]) == 2
+    assert "'cycles'" in capsys.readouterr().err
