@@ -110,6 +110,13 @@ def _per_sm_cycle(s: Stat, sms: int, clock_mhz: float) -> Stat:
     return Stat(s.median * 1e3 / (sms * clock_mhz), s.spread * 1e3 / (sms * clock_mhz), s.n)
 
 
+def _add_per_sm_cycle(r: Result, dev, ctx, s: Stat, key: str, unit: str, benchmark: str) -> None:
+    """Add the rate ``s`` (G per second) per SM per cycle as ``key``, at the measured SM clock (the driver's where the
+    clock benchmark did not run)."""
+    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
+    r.add(key, _per_sm_cycle(s, dev.info.sms, clock), unit, benchmark)
+
+
 def random_cycle(rng: np.random.Generator, n: int) -> np.ndarray:
     """next[i] of a random cyclic permutation of 0..n-1 (one cycle through every node:
     Sattolo's property, which Lemeire et al. require so the walk covers the whole array)."""
@@ -629,13 +636,8 @@ def bench_texture(dev, ctx) -> Result:
     texels = grid * block * iters * 4
     vals = _rates(dev, ctx, fn, grid, block, args, texels, _pick(ctx, REPS))
     s = r.add("tex_gtexels", vals, "G texels/s", f"texture: tex1Dfetch, {grid} x {block} threads x {iters * 4} texels")
-    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add(
-        "tex_texels_per_cycle_per_sm",
-        _per_sm_cycle(s, sms, clock),
-        "texels/cycle/SM",
-        "texture: tex1Dfetch throughput over the SMs and the clock",
-    )
+    _add_per_sm_cycle(r, dev, ctx, s, "tex_texels_per_cycle_per_sm", "texels/cycle/SM",
+                      "texture: tex1Dfetch throughput over the SMs and the clock")  # fmt: skip
     return r
 
 
@@ -659,13 +661,8 @@ def bench_lsu(dev, ctx) -> Result:
     s = r.add(
         "lsu_ginst", vals, "G warp-inst/s", f"lsu: LDS.32 without conflicts, {grid} x {block} threads x {iters * 4}"
     )
-    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add(
-        "lsu_inst_per_cycle_per_sm",
-        _per_sm_cycle(s, sms, clock),
-        "warp-inst/cycle/SM",
-        "lsu: LDS.32 warp-instructions over the SMs and the clock",
-    )
+    _add_per_sm_cycle(r, dev, ctx, s, "lsu_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
+                      "lsu: LDS.32 warp-instructions over the SMs and the clock")  # fmt: skip
     return r
 
 
@@ -684,7 +681,6 @@ def bench_loads(dev, ctx) -> Result:
     sink = dev.zeros(1, np.uint32)
     grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
     insts = grid * block * iters * 4 / 32
-    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
     kinds = (("ro", dev.function("readonly", "ldg_nc32"), "__ldg"), ("ldg", dev.function("readonly", "ldg32"), "plain"))
     for prefix, fn, how in kinds:
         for shift, lines in ((0, ""), (1, "_split")):
@@ -692,12 +688,8 @@ def bench_loads(dev, ctx) -> Result:
             vals = _rates(dev, ctx, fn, grid, block, args, insts, _pick(ctx, REPS))
             what = f"{how} loads of {shift + 1} line{'s' if shift else ''} a warp"
             s = r.add(f"{prefix}{lines}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
-            r.add(
-                f"{prefix}{lines}_inst_per_cycle_per_sm",
-                _per_sm_cycle(s, sms, clock),
-                "warp-inst/cycle/SM",
-                f"loads: {what}, warp-instructions over the SMs and the clock",
-            )
+            _add_per_sm_cycle(r, dev, ctx, s, f"{prefix}{lines}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
+                              f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
     return r
 
 
@@ -780,13 +772,8 @@ def bench_fp64(dev, ctx) -> Result:
     results = grid * block * iters * FP64_CHAINS
     vals = _rates(dev, ctx, fn, grid, block, args, results, _pick(ctx, REPS))
     s = r.add("fp64_gdfma", vals, "G DFMA/s", f"fp64: DFMA chains, {grid} x {block} threads x {iters * FP64_CHAINS}")
-    clock = ctx.value("sm_clock_mhz") or dev.info.clock_mhz
-    r.add(
-        "fp64_results_per_cycle_per_sm",
-        _per_sm_cycle(s, sms, clock),
-        "results/cycle/SM",
-        "fp64: DFMA results over the SMs and the clock",
-    )
+    _add_per_sm_cycle(r, dev, ctx, s, "fp64_results_per_cycle_per_sm", "results/cycle/SM",
+                      "fp64: DFMA results over the SMs and the clock")  # fmt: skip
     return r
 
 
