@@ -76,11 +76,11 @@ def term_fits(df, placement: str = "sample", leave_out=frozenset()) -> dict:
     out = {}
     rows = df[(df["placement"] == placement) & df["measured_ns"].notna() & ~df["entry"].isin(list(leave_out))]
     for gpu, g in rows.groupby("gpu", sort=True):
-        meas = measured_cycles(g)
-        terms = {t: (model_t(g) if t == "T" else g[t]) for t in TERMS if t == "T" or t in g}
+        meas, t_model = measured_cycles(g), model_t(g)
+        terms = {t: (t_model if t == "T" else g[t]) for t in TERMS if t == "T" or t in g}
         res = {t: fit(v, meas) for t, v in terms.items()}
         off = off_chip_share(g)
-        err = model_t(g) / meas
+        err = t_model / meas
         if off is not None and len(g) > 2 and np.std(off) > 0 and np.std(err) > 0:
             res["off_chip_share_vs_error_corr"] = float(np.corrcoef(off, err)[0, 1])
         out[gpu] = res
