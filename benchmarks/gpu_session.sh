@@ -28,7 +28,7 @@
 #    --conv-gpu h200 --out DIR` (the device's catalog name) makes it a suite (configs/suites/kerneltuner_conv_h200.toml
 #    is the H200's, 30 Nov 2026);
 # 4. l1-wavefronts: benchmarks/l1_wavefronts.py, the L1 data path's cycles per warp-load by access pattern, plain and
-#    __ldg (add --conv for the Kernel Tuner convolution's own loads at each alignment);
+#    __ldg, with the Kernel Tuner convolution's own loads at each alignment (--conv);
 # 5. atomic-contention: benchmarks/atomic_contention.py, every pattern again;
 # 6. trace-apps: tests/test_sanitizer_gpu.py, the five trace apps against the generators (10 passed on an H100,
 #    27 Nov 2026, and on the H200, 30 Nov; needs a runtime where compute-sanitizer works: Firecracker, not gVisor);
@@ -78,7 +78,7 @@ step nvidia-smi 15 nvidia-smi
 step calibrate 90 "$PY" -m placement.cli calibrate --quick -o "$OUT/calibrated.toml" --json
 step address-issue 30 "$PY" benchmarks/address_issue.py --json "$OUT/address_issue.json"
 step conv2d-kt 75 "$PY" benchmarks/conv2d_kt_variants.py -o "$OUT/conv2d_kt.json"
-step l1-wavefronts 45 "$PY" benchmarks/l1_wavefronts.py
+step l1-wavefronts 45 "$PY" benchmarks/l1_wavefronts.py --conv
 step atomic-contention 45 "$PY" benchmarks/atomic_contention.py
 step trace-apps 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_sanitizer_gpu.py
 trace_rank() {

@@ -5,18 +5,26 @@ __ldg (needs a CUDA GPU and CuPy: pip install 'gpu-placement[gpu]').
 width (``smem_banks x smem_bank_bytes``, 128 B a cycle), but at least its tag stage's cycles (4 lines a cycle, one
 a set: configs/architectures.toml [NV-T]): an unaligned 128-byte access (5 sectors) 1.25 cycles, two 64-byte
 halves in two lines 1 cycle, 32 lanes on 32 lines 8 cycles. Where the L1's data lives in the 32 banks it shares
-with shared memory, a sector of one line and the same sector of another are in the same banks, and such an access
-would take as many cycles as the most lines needing one sector position (2, 2 and 32 in those examples). The
+with shared memory (``l1_data_banks``, Volta on), a word of one line and the word at the same place in another
+are in one bank, and the walk takes at least as many cycles as the most distinct words one bank serves
+(``cachesim``'s ``bank_conflict_degree``: 1, 2 and 32 in those examples, the halves on the same sectors). The
 Kernel Tuner convolution on an A100 (../shared/data/kerneltuner-convolution) reads the image in two 64-byte halves
 a warp with blocks 16 wide, and there staging and __ldg are measured faster than plain loads where the model
 predicts them slower; this script measures which rule the GPU follows.
 
-Every warp of 32 warps an SM loads, ``--iters`` times, 8 independent floats a lane from an L1-resident buffer at the
+Every warp of 32 warps an SM loads, ``--iters`` times, 8 independent words a lane from an L1-resident buffer at the
 pattern's byte offsets (lane l at ``offset(l)``, moved by a multiple of 128 bytes per load so the 8 loads take 8
 different sets), as plain loads (``LDG``) and through the read-only path (``__ldg``: ``LDG.E.CONSTANT``). The
 launch is timed with CUDA events (median of ``--repeat``); the figure is SM cycles per warp-load at the clock the
 driver reports, and relative to the aligned 128-byte pattern (1 cycle on the rule above). Each pattern's line says
-what both rules predict.
+what both rules predict. The loop issues its 8 loads in 19 instructions (nvcc 13, sm_80 and sm_90;
+tests/test_gpu_benchmarks.py reads the SASS), so the schedulers' issue bound is 0.6 cycles a load and SM.
+
+Until 1 Dec 2026 the loop read lines ``(i + k) & 7`` into one float sum: nvcc unrolled it by two and, both
+iterations reading the same 8 lines, issued 8 loads for the 16 this script counted, in 67 instructions (2.1
+cycles a load issued and SM at the 4 schedulers' issue bound). The H200's figures of 30 Nov (benchmarks/README.md,
+"On a GPU") are in those counted loads: twice as many cycles per load issued, and for every pattern up to about 1.5
+of them (aligned, unaligned, the convolution's own) the loop's issue, not the L1's.
 
     python benchmarks/l1_wavefronts.py [--iters 256] [--repeat 5] [--conv]
 
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,29 +46,40 @@ SOURCE = r"""
 #define LOADS 8
 #define MOVE (37 * 128)  // bytes between a lane's 8 loads: whole lines, 8 different sets
 template <bool RO>
-__device__ __forceinline__ void body(const char* __restrict__ buf, const int* __restrict__ offs, int iters,
-                                     float* sink) {
-  const unsigned lane = threadIdx.x & 31;
-  const char* p = buf + offs[lane];
-  float acc = 0.f;
+__device__ __forceinline__ unsigned ld(const char* q) {
+  return RO ? __ldg((const unsigned*)q) : *(const unsigned*)q;
+}
+// The loop is not unrolled and its loads move by `step`, which is 0 at run time: every iteration reads the
+// same 8 lines, which nvcc cannot know, so it neither merges one iteration's loads into the next's nor hoists
+// them. The 8 loads share one address (immediate offsets) and are summed in pairs (IADD3): 19 instructions
+// an iteration on sm_80 and sm_90, 2.4 a load, so the 4 schedulers' issue bound (0.6 cycles a load and SM)
+// is under what one L1 wavefront takes.
+template <bool RO>
+__device__ __forceinline__ void body(const char* buf, const int* __restrict__ offs, int iters, long long step,
+                                     unsigned* sink) {
+  const char* q = buf + offs[threadIdx.x & 31];
+  unsigned a = 0, b = 0, c = 0, d = 0;
+#pragma unroll 1
   for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int k = 0; k < LOADS; ++k) {
-      const float* q = (const float*)(p + ((i + k) & (LOADS - 1)) * MOVE);
-      acc += RO ? __ldg(q) : *q;
-    }
+    a += ld<RO>(q) + ld<RO>(q + MOVE);
+    b += ld<RO>(q + 2 * MOVE) + ld<RO>(q + 3 * MOVE);
+    c += ld<RO>(q + 4 * MOVE) + ld<RO>(q + 5 * MOVE);
+    d += ld<RO>(q + 6 * MOVE) + ld<RO>(q + 7 * MOVE);
+    q += step;
   }
-  if (acc == -1.f) sink[0] = acc;
+  if ((a ^ b ^ c ^ d) == 0xFFFFFFFFu) sink[0] = a;
 }
-extern "C" __global__ void plain(const char* buf, const int* offs, int iters, float* sink) {
-  body<false>(buf, offs, iters, sink);
+extern "C" __global__ void plain(const char* buf, const int* offs, int iters, long long step, unsigned* sink) {
+  body<false>(buf, offs, iters, step, sink);
 }
-extern "C" __global__ void readonly(const char* buf, const int* offs, int iters, float* sink) {
-  body<true>(buf, offs, iters, sink);
+extern "C" __global__ void readonly(const char* buf, const int* offs, int iters, long long step, unsigned* sink) {
+  body<true>(buf, offs, iters, step, sink);
 }
 """
+LOADS = 8
+"""Loads a lane an iteration (``#define LOADS`` in SOURCE)."""
 
-LINE, SECTOR = 128, 32
+LINE, SECTOR, BANKS = 128, 32, 32
 KT_PITCH = (4096 + 15 - 1) * 4  # the Kernel Tuner convolution's input row: 4110 floats
 
 
@@ -104,20 +124,19 @@ class Prediction(NamedTuple):
     """The walk's cycles: sectors' bytes over 128 B or the tag stage's lines at 4 a cycle, whichever is more,
     taking distinct sets."""
     banks: int
-    """The most lines needing one sector position (the data banks' rule)."""
+    """The most distinct 4-byte words one of the 32 banks serves (the data banks' rule, ``l1_data_banks``)."""
     lines: int
     """The distinct 128-byte lines the 32 lanes touch."""
 
 
 def predicted(offsets: list[int]) -> Prediction:
-    """The walk's and the banks' cycles of one warp-load at ``offsets`` (bytes from a line's start), and its lines."""
+    """The walk's and the banks' cycles of one warp-load of 4-byte words at ``offsets`` (bytes from a line's start),
+    and its lines."""
     sectors = {o // SECTOR for o in offsets}
     lines = {o // LINE for o in offsets}
     walk = max(len(sectors) * SECTOR / LINE, -(-len(lines) // 4), 1)
-    by_position: dict[int, set[int]] = {}
-    for s in sectors:
-        by_position.setdefault(s % (LINE // SECTOR), set()).add(s // (LINE // SECTOR))
-    return Prediction(float(walk), max(len(v) for v in by_position.values()), len(lines))
+    per_bank = Counter(w % BANKS for w in {o // 4 for o in offsets})
+    return Prediction(float(walk), max(per_bank.values()), len(lines))
 
 
 def main() -> int:
@@ -135,10 +154,10 @@ def main() -> int:
     mod = cp.RawModule(code=SOURCE, options=("-std=c++17",))
     grid, block = 4 * sms, 256  # 32 warps an SM
     warps = grid * block // 32
-    buf = cp.ones(64 * 1024, cp.float32)  # 256 KiB; a pattern spans at most 8 x 37 lines + 16.5 KiB
-    sink = cp.zeros(1, cp.float32)
+    buf = cp.ones(64 * 1024, cp.uint32)  # 256 KiB; a pattern spans at most 8 x 37 lines + 16.5 KiB
+    sink = cp.zeros(1, cp.uint32)
     print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): {grid} x {block} threads, "
-          f"{args.iters} x 8 loads a lane, medians of {args.repeat}")  # fmt: skip
+          f"{args.iters} x {LOADS} loads a lane, medians of {args.repeat}")  # fmt: skip
     print(f"{'pattern':<46} {'walk':>5} {'banks':>5} {'lines':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
     base: dict[str, float] = {}
     for pat, offsets in patterns.items():
@@ -146,9 +165,9 @@ def main() -> int:
         cycles = {}
         for kind in ("plain", "readonly"):
             fn = mod.get_function(kind)
-            a = (buf, offs, cp.int32(args.iters), sink)
+            a = (buf, offs, cp.int32(args.iters), cp.int64(0), sink)  # step 0: the same 8 lines every iteration
             ms = median_launch_ms(cp, fn, grid, block, a, args.repeat)  # its warm-up: the buffer into every SM's L1
-            loads_per_sm = warps * args.iters * 8 / sms
+            loads_per_sm = warps * args.iters * LOADS / sms
             cycles[kind] = ms * 1e6 * clock_ghz / loads_per_sm
             base.setdefault(kind, cycles[kind])
         walk, banks, lines = predicted(offsets)

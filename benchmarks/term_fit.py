@@ -16,8 +16,9 @@ correlation to the model's own error (T / measured). Entries a suite marks "(rat
 another size than traced: ``placement_accuracy.py``) are left out.
 
 This is how the forty-sixth session read the Kernel Tuner convolution's plain builds: on the H200 T_LSU alone
-follows the 29 shapes within 1.3 % (median) at k = 1.16 (1.44 cycles a load, what ``l1_wavefronts.py`` timed an
-L1-hit warp-load at there: 1.39-1.48), where T is left 7.2 % off at its best k and its error grows with the L2
+follows the 29 shapes within 1.3 % (median) at k = 1.16 (1.44 cycles a load, where ``placement calibrate`` timed
+L1-hit loads there at 1.15; ``l1_wavefronts.py``'s 1.39-1.48 of the same day, once taken for the match, were the
+loop's own issue: benchmarks/README.md), where T is left 7.2 % off at its best k and its error grows with the L2
 share (r = 0.83: T_mem's off-chip class adds what the measured times do not); the A100 the same at k = 2.03 (4.1 %).
 """
 

@@ -5,6 +5,7 @@ predictions by hand, and each script says what is missing in one line and exits 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,35 +58,60 @@ def test_gpu_scripts_without_a_gpu_are_one_line_exit_2(script, args, start):
     assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith(start)
 
 
-def test_l1_wavefronts_kernels_load_plain_and_through_the_read_only_path(tmp_path):
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_l1_wavefronts_loop_issues_each_counted_load_once(tmp_path, arch):
+    # the lanes' offsets are one read-only load before the loop; the loop (one basic block, not unrolled) issues
+    # exactly the LOADS loads the script counts an iteration, plain LDG in one kernel and LDG.E.CONSTANT in the
+    # other, in 19 instructions: 2.4 a load, an issue bound of 0.6 cycles a load and SM over 4 schedulers. (The
+    # loop before 1 Dec 2026 issued 8 loads for the 16 counted: nvcc merged two iterations' loads of one line.)
     import l1_wavefronts
 
-    fns = _sass_of(tmp_path, l1_wavefronts.SOURCE, "sm_80", "-std=c++17")
-    plain, ro = fns["plain"].opcodes, fns["readonly"].opcodes
-    # the lanes' offsets are one read-only load; the timed loads are plain LDG in one kernel and LDG.E.CONSTANT in
-    # the other, 8 per iteration of the loop (nvcc unrolls it: a multiple of 8)
-    timed_plain = [o for o in plain if o.startswith("LDG.E") and "CONSTANT" not in o]
-    timed_ro = [o for o in ro if o.startswith("LDG.E.CONSTANT")]
-    assert len(timed_plain) % 8 == 0 and len(timed_plain) > 0
-    assert len(timed_ro) == len(timed_plain) + 1 and sum("CONSTANT" in o for o in plain if o.startswith("LDG")) == 1
+    assert int(re.search(r"#define LOADS (\d+)", l1_wavefronts.SOURCE).group(1)) == l1_wavefronts.LOADS == 8
+    fns = _sass_of(tmp_path, l1_wavefronts.SOURCE, arch, "-std=c++17")
+    for kind, timed in (("plain", "LDG.E"), ("readonly", "LDG.E.CONSTANT")):
+        f = fns[kind]
+        loads = [i for i, o in enumerate(f.opcodes) if o.startswith("LDG")]
+        assert f.opcodes[loads[0]] == "LDG.E.CONSTANT" and f.block[loads[0]] != f.block[loads[1]], kind
+        loop = [o for o, b in zip(f.opcodes, f.block, strict=True) if b == f.block[loads[1]]]
+        assert [o for o in loop if o.startswith("LDG")] == [timed] * l1_wavefronts.LOADS, (kind, loop)
+        assert all(f.block[i] == f.block[loads[1]] for i in loads[1:]) and loop[-1] == "BRA", kind
+        assert len(loop) == 19 and len(loop) / l1_wavefronts.LOADS / 4 < 0.6, (kind, loop)
 
 
 def test_l1_wavefronts_predictions_by_hand():
     from l1_wavefronts import PATTERNS, predicted
 
-    # (the walk's cycles, the most lines on one sector position, the lines touched)
+    # (the walk's cycles, the most distinct words one bank serves, the lines touched)
     assert predicted(PATTERNS["aligned 128 B"]) == (1.0, 1, 1)
-    assert predicted(PATTERNS["128 B from +4 B"]) == (1.25, 2, 2)  # sectors 0-3 of one line and 0 of the next
+    # sectors 0-3 of one line and 0 of the next, words 1-32: banks 1-31 and 0, one word each
+    assert predicted(PATTERNS["128 B from +4 B"]) == (1.25, 1, 2)
     assert predicted(PATTERNS["128 B from +32 B"]) == (1.0, 1, 2)  # sectors 1-3 and 0: four positions, once each
     assert predicted(PATTERNS["halves, 2nd in the next line, same sectors"]) == (1.0, 2, 2)
     assert predicted(PATTERNS["halves, 2nd in the next line, other sectors"]) == (1.0, 1, 2)
     # 16,440 bytes on: 56 bytes into a line, so the second half takes sectors 1-3 of it (5 sectors in all)
+    # and words 4,110-4,125: banks 14-29 over the first half's 0-15, two words in banks 14 and 15
     assert predicted(PATTERNS["halves, 2nd one Kernel Tuner row on"]) == (1.25, 2, 2)
     assert predicted(PATTERNS["8 lines, sector 0 of each"]) == (2.0, 8, 8)
     assert predicted(PATTERNS["8 lines, sectors 0-3 in turn"]) == (2.0, 2, 8)
     assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32, 32)
     assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8, 32)
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
+
+
+def test_l1_wavefronts_banks_are_the_models_bank_conflict_degree():
+    # the script's banks column is the rule cachesim's walk applies where l1_data_banks is set: its
+    # bank_conflict_degree over 32 banks of 4 bytes, for every pattern and every alignment of the convolution's
+    import numpy as np
+    from l1_wavefronts import PATTERNS, conv_patterns, predicted
+
+    from cachesim._coalesce_kernels import bank_conflict_degree
+
+    words, counts = np.empty(32 * 16, np.uint64), np.empty(32, np.int64)
+    for name, offsets in {**PATTERNS, **conv_patterns()}.items():
+        row = np.asarray(offsets, np.uint64) + np.uint64(1 << 20)  # a line-aligned base
+        assert predicted(offsets).banks == bank_conflict_degree(np.uint32(0xFFFFFFFF), row, 4, 32, 4, words, counts), (
+            name
+        )
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
