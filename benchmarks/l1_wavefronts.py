@@ -7,7 +7,8 @@ a set: configs/architectures.toml [NV-T]): an unaligned 128-byte access (5 secto
 halves in two lines 1 cycle, 32 lanes on 32 lines 8 cycles. Where the L1's data lives in the 32 banks it shares
 with shared memory (``l1_data_banks``, Volta on), a word of one line and the word at the same place in another
 are in one bank, and the walk takes at least as many cycles as the most distinct words one bank serves
-(``cachesim``'s ``bank_conflict_degree``: 1, 2 and 32 in those examples, the halves on the same sectors). The
+(``cachesim``'s ``bank_conflict_degree``: 1 for the unaligned access, 2 for halves at the same place in their
+lines, 32 for 32 lines read at the same place). The
 Kernel Tuner convolution on an A100 (../shared/data/kerneltuner-convolution) reads the image in two 64-byte halves
 a warp with blocks 16 wide, and there staging and __ldg are measured faster than plain loads where the model
 predicts them slower; this script measures which rule the GPU follows.
@@ -23,8 +24,9 @@ tests/test_gpu_benchmarks.py reads the SASS), so the schedulers' issue bound is 
 Until 1 Dec 2026 the loop read lines ``(i + k) & 7`` into one float sum: nvcc unrolled it by two and, both
 iterations reading the same 8 lines, issued 8 loads for the 16 this script counted, in 67 instructions (2.1
 cycles a load issued and SM at the 4 schedulers' issue bound). The H200's figures of 30 Nov (benchmarks/README.md,
-"On a GPU") are in those counted loads: twice as many cycles per load issued, and for every pattern up to about 1.5
-of them (aligned, unaligned, the convolution's own) the loop's issue, not the L1's.
+"On a GPU") are in those counted loads: twice as many cycles per load issued, and for every pattern that took up
+to about 1.6 cycles a load counted (about 3 a load issued: aligned, unaligned, the convolution's own, 8 lines over
+the four sector positions) the loop's issue, not the L1's.
 
     python benchmarks/l1_wavefronts.py [--iters 256] [--repeat 5] [--conv]
 

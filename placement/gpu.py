@@ -141,6 +141,11 @@ class Memory:
     ``configs/architectures.toml``); ``placement calibrate``: its copy kernel's bandwidth over the datasheet's (an H200:
     3.58 TB/s of 4.8, 0.75; the H100 2.79 of 3.35, 0.83; Hopper's was 0.86 for both); a catalog row: its
     ``dram_share`` column (``configs/catalog.csv``)."""
+    l1_bank_ratio: float = 0.0
+    """The time of an L1-hit warp-load whose two 16-lane halves read the same words of two lines (the same 16 of the
+    32 banks) over one whose halves read different words of the same two lines, measured (``placement calibrate``'s
+    ``loads``: 2 where the L1 reads its data through the shared memory's banks, a 2-way conflict, 1 where it does
+    not); 0: not measured, the architecture's ``l1_data_banks`` (``placement.memory.l1_data_banks_of``)."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,7 @@ _BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "smem_atomic_cycles": _NONNEG,
     "smem_atomic_lane_cycles": _NONNEG,
     "dram_sustained_fraction": (0, 1),
+    "l1_bank_ratio": (0, 32),
 }
 READONLY_CACHES = ("tex", "l1", "none")
 _CHOICES = {"reg_alloc_granularity": ("warp", "block"), "arch": ARCHES, "readonly_cache": READONLY_CACHES}

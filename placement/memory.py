@@ -36,9 +36,18 @@ def l1_tags_per_cycle_of(gpu: Gpu) -> int:
     return int(v) if v else 0
 
 
+L1_BANK_RULE_RATIO = 1.5
+"""The measured ``memory.l1_bank_ratio`` from which a GPU's L1 takes the bank rule: halfway between 1 (the halves'
+loads as fast in the same banks as in others) and 2 (a 2-way conflict read in two passes)."""
+
+
 def l1_data_banks_of(gpu: Gpu) -> bool:
-    """Whether the GPU's per-SM cache reads its data through the shared memory's banks (``l1_data_banks`` of the
-    architecture's ``[<arch>.models]``: Volta on, cited in configs/architectures.toml)."""
+    """Whether the GPU's per-SM cache reads its data through the shared memory's banks: where ``placement calibrate``
+    measured it (``memory.l1_bank_ratio`` > 0), whether the same-bank loads took at least
+    :data:`L1_BANK_RULE_RATIO` the time of the others; else ``l1_data_banks`` of the architecture's
+    ``[<arch>.models]`` (Volta on, cited in configs/architectures.toml)."""
+    if gpu.memory.l1_bank_ratio > 0:
+        return gpu.memory.l1_bank_ratio >= L1_BANK_RULE_RATIO
     return bool(_arch_models(gpu).get("l1_data_banks", False))
 
 

@@ -244,7 +244,8 @@ def test_dfma_kernel_times_dfma_chains_as_the_benchmark_counts_them(tmp_path):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch):
-    """bench_loads counts 4 loads a thread an iteration: nvcc's remainder loop (one iteration) issues 4, its
+    """bench_loads counts 4 loads a thread an iteration (each kernel: one and two lines, and the halves): nvcc's
+    remainder loop (one iteration) issues 4, its
     unrolled loop a multiple of 4 at distinct addresses, and the unrolled loop's instructions over its loads and the
     4 schedulers give an issue bound under 0.75 cycles a load and SM (2.75 instructions a load on sm_90), below the
     1.15 cycles that the H200 measured, so the figure is the L1's rate and not the loop's issue."""
@@ -257,7 +258,7 @@ def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch
     subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-o", str(cubin), str(KERNELS / "readonly.cu")],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     fns = sass.disassemble(cubin, nvdisasm)
-    for kernel, timed in (("ldg32", "LDG.E"), ("ldg_nc32", "LDG.E.CONSTANT")):
+    for kernel, timed in (("ldg32", "LDG.E"), ("ldg_nc32", "LDG.E.CONSTANT"), ("ldg_halves", "LDG.E")):
         f = fns[kernel]
         blocks: dict[int, list[int]] = {}
         for i, o in enumerate(f.opcodes):
@@ -269,6 +270,27 @@ def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch
         assert len({f.operands[i].split(",", 1)[1].strip() for i in unrolled}) == 16, kernel  # no load twice
         body = int(np.count_nonzero(f.block == f.block[unrolled[0]]))
         assert body / 16 / 4 < 0.75, (kernel, body)
+
+
+def test_ldg_halves_differ_in_the_banks_alone():
+    """bench_loads' two ldg_halves runs (L1_HALVES): lanes 16-31 read 16 words `second` words after lanes 0-15's
+    (the kernel's lane word, read from its source). At 32 they read the same banks of the next line, at 48 that
+    line's other half: two lines and four sectors each, bank-conflict degree 2 and 1 by cachesim's rule."""
+    from cachesim._coalesce_kernels import bank_conflict_degree, lines_touched
+
+    source = (KERNELS / "readonly.cu").read_text()
+    assert "LINES_BODY(PLAIN_LOAD, (lane & 15u) + (lane >> 4) * shift)" in source
+    assert dict(benchmarks.L1_HALVES) == {"same": 32, "apart": 48}
+    words, counts = np.empty(32 * 16, np.uint64), np.empty(32, np.int64)
+    lines, smasks = np.empty(64, np.uint64), np.empty(64, np.uint64)
+    seen = {}
+    for name, second in benchmarks.L1_HALVES:
+        row = np.array([4 * ((lane & 15) + (lane >> 4) * second) for lane in range(32)], np.uint64) + np.uint64(4096)
+        full = np.uint32(0xFFFFFFFF)
+        k = lines_touched(full, row, 4, 7, 5, lines, smasks)
+        sectors = sum(bin(int(m)).count("1") for m in smasks[:k])
+        seen[name] = (k, sectors, bank_conflict_degree(full, row, 4, 32, 4, words, counts))
+    assert seen == {"same": (2, 4, 2), "apart": (2, 4, 1)}
 
 
 def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():

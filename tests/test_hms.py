@@ -619,6 +619,35 @@ def test_l1_reads_through_the_shared_banks_from_volta_on():
     assert WholeTraceEvaluator(traces.Trace(**cols, info=info), get_gpu("k80")).sample.l1_bank_conflicts == 0
 
 
+def test_a_measured_l1_bank_ratio_decides_the_bank_rule():
+    # placement calibrate's memory.l1_bank_ratio (the same-bank halves' time over the others'), where measured, wins
+    # over the architecture's l1_data_banks, from L1_BANK_RULE_RATIO (1.5) on: 1.05 takes the rule from an A100, 1.9
+    # gives it to a GTX 980 (Maxwell: none by its architecture), 1.5 is in, and 0 (not measured) keeps the
+    # architecture's. The 16 x 4 convolution's 2,048 x 226 conflicts go with it.
+    import dataclasses
+
+    from placement.memory import L1_BANK_RULE_RATIO, hierarchy_config, l1_data_banks_of
+
+    def measured(name, ratio):
+        g = get_gpu(name)
+        return dataclasses.replace(g, memory=dataclasses.replace(g.memory, l1_bank_ratio=ratio))
+
+    assert L1_BANK_RULE_RATIO == 1.5
+    assert [l1_data_banks_of(measured("a100", r)) for r in (0.0, 1.05, 1.49, 1.5, 2.0)] == [
+        True,
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert [l1_data_banks_of(measured("gtx980", r)) for r in (0.0, 1.9)] == [False, True]
+    assert hierarchy_config(measured("a100", 1.05)).l1_data_banks is False
+    cols, info = generate("conv2d_kt", [256, 256], [16, 4, 1, 1])
+    trace = traces.Trace(**cols, info=info)
+    assert WholeTraceEvaluator(trace, measured("a100", 2.02)).sample.l1_bank_conflicts == 2048 * (225 + 1)
+    assert WholeTraceEvaluator(trace, measured("a100", 1.02)).sample.l1_bank_conflicts == 0
+
+
 def test_texture_units_bound_t_comp_by_hand():
     # conv1d of 2^16 outputs, 7 taps, its input in a 1D texture: 7 x 2^16 texels (every lane active, the
     # generator clamps at the edges instead of masking); the H100's SMs fetch 4 a cycle (4 texture units,

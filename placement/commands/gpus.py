@@ -47,8 +47,9 @@ def _summary(g, full_name: str, origin: str, source: str) -> dict:
 
 def model_rates(g) -> dict:
     """The per-architecture rates and switches the model takes beyond the configuration's sections
-    (``[<arch>.models]`` of configs/architectures.toml), as they apply to ``g``: a measured ``[compute]`` rate
-    above 0 (``placement calibrate``) wins over the architecture's."""
+    (``[<arch>.models]`` of configs/architectures.toml), as they apply to ``g``: a measured rate above 0 (``placement
+    calibrate``'s ``[compute]`` rates, and ``memory.l1_bank_ratio`` for ``l1_data_banks``) wins over the
+    architecture's."""
     import cachesim
 
     from .. import memory

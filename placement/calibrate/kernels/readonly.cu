@@ -7,13 +7,17 @@
 // `mask`, so the compiler can neither hoist nor merge the loads; the four loads of an iteration
 // share one address (immediate offsets). ldg_nc32 reads through __ldg (LDG.E.CONSTANT), ldg32 with
 // plain loads (LDG.E: no __restrict__, and the sink may alias the array). The host times the
-// launches with events: warp-instructions = blocks x threads x iters x 4 / 32.
-#define LINES_BODY(LOAD)                                                         \
+// launches with events: warp-instructions = blocks x threads x iters x 4 / 32. ldg_halves reads
+// with plain loads too, lanes 0-15 the first 16 words of the line and lanes 16-31 16 words `shift`
+// words on: 32 (the same words of the next line, in the same 16 banks: a 2-way bank conflict where
+// the L1's data is the shared memory's banks) or 48 (the other half of the next line: other banks),
+// two lines and four sectors either way, so the two differ in the banks alone.
+#define LINES_BODY(LOAD, LANE_WORD)                                              \
   const unsigned lane = threadIdx.x & 31u;                                       \
   unsigned line = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 128u;         \
   unsigned a = 0, b = 0, c = 0, d = 0;                                           \
   for (int k = 0; k < iters; ++k) {                                              \
-    const unsigned* q = p + ((line & mask) + lane + shift);                      \
+    const unsigned* q = p + ((line & mask) + (LANE_WORD));                       \
     a += LOAD(q);                                                                \
     b += LOAD(q + 32);                                                           \
     c += LOAD(q + 64);                                                           \
@@ -27,9 +31,13 @@
 
 extern "C" __global__ void ldg_nc32(const unsigned* __restrict__ p, int iters, unsigned mask, unsigned shift,
                                     unsigned* sink) {
-  LINES_BODY(NC_LOAD)
+  LINES_BODY(NC_LOAD, lane + shift)
 }
 
 extern "C" __global__ void ldg32(const unsigned* p, int iters, unsigned mask, unsigned shift, unsigned* sink) {
-  LINES_BODY(PLAIN_LOAD)
+  LINES_BODY(PLAIN_LOAD, lane + shift)
+}
+
+extern "C" __global__ void ldg_halves(const unsigned* p, int iters, unsigned mask, unsigned shift, unsigned* sink) {
+  LINES_BODY(PLAIN_LOAD, (lane & 15u) + (lane >> 4) * shift)
 }
