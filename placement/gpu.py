@@ -142,10 +142,11 @@ class Memory:
     3.58 TB/s of 4.8, 0.75; the H100 2.79 of 3.35, 0.83; Hopper's was 0.86 for both); a catalog row: its
     ``dram_share`` column (``configs/catalog.csv``)."""
     l1_bank_ratio: float = 0.0
-    """The time of an L1-hit warp-load whose two 16-lane halves read the same words of two lines (the same 16 of the
-    32 banks) over one whose halves read different words of the same two lines, measured (``placement calibrate``'s
-    ``loads``: 2 where the L1 reads its data through the shared memory's banks, a 2-way conflict, 1 where it does
-    not); 0: not measured, the architecture's ``l1_data_banks`` (``placement.memory.l1_data_banks_of``)."""
+    """The time of an L1-hit warp-load whose four 8-lane quarters read the same words of four lines (the same 8 of
+    the 32 banks) over one whose quarters read different words of the same four lines, measured (``placement
+    calibrate``'s ``loads``: 4 where the L1 reads its data through the shared memory's banks, a 4-way conflict, 1
+    where it does not); 0: not measured, the architecture's ``l1_data_banks``
+    (``placement.memory.l1_data_banks_of``)."""
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ def l1_tags_per_cycle_of(gpu: Gpu) -> int:
 
 
 L1_BANK_RULE_RATIO = 1.5
-"""The measured ``memory.l1_bank_ratio`` from which a GPU's L1 takes the bank rule: halfway between 1 (the halves'
-loads as fast in the same banks as in others) and 2 (a 2-way conflict read in two passes)."""
+"""The measured ``memory.l1_bank_ratio`` from which a GPU's L1 takes the bank rule: above 1 (the quarters' loads as
+fast in the same banks as in others) and below 2, the least a 4-way conflict read in four passes takes over the
+conflict-free load where the load/store pipe takes one every 2 cycles (GA10x; 4 where it takes one a cycle)."""
 
 
 def l1_data_banks_of(gpu: Gpu) -> bool:

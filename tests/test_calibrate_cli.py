@@ -244,7 +244,7 @@ def test_dfma_kernel_times_dfma_chains_as_the_benchmark_counts_them(tmp_path):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch):
-    """bench_loads counts 4 loads a thread an iteration (each kernel: one and two lines, and the halves): nvcc's
+    """bench_loads counts 4 loads a thread an iteration (each kernel: one and two lines, and the quarters): nvcc's
     remainder loop (one iteration) issues 4, its
     unrolled loop a multiple of 4 at distinct addresses, and the unrolled loop's instructions over its loads and the
     4 schedulers give an issue bound under 0.75 cycles a load and SM (2.75 instructions a load on sm_90), below the
@@ -258,7 +258,7 @@ def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch
     subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-o", str(cubin), str(KERNELS / "readonly.cu")],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     fns = sass.disassemble(cubin, nvdisasm)
-    for kernel, timed in (("ldg32", "LDG.E"), ("ldg_nc32", "LDG.E.CONSTANT"), ("ldg_halves", "LDG.E")):
+    for kernel, timed in (("ldg32", "LDG.E"), ("ldg_nc32", "LDG.E.CONSTANT"), ("ldg_quarters", "LDG.E")):
         f = fns[kernel]
         blocks: dict[int, list[int]] = {}
         for i, o in enumerate(f.opcodes):
@@ -272,25 +272,27 @@ def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch
         assert body / 16 / 4 < 0.75, (kernel, body)
 
 
-def test_ldg_halves_differ_in_the_banks_alone():
-    """bench_loads' two ldg_halves runs (L1_HALVES): lanes 16-31 read 16 words `second` words after lanes 0-15's
-    (the kernel's lane word, read from its source). At 32 they read the same banks of the next line, at 48 that
-    line's other half: two lines and four sectors each, bank-conflict degree 2 and 1 by cachesim's rule."""
+def test_ldg_quarters_differ_in_the_banks_alone():
+    """bench_loads' two ldg_quarters runs (L1_QUARTERS): each 8 lanes read 8 words, quarter j `step` x j words after
+    the first (the kernel's lane word, read from its source). At 32 they read the same 8 words of 4 lines, at 40 word
+    8j of line j: four lines and four sectors each, bank-conflict degree 4 and 1 by cachesim's rule."""
     from cachesim._coalesce_kernels import bank_conflict_degree, lines_touched
 
     source = (KERNELS / "readonly.cu").read_text()
-    assert "LINES_BODY(PLAIN_LOAD, (lane & 15u) + (lane >> 4) * shift)" in source
-    assert dict(benchmarks.L1_HALVES) == {"same": 32, "apart": 48}
+    assert "LINES_BODY(PLAIN_LOAD, (lane & 7u) + (lane >> 3) * shift)" in source
+    assert dict(benchmarks.L1_QUARTERS) == {"same": 32, "apart": 40}
     words, counts = np.empty(32 * 16, np.uint64), np.empty(32, np.int64)
     lines, smasks = np.empty(64, np.uint64), np.empty(64, np.uint64)
-    seen = {}
-    for name, second in benchmarks.L1_HALVES:
-        row = np.array([4 * ((lane & 15) + (lane >> 4) * second) for lane in range(32)], np.uint64) + np.uint64(4096)
-        full = np.uint32(0xFFFFFFFF)
+    full, seen = np.uint32(0xFFFFFFFF), {}
+    for name, step in benchmarks.L1_QUARTERS:
+        row = np.array([4 * ((lane & 7) + (lane >> 3) * step) for lane in range(32)], np.uint64) + np.uint64(4096)
         k = lines_touched(full, row, 4, 7, 5, lines, smasks)
         sectors = sum(bin(int(m)).count("1") for m in smasks[:k])
         seen[name] = (k, sectors, bank_conflict_degree(full, row, 4, 32, 4, words, counts))
-    assert seen == {"same": (2, 4, 2), "apart": (2, 4, 1)}
+    assert seen == {"same": (4, 4, 4), "apart": (4, 4, 1)}
+    # the last word a quarter-load reads, (the mask's last line) + 96 + 7 + 3 x 40, is inside the host's buffer
+    assert "dev.zeros(TEX_WORDS + 128, np.uint32)" in Path(benchmarks.__file__).read_text()
+    assert (benchmarks.TEX_WORDS - 128) + 96 + 7 + 3 * 40 < benchmarks.TEX_WORDS + 128
 
 
 def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():

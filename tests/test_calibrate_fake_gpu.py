@@ -46,7 +46,7 @@ class FakeGpu:
     lsu_per_cycle = 0.5
     fp64_per_cycle = 48.0  # not the H100 base's 64: the configuration must take the measured rate
     loads_per_cycle = {("ldg_nc32", 0): 0.25, ("ldg_nc32", 1): 0.2, ("ldg32", 0): 0.5, ("ldg32", 1): 0.4}
-    halves_per_cycle = {32: 0.3, 48: 0.6}  # the same banks at half the rate: a 2-way conflict, l1_bank_ratio 2
+    quarters_per_cycle = {32: 0.15, 40: 0.6}  # the same banks at a quarter of the rate: a 4-way conflict, ratio 4
 
 
 class FakeDevice:
@@ -140,11 +140,11 @@ class FakeDevice:
             assert (mask + 1) % 128 == 0 and args[0].size >= mask + 1 + 32 * shift  # whole lines, room to shift
             per_sm = grid * block * int(args[1]) * 4 / 32 / self.info.sms
             return per_sm / g.loads_per_cycle[kernel, shift] / (g.clock_mhz * 1e3)
-        if kernel == "ldg_halves":  # as ldg32, lanes 16-31 `second` words after lanes 0-15
-            mask, second = int(args[2]), int(args[3])
-            assert (mask + 1) % 128 == 0 and args[0].size > (mask + 1 - 128) + 96 + 15 + second  # the last word read
+        if kernel == "ldg_quarters":  # as ldg32, quarter j of the warp `step` x j words after the first
+            mask, step = int(args[2]), int(args[3])
+            assert (mask + 1) % 128 == 0 and args[0].size > (mask + 1 - 128) + 96 + 7 + 3 * step  # the last word read
             per_sm = grid * block * int(args[1]) * 4 / 32 / self.info.sms
-            return per_sm / g.halves_per_cycle[second] / (g.clock_mhz * 1e3)
+            return per_sm / g.quarters_per_cycle[step] / (g.clock_mhz * 1e3)
         raise AssertionError(f"time_ms of {kernel}")
 
     # what each kernel measures
@@ -212,7 +212,7 @@ class FakeDevice:
             "smem_lds32",
             "ldg_nc32",
             "ldg32",
-            "ldg_halves",
+            "ldg_quarters",
             "dfma_throughput",
         ):
             pass
@@ -308,11 +308,11 @@ def test_every_benchmark_on_a_simulated_gpu(tmp_path):
     assert cfg.compute.readonly_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 0])
     assert cfg.compute.readonly_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg_nc32", 1])
     assert cfg.compute.global_split_instructions_per_cycle == pytest.approx(g.loads_per_cycle["ldg32", 1])
-    # the halves in the same banks at 0.3, in others at 0.6: the first loads take twice as long, which gives the
-    # configuration the bank rule (the H100 base has it from its architecture too)
-    assert m["ldg_halves_same_inst_per_cycle_per_sm"] == pytest.approx(0.3)
-    assert m["ldg_halves_apart_inst_per_cycle_per_sm"] == pytest.approx(0.6)
-    assert base.memory.l1_bank_ratio == 0.0 and cfg.memory.l1_bank_ratio == pytest.approx(2.0)
+    # the quarters in the same banks at 0.15, in others at 0.6: the first loads take 4 times as long, which gives
+    # the configuration the bank rule (the H100 base has it from its architecture too)
+    assert m["ldg_quarters_same_inst_per_cycle_per_sm"] == pytest.approx(0.15)
+    assert m["ldg_quarters_apart_inst_per_cycle_per_sm"] == pytest.approx(0.6)
+    assert base.memory.l1_bank_ratio == 0.0 and cfg.memory.l1_bank_ratio == pytest.approx(4.0)
     assert memory.l1_data_banks_of(cfg)
     # the double-precision units: 8 DFMA chains a thread, at the simulated 48 results a cycle an SM (the base's 64
     # is replaced): 48 x 4 SMs x 1,975 MHz = 379.2 G DFMA/s

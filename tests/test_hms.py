@@ -620,7 +620,7 @@ def test_l1_reads_through_the_shared_banks_from_volta_on():
 
 
 def test_a_measured_l1_bank_ratio_decides_the_bank_rule():
-    # placement calibrate's memory.l1_bank_ratio (the same-bank halves' time over the others'), where measured, wins
+    # placement calibrate's memory.l1_bank_ratio (the same-bank quarters' time over the others'), where measured, wins
     # over the architecture's l1_data_banks, from L1_BANK_RULE_RATIO (1.5) on: 1.05 takes the rule from an A100, 1.9
     # gives it to a GTX 980 (Maxwell: none by its architecture), 1.5 is in, and 0 (not measured) keeps the
     # architecture's. The 16 x 4 convolution's 2,048 x 226 conflicts go with it.

@@ -666,10 +666,12 @@ def bench_lsu(dev, ctx) -> Result:
     return r
 
 
-L1_HALVES = (("same", 32), ("apart", 48))
-"""``bench_loads``' plain loads whose lanes 16-31 read 16 words this many words after lanes 0-15's: the same
-words of the next line (a 2-way bank conflict where the L1's data is the shared memory's 32 banks of 4 bytes) and
-that line's other half (no conflict), two lines and four sectors each (``ldg_halves`` in kernels/readonly.cu)."""
+L1_QUARTERS = (("same", 32), ("apart", 40))
+"""``bench_loads``' plain loads whose lanes read 8 words a quarter of the warp, quarter j this many words x j after
+the first: the same 8 words of 4 lines (a 4-way bank conflict where the L1's data is the shared memory's 32 banks of
+4 bytes) and word 8j of line j (no conflict), four lines and four sectors each (``ldg_quarters`` in
+kernels/readonly.cu). A 4-way conflict, not a 2-way one, so that where the load/store pipe takes a load every 2
+cycles (GA10x) the rule still shows."""
 
 
 def bench_loads(dev, ctx) -> Result:
@@ -680,13 +682,13 @@ def bench_loads(dev, ctx) -> Result:
     read-only one-line rate is ``compute.readonly_instructions_per_cycle`` (``placement.hms.t_lsu``: each read-only
     load's share of the load/store pipe, which the model otherwise takes to be the pipe's own rate); the others stay
     in ``[calibration.measured]``, what a GPU's loads cost by the lines they touch, for the model to be held
-    against. Then plain loads in two 16-lane halves on two lines (:data:`L1_HALVES`), in the same banks and in
-    others: the first's time over the second's is ``memory.l1_bank_ratio`` (2 where the L1 reads a line's data
-    through the shared memory's banks, 1 where it does not), which decides ``l1_data_banks`` for the GPU
-    (``placement.memory.l1_data_banks_of``)."""
+    against. Then plain loads in four 8-lane quarters on four lines (:data:`L1_QUARTERS`), in the same banks and in
+    others: the first's time over the second's is ``memory.l1_bank_ratio`` (4 where the L1 reads a line's data
+    through the shared memory's banks, 2 where a half-rate pipe hides part of it, 1 where it does not), which decides
+    ``l1_data_banks`` for the GPU (``placement.memory.l1_data_banks_of``)."""
     r = Result()
     sms = dev.info.sms
-    buf = dev.zeros(TEX_WORDS + 32, np.uint32)  # the shifted warp-loads read up to 32 words past the mask
+    buf = dev.zeros(TEX_WORDS + 128, np.uint32)  # the shifted and quartered warp-loads read up to 95 words past it
     sink = dev.zeros(1, np.uint32)
     grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
     insts = grid * block * iters * 4 / 32
@@ -699,13 +701,15 @@ def bench_loads(dev, ctx) -> Result:
             s = r.add(f"{prefix}{lines}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
             _add_per_sm_cycle(r, dev, ctx, s, f"{prefix}{lines}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
                               f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
-    halves = dev.function("readonly", "ldg_halves")
-    for banks, second in L1_HALVES:
-        args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(second), sink)
-        vals = _rates(dev, ctx, halves, grid, block, args, insts, _pick(ctx, REPS))
-        what = f"plain loads in two halves on two lines, {'the same' if banks == 'same' else 'other'} banks"
-        s = r.add(f"ldg_halves_{banks}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
-        _add_per_sm_cycle(r, dev, ctx, s, f"ldg_halves_{banks}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
+    quarters = dev.function("readonly", "ldg_quarters")
+    for banks, step in L1_QUARTERS:
+        args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(step), sink)
+        vals = _rates(dev, ctx, quarters, grid, block, args, insts, _pick(ctx, REPS))
+        what = f"plain loads in four quarters on four lines, {'the same' if banks == 'same' else 'other'} banks"
+        s = r.add(
+            f"ldg_quarters_{banks}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}"
+        )
+        _add_per_sm_cycle(r, dev, ctx, s, f"ldg_quarters_{banks}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
                           f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
     return r
 

@@ -99,9 +99,9 @@ by (``placement.hms.dram_bandwidth_gbs``; until 30 Nov 2026 always the architect
 are 0.83 (h100-placements/microbenchmarks.csv; its read and write kernels reach 0.91 and 0.93), the H200's 3,584 of
 4,800 0.75, where Hopper's share was 0.86 for both. A share above 1 (a datasheet below the GPU) is not written."""
 
-L1_HALVES = ("ldg_halves_same_inst_per_cycle_per_sm", "ldg_halves_apart_inst_per_cycle_per_sm")
-"""Plain L1-hit loads in two 16-lane halves on two lines, the halves in the same banks and in others (warp-instructions
-a cycle and SM): the second rate over the first is the first load's time over the second's,
+L1_QUARTERS = ("ldg_quarters_same_inst_per_cycle_per_sm", "ldg_quarters_apart_inst_per_cycle_per_sm")
+"""Plain L1-hit loads in four 8-lane quarters on four lines, the quarters in the same banks and in others
+(warp-instructions a cycle and SM): the second rate over the first is the first load's time over the second's,
 ``memory.l1_bank_ratio``, which decides whether the model reads the GPU's L1 through the shared memory's banks
 (``placement.memory.l1_data_banks_of``)."""
 
@@ -209,12 +209,12 @@ def calibrated_tables(
             notes["memory.dram_sustained_fraction"] = (f"{DRAM_COPY} {copy.value:.0f} GB/s over the datasheet's "
                                                        f"{peak:.0f}: {comment(copy, cal)}")  # fmt: skip
             used.append(DRAM_COPY)
-    same, apart = (cal.measured.get(k) for k in L1_HALVES)
-    if same is not None and apart is not None and same.value > 0 and apart.value > 0 and not set(L1_HALVES) & drop:
+    same, apart = (cal.measured.get(k) for k in L1_QUARTERS)
+    if same is not None and apart is not None and same.value > 0 and apart.value > 0 and not set(L1_QUARTERS) & drop:
         t["memory"]["l1_bank_ratio"] = apart.value / same.value
-        notes["memory.l1_bank_ratio"] = (f"{L1_HALVES[1]} {apart.value:.4g} over {L1_HALVES[0]} {same.value:.4g} "
-                                         f"(the same-bank halves' time over the others'): {comment(same, cal)}")  # fmt: skip
-        used.extend(L1_HALVES)
+        notes["memory.l1_bank_ratio"] = (f"{L1_QUARTERS[1]} {apart.value:.4g} over {L1_QUARTERS[0]} {same.value:.4g} "
+                                         f"(the same-bank quarters' time over the others'): {comment(same, cal)}")  # fmt: skip
+        used.extend(L1_QUARTERS)
     for key, cache in CACHE_SIZE_KEYS.items():
         m = cal.measured.get(key)
         if m is None or key in drop:
@@ -370,8 +370,8 @@ def _measurement_of(field: str | None, used: list[str]) -> str | None:
             return key
     if field == "memory.line_bytes" and "sector_bytes" in used:
         return "sector_bytes"
-    if field == "memory.l1_bank_ratio" and L1_HALVES[0] in used:
-        return L1_HALVES[0]
+    if field == "memory.l1_bank_ratio" and L1_QUARTERS[0] in used:
+        return L1_QUARTERS[0]
     return None
 
 
