@@ -693,23 +693,17 @@ def bench_loads(dev, ctx) -> Result:
     grid, block, iters = sms * LDS_BLOCKS_PER_SM, 1024, _pick(ctx, (1024, 4096))
     insts = grid * block * iters * 4 / 32
     kinds = (("ro", dev.function("readonly", "ldg_nc32"), "__ldg"), ("ldg", dev.function("readonly", "ldg32"), "plain"))
-    for prefix, fn, how in kinds:
-        for shift, lines in ((0, ""), (1, "_split")):
-            args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(shift), sink)
-            vals = _rates(dev, ctx, fn, grid, block, args, insts, _pick(ctx, REPS))
-            what = f"{how} loads of {shift + 1} line{'s' if shift else ''} a warp"
-            s = r.add(f"{prefix}{lines}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
-            _add_per_sm_cycle(r, dev, ctx, s, f"{prefix}{lines}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
-                              f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
+    runs = [(f"{prefix}{lines}", fn, shift, f"{how} loads of {shift + 1} line{'s' if shift else ''} a warp")
+            for prefix, fn, how in kinds for shift, lines in ((0, ""), (1, "_split"))]  # fmt: skip
     quarters = dev.function("readonly", "ldg_quarters")
-    for banks, step in L1_QUARTERS:
-        args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(step), sink)
-        vals = _rates(dev, ctx, quarters, grid, block, args, insts, _pick(ctx, REPS))
-        what = f"plain loads in four quarters on four lines, {'the same' if banks == 'same' else 'other'} banks"
-        s = r.add(
-            f"ldg_quarters_{banks}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}"
-        )
-        _add_per_sm_cycle(r, dev, ctx, s, f"ldg_quarters_{banks}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
+    runs += [(f"ldg_quarters_{banks}", quarters, step,
+              f"plain loads in four quarters on four lines, {'the same' if banks == 'same' else 'other'} banks")
+             for banks, step in L1_QUARTERS]  # fmt: skip
+    for key, fn, shift, what in runs:
+        args = (buf, np.int32(iters), np.uint32(TEX_WORDS - 1), np.uint32(shift), sink)
+        vals = _rates(dev, ctx, fn, grid, block, args, insts, _pick(ctx, REPS))
+        s = r.add(f"{key}_ginst", vals, "G warp-inst/s", f"loads: {what}, {grid} x {block} x {iters * 4}")
+        _add_per_sm_cycle(r, dev, ctx, s, f"{key}_inst_per_cycle_per_sm", "warp-inst/cycle/SM",
                           f"loads: {what}, warp-instructions over the SMs and the clock")  # fmt: skip
     return r
 
