@@ -19,7 +19,8 @@ different sets), as plain loads (``LDG``) and through the read-only path (``__ld
 launch is timed with CUDA events (median of ``--repeat``); the figure is SM cycles per warp-load at the clock the
 driver reports, and relative to the aligned 128-byte pattern (1 cycle on the rule above). Each pattern's line says
 what both rules predict. The loop issues its 8 loads in 19 instructions (nvcc 13, sm_80 and sm_90;
-tests/test_gpu_benchmarks.py reads the SASS), so the schedulers' issue bound is 0.6 cycles a load and SM.
+tests/test_gpu_benchmarks.py reads the SASS), so the schedulers' issue bound is 0.6 cycles a load and SM; the
+header prints it, and a figure under 1.25 times it is marked ``*`` (the loop's, perhaps, not the L1's).
 
 Until 1 Dec 2026 the loop read lines ``(i + k) & 7`` into one float sum: nvcc unrolled it by two and, both
 iterations reading the same 8 lines, issued 8 loads for the 16 this script counted, in 67 instructions (2.1
@@ -80,6 +81,14 @@ extern "C" __global__ void readonly(const char* buf, const int* offs, int iters,
 """
 LOADS = 8
 """Loads a lane an iteration (``#define LOADS`` in SOURCE)."""
+LOOP_INSTRUCTIONS = 19
+"""The loop's instructions an iteration as nvcc 13 builds it for sm_80 and sm_90 (tests/test_gpu_benchmarks.py)."""
+SCHEDULERS = 4
+"""Warp schedulers an SM, one instruction a cycle each (Maxwell on)."""
+ISSUE_BOUND = LOOP_INSTRUCTIONS / LOADS / SCHEDULERS
+"""The fewest SM cycles a load the loop's own issue allows (0.59): a figure near it is the loop's, not the L1's."""
+NEAR_ISSUE = 1.25
+"""A pattern under this many times :data:`ISSUE_BOUND` is marked as possibly the loop's issue."""
 
 LINE, SECTOR, BANKS = 128, 32, 32
 KT_PITCH = (4096 + 15 - 1) * 4  # the Kernel Tuner convolution's input row: 4110 floats
@@ -159,7 +168,9 @@ def main() -> int:
     buf = cp.ones(64 * 1024, cp.uint32)  # 256 KiB; a pattern spans at most 8 x 37 lines + 16.5 KiB
     sink = cp.zeros(1, cp.uint32)
     print(f"{name}, {sms} SMs at {clock_ghz * 1e3:.0f} MHz (the driver's clock): {grid} x {block} threads, "
-          f"{args.iters} x {LOADS} loads a lane, medians of {args.repeat}")  # fmt: skip
+          f"{args.iters} x {LOADS} loads a lane, medians of {args.repeat}; the loop's issue bound {ISSUE_BOUND:.2f} "
+          f"cycles a load ({LOOP_INSTRUCTIONS} instructions for {LOADS} loads on {SCHEDULERS} schedulers), '*' "
+          f"under {NEAR_ISSUE} x it")  # fmt: skip
     print(f"{'pattern':<46} {'walk':>5} {'banks':>5} {'lines':>5}  {'plain':>7} {'rel':>5}  {'__ldg':>7} {'rel':>5}")
     base: dict[str, float] = {}
     for pat, offsets in patterns.items():
@@ -173,8 +184,10 @@ def main() -> int:
             cycles[kind] = ms * 1e6 * clock_ghz / loads_per_sm
             base.setdefault(kind, cycles[kind])
         walk, banks, lines = predicted(offsets)
-        print(f"{pat:<46} {walk:>5.2f} {banks:>5} {lines:>5}  {cycles['plain']:>7.2f} {cycles['plain'] / base['plain']:>5.2f}  "
-              f"{cycles['readonly']:>7.2f} {cycles['readonly'] / base['readonly']:>5.2f}", flush=True)  # fmt: skip
+        mark = {k: "*" if v < NEAR_ISSUE * ISSUE_BOUND else " " for k, v in cycles.items()}
+        print(f"{pat:<46} {walk:>5.2f} {banks:>5} {lines:>5}  {cycles['plain']:>7.2f}{mark['plain']}"
+              f"{cycles['plain'] / base['plain']:>5.2f}  {cycles['readonly']:>7.2f}{mark['readonly']}"
+              f"{cycles['readonly'] / base['readonly']:>5.2f}", flush=True)  # fmt: skip
     return 0
 
 

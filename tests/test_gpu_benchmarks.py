@@ -75,7 +75,8 @@ def test_l1_wavefronts_loop_issues_each_counted_load_once(tmp_path, arch):
         loop = [o for o, b in zip(f.opcodes, f.block, strict=True) if b == f.block[loads[1]]]
         assert [o for o in loop if o.startswith("LDG")] == [timed] * l1_wavefronts.LOADS, (kind, loop)
         assert all(f.block[i] == f.block[loads[1]] for i in loads[1:]) and loop[-1] == "BRA", kind
-        assert len(loop) == 19 and len(loop) / l1_wavefronts.LOADS / 4 < 0.6, (kind, loop)
+        assert len(loop) == l1_wavefronts.LOOP_INSTRUCTIONS == 19, (kind, loop)
+    assert l1_wavefronts.ISSUE_BOUND == pytest.approx(19 / 8 / 4) and l1_wavefronts.ISSUE_BOUND < 0.6
 
 
 def test_l1_wavefronts_predictions_by_hand():
@@ -96,6 +97,60 @@ def test_l1_wavefronts_predictions_by_hand():
     assert predicted(PATTERNS["32 lines, sector 0 of each"]) == (8.0, 32, 32)
     assert predicted(PATTERNS["32 lines, sectors 0-3 in turn"]) == (8.0, 8, 32)
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
+
+
+def test_l1_wavefronts_main_on_a_stand_in_gpu(monkeypatch, capsys):
+    # main() against a stand-in for CuPy (4 SMs at 1 GHz): each launch is timed so that a load takes the pattern's
+    # bank-rule cycles x 1.15, the aligned one 1.15, so every line's arguments and sums are exercised without a GPU.
+    # At --iters 10: 4 SMs x 32 warps x 10 x 8 loads; a figure under 1.25 x the 0.59-cycle issue bound is marked.
+    import l1_wavefronts as lw
+    import numpy as np
+
+    class Cp:
+        int32, int64, uint32 = staticmethod(np.int32), staticmethod(np.int64), np.uint32
+
+        @staticmethod
+        def asarray(values, dtype):
+            return np.asarray(values, dtype)
+
+        @staticmethod
+        def ones(n, dtype):
+            return np.ones(n, dtype)
+
+        @staticmethod
+        def zeros(n, dtype):
+            return np.zeros(n, dtype)
+
+        class RawModule:
+            def __init__(self, code, options):
+                assert code == lw.SOURCE and "-std=c++17" in options
+
+            def get_function(self, kind):
+                assert kind in ("plain", "readonly")
+                return kind
+
+    launches = []
+
+    def median_ms(cp, fn, grid, block, args, repeat):
+        buf, offs, iters, step, sink = args
+        assert (grid, block, repeat) == (16, 256, 5) and int(iters) == 10 and int(step) == 0
+        assert buf.dtype == np.uint32 and sink.dtype == np.uint32 and buf.size * 4 >= max(offs) + 7 * 37 * 128 + 4
+        launches.append(fn)
+        cycles = 1.15 * lw.predicted(list(offs)).banks * (0.5 if fn == "readonly" else 1)  # __ldg: under the bound
+        return cycles * (32 * 10 * 8) / 1e6  # ms at 1 GHz
+
+    props = {"multiProcessorCount": 4, "clockRate": 1_000_000}
+    monkeypatch.setattr(lw, "cupy_device", lambda script: (Cp, props, "Stand-in"))
+    monkeypatch.setattr(lw, "median_launch_ms", median_ms)
+    monkeypatch.setattr(sys, "argv", ["l1_wavefronts.py", "--iters", "10"])
+    assert lw.main() == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "issue bound 0.59 cycles a load (19 instructions for 8 loads on 4 schedulers)" in out[0]
+    assert len(out) == 2 + len(lw.PATTERNS) and launches == ["plain", "readonly"] * len(lw.PATTERNS)
+    rows = {line[:46].strip(): line[46:].split() for line in out[2:]}
+    # walk, banks, lines, plain cycles, its ratio to the aligned load, __ldg cycles (0.575: marked), its ratio
+    assert rows["aligned 128 B"] == ["1.00", "1", "1", "1.15", "1.00", "0.57*", "1.00"]
+    assert rows["32 lines, sector 0 of each"] == ["8.00", "32", "32", "36.80", "32.00", "18.40", "32.00"]
 
 
 def test_l1_wavefronts_banks_are_the_models_bank_conflict_degree():
