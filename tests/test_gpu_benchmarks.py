@@ -1,15 +1,18 @@
 """The GPU-only benchmark scripts where no GPU is: benchmarks/atomic_contention.py's, l1_wavefronts.py's and
-address_issue.py's kernels
-compile to the instructions they say they measure (nvcc and nvdisasm, skipped without them), l1_wavefronts.py's
-predictions by hand, and each script says what is missing in one line and exits 2."""
+address_issue.py's kernels compile to the instructions they say they measure (nvcc and nvdisasm, skipped without
+them), l1_wavefronts.py's predictions by hand, each script's main() runs on a stand-in for CuPy that checks every
+launch's arguments against its kernel's parameters (a scalar of the wrong width reaches a GPU as other bits), and
+each script says what is missing in one line and exits 2."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from traces.sanitizer import build, sass
@@ -99,58 +102,119 @@ def test_l1_wavefronts_predictions_by_hand():
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
 
 
-def test_l1_wavefronts_main_on_a_stand_in_gpu(monkeypatch, capsys):
-    # main() against a stand-in for CuPy (4 SMs at 1 GHz): each launch is timed so that a load takes the pattern's
-    # bank-rule cycles x 1.15, the aligned one 1.15, so every line's arguments and sums are exercised without a GPU.
-    # At --iters 10: 4 SMs x 32 warps x 10 x 8 loads; a figure under 1.25 x the 0.59-cycle issue bound is marked.
-    import l1_wavefronts as lw
-    import numpy as np
+_C_SCALARS = {"int": np.int32, "unsigned": np.uint32, "long long": np.int64, "float": np.float32}
+"""The numpy scalar CuPy must be given for each C parameter type: it passes a scalar argument by its own dtype."""
 
-    class Cp:
-        int32, int64, uint32 = staticmethod(np.int32), staticmethod(np.int64), np.uint32
 
-        @staticmethod
-        def asarray(values, dtype):
-            return np.asarray(values, dtype)
+def _kernel_params(source: str) -> dict[str, list[str]]:
+    """Each ``extern "C"`` kernel of ``source``: its parameters' C types."""
+    kernels = re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', source)
+    return {name: [" ".join(p.split()[:-1]) for p in params.split(",")] for name, params in kernels}
 
-        @staticmethod
-        def ones(n, dtype):
-            return np.ones(n, dtype)
 
-        @staticmethod
-        def zeros(n, dtype):
-            return np.zeros(n, dtype)
+class _StandInCupy:
+    """What the GPU scripts call of CuPy, over numpy; ``launches`` records (kernel, grid, block, args)."""
+
+    int32, int64, uint32, float32 = np.int32, np.int64, np.uint32, np.float32
+    asarray = staticmethod(lambda values, dtype: np.asarray(values, dtype))
+    ones = staticmethod(lambda n, dtype: np.ones(n, dtype))
+    zeros = staticmethod(lambda n, dtype: np.zeros(n, dtype))
+
+    def __init__(self, source: str, sms: int = 4):
+        self.params, self.sms, self.launches, cp = _kernel_params(source), sms, [], self
 
         class RawModule:
-            def __init__(self, code, options):
-                assert code == lw.SOURCE and "-std=c++17" in options
+            def __init__(self, code, options=()):
+                assert code == source
 
-            def get_function(self, kind):
-                assert kind in ("plain", "readonly")
-                return kind
+            def get_function(self, name):
+                assert name in cp.params, name
+                return name
 
-    launches = []
+        self.RawModule = RawModule
 
-    def median_ms(cp, fn, grid, block, args, repeat):
+    def device(self, script):
+        return self, {"multiProcessorCount": self.sms, "clockRate": 1_000_000, "major": 9}, "Stand-in"
+
+    def median_ms(self, ms_of):
+        """A median_launch_ms that checks each launch's arguments against its kernel's parameters (count, and each
+        scalar's dtype: a wrong one reaches the GPU as other bits) and answers ``ms_of(kernel, args)``."""
+
+        def median_launch_ms(cp, fn, grid, block, args, repeat, before=None):
+            types = self.params[fn]
+            assert len(args) == len(types), (fn, types, args)
+            for t, a in zip(types, args, strict=True):
+                assert isinstance(a, np.ndarray) if "*" in t else type(a) is _C_SCALARS[t], (fn, t, a)
+            if before is not None:
+                before()
+            self.launches.append((fn, grid, block, args))
+            return ms_of(fn, args)
+
+        return median_launch_ms
+
+
+def _run_main(monkeypatch, module, cp, ms_of, *argv):
+    monkeypatch.setattr(module, "cupy_device", cp.device)
+    monkeypatch.setattr(module, "median_launch_ms", cp.median_ms(ms_of))
+    monkeypatch.setattr(sys, "argv", [f"{module.__name__}.py", *argv])
+    return module.main()
+
+
+def test_l1_wavefronts_main_on_a_stand_in_gpu(monkeypatch, capsys):
+    # main() against a stand-in for CuPy (4 SMs at 1 GHz): each launch is timed so that a load takes the pattern's
+    # bank-rule cycles x 1.15 (__ldg half that), so every line's arguments and sums are exercised without a GPU.
+    # At --iters 10: 32 warps an SM x 10 x 8 loads; a figure under 1.25 x the 0.59-cycle issue bound is marked.
+    import l1_wavefronts as lw
+
+    cp = _StandInCupy(lw.SOURCE)
+
+    def ms_of(kernel, args):
         buf, offs, iters, step, sink = args
-        assert (grid, block, repeat) == (16, 256, 5) and int(iters) == 10 and int(step) == 0
-        assert buf.dtype == np.uint32 and sink.dtype == np.uint32 and buf.size * 4 >= max(offs) + 7 * 37 * 128 + 4
-        launches.append(fn)
-        cycles = 1.15 * lw.predicted(list(offs)).banks * (0.5 if fn == "readonly" else 1)  # __ldg: under the bound
-        return cycles * (32 * 10 * 8) / 1e6  # ms at 1 GHz
+        assert int(iters) == 10 and int(step) == 0 and buf.size * 4 >= max(offs) + 7 * 37 * 128 + 4
+        return 1.15 * lw.predicted(list(offs)).banks * (0.5 if kernel == "readonly" else 1) * (32 * 10 * 8) / 1e6
 
-    props = {"multiProcessorCount": 4, "clockRate": 1_000_000}
-    monkeypatch.setattr(lw, "cupy_device", lambda script: (Cp, props, "Stand-in"))
-    monkeypatch.setattr(lw, "median_launch_ms", median_ms)
-    monkeypatch.setattr(sys, "argv", ["l1_wavefronts.py", "--iters", "10"])
-    assert lw.main() == 0
+    assert _run_main(monkeypatch, lw, cp, ms_of, "--iters", "10") == 0
     out = capsys.readouterr().out.splitlines()
     assert "issue bound 0.59 cycles a load (19 instructions for 8 loads on 4 schedulers)" in out[0]
-    assert len(out) == 2 + len(lw.PATTERNS) and launches == ["plain", "readonly"] * len(lw.PATTERNS)
+    assert len(out) == 2 + len(lw.PATTERNS) and [k for k, *_ in cp.launches] == ["plain", "readonly"] * len(lw.PATTERNS)
+    assert {(g, b) for _, g, b, _ in cp.launches} == {(16, 256)}  # 32 warps an SM
     rows = {line[:46].strip(): line[46:].split() for line in out[2:]}
     # walk, banks, lines, plain cycles, its ratio to the aligned load, __ldg cycles (0.575: marked), its ratio
     assert rows["aligned 128 B"] == ["1.00", "1", "1", "1.15", "1.00", "0.57*", "1.00"]
     assert rows["32 lines, sector 0 of each"] == ["8.00", "32", "32", "36.80", "32.00", "18.40", "32.00"]
+
+
+def test_address_issue_main_on_a_stand_in_gpu(monkeypatch, capsys, tmp_path):
+    # every kind at every occupancy, each launch's arguments as its kernel takes them; a load taking 2 cycles and
+    # the index forms 3: the table's cycles and ratios, and the --json file's rows
+    import address_issue as ai
+
+    cp = _StandInCupy(ai.SOURCE)
+
+    def ms_of(kernel, args):  # 4 warps a block, one block a scheduler: the cycles a load at 1 warp a scheduler
+        return (3.0 if "index" in kernel else 2.0) * 4 * 1024 * ai.TAPS / 1e6
+
+    out_json = tmp_path / "a.json"
+    assert _run_main(monkeypatch, ai, cp, ms_of, "--iters", "1024", "--json", str(out_json)) == 0
+    assert len(cp.launches) == len(ai.KINDS) * len(ai.WARPS_PER_SCHEDULER)
+    assert [g for _, g, _, _ in cp.launches[:: len(ai.KINDS)]] == [4 * w for w in ai.WARPS_PER_SCHEDULER]
+    rows = json.loads(out_json.read_text())["rows"]
+    # the launch's time held, so a load's cycles fall with the warps a scheduler: 2 and 3 x that many
+    assert {(r["kind"], round(r["cycles_per_load"] * r["warps_per_scheduler"], 6), round(r["vs_plain"], 6))
+            for r in rows} == {(k, 3.0 if "index" in k else 2.0, 1.5 if "index" in k else 1.0) for k in ai.KINDS}  # fmt: skip
+    assert capsys.readouterr().out.count("\n") == 2 + len(rows)
+
+
+def test_atomic_contention_main_on_a_stand_in_gpu(monkeypatch, capsys):
+    # both kernels over every pattern, each launch's arguments as its kernel takes them (atom has the sink), the
+    # counters zeroed before each timed launch
+    import atomic_contention as ac
+
+    cp = _StandInCupy(ac.SOURCE)
+    assert _run_main(monkeypatch, ac, cp, lambda kernel, args: 1.0, "--iters", "4") == 0
+    assert [k for k, *_ in cp.launches] == ["red"] * len(ac.PATTERNS) + ["atom"] * len(ac.PATTERNS)
+    assert all(len(a) == (7 if k == "atom" else 6) for k, _, _, a in cp.launches)
+    assert capsys.readouterr().out.count("\n") == 3 + 2 * len(ac.PATTERNS)
 
 
 def test_l1_wavefronts_banks_are_the_models_bank_conflict_degree():
