@@ -12,7 +12,9 @@ themselves and the real numbers await a GPU.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,6 +49,39 @@ class FakeGpu:
     fp64_per_cycle = 48.0  # not the H100 base's 64: the configuration must take the measured rate
     loads_per_cycle = {("ldg_nc32", 0): 0.25, ("ldg_nc32", 1): 0.2, ("ldg32", 0): 0.5, ("ldg32", 1): 0.4}
     quarters_per_cycle = {32: 0.15, 40: 0.6}  # the same banks at a quarter of the rate: a 4-way conflict, ratio 4
+
+
+C_SCALARS = {"int": np.int32, "unsigned": np.uint32, "long long": np.int64, "unsigned long long": np.uint64,
+             "float": np.float32, "double": np.float64}  # fmt: skip
+"""The numpy scalar the runner must pass for each C parameter type: CuPy passes a scalar by its own dtype, so one of
+another width reaches the GPU as other bits."""
+
+
+def kernel_params() -> dict[tuple[str, str], list[str]]:
+    """(module, kernel) -> its parameters' C types, from kernels/*.cu."""
+    out = {}
+    for cu in (Path(runner.__file__).resolve().parent / "kernels").glob("*.cu"):
+        for name, params in re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', cu.read_text()):
+            types = [" ".join(w for w in p.split()[:-1] if w != "__restrict__") for p in params.split(",") if p.strip()]
+            out[cu.stem, name] = types
+    return out
+
+
+PARAMS = kernel_params()
+
+
+def check_args(fn, args) -> None:
+    """``args`` as kernel ``fn`` (module, name) takes them: their count, buffers (or 64-bit addresses) for pointers,
+    the texture object for a texture, and each scalar's numpy type."""
+    types = PARAMS[fn]
+    assert len(args) == len(types), (fn, types, args)
+    for t, a in zip(types, args, strict=True):
+        if "*" in t:  # a buffer, or a raw device address of 8 bytes (the chase's first node)
+            assert isinstance(a, np.ndarray) or type(a) is np.uint64, (fn, t, a)
+        elif t == "cudaTextureObject_t":
+            assert isinstance(a, tuple) and a[0] == "texture", (fn, t, a)
+        else:
+            assert type(a) is C_SCALARS[t], (fn, t, type(a))
 
 
 class FakeDevice:
@@ -100,9 +135,11 @@ class FakeDevice:
 
     def launch(self, fn, grid, block, args, shared=0):
         self.launches += 1
+        check_args(fn, args)
         self._run(fn[1], grid, block, args)
 
     def time_ms(self, fn, grid, block, args, shared=0, launches=1):
+        check_args(fn, args)
         kernel = fn[1]
         g = FakeGpu
         if kernel == "spin":
