@@ -245,10 +245,10 @@ def test_dfma_kernel_times_dfma_chains_as_the_benchmark_counts_them(tmp_path):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch):
     """bench_loads counts 4 loads a thread an iteration (each kernel: one and two lines, and the quarters): nvcc's
-    remainder loop (one iteration) issues 4, its
-    unrolled loop a multiple of 4 at distinct addresses, and the unrolled loop's instructions over its loads and the
-    4 schedulers give an issue bound under 0.75 cycles a load and SM (2.75 instructions a load on sm_90), below the
-    1.15 cycles that the H200 measured, so the figure is the L1's rate and not the loop's issue."""
+    remainder loop (one iteration) issues 4, its unrolled loop 16 at distinct addresses, and the unrolled loop's
+    instructions over its loads and the 4 schedulers give an issue bound under 0.75 cycles a load and SM (44
+    instructions for 16 loads on sm_80 and sm_90), below the 1.15 cycles that the H200 measured, so the figure is the
+    L1's rate and not the loop's issue."""
     from traces.sanitizer import build, sass
 
     nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()

@@ -633,13 +633,8 @@ def test_a_measured_l1_bank_ratio_decides_the_bank_rule():
         return dataclasses.replace(g, memory=dataclasses.replace(g.memory, l1_bank_ratio=ratio))
 
     assert L1_BANK_RULE_RATIO == 1.5
-    assert [l1_data_banks_of(measured("a100", r)) for r in (0.0, 1.05, 1.49, 1.5, 2.0)] == [
-        True,
-        False,
-        False,
-        True,
-        True,
-    ]
+    ratios = (0.0, 1.05, 1.49, 1.5, 2.0)
+    assert [l1_data_banks_of(measured("a100", r)) for r in ratios] == [True, False, False, True, True]
     assert [l1_data_banks_of(measured("gtx980", r)) for r in (0.0, 1.9)] == [False, True]
     assert hierarchy_config(measured("a100", 1.05)).l1_data_banks is False
     cols, info = generate("conv2d_kt", [256, 256], [16, 4, 1, 1])
