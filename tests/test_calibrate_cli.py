@@ -249,15 +249,9 @@ def test_loads_kernels_issue_the_loads_counted_under_the_l1s_rate(tmp_path, arch
     instructions over its loads and the 4 schedulers give an issue bound under 0.75 cycles a load and SM (44
     instructions for 16 loads on sm_80 and sm_90), below the 1.15 cycles that the H200 measured, so the figure is the
     L1's rate and not the loop's issue."""
-    from traces.sanitizer import build, sass
+    from _kernel_launches import sass_of
 
-    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
-    if nvcc is None or nvdisasm is None:
-        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
-    cubin = tmp_path / "readonly.cubin"
-    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-o", str(cubin), str(KERNELS / "readonly.cu")],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    fns = sass.disassemble(cubin, nvdisasm)
+    fns = sass_of(tmp_path, (KERNELS / "readonly.cu").read_text(), arch)  # no #include
     for kernel, timed in (("ldg32", "LDG.E"), ("ldg_nc32", "LDG.E.CONSTANT"), ("ldg_quarters", "LDG.E")):
         f = fns[kernel]
         blocks: dict[int, list[int]] = {}

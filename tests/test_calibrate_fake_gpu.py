@@ -12,12 +12,12 @@ themselves and the real numbers await a GPU.
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _kernel_launches import check_args, kernel_params
 
 from placement import memory
 from placement.calibrate import benchmarks, runner
@@ -51,37 +51,10 @@ class FakeGpu:
     quarters_per_cycle = {32: 0.15, 40: 0.6}  # the same banks at a quarter of the rate: a 4-way conflict, ratio 4
 
 
-C_SCALARS = {"int": np.int32, "unsigned": np.uint32, "long long": np.int64, "unsigned long long": np.uint64,
-             "float": np.float32, "double": np.float64}  # fmt: skip
-"""The numpy scalar the runner must pass for each C parameter type: CuPy passes a scalar by its own dtype, so one of
-another width reaches the GPU as other bits."""
-
-
-def kernel_params() -> dict[tuple[str, str], list[str]]:
-    """(module, kernel) -> its parameters' C types, from kernels/*.cu."""
-    out = {}
-    for cu in (Path(runner.__file__).resolve().parent / "kernels").glob("*.cu"):
-        for name, params in re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', cu.read_text()):
-            types = [" ".join(w for w in p.split()[:-1] if w != "__restrict__") for p in params.split(",") if p.strip()]
-            out[cu.stem, name] = types
-    return out
-
-
-PARAMS = kernel_params()
-
-
-def check_args(fn, args) -> None:
-    """``args`` as kernel ``fn`` (module, name) takes them: their count, buffers (or 64-bit addresses) for pointers,
-    the texture object for a texture, and each scalar's numpy type."""
-    types = PARAMS[fn]
-    assert len(args) == len(types), (fn, types, args)
-    for t, a in zip(types, args, strict=True):
-        if "*" in t:  # a buffer, or a raw device address of 8 bytes (the chase's first node)
-            assert isinstance(a, np.ndarray) or type(a) is np.uint64, (fn, t, a)
-        elif t == "cudaTextureObject_t":
-            assert isinstance(a, tuple) and a[0] == "texture", (fn, t, a)
-        else:
-            assert type(a) is C_SCALARS[t], (fn, t, type(a))
+PARAMS = {(cu.stem, name): types for cu in (Path(runner.__file__).resolve().parent / "kernels").glob("*.cu")
+          for name, types in kernel_params(cu.read_text()).items()}  # fmt: skip
+"""(module, kernel) -> its parameters' C types, from kernels/*.cu: every launch is held against them (``check_args``;
+a pointer may also be given a raw 64-bit device address, as the chase's first node is)."""
 
 
 class FakeDevice:
@@ -135,11 +108,11 @@ class FakeDevice:
 
     def launch(self, fn, grid, block, args, shared=0):
         self.launches += 1
-        check_args(fn, args)
+        check_args(fn, PARAMS[fn], args, raw_addresses=True)
         self._run(fn[1], grid, block, args)
 
     def time_ms(self, fn, grid, block, args, shared=0, launches=1):
-        check_args(fn, args)
+        check_args(fn, PARAMS[fn], args, raw_addresses=True)
         kernel = fn[1]
         g = FakeGpu
         if kernel == "spin":

@@ -15,29 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traces.sanitizer import build, sass
+from _kernel_launches import check_args, kernel_params, sass_of
+from traces.sanitizer import build
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def _sass_of(tmp_path, source: str, arch: str, *flags: str) -> dict:
-    """The functions of ``source`` compiled for ``arch`` (nvcc -cubin) as nvdisasm lists them; skips without
-    either tool."""
-    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
-    if nvcc is None or nvdisasm is None:
-        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
-    src, cubin = tmp_path / "k.cu", tmp_path / "k.cubin"
-    src.write_text(source)
-    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", *flags, "-o", str(cubin), str(src)], check=True,
-                   capture_output=True)  # fmt: skip
-    return sass.disassemble(cubin, nvdisasm)
-
-
 def test_atomic_contention_kernels_are_red_and_atomg(tmp_path):
     import atomic_contention
 
-    fns = _sass_of(tmp_path, atomic_contention.SOURCE, "sm_90")
+    fns = sass_of(tmp_path, atomic_contention.SOURCE, "sm_90")
     red, atom = fns["red"].opcodes, fns["atom"].opcodes
     # the result unused: a reduction, no atomic; the result summed: an atomic, no reduction
     assert any(o.startswith("REDG.E.ADD") for o in red) and not any(o.startswith("ATOMG") for o in red)
@@ -70,7 +58,7 @@ def test_l1_wavefronts_loop_issues_each_counted_load_once(tmp_path, arch):
     import l1_wavefronts
 
     assert int(re.search(r"#define LOADS (\d+)", l1_wavefronts.SOURCE).group(1)) == l1_wavefronts.LOADS == 8
-    fns = _sass_of(tmp_path, l1_wavefronts.SOURCE, arch, "-std=c++17")
+    fns = sass_of(tmp_path, l1_wavefronts.SOURCE, arch, "-std=c++17")
     for kind, timed in (("plain", "LDG.E"), ("readonly", "LDG.E.CONSTANT")):
         f = fns[kind]
         loads = [i for i, o in enumerate(f.opcodes) if o.startswith("LDG")]
@@ -102,16 +90,6 @@ def test_l1_wavefronts_predictions_by_hand():
     assert all(len(v) == 32 and len(set(v)) == 32 for v in PATTERNS.values())
 
 
-_C_SCALARS = {"int": np.int32, "unsigned": np.uint32, "long long": np.int64, "float": np.float32}
-"""The numpy scalar CuPy must be given for each C parameter type: it passes a scalar argument by its own dtype."""
-
-
-def _kernel_params(source: str) -> dict[str, list[str]]:
-    """Each ``extern "C"`` kernel of ``source``: its parameters' C types."""
-    kernels = re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', source)
-    return {name: [" ".join(p.split()[:-1]) for p in params.split(",")] for name, params in kernels}
-
-
 class _StandInCupy:
     """What the GPU scripts call of CuPy, over numpy; ``launches`` records (kernel, grid, block, args)."""
 
@@ -121,7 +99,7 @@ class _StandInCupy:
     zeros = staticmethod(lambda n, dtype: np.zeros(n, dtype))
 
     def __init__(self, source: str, sms: int = 4):
-        self.params, self.sms, self.launches, cp = _kernel_params(source), sms, [], self
+        self.params, self.sms, self.launches, cp = kernel_params(source), sms, [], self
 
         class RawModule:
             def __init__(self, code, options=()):
@@ -141,10 +119,7 @@ class _StandInCupy:
         scalar's dtype: a wrong one reaches the GPU as other bits) and answers ``ms_of(kernel, args)``."""
 
         def median_launch_ms(cp, fn, grid, block, args, repeat, before=None):
-            types = self.params[fn]
-            assert len(args) == len(types), (fn, types, args)
-            for t, a in zip(types, args, strict=True):
-                assert isinstance(a, np.ndarray) if "*" in t else type(a) is _C_SCALARS[t], (fn, t, a)
+            check_args(fn, self.params[fn], args)
             if before is not None:
                 before()
             self.launches.append((fn, grid, block, args))
@@ -220,17 +195,14 @@ def test_atomic_contention_main_on_a_stand_in_gpu(monkeypatch, capsys):
 def test_l1_wavefronts_banks_are_the_models_bank_conflict_degree():
     # the script's banks column is the rule cachesim's walk applies where l1_data_banks is set: its
     # bank_conflict_degree over 32 banks of 4 bytes, for every pattern and every alignment of the convolution's
-    import numpy as np
     from l1_wavefronts import PATTERNS, conv_patterns, predicted
 
     from cachesim._coalesce_kernels import bank_conflict_degree
 
-    words, counts = np.empty(32 * 16, np.uint64), np.empty(32, np.int64)
+    words, counts, full = np.empty(32 * 16, np.uint64), np.empty(32, np.int64), np.uint32(0xFFFFFFFF)
     for name, offsets in {**PATTERNS, **conv_patterns()}.items():
         row = np.asarray(offsets, np.uint64) + np.uint64(1 << 20)  # a line-aligned base
-        assert predicted(offsets).banks == bank_conflict_degree(np.uint32(0xFFFFFFFF), row, 4, 32, 4, words, counts), (
-            name
-        )
+        assert predicted(offsets).banks == bank_conflict_degree(full, row, 4, 32, 4, words, counts), name
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -240,7 +212,7 @@ def test_address_issue_loops_are_the_four_kinds_they_name(tmp_path, arch):
     # 7 more IMAD.WIDE and 8 more IADD3 than the pointer forms, whose loads take c as an immediate
     import address_issue as ai
 
-    fns = _sass_of(tmp_path, ai.SOURCE, arch, "-std=c++17")
+    fns = sass_of(tmp_path, ai.SOURCE, arch, "-std=c++17")
     load_op = {"plain": "LDG.E", "ldg_pointer": "LDG.E.CONSTANT", "ldg_index": "LDG.E.CONSTANT", "asm_index": "LDG.E"}
     loops = {}
     for kind in ai.KINDS:
