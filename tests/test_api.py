@@ -133,7 +133,8 @@ def test_vecadd_texture_reason_in_a_developers_words():
 def test_vecadd_ranking_says_nothing_beats_the_sample():
     r = placement.rank(VECADD, "k80", top=3)
     (note,) = r.uncertainty()
-    assert "faster than the sample, within 17 %" in note and "keep it" in note
+    # on the K80 nothing is predicted faster at all (a write of c no longer fetches its line from DRAM first)
+    assert "The sample placement is already the best" in note and "keep it" in note
 
 
 def test_staged_reason_names_tile_and_windows():

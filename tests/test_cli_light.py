@@ -91,10 +91,10 @@ def test_wheel_warm_up_commands_parse_and_their_files_exist():
 
 
 def test_a_small_rank_imports_no_solver_and_no_pandas():
-    # vecadd's 72 placements are enumerated under the surrogate (search._best_k_enumerated), so
-    # OR-Tools (and the pandas it imports) stays unloaded; the trace's columns come through DLPack,
-    # not Arrow's pandas conversion; no terminal, so no progress bar (tqdm).
-    trace = Path(ROOT) / "configs" / "examples" / "vecadd.parquet"
+    # the Quick start's rank: conv1d's 84 placements are enumerated under the surrogate
+    # (search._best_k_enumerated), so OR-Tools (and the pandas it imports) stays unloaded; the trace's
+    # columns come through DLPack, not Arrow's pandas conversion; no terminal, so no progress bar (tqdm).
+    trace = Path(ROOT) / "configs" / "examples" / "conv1d.parquet"
     if not trace.is_file():
         pytest.skip("placement imported from an installed wheel, not the source tree")
     r = _fresh(CHECK, json.dumps(["rank", str(trace), "--gpu", "k80", "--json"]), json.dumps(HEAVY))
