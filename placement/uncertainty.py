@@ -15,7 +15,8 @@ convolution and gpuperfpredict matmul suites (README, "Placement accuracy": ``be
 on the ``placement batch`` results of ``configs/suites/kerneltuner_conv_a100.toml`` and
 ``configs/suites/gpuperfpredict_matmul.toml``) on 26 Nov 2026 (fourteenth session), and kept since. Issue 33's
 mechanisms were built against those suites, and on them the median has come down (12.1 % on 30 Nov 2026; 14.4 %
-on 1 Dec, once the staged copy's instructions were counted as nvcc issues them), which says less about kernels
+on 1 Dec, once the staged copy's instructions were counted as nvcc issues them; 16.2 % once Kepler's L2 took
+Accel-Sim's write policy and set index), which says less about kernels
 and GPUs the model has not seen; the one suite measured after the model was built (the H200 convolution) came in
 at 7.5 %. The band stays at the older, wider figure until more held-out measurements
 say otherwise. The H100 suite (median 3.3 %) is left out: most of its effects are a few percent. Two predicted
