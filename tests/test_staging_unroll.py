@@ -5,7 +5,6 @@ nvcc's SASS of Kernel Tuner's convolution, and the rounds the model's walk then 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,10 +16,10 @@ import traces
 from placement.addressing import staging_cost
 from traces import staging as S
 from traces.schema import GLOBAL, SHARED
-from traces.sanitizer import build, sass
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+from _kernel_launches import sass_of
 from test_staging import BASE, tiles_of_blocks, trace_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,19 +121,15 @@ def test_nvcc_copies_the_flattened_loop_so(tmp_path, arch):
     # a flattened copy of compile-time bound (#pragma unroll, 1,100 elements by 256 threads: 4 or 5 a thread) as
     # nvcc 13 compiles it, in code order up to the barrier: sm_75 to sm_90 a rolled remainder loop (LS, a branch
     # back) and a body of 4; sm_100 and sm_120 the loop whole, 5 iterations, the last two together (_flat_copy's)
-    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
-    if nvcc is None or nvdisasm is None:
-        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
 
     def code(n: int, step: int) -> str:
-        src = tmp_path / "flat.cu"
-        src.write_text(
+        source = (
             'extern "C" __global__ void flat(const float* src, float* out) {\n'
             f"    __shared__ float s[{n}];\n    int t = threadIdx.x, x0 = blockIdx.x * 1024;\n#pragma unroll\n"
             f"    for (int q = t; q < {n}; q += {step}) s[q] = src[x0 + q];\n"
             "    __syncthreads();\n    out[x0 + t] = s[t + 5];\n}\n"
         )
-        return _copy_before_barrier(nvcc, nvdisasm, arch, src, "flat", tmp_path / "flat.cubin")
+        return _copy_before_barrier(tmp_path, arch, source, "flat")
 
     cost = staging_cost(arch)
     if cost.copy_tail:
@@ -191,23 +186,18 @@ def test_the_unroll_is_read_from_the_addressing_table():
 
 
 def _copy_pattern(tmp_path, arch: str, block: tuple[int, int, int, int]) -> str:
-    nvcc, nvdisasm = build.find_nvcc(), sass.find_nvdisasm()
-    if nvcc is None or nvdisasm is None:
-        pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm)")
     bx, by, tx, ty = block
     defines = (f"-Dblock_size_x={bx}", f"-Dblock_size_y={by}", f"-Dtile_size_x={tx}", f"-Dtile_size_y={ty}",
                "-Duse_shmem=1")  # fmt: skip
-    return _copy_before_barrier(nvcc, nvdisasm, arch, ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu", "conv2d_kt",
-                                tmp_path / f"c_{arch}.cubin", *defines)  # fmt: skip
+    source = (ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu").read_text()
+    return _copy_before_barrier(tmp_path, arch, source, "conv2d_kt", *defines)
 
 
-def _copy_before_barrier(nvcc, nvdisasm, arch: str, src: Path, kernel: str, cubin: Path, *defines: str) -> str:
-    """``kernel`` of ``src`` built by nvcc -O3 for ``arch``: its global loads (L) and shared stores (S) in code order
-    up to its first barrier."""
-    subprocess.run([str(nvcc), "-cubin", f"-arch={arch}", "-O3", *defines, "-o", str(cubin), str(src)], check=True,
-                   capture_output=True)  # fmt: skip
+def _copy_before_barrier(tmp_path, arch: str, source: str, kernel: str, *defines: str) -> str:
+    """``kernel`` of ``source`` built by nvcc -O3 for ``arch``: its global loads (L) and shared stores (S) in code
+    order up to its first barrier (skips without nvcc and nvdisasm)."""
     out = []
-    for o in sass.disassemble(cubin, nvdisasm)[kernel].opcodes:
+    for o in sass_of(tmp_path, source, arch, "-O3", *defines)[kernel].opcodes:
         if o.startswith("BAR"):
             break
         if o.startswith(("LDG", "STS")):
