@@ -240,7 +240,7 @@ def test_rank_without_cp_sat_is_rank_with_it(name, gpu, monkeypatch):
     the count of evaluations. (Each on a GPU where the enumeration decides: vecadd on the C2050, since on Kepler
     and later GPUs its surrogate ties across the K-th place with placements not yet evaluated (Kepler since its
     L2 writes allocate without a fetch), and CP-SAT decides the tie; matmul on the K40: on the K80 its surrogate
-    ties so since T_block.)"""
+    has tied there since T_block.)"""
     from placement.api import rank
 
     path = Path(__file__).resolve().parents[1] / "configs" / "examples" / f"{name}.parquet"
