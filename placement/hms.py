@@ -101,7 +101,7 @@ from .memory import (
     uniform_constant_pairs_of,
 )
 from .models import gpuperf
-from .models.params import l2_rate_of, sustained_fraction_of
+from .models.params import l2_rate_of, launch_time, sustained_fraction_of
 from .occupancy import Occupancy
 from .overlap import FEATURES, OverlapModel
 from .placements import Placement
@@ -1158,7 +1158,8 @@ def t_kernel(comp: float, memory: float, overlap: float, rounds: float = 0.0, bl
 def t_launch(gpu: Gpu, ctas: int, kernel: float) -> float:
     """The cycles the launch adds to a kernel of ``kernel`` cycles (Eq. 1's T) and ``ctas`` blocks: the empty
     kernel's floor (``compute.launch_us``) plus what the GPU's rate of starting blocks leaves uncovered,
-    max(0, ctas x ``compute.launch_per_block_ns`` - T).
+    max(0, ctas x ``compute.launch_per_block_ns`` - T) (``placement.models.params.launch_time``, which the seed
+    models take too).
 
     Extension (none of the papers times the launch; they measure long kernels): an empty kernel between two
     CUDA events takes 3.87 us with 1 block of 256 threads on the H100, 6.30 us with 4,096 and 43.3 us with
@@ -1167,9 +1168,7 @@ def t_launch(gpu: Gpu, ctas: int, kernel: float) -> float:
     floor adds; the per-block part is a rate the blocks' own work hides (vecadd of 2^24 floats starts 65,536
     blocks, 39 us of empty-kernel dispatch, and runs in 82 us, not 82 + 39)."""
     c = gpu.compute
-    base = gpu.ns_to_cycles(c.launch_us * 1e3)
-    dispatch = gpu.ns_to_cycles(ctas * c.launch_per_block_ns)
-    return base + max(0.0, dispatch - kernel)
+    return launch_time(gpu.ns_to_cycles(c.launch_us * 1e3), gpu.ns_to_cycles(c.launch_per_block_ns), ctas, kernel)
 
 
 def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Target) -> Terms:

@@ -134,6 +134,22 @@ def test_launch_overhead_added():
         assert f(k, replace(m, launch_overhead_s=5e-6)).time_s == pytest.approx(f(k, m).time_s + 5e-6)
 
 
+def test_a_gpu_configuration_gives_the_seed_models_its_launch():
+    # The H100's empty kernel (h100-placements/variants-extra.csv): 3.872 us at one block, 0.602 ns each further one,
+    # the floor HMS adds (placement.hms.t_launch); the papers' presets keep none.
+    m = machine_from_gpu(get_gpu("h100"))
+    assert m.launch_overhead_s == pytest.approx(3.872e-6) and m.launch_per_block_s == pytest.approx(0.602e-9)
+    assert hong_kim_example().launch_overhead_s == 0.0 and hong_kim_example().launch_per_block_s == 0.0
+    # by hand: 65,536 blocks start in 39.45 us; a 10 us kernel leaves 29.45 of it uncovered, a 50 us one none
+    assert m.launch_s(65_536, 10e-6) == pytest.approx(3.872e-6 + 65_536 * 0.602e-9 - 10e-6)
+    assert m.launch_s(65_536, 50e-6) == pytest.approx(3.872e-6)
+    k = _k(comp_insts=3, coal_mem_insts=1)
+    bare = replace(m, launch_overhead_s=0.0, launch_per_block_s=0.0)
+    for f in (mwp_cwp.predict, gpuperf.predict):
+        kernel_s = f(k, bare).time_s
+        assert f(k, m).time_s == pytest.approx(kernel_s + 3.872e-6 + max(0.0, 80 * 0.602e-9 - kernel_s))
+
+
 @pytest.mark.parametrize("name", ["active_sms", "active_blocks_per_sm"])
 def test_a_launch_of_no_sms_or_no_resident_blocks_is_refused(name):
     # 0 was read as "not given": Hong & Kim's 16 SMs then ran a launch the caller had said ran on none

@@ -22,6 +22,8 @@ Extensions, all off for the paper's C2050 preset (Table 3 machine, no GPU config
 - O_sync without Gamma is Hong & Kim's Eq. 26 with MWP-CWP's cached departure delay;
 - T_exec is at least T_comp + AMAT x #Rep (each repetition's first loads are exposed,
   Hong & Kim Eq. 24).
+- the launch (``Machine.launch_s``, ``placement.models.params.launch_time``): a GPU configuration's empty
+  kernel and what its rate of starting blocks leaves uncovered, added to the time.
 """
 
 from __future__ import annotations
@@ -305,6 +307,6 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         t_fp=t_fp, t_mem_min=t_mem_min, b_itilp=b_itilp, b_serial=b_serial, b_fp=b_fp, b_memlp=b_memlp,
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
-        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_overhead_s,
+        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_s(k.blocks, m.cycles_to_s(te)),
         t_l2=tl2, t_mem_latency=tm_lat, t_ldst=t_ldst, t_fp64=t_fp64,
     )  # fmt: skip

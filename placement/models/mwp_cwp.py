@@ -23,7 +23,8 @@ Extensions, each inert with its default (Table 2 is reproduced unchanged):
   store's value, so the warp issues on). Stores still take bandwidth: Eq. 23 and
   MWP keep every memory instruction. Without a store count (parameter files such
   as Table 2's) every memory instruction is waited on, as Hong & Kim count them.
-- a fixed launch overhead (``Machine.launch_overhead_s``) added to the time.
+- the launch (``Machine.launch_s``, ``placement.models.params.launch_time``): a GPU configuration's empty
+  kernel and what its rate of starting blocks leaves uncovered, added to the time (none for the papers' machines).
 - an L2 throughput bound (``placement.models.l2bound``, inert without transaction
   counts or a machine L2 rate): the memory term of Eq. 22-23 (Mem_cycles x #Rep,
   Mem_cycles x N / MWP x #Rep) is at least T_L2, the cycles the L2 needs for all
@@ -268,7 +269,7 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         synch_cost=synch,
         exec_cycles=total,
         cpi=total / insts if insts > 0 else 0.0,
-        time_s=m.cycles_to_s(total) + m.launch_overhead_s,
+        time_s=m.cycles_to_s(total) + m.launch_s(k.blocks, m.cycles_to_s(total)),
         t_l2=tl2,
         issue_cycles_comp=issue_comp,
         ldst_cycles=ldst_warp,

@@ -111,7 +111,11 @@ class Machine:
     gpu: Gpu | None = None
     """The configuration this came from, for occupancy; None for the papers' presets."""
     launch_overhead_s: float = 0.0
-    """Fixed time per kernel launch added by MWP-CWP and GPUPerf (neither paper has one; 0 keeps them as published)."""
+    """Fixed time per kernel launch added by MWP-CWP and GPUPerf (neither paper has one; 0 keeps them as published):
+    a GPU configuration's empty kernel (``compute.launch_us``, :func:`machine_from_gpu`)."""
+    launch_per_block_s: float = 0.0
+    """Time the GPU takes to start each block of the launch (``compute.launch_per_block_ns``), where the kernel's own
+    time does not cover it (:func:`launch_time`); 0 for the papers' presets."""
     l2_transactions_per_cycle: float | None = None
     """L2 throughput of the whole GPU in transactions (one 128-byte line's 1-4 32-byte
     sectors, nvprof's gld/gst transactions) per SM cycle, for the L2 throughput bound
@@ -135,6 +139,21 @@ class Machine:
 
     def cycles_to_s(self, cycles: float) -> float:
         return cycles / self.freq_hz
+
+    def launch_s(self, blocks: int, kernel_s: float) -> float:
+        """The seconds a launch of ``blocks`` blocks adds to a kernel of ``kernel_s`` (:func:`launch_time`)."""
+        return launch_time(self.launch_overhead_s, self.launch_per_block_s, blocks, kernel_s)
+
+
+def launch_time(floor: float, per_block: float, blocks: int, kernel: float) -> float:
+    """The time a launch adds to a kernel that runs ``kernel`` (``floor`` and ``per_block`` in its unit): the empty
+    kernel's floor plus what the GPU's rate of starting blocks leaves uncovered, max(0, blocks x per_block - kernel).
+
+    Extension (none of the papers times the launch; they measure long kernels): an empty kernel between two CUDA
+    events takes 3.87 us with 1 block of 256 threads on the H100, 6.30 us with 4,096 and 43.3 us with 65,536
+    (``h100-placements/variants-extra.csv``): a floor and 0.60 ns a block, which the blocks' own work hides. The HMS
+    model (``placement.hms.t_launch``, in cycles) and the seed models (:meth:`Machine.launch_s`) take it alike."""
+    return floor + max(0.0, blocks * per_block - kernel)
 
 
 def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
@@ -174,6 +193,8 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         l2_transactions_per_cycle=l2_rate_of(gpu),
         ldst_units=ldst_units_of(gpu),
         fp64_width=fp64_per_cycle_of(gpu) or None,
+        launch_overhead_s=c.launch_us * 1e-6,
+        launch_per_block_s=c.launch_per_block_ns * 1e-9,
     )
     return replace(mach, **overrides) if overrides else mach
 
