@@ -163,7 +163,8 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
     sustained one, the datasheet peak x the architecture's ``dram_sustained_fraction``
     (refresh, read/write turnarounds and ECC keep every GPU below its peak: mt4g measures
     74-92 % on Pascal to Hopper, the gpuperfpredict kernels peak at 73-82 % on Kepler and
-    Maxwell), and the departure delays derived from the bandwidth grow by its inverse.
+    Maxwell), and the departure delays derived from the bandwidth grow by its inverse; and the launch is the
+    configuration's (``compute.launch_us`` and ``launch_per_block_ns``, :func:`launch_time`), as the HMS model's.
     """
     c, m, k = gpu.compute, gpu.memory, gpu.caches
     sustained = sustained_fraction_of(gpu)
