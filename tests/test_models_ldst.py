@@ -8,7 +8,7 @@ from placement.gpu import get_gpu
 from placement.models import gpuperf, mwp_cwp
 from placement.models.counters import gpu_from_spec
 from placement.models.kernel import KernelParams
-from placement.models.ldst import ldst_cycles_per_warp, ldst_insts
+from placement.models.ldst import l1tex_wavefronts, ldst_cycles_per_warp, ldst_insts
 from placement.models.params import c2050, hong_kim_example, machine_from_gpu
 
 SPEC = {"gpu_name": "x", "max_clock_rate": "1000", "L2": "1", "bus": "256", "memory_clock": "3000", "bandwith": "192"}
@@ -36,6 +36,26 @@ def test_ldst_units_per_architecture():
     units = {cc: machine_from_gpu(gpu_from_spec({**SPEC, "compute_version": cc, "num_of_cores": "3840"})).ldst_units
              for cc in ("3.5", "5.2", "6.0", "6.1")}  # fmt: skip
     assert units == {"3.5": 32, "5.2": 32, "6.0": 16, "6.1": 32}
+
+
+def test_l1tex_wavefronts_from_volta_on_hand_worked():
+    # Nsight Compute style (sectors a request counted): 2 coalesced (a line each) + 10 uncoalesced of 6 sectors
+    # (1.5 wavefronts of 4 sectors) + 4 shared + 3 bank conflicts = 2 + 15 + 4 + 3
+    k = KernelParams(threads_per_block=64, blocks=4, comp_insts=20.0, coal_mem_insts=2.0, uncoal_mem_insts=10.0,
+                     uncoal_per_mw=6.0, uncoal_sectors_per_mw=6.0, shared_insts=4.0,
+                     bank_conflict_insts=3.0)  # fmt: skip
+    assert l1tex_wavefronts(k, 4.0) == pytest.approx(24.0)
+    assert l1tex_wavefronts(replace(k, uncoal_sectors_per_mw=2.0), 4.0) == pytest.approx(19.0)  # at least one a request
+    # a trace's params count lines a request, not sectors: 3 lines, 3 wavefronts
+    assert l1tex_wavefronts(replace(k, uncoal_per_mw=3.0, uncoal_sectors_per_mw=0.0), 4.0) == pytest.approx(39.0)
+    h100 = machine_from_gpu(get_gpu("h100"))
+    assert h100.ldst_units is None and h100.l1tex_sectors_per_wavefront == 4.0  # [NCU-L1], [NVF-LSU]
+    assert ldst_cycles_per_warp(k, h100) == pytest.approx(24.0)  # one wavefront a cycle
+    for name in ("v100", "t4", "a100", "rtx3090"):
+        assert machine_from_gpu(get_gpu(name)).l1tex_sectors_per_wavefront == 4.0, name
+    # Kepler keeps its units' passes (the whitepaper's 32), the papers' presets no bound
+    assert machine_from_gpu(get_gpu("k40")).l1tex_sectors_per_wavefront is None
+    assert ldst_cycles_per_warp(k, hong_kim_example()) == 0.0
 
 
 def _mk(**kw):

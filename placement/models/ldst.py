@@ -31,6 +31,14 @@ request (``coal_per_mw``, ``uncoal_per_mw``): the 32 transactions of a strided
 request are 32 passes. With no unit count
 (the papers' presets, ``Machine.ldst_units`` None) the bound is off and the models
 are as published.
+
+From Volta on no unit count paces the SM: a memory instruction is one request to L1TEX, which
+processes it in wavefronts, one a cycle, each a line's sectors (``[<arch>.models]
+l1tex_sectors_per_wavefront``, 4; [NCU-L1] and [NVF-LSU] of configs/architectures.toml), and a
+shared-memory access in one wavefront per bank-conflict degree. There the bound is
+:func:`l1tex_wavefronts` a warp, at one a cycle. On the H100's Nsight Compute exports it binds the
+shared-memory kernels at 1024^2 only (the staged and the tiled matmul: 428 and 194 us of wavefronts,
+measured 499 and 278, where GPUPerf gave 239 and 107 without it).
 """
 
 from __future__ import annotations
@@ -47,9 +55,22 @@ def ldst_insts(k: KernelParams) -> float:
     return global_passes + k.shared_insts + k.bank_conflict_insts
 
 
+def l1tex_wavefronts(k: KernelParams, sectors_per_wavefront: float) -> float:
+    """L1TEX wavefronts per warp (Volta on): a coalesced global request's one line; an uncoalesced one's sectors
+    over ``sectors_per_wavefront`` (at least one) where they were counted (``uncoal_sectors_per_mw``: Nsight
+    Compute's sectors a request), else its lines (``uncoal_per_mw`` of a trace), a wavefront each; each shared
+    access one, and one more for each bank conflict."""
+    sectors = k.uncoal_sectors_per_mw
+    per_uncoal = max(sectors / sectors_per_wavefront, 1.0) if sectors > 0 else max(k.uncoal_per_mw, 1.0)
+    return k.coal_mem_insts + k.uncoal_mem_insts * per_uncoal + k.shared_insts + k.bank_conflict_insts
+
+
 def ldst_cycles_per_warp(k: KernelParams, m: Machine) -> float:
-    """Cycles one warp's memory instructions hold the SM's LD/ST units; 0 when the bound is off."""
+    """Cycles one warp's memory instructions hold the SM's LD/ST units (Fermi to Pascal) or its L1TEX, a wavefront
+    a cycle (Volta on); 0 when the bound is off."""
     units = m.ldst_units
-    if not units or units <= 0:
-        return 0.0
-    return ldst_insts(k) * m.warp_size / units
+    if units and units > 0:
+        return ldst_insts(k) * m.warp_size / units
+    if m.l1tex_sectors_per_wavefront:
+        return l1tex_wavefronts(k, m.l1tex_sectors_per_wavefront)
+    return 0.0

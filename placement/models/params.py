@@ -21,7 +21,8 @@ def model_constants(gpu: Gpu) -> dict:
     ``configs/architectures.toml``, with its compute capability's overrides), each with its
     source there: ``ldst_units`` (load/store units per SM, from NVIDIA's whitepapers: Fermi 16,
     Kepler 32, Maxwell 32, Pascal 32 but GP100 16; none from Volta on, where a warp's
-    shared-memory access is no longer paced by the unit count alone) and
+    shared-memory access is no longer paced by the unit count alone), ``l1tex_sectors_per_wavefront``
+    (Volta on: the L1TEX wavefronts that take the units' place in that bound, :mod:`placement.models.ldst`) and
     ``l2_transactions_per_sm_cycle`` (the L2 throughput bound's rate: derived from the
     gpuperfpredict counters). Empty for an architecture without any."""
     from ..catalog import model_defaults
@@ -33,6 +34,13 @@ def ldst_units_of(gpu: Gpu) -> int | None:
     """The LD/ST units per SM of ``gpu``'s architecture, None when unknown."""
     v = model_constants(gpu).get("ldst_units")
     return int(v) if v else None
+
+
+def l1tex_sectors_per_wavefront_of(gpu: Gpu) -> float | None:
+    """The sectors one L1TEX wavefront carries on ``gpu``'s architecture (Volta on: 4, one line's), None before
+    Volta, where the LD/ST units' count sets the bound (:func:`ldst_units_of`)."""
+    v = model_constants(gpu).get("l1tex_sectors_per_wavefront")
+    return float(v) if v else None
 
 
 def fp64_cycles_per_warp(fp64_insts: float, m: Machine) -> float:
@@ -125,6 +133,10 @@ class Machine:
     """Load/store units per SM (LDST_UNITS: Kepler 32), for the LD/ST throughput bound
     (:mod:`placement.models.ldst`, an extension beyond the papers); None: no bound (the
     papers' presets)."""
+    l1tex_sectors_per_wavefront: float | None = None
+    """From Volta on, where no LD/ST unit count paces the SM: the sectors an L1TEX wavefront carries (one line's 4),
+    for the LD/ST bound in wavefronts, one a cycle (:func:`placement.models.ldst.l1tex_wavefronts`); None: no such
+    bound (the papers' presets, and Fermi to Pascal, which take ``ldst_units``)."""
     fp64_width: float | None = None
     """Double-precision results per clock per SM, for the double-precision bound (:func:`fp64_cycles_per_warp`, an
     extension beyond the papers, as ``placement.hms.t_fp64``); None or 0: no bound (the papers' presets)."""
@@ -193,6 +205,7 @@ def machine_from_gpu(gpu: Gpu, **overrides) -> Machine:
         gamma=None,  # Gamma = 64 is Sim et al.'s Fermi value, fit by simulation; none is published for other GPUs
         l2_transactions_per_cycle=l2_rate_of(gpu),
         ldst_units=ldst_units_of(gpu),
+        l1tex_sectors_per_wavefront=l1tex_sectors_per_wavefront_of(gpu),
         fp64_width=fp64_per_cycle_of(gpu) or None,
         launch_overhead_s=c.launch_us * 1e-6,
         launch_per_block_s=c.launch_per_block_ns * 1e-9,
