@@ -295,6 +295,7 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
     b_serial = ws  # Eq. 21
     b_fp = tc - t_fp - b_itilp - b_serial  # Eq. 22
     b_memlp = max(tm - to - t_mem_min, 0.0)  # Eq. 23
+    kernel_s = m.cycles_to_s(te)
     if mw >= n and cw >= n:
         case = "not enough warps"
     elif mw < cw:
@@ -307,6 +308,6 @@ def predict(k: KernelParams, m: Machine) -> GpuPerfResult:
         t_fp=t_fp, t_mem_min=t_mem_min, b_itilp=b_itilp, b_serial=b_serial, b_fp=b_fp, b_memlp=b_memlp,
         itilp=il, itilp_max=imax, itmlp=itm, mwp=mw, mwp_peak_bw=peak, cwp=cw, n=n,
         avg_dram_lat=dram, amat=am, f_sfu=fs, f_overlap=fo, case=case,
-        bound="memory" if tm > tc else "compute", time_s=m.cycles_to_s(te) + m.launch_s(k.blocks, m.cycles_to_s(te)),
+        bound="memory" if tm > tc else "compute", time_s=kernel_s + m.launch_s(k.blocks, kernel_s),
         t_l2=tl2, t_mem_latency=tm_lat, t_ldst=t_ldst, t_fp64=t_fp64,
     )  # fmt: skip

@@ -243,6 +243,7 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         app = max(ml * ln.rep + comp_cycles * n * ln.rep, tl2)
     synch = synch_cost(dep, mw, k.warps_per_block, k.synch_insts, ln.active_blocks_per_sm, ln.rep)  # Eq. 26
     total = app + synch  # Eq. 27
+    kernel_s = m.cycles_to_s(total)
     insts = k.total_insts * k.warps_per_block * k.blocks / ln.active_sms  # Eq. 25 denominator
     return MwpCwpResult(
         mem_l_uncoal=l_unc,
@@ -269,7 +270,7 @@ def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
         synch_cost=synch,
         exec_cycles=total,
         cpi=total / insts if insts > 0 else 0.0,
-        time_s=m.cycles_to_s(total) + m.launch_s(k.blocks, m.cycles_to_s(total)),
+        time_s=kernel_s + m.launch_s(k.blocks, kernel_s),
         t_l2=tl2,
         issue_cycles_comp=issue_comp,
         ldst_cycles=ldst_warp,
