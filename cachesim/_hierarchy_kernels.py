@@ -199,6 +199,8 @@ def _l2_piece(cfg, tags, valid, dirty, stamp, hint, stats, out, prm, a, end, is_
     slice bits removed (GPGPU-Sim's partition address), so sets are not camped on.
     """
     nsl, sh, low, cl, csz, sl, sectored, wb, gsec_log2, walloc = prm
+    # typed, not literal: a literal argument makes numba compile the callee once more for it
+    yes, no, no_id = np.bool_(True), np.bool_(False), np.int64(-1)
     line, stop, smask = _line_piece(a, end, cl, csz, sl)
     hi = a >> sh
     q = hi // nsl  # one division for the slice and the address inside it
@@ -215,20 +217,20 @@ def _l2_piece(cfg, tags, valid, dirty, stamp, hint, stats, out, prm, a, end, is_
         evb = res[1]
         orig = ((((evb >> sh) * nsl) + np.uint64(sl_id)) << sh) | (evb & low)
         nb_ = _popcount(res[2]) * (np.int64(1) << np.int64(sl)) if sectored else np.int64(csz)
-        _emit(stats, out, orig, nb_, True, -1, -1, dcycle)
+        _emit(stats, out, orig, nb_, yes, no_id, no_id, dcycle)
     if is_write:
         if not wb or (outcome != C.HIT and walloc == C.WA_NONE):
-            _emit(stats, out, a, np.int64(stop - a), True, obj, gwarp, dcycle)
+            _emit(stats, out, a, np.int64(stop - a), yes, obj, gwarp, dcycle)
         elif outcome != C.HIT and (walloc == C.WA_ALLOC or walloc == C.WA_FETCH):
             if sectored:
-                _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+                _emit(stats, out, a, np.int64(stop - a), no, obj, gwarp, dcycle)
             else:
-                _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+                _emit(stats, out, line, np.int64(csz), no, obj, gwarp, dcycle)
     elif outcome != C.HIT:
         if sectored:
-            _emit(stats, out, a, np.int64(stop - a), False, obj, gwarp, dcycle)
+            _emit(stats, out, a, np.int64(stop - a), no, obj, gwarp, dcycle)
         else:
-            _emit(stats, out, line, np.int64(csz), False, obj, gwarp, dcycle)
+            _emit(stats, out, line, np.int64(csz), no, obj, gwarp, dcycle)
     return stop
 
 
@@ -306,6 +308,7 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
         return np.int64(1)
     slow = np.int64(0)
     c2 = cycle + lat[level]
+    yes, no, no_id = np.bool_(True), np.bool_(False), np.int64(-1)  # typed (see _l2_piece)
     cl = np.uint64(cfg[C.LINE_LOG2])
     csz = np.uint64(1) << cl
     sl = np.uint64(cfg[C.SECT_LOG2])
@@ -345,27 +348,27 @@ def upper_span(level, inst, cfgs, state, stats, out, hp, lat, addr, nbytes, is_w
                             lat,
                             evb + np.uint64(s) * ssz,
                             np.int64(ssz),
-                            True,
+                            yes,
                             space,
-                            -1,
-                            -1,
+                            no_id,
+                            no_id,
                             c2,
                         )
             else:
-                l2_span(cfgs, state, stats, out, hp, lat, evb, np.int64(csz), True, space, -1, -1, c2)
+                l2_span(cfgs, state, stats, out, hp, lat, evb, np.int64(csz), yes, space, no_id, no_id, c2)
         if is_write:
             if not wb or (outcome != C.HIT and cfg[C.WALLOC] == C.WA_NONE):
-                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), True, space, obj, gwarp, c2)
+                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), yes, space, obj, gwarp, c2)
             elif outcome != C.HIT and (cfg[C.WALLOC] == C.WA_ALLOC or cfg[C.WALLOC] == C.WA_FETCH):
                 if sectored:
-                    l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), False, space, obj, gwarp, c2)
+                    l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), no, space, obj, gwarp, c2)
                 else:
-                    l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
+                    l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), no, space, obj, gwarp, c2)
         elif outcome != C.HIT:
             if sectored:
-                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), False, space, obj, gwarp, c2)
+                l2_span(cfgs, state, stats, out, hp, lat, a, np.int64(stop - a), no, space, obj, gwarp, c2)
             else:
-                l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), False, space, obj, gwarp, c2)
+                l2_span(cfgs, state, stats, out, hp, lat, line, np.int64(csz), no, space, obj, gwarp, c2)
         a = stop
     return slow
 
@@ -492,6 +495,8 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     mlp = lat[LAT_MLP]
     resident = hp[HP_RESIDENT]
     no_round = np.iinfo(np.int64).max  # ``since`` of an access outside the rounds: no hit counts as in flight
+    no = np.bool_(False)  # typed, not literal: a literal argument makes numba compile the callee once more for it
+    const_level, tex_level = np.int64(CONST), np.int64(TEX)
     n_wst = wst.shape[1]
     n = order.shape[0]
     for idx in range(start, n):
@@ -589,7 +594,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             slow = np.int64(0)
             for j in range(k):
                 a0 = (words[j] // np.uint64(sect)) * np.uint64(sect)
-                slow += upper_span(CONST, s, cfgs, state, stats, out, hp, lat, a0, sect, False, False, sp, o, g, cyc,
+                slow += upper_span(const_level, s, cfgs, state, stats, out, hp, lat, a0, sect, no, no, sp, o, g, cyc,
                                    slot[i], since)  # fmt: skip
             if in_round and slow > 0:
                 wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)
@@ -598,7 +603,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
             stats[TEXELS] += Q.active_lanes(np.uint32(m))
             since = round_of(wst, stats, gw, slot[i], mlp, resident, o) if mlp > 0 else no_round
             # one whole texture line per line touched (each mask is bit 0: the line is one sector)
-            slow = upper_runs(TEX, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, False, False, sp, o,
+            slow = upper_runs(tex_level, s, cfgs, state, stats, out, hp, lat, lines, smasks, k, tex_line, no, no, sp, o,
                               g, cyc, slot[i], since)  # fmt: skip
             if mlp > 0 and slow > 0:
                 wst[W_SLOW, gw] = max(wst[W_SLOW, gw], SLOW)

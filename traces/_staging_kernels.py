@@ -295,7 +295,7 @@ def _put_addr(write, out, r, lanes):
             out[8][r, lane] = lanes[lane]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**LEAF)
 def _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
                gaddr, saddr):  # fmt: skip
     """The lanes' global and shared addresses of iteration ``it`` of warp ``t0 // 32``'s share of the copy loop
@@ -363,7 +363,7 @@ def _copy_store(write, out, delta_out, r, b, w, seq, plan, s, m, saddr, totals):
     return r + 1, seq + 1 + (plan[s, P_INT] + MILLI // 2) // MILLI
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**LEAF)
 def _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, width, step, keep, totals, gaddr,
                 saddr):  # fmt: skip
     """One batch of an unrolled copy: ``width`` loads, then their ``width`` shared stores. Slot k of the batch
@@ -495,7 +495,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     return r, seq - seq0, seq
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**LEAF)
 def _row_cost(plan, s, cnt, unroll):
     """A warp's instructions for one tile row of the unrolled copy (configs/addressing.toml ``copy_rows``), its
     lanes ``cnt[lane]`` iterations each (0: no iteration in this row): ``head``, ``first`` where a lane's
@@ -534,7 +534,7 @@ def _row_cost(plan, s, cnt, unroll):
     return c
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**LEAF)
 def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, unroll, rolled_rest,
                    totals, gaddr, saddr):  # fmt: skip
     """One copy loop as nvcc unrolls it by ``unroll`` = u (LLVM's runtime unrolling, the remainder first): a lane
@@ -554,15 +554,15 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
         for lane in range(32):
             first[lane] = 0
             keep[lane] = 1 if cnt[lane] % unroll >= 1 else 0
-        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
-                             gaddr, saddr)  # fmt: skip
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, np.int64(1), 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
     if rolled_rest:  # the rest of the remainder, one at a time
         for k in range(1, most_rem):
             for lane in range(32):
                 first[lane] = k
                 keep[lane] = 1 if cnt[lane] % unroll > k else 0
-            r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
-                                 gaddr, saddr)  # fmt: skip
+            r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, np.int64(1), 1, keep,
+                                 totals, gaddr, saddr)  # fmt: skip
     elif most_rem >= 2:  # the rest of the remainder, together
         for lane in range(32):
             first[lane] = 1
@@ -578,7 +578,7 @@ def _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, fi
     return r, seq
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**LEAF)
 def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, n, tail, sure, totals,
                gaddr, saddr):  # fmt: skip
     """One copy loop as nvcc 13 compiles it for Blackwell (sm_100, sm_120): a tile row's loop in the 2D copy, or
@@ -601,8 +601,8 @@ def _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first,
         for lane in range(32):
             first[lane] = k
             keep[lane] = 1 if cnt[lane] > k else 0
-        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, 1, 1, keep, totals,
-                             gaddr, saddr)  # fmt: skip
+        r, seq = _copy_batch(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, first, np.int64(1), 1, keep,
+                             totals, gaddr, saddr)  # fmt: skip
     for lane in range(32):
         first[lane] = solo
         keep[lane] = min(max(cnt[lane] - solo, 0), n - solo)
@@ -623,8 +623,8 @@ def _staging_pass(write, out, delta_out, r, b, w, threads, plan, rbox, j, seq, t
             continue  # written only: nothing to load, nothing to zero
         for f in range(4):
             box[f] = rbox[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 0, totals, gaddr, saddr,
-                               scratch)  # fmt: skip
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, np.int64(0), totals, gaddr,
+                               saddr, scratch)  # fmt: skip
     return r, seq
 
 
@@ -640,8 +640,8 @@ def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j
             continue
         for f in range(4):
             box[f] = src[s, j, f]
-        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, 1, totals, gaddr, saddr,
-                               scratch)  # fmt: skip
+        r, _, seq = _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq, np.int64(1), totals, gaddr,
+                               saddr, scratch)  # fmt: skip
     return r, seq
 
 
@@ -692,7 +692,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             any_wb = True
         if plan[s, P_LOAD] == 1 or plan[s, P_WB] == WB_ATOMIC:
             any_stage = True
-    r = 0
+    r = np.int64(0)  # not the literal 0: the helpers it is passed to would compile once more for it
     pos = 0
     while pos < n:
         b = cta[order[pos]]
