@@ -23,9 +23,10 @@ import numba as nb
 import numpy as np
 
 from ..codes import GLOBAL, LOAD, LOCAL, SHARED, STORE
+from .._numba import LEAF
 from .opcodes import GENERIC, LDGSTS
 
-NUMBA_DEPS = "29e373e0834f9cec"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "dab8ae41e17d994a"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # Return codes.
 DONE, NEED_OPCODE, OUT_FULL, ERROR = 0, 1, 2, 3
@@ -119,14 +120,14 @@ def _is_sp(c):
     return c == 32 or c == 9 or c == 13
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _skip(buf, p, le):
     while p < le and _is_sp(buf[p]):
         p += 1
     return p
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _dec(buf, p, le):
     """Parse a signed decimal token; (value, new position, ok)."""
     p = _skip(buf, p, le)
@@ -148,7 +149,7 @@ def _dec(buf, p, le):
     return (-v if neg else v), p, True
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _hex(buf, p, le):
     """Parse a hexadecimal token with optional 0x; (value, new position, ok)."""
     p = _skip(buf, p, le)
@@ -174,7 +175,7 @@ def _hex(buf, p, le):
     return v, p, n > 0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _reg(buf, p, le):
     """Parse a register token R<n>; (n, new position, ok)."""
     p = _skip(buf, p, le)
@@ -184,7 +185,7 @@ def _reg(buf, p, le):
     return v, p, ok and 0 <= v <= 255
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _word(buf, p, le, pat):
     """Does the line at p start with the bytes of ``pat`` followed by a separator or '='?"""
     n = pat.shape[0]
@@ -196,7 +197,7 @@ def _word(buf, p, le, pat):
     return p + n == le or _is_sp(buf[p + n]) or buf[p + n] == 61
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(**LEAF)
 def _after_eq(buf, p, le):
     while p < le and buf[p] != 61:
         p += 1
