@@ -1,8 +1,9 @@
 """Wheel build hook: ship numba's on-disk cache of the kernels the commands use.
 
 Compiling the kernels is nearly all of a first `placement rank` after a fresh install
-(40.7 s CPU of 41 on the 2-core machine, benchmarks/bench_cold_start.py; the Accel-Sim
-importer's parser 24 s of a first `placement import accelsim`). This hook runs the commands
+(88 s CPU on the 2-core machine on 2 Dec 2026, 228 s while the staging copy's helpers were
+inlined at numba's level; the Accel-Sim importer's parser 19 s of a first `placement import
+accelsim`, 62 s inlined). This hook runs the commands
 once, at wheel build time, on the bundled examples and on small importer inputs it writes
 (:data:`WARM_UP`, :func:`_importer_inputs`), in a copy of the three
 packages, and puts the ``__pycache__/*.nbi`` / ``*.nbc`` files numba writes there into
