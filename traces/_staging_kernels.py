@@ -737,7 +737,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             while t2 < end and warp[order[t2]] == w:
                 t2 += 1
             shift = 0
-            cw = -1
+            cw = np.int64(-1)  # typed, as r: a literal -1 compiled _writeback_pass once more
             for s in range(ns):
                 kwin[w, s] = 0
             last = np.int64(-1)
