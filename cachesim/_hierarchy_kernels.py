@@ -421,16 +421,45 @@ def round_of(wst, stats, g, slot, mlp, resident, obj):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def tag_set(line, bits):
+    """The tag stage's set of a line (its index, the byte address over the line size): the XOR of the index's
+    ``bits``-bit fields, low to high. NVIDIA publishes no hash; this one is read off gpu-benches' gpu-strides
+    (github te42kyfo/gpu-benches, gpu-strides/a100.txt, a40.txt, h200.txt at 0a45416; [GB-S] in
+    configs/architectures.toml), whose Nsight Compute ``l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld`` per
+    warp-load reads 32 lines 16,392 B apart (one lane a row of a 4,098-float pitch) in 9.2 tag wavefronts on the
+    A100, A40 and H200, 16 rows in 5.1, 8 in 3.1, 4 in 2.1 and 2 in 1.3-1.5: the 4-set fold gives 9.0, 4.9, 3.2,
+    2.1 and 1.3, where a linear index (line mod 4, Accel-Sim's L1) puts those rows' lines in one or two sets, 16,
+    12, 7.3, 4 and 2; over its strides 1-64 (lanes 4 s bytes apart) the fold is within 2 % of the measured
+    wavefronts (median; 24 % at most, stride 2) and the linear index within 9 % (median) but up to 2.35x off (12
+    against 5.1)."""
+    if bits <= 0:  # one set
+        return np.int64(0)
+    mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+    s = np.uint64(0)
+    x = np.uint64(line)
+    while x:
+        s ^= x & mask
+        x >>= np.uint64(bits)
+    return np.int64(s)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def tag_cycles(cfg, lines, k, tags, sets, counts):
     """Cycles the tag stage of a per-SM cache (``cfg``) takes for the ``k`` lines of one warp-instruction: at
-    most ``tags`` lines a cycle and one line per set, so the most lines that fall in one set (its index function,
-    ``C.set_index``) or k / tags rounded up, whichever is more (1 for ``tags`` 0). ``sets`` (k entries) and
-    ``counts`` (one per set, all 0, left so) are scratch."""
+    most ``tags`` lines a cycle and one line per set ([NV-T] in configs/architectures.toml: "4 sets x 4 sectors
+    per cycle"), so the most lines that fall in one of its ``tags`` sets (:func:`tag_set`, the stage's own
+    hash of the line, not the cache's index function) or k / tags rounded up, whichever is more (1 for ``tags``
+    0). ``tags`` is a power of two (``cachesim.HierarchyConfig``). ``sets`` (k entries) and ``counts`` (``tags``
+    entries, all 0, left so) are scratch."""
     if tags <= 0 or k <= 1:
         return 1
+    bits = 0
+    while (1 << bits) < tags:
+        bits += 1
+    line_log2 = np.uint64(cfg[C.LINE_LOG2])
     worst = 1
     for j in range(k):
-        st = C.set_index(cfg, lines[j])
+        st = tag_set(lines[j] >> line_log2, bits)
         sets[j] = st
         counts[st] += 1
         if counts[st] > worst:
@@ -491,7 +520,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     tags = hp[HP_TAGS]
     l1_banks = hp[HP_L1_BANKS]
     tag_sets = np.empty(64, np.int64)
-    tag_counts = np.zeros(max(cfgs[L1][C.NSETS], cfgs[TEX][C.NSETS], 1), np.int64)
+    tag_counts = np.zeros(max(tags, 1), np.int64)
     mlp = lat[LAT_MLP]
     resident = hp[HP_RESIDENT]
     no_round = np.iinfo(np.int64).max  # ``since`` of an access outside the rounds: no hit counts as in flight

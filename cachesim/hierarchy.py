@@ -91,9 +91,10 @@ class HierarchyConfig:
     readonly: str = "tex"
     tex_in_l1: bool = False
     l1_tags_per_cycle: int = 0
-    """Lines the tag stage of a per-SM cache (L1, texture) resolves per cycle, at most one per set: a warp's access
-    takes at least as many cycles of the load/store path as the most of its lines that share a set (0: no such
-    bound, only the sectors' bytes over the path's width)."""
+    """Lines the tag stage of a per-SM cache (L1, texture) resolves per cycle, at most one per set of the stage's
+    own hash (``_hierarchy_kernels.tag_set``, as many sets as this, a power of two): a warp's access takes at least
+    as many cycles of the load/store path as the most of its lines that share a set (0: no such bound, only the
+    sectors' bytes over the path's width)."""
     l1_data_banks: bool = False
     """Whether the per-SM cache's data array is the shared memory's banks (``smem_banks`` words of
     ``smem_bank_bytes``; one array from Volta on): a warp's cached access then takes at least as many cycles as the
@@ -119,8 +120,8 @@ class HierarchyConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise HierarchyConfigError(name, f"expected an integer >= 1, got {v!r}")
         v = self.l1_tags_per_cycle
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise HierarchyConfigError("l1_tags_per_cycle", f"expected an integer >= 0, got {v!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v & (v - 1):
+            raise HierarchyConfigError("l1_tags_per_cycle", f"expected 0 or a power of two, got {v!r}")
         if not isinstance(self.l1_data_banks, bool):
             raise HierarchyConfigError("l1_data_banks", f"expected true or false, got {self.l1_data_banks!r}")
         for name in ("l1_latency", "tex_latency", "const_latency", "l2_latency", "issue_cycles"):

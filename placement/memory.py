@@ -29,7 +29,7 @@ def _arch_models(gpu: Gpu) -> dict:
 
 
 def l1_tags_per_cycle_of(gpu: Gpu) -> int:
-    """Lines the per-SM cache's tag stage resolves per cycle, one per set (``l1_tags_per_cycle`` of the
+    """Lines the per-SM cache's tag stage resolves per cycle, one per set of its own hash (``l1_tags_per_cycle`` of the
     architecture's ``[<arch>.models]`` in configs/architectures.toml: 4 from Volta on, cited there); 0 where it has
     none (no tag-stage bound in ``cachesim``)."""
     v = _arch_models(gpu).get("l1_tags_per_cycle")

@@ -3,6 +3,8 @@ and the L2 against simulate_cache on the same line stream."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -244,35 +246,52 @@ def test_shared_atomics_path_cycles_by_hand():
         config(smem_atomic_lane_cycles=-1.0)
 
 
+def _fold(line_index):
+    """The tag stage's set by hand: the XOR of the line index's 2-bit fields (4 sets)."""
+    s = 0
+    while line_index:
+        s ^= line_index & 3
+        line_index >>= 2
+    return s
+
+
 def test_tag_stage_cycles_by_hand():
     """Volta and later (l1_tags_per_cycle 4): the L1's tag stage resolves 4 lines a cycle, one per set, so a warp's
-    access takes at least as many cycles as the most of its lines that share a set (linear index: line mod 4)."""
+    access takes at least as many cycles as the most of its lines that share a set; the stage's set of a line is the
+    XOR of its index's 2-bit fields (gpu-benches' gpu-strides on the A100, A40 and H200), not the cache's index."""
+    block_rows = 0x200000 + 4 * ((lanes + 1) * 4098)  # gpu-strides' 1-wide block: a lane a row, 16,392 B apart
     rows = [
-        (0, 0, 0, 0, 0, 4, 0x10000 + lanes * 4096, -1),  # 32 lines 4096 B apart: all in set 0 -> 32 cycles
+        (0, 0, 0, 0, 0, 4, 0x10000 + lanes * 4096, -1),  # 32 lines 4096 B apart: 8 a set (linear index: one set, 32)
         (0, 0, 1, 0, 0, 4, 0x80000 + lanes * 128, -1),  # 32 consecutive lines: 8 a set, 32 sectors -> 8
-        (0, 0, 2, 0, 0, 4, 0xC0000 + (lanes % 16) * 512, -1),  # 16 lines 512 B apart, set 0: 16 (sectors: 4)
+        (0, 0, 2, 0, 0, 4, 0xC0000 + (lanes % 16) * 512, -1),  # 16 lines 512 B apart: 4 a set, 16 sectors -> 4
         (0, 0, 3, 0, 0, 4, 0x100004 + lanes * 4, -1),  # unaligned 128 B: 2 lines, 2 sets, 5 sectors -> 1.25
-        (0, 0, 4, 0, 0, 4, 0x140000 + (lanes % 8) * 128 + (lanes // 8) * 1024, -1),  # 32 lines, 8 a set -> 8
+        (0, 0, 4, 0, 0, 4, 0x180000 + (lanes // 8) * 640, -1),  # lines 0, 5, 10, 15 past 0x3000: fields 00, 01|01,
+        # 10|10, 11|11 fold to one set -> 4 (a linear index: 4 sets, 1; 4 sectors: 1)
+        (0, 0, 5, 0, 0, 4, block_rows, -1),  # 32 lines in sets of 8, 7, 9, 8 -> 9 (measured 9.2; linear: 16)
     ]
+    lines = sorted({int(a) // 128 for a in block_rows})
+    assert len(lines) == 32 and max(Counter(_fold(x) for x in lines).values()) == 9
+    assert max(Counter(x % 4 for x in lines).values()) == 16
     t = make_trace(rows, 1, 1)
     l1 = "S:4:128:64,L:R:m:N:L"
     r = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4), blocks_per_sm=1)
-    assert r.lsu_cycles[0] == 32 + 8 + 16 + 1.25 + 8
+    assert r.lsu_cycles[0] == 8 + 8 + 4 + 1.25 + 4 + 9
     # without the tag stage's bound (Kepler, Maxwell, Pascal here): the sectors' bytes over 128 B a cycle
     r0 = cachesim.simulate_hierarchy(t, config(l1=l1), blocks_per_sm=1)
-    assert r0.lsu_cycles[0] == 8 + 8 + 4 + 1.25 + 8
-    # one tag a cycle: each line its own cycle (the sectors of row 4's 32 lines are fewer)
+    assert r0.lsu_cycles[0] == 8 + 8 + 4 + 1.25 + 1 + 8
+    # one tag a cycle: each line its own cycle
     r1 = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=1), blocks_per_sm=1)
-    assert r1.lsu_cycles[0] == 32 + 32 + 16 + 2 + 32
-    with pytest.raises(cachesim.HierarchyConfigError, match="^l1_tags_per_cycle"):
-        config(l1_tags_per_cycle=-1)
+    assert r1.lsu_cycles[0] == 32 + 32 + 16 + 2 + 4 + 32
+    for bad in (-1, 3, 6):
+        with pytest.raises(cachesim.HierarchyConfigError, match="^l1_tags_per_cycle"):
+            config(l1_tags_per_cycle=bad)
 
 
 def test_l1_data_banks_by_hand():
     """Volta and later (l1_data_banks): the L1's data array is the shared memory's 32 banks of 4 bytes, so a warp's
     cached load takes at least as many cycles as the most distinct words one bank serves, whatever its sectors and
-    tags say. Lines 1,152 B apart (9 lines: sets 0, 1, 2, 3 of 4, one tag cycle) hold their words in the same
-    banks."""
+    tags say. Lines 1,152 B apart (9 lines) hold their words in the same banks; the tag stage puts the two rows'
+    lines (indices 512 and 521) in sets 2 and 1 and the four rows' (1,024, 1,033, 1,042, 1,051) in 1, 2, 2, 1."""
     two_rows = 0x10000 + (lanes % 16) * 4 + (lanes // 16) * 1152
     four_rows = 0x20000 + (lanes % 8) * 4 + (lanes // 8) * 1152
     rows = [
@@ -280,7 +299,7 @@ def test_l1_data_banks_by_hand():
         (0, 0, 1, 0, 0, 4, 0x40004 + lanes * 4, -1),  # unaligned 128 B: 2 lines, every bank once -> 5 sectors, 1.25
         (0, 0, 2, 0, 0, 4, four_rows, -1),  # 8-wide, 4 rows: banks 0-7 four times -> 4 (4 sectors: 1)
         (0, 0, 3, 0, 0, 8, 0x60000 + lanes * 8, -1),  # 256 B of doubles: 2 words a bank -> 2 (8 sectors: 2)
-        (0, 0, 4, 0, 0, 4, 0x80000 + lanes * 4096, -1),  # 32 lines in one bank and one set -> 32 (tags: 32)
+        (0, 0, 4, 0, 0, 4, 0x80000 + lanes * 4096, -1),  # 32 lines in one bank -> 32 (tags: 8)
     ]
     t = make_trace(rows, 1, 1)
     l1 = "S:4:128:64,L:R:m:N:L"
@@ -291,9 +310,11 @@ def test_l1_data_banks_by_hand():
     s = cachesim.HierarchyStream(config(l1=l1, l1_tags_per_cycle=4, l1_data_banks=True), t.info, 1)
     s.feed(t)
     assert s.finish().l1_bank_conflicts == r.l1_bank_conflicts
-    # a separate L1 (Maxwell and Pascal here): sectors and tags only
+    # a separate L1 (Maxwell and Pascal here): sectors and tags only (four rows: 2 lines in sets 1 and 2 -> 2; the 32
+    # lines 4096 B apart: 8 a set)
     r0 = cachesim.simulate_hierarchy(t, config(l1=l1, l1_tags_per_cycle=4), blocks_per_sm=1)
-    assert r0.lsu_cycles[0] == 1 + 1.25 + 1 + 2 + 32
+    assert r0.lsu_cycles[0] == 1 + 1.25 + 2 + 2 + 8
+    assert [_fold(x) for x in (512, 521)] == [2, 1] and [_fold(x) for x in (1024, 1033, 1042, 1051)] == [1, 2, 2, 1]
     assert r0.l1_bank_conflicts == 0
     # the same loads through the read-only path served by the L1 (__ldg from Volta on) pay the same
     ro = make_trace([(c, w, q, op, READONLY, wd, a, o) for (c, w, q, op, _, wd, a, o) in rows], 1, 1)
