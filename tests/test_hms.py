@@ -788,7 +788,9 @@ def test_a_calibrated_two_line_plain_load_rate_prices_the_shifted_taps_by_hand()
     # rate (compute.global_split_instructions_per_cycle) prices those, the pipe's rate (1 a cycle) the others:
     # 18,432 + 12,288 / 0.4 cycles over the 108 SMs. Uncalibrated the data path binds: a warp's aligned tap 1 cycle,
     # its 6 shifted ones 1.25 each (5 sectors), mask's 7 broadcasts a tag-stage cycle each, the store 1: 16.5 cycles,
-    # 2,048 x 16.5 = 33,792 over the pipe's 30,720. On the K80 the L1 does not serve global loads: no change.
+    # 2,048 x 16.5 = 33,792 over the pipe's 30,720; and where the shifted taps' two lines (in's lines w and w + 1 of
+    # warp w) share a tag-stage set (the XOR of the line index's 2-bit fields), those 6 take 2 tag cycles each, 4.5
+    # more a warp. On the K80 the L1 does not serve global loads: no change.
     from placement.memory import global_split_instructions_per_cycle_of
 
     def calibrated(name, two):
@@ -799,7 +801,11 @@ def test_a_calibrated_two_line_plain_load_rate_prices_the_shifted_taps_by_hand()
     cols, info = generate("conv1d", [65536, 7], [256])
     t = traces.Trace(**cols, info=info)
     uncal = WholeTraceEvaluator(t, get_gpu("a100"))
-    assert uncal.sample.active_sms == 108 and uncal.sample.t_lsu == pytest.approx(2048 * 16.5 / 108)
+    line0 = next(o.base for o in info.objects if o.name == "in") // 128
+    fold = lambda x: 0 if x == 0 else (x & 3) ^ fold(x >> 2)  # noqa: E731
+    shared = sum(fold(line0 + w) == fold(line0 + w + 1) for w in range(2048))
+    assert shared == 137  # of 2,048 pairs of consecutive lines, 6.7 %
+    assert uncal.sample.active_sms == 108 and uncal.sample.t_lsu == pytest.approx((2048 * 16.5 + 4.5 * shared) / 108)
     ev = WholeTraceEvaluator(t, calibrated("a100", 0.4))
     assert ev.sample.t_lsu == pytest.approx((18432 + 12288 / 0.4) / 108)
     # in=R moves the taps off the plain path: the calibrated plain rate no longer applies to them
