@@ -444,18 +444,24 @@ def tag_set(line, bits):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def tag_cycles(cfg, lines, k, tags, sets, counts):
+def tag_bits(tags):
+    """log2 of the tag stage's sets (``tags``, 0 or a power of two): the width of :func:`tag_set`'s fields."""
+    bits = 0
+    while (1 << bits) < tags:
+        bits += 1
+    return bits
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def tag_cycles(cfg, lines, k, tags, bits, sets, counts):
     """Cycles the tag stage of a per-SM cache (``cfg``) takes for the ``k`` lines of one warp-instruction: at
     most ``tags`` lines a cycle and one line per set ([NV-T] in configs/architectures.toml: "4 sets x 4 sectors
     per cycle"), so the most lines that fall in one of its ``tags`` sets (:func:`tag_set`, the stage's own
     hash of the line, not the cache's index function) or k / tags rounded up, whichever is more (1 for ``tags``
-    0). ``tags`` is a power of two (``cachesim.HierarchyConfig``). ``sets`` (k entries) and ``counts`` (``tags``
-    entries, all 0, left so) are scratch."""
+    0). ``tags`` is a power of two (``cachesim.HierarchyConfig``), 2 ** ``bits`` (:func:`tag_bits`). ``sets`` (k
+    entries) and ``counts`` (``tags`` entries, all 0, left so) are scratch."""
     if tags <= 0 or k <= 1:
         return 1
-    bits = 0
-    while (1 << bits) < tags:
-        bits += 1
     line_log2 = np.uint64(cfg[C.LINE_LOG2])
     worst = 1
     for j in range(k):
@@ -518,6 +524,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
     wpb = hp[HP_WPB]
     path_bytes = hp[HP_PATH_BYTES]
     tags = hp[HP_TAGS]
+    bits = tag_bits(tags)  # once a walk, not once a warp-instruction
     l1_banks = hp[HP_L1_BANKS]
     tag_sets = np.empty(64, np.int64)
     tag_counts = np.zeros(max(tags, 1), np.int64)
@@ -578,7 +585,7 @@ def walk(order, start, cols, sm, slot, obj_info, hp, lat, cfgs, state, stats, ou
                 nsec = 0
                 for j in range(k):
                     nsec += _popcount(smasks[j])
-                cost = max(nsec * sect, tag_cycles(cfgs[lvl], lines, k, tags, tag_sets, tag_counts) * path_bytes)
+                cost = max(nsec * sect, tag_cycles(cfgs[lvl], lines, k, tags, bits, tag_sets, tag_counts) * path_bytes)
                 if l1_banks != 0 and k > 1:
                     bank = Q.bank_conflict_degree(m, addr[i], w, hp[HP_BANKS], hp[Q.P_BANK_BYTES], words, counts)
                     cost = max(cost, bank * path_bytes)
