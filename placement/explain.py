@@ -142,10 +142,12 @@ def _tile(info: traces.KernelInfo, name: str, staging: Mapping[str, Any]) -> str
         return None
     o = info.object(name)
     pitch = max(int(tile["pitch"]), 1)
-    rows = int(tile["bytes"]) // (pitch * o.elem_bytes) if o.elem_bytes else 0
+    pad = max(int(tile.get("pad", 0)), 0)
+    rows = int(tile["bytes"]) // ((pitch + pad) * o.elem_bytes) if o.elem_bytes else 0
     w = int(staging.get("windows", 1))
     shape = f"{rows} x {pitch}" if o.shape is not None else f"{rows * pitch}"
-    return (f"a tile of {shape} elements ({units.nbytes(int(tile['bytes']))}) per block, "
+    padded = f", its rows padded to {pitch + pad} elements (;pad={pad})" if pad else ""
+    return (f"a tile of {shape} elements{padded} ({units.nbytes(int(tile['bytes']))}) per block, "
             f"{w} window{'s' if w != 1 else ''} ({staging.get('why', '')})")  # fmt: skip
 
 

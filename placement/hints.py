@@ -346,7 +346,7 @@ _NTHREADS = "blockDim.x * blockDim.y * blockDim.z"
 _TY, _BY = "threadIdx.y + blockDim.y * threadIdx.z", "blockDim.y * blockDim.z"  # the 2D copy loop's rows of threads
 # The staging code's pieces for a 2D tile (rows x pitch, origin row0/col0) and a 1D one (origin first)
 _FORMS = {
-    "decl": ("__shared__ {t} s_{n}[{rows}][{pitch}];", "__shared__ {t} s_{n}[{size}];"),
+    "decl": ("__shared__ {t} s_{n}[{rows}][{stride}];", "__shared__ {t} s_{n}[{size}];"),
     "where": ("(({n}_row0 + r) * {cols} + {n}_col0 + c)", "({n}_first + q)"),
     "inside": ("{n}_row0 + r < {nrows} && {n}_col0 + c < {cols}", "{n}_first + q < {elems}"),
     "cell": ("s_{n}[r][c]", "s_{n}[q]"),
@@ -366,7 +366,9 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     n, t = _ident(o.name), _type(o, writeback)
     tile = staging.get("tiles", {}).get(o.name, {"bytes": o.size, "pitch": o.size // o.elem_bytes})
     pitch = max(int(tile["pitch"]), 1)
-    rows = max(int(tile["bytes"]) // (pitch * o.elem_bytes), 1)
+    pad = max(int(tile.get("pad", 0)), 0)
+    stride = f"{pitch} + {pad}" if pad else f"{pitch}"
+    rows = max(int(tile["bytes"]) // ((pitch + pad) * o.elem_bytes), 1)
     windows = int(staging.get("windows", 1))
     source = STAGING_SOURCE.get(space, "global")
     two_d = o.shape is not None
@@ -417,9 +419,11 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     col0 = c0 if c0 is not None else f"0 /* the block's first {'column' if two_d else 'element'} of the tile */"
     size = rows * pitch
     f = {k: v[0 if two_d else 1].format(t=t, n=n, name=o.name, rows=rows, pitch=pitch, size=size, cols=cols,
-                                       nrows=nrows, elems=elems, row0=row0, col0=col0)
+                                       nrows=nrows, elems=elems, row0=row0, col0=col0, stride=stride)
          for k, v in _FORMS.items()}  # fmt: skip
-    decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block; {_type_why(o, t, writeback)}"
+    padding = (f"; each row padded by {pad} element{'s' if pad != 1 else ''}, which moves the kernel's accesses of a "
+               "column to other banks (fewer bank conflicts)") if pad and two_d else ""  # fmt: skip
+    decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block{padding}; {_type_why(o, t, writeback)}"
     where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
                                                                           "origin", "split"))  # fmt: skip
     tex_fetch, helper = _fetch(n, t, where) if source == "texture1d" else ("", "")

@@ -1333,7 +1333,7 @@ def staging_detail(option, ins: dict, costs) -> tuple[float, dict]:
     detail = {
         "windows": option.windows,
         "why": option.why,
-        "tiles": {n: {"bytes": b, "pitch": p} for n, b, p in option.tiles},
+        "tiles": {n: {"bytes": b, "pitch": p, "pad": q} for n, b, p, q in option.tiles},
         "inserted": dict(ins),
         "added_instructions": added,
     }

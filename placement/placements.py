@@ -97,6 +97,10 @@ def space_short(name: str) -> str:
     return f"S/{source}"
 
 
+MAX_PAD = 64
+"""The most padding ``;pad=P`` takes, in elements a row (two rows of 32 banks of 4-byte words)."""
+
+
 def is_staged(space: str) -> bool:
     return space in STAGED
 
@@ -118,6 +122,11 @@ class Placement:
     inside, as Kernel Tuner's convolution), which nvcc unrolls by ``copy_unroll`` (configs/addressing.toml: 4 on
     sm_75 to sm_90, the remainder first), a batch's loads in flight together (``StagedObject.copy_unroll``), or on
     sm_100 and sm_120 each tile row's loop whole with its last ``copy_tail`` (2) copies together."""
+    pad: int | None = None
+    """Elements of padding after each row of the staged 2D tiles in shared memory (``;pad=P``: ``tile[rows][width
+    + P]``, the code one wrote or measured), or None: none where ``;windows=K`` gives the code one wrote, else the
+    tool's choice, the padding that leaves the kernel's accesses of the tile the fewest bank conflicts
+    (``traces.staging.best_pad``; the transpose's ``[32][33]``)."""
 
     def __getitem__(self, name: str) -> str:
         for n, s in self.spaces:
@@ -140,6 +149,7 @@ class Placement:
             (text or "sample")
             + (f";windows={self.windows}" if self.windows is not None else "")
             + (";unrolled" if self.unrolled else "")
+            + (f";pad={self.pad}" if self.pad is not None else "")
         )
 
 
@@ -170,10 +180,12 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
     Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
     options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
     objects' tiles in K windows (any K >= 1: ceil(accesses / K) accesses a window) instead of the tool's
-    choice; ``;unrolled``, the tiles copied and read in loops nvcc unrolls (:attr:`Placement.unrolled`).
+    choice; ``;unrolled``, the tiles copied and read in loops nvcc unrolls (:attr:`Placement.unrolled`); ``;pad=P``,
+    each staged 2D tile's rows padded by P elements (:attr:`Placement.pad`).
     """
     windows = None
     unrolled = False
+    pad = None
     if not isinstance(text, (str, Mapping)):
         text = ",".join(text)  # --place given more than once
     if isinstance(text, str) and ";" in text:
@@ -183,9 +195,13 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
             if key == "unrolled" and not value and not unrolled:
                 unrolled = True
                 continue
+            if key == "pad" and pad is None and value.isdigit() and int(value) <= MAX_PAD:
+                pad = int(value)
+                continue
             if key != "windows" or windows is not None or not value.isdigit() or int(value) < 1:
                 raise InputError(
-                    f"--place ...;{tail}: expected ;windows=K with K a whole number >= 1 or ;unrolled, each at most once"
+                    f"--place ...;{tail}: expected ;windows=K with K a whole number >= 1, ;unrolled or ;pad=P with P a "
+                    f"whole number from 0 to {MAX_PAD}, each at most once"
                 )
             windows = int(value)
     if isinstance(text, str):
@@ -216,7 +232,9 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
         raise InputError(f"--place ...;windows={windows}: no object is staged (S/G, S/T or S/R) to split into windows")
     if unrolled and not any(is_staged(s) for s in wanted.values()):
         raise InputError("--place ...;unrolled: no object is staged (S/G, S/T or S/R) to read in unrolled loops")
-    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces), windows, unrolled)
+    if pad is not None and not any(is_staged(s) and names[n].shape is not None for n, s in wanted.items()):
+        raise InputError(f"--place ...;pad={pad}: no 2D object (one with a shape) is staged to pad the rows of")
+    return Placement(tuple((n, wanted.get(n, s)) for n, s in sample.spaces), windows, unrolled, pad)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ staged kernel:
 from __future__ import annotations
 
 import logging
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -84,6 +84,7 @@ class StagingFacts:
         self._access: dict[int, ts.Access] = {}
         self._footprint: dict[tuple[int, tuple[int, ...]], ts.Footprint] = {}
         self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
+        self._pad: dict[tuple[int, int, int, int], tuple[int, int, int]] = {}
 
     @cached_property
     def order(self) -> np.ndarray:
@@ -97,6 +98,13 @@ class StagingFacts:
         if i not in self._rows:
             self._rows[i] = ts.object_rows(self.trace, self.order, i)
         return self._rows[i]
+
+    def pad(self, name: str, pitch: int, banks: int, bank_bytes: int) -> tuple[int, int, int]:
+        """``traces.staging.best_pad`` of object ``name``'s tile of ``pitch`` columns."""
+        key = (self._id(name), pitch, banks, bank_bytes)
+        if key not in self._pad:
+            self._pad[key] = ts.best_pad(self.trace, self.rows(name), key[0], pitch, banks, bank_bytes)
+        return self._pad[key]
 
     def access(self, name: str) -> ts.Access:
         i = self._id(name)
@@ -136,8 +144,9 @@ class StagingOption:
 
     windows: int
     smem_per_block: int
-    tiles: tuple[tuple[str, int, int], ...]
-    """(object, tile bytes, row pitch in elements) per staged object, in placement order."""
+    tiles: tuple[tuple[str, int, int, int], ...]
+    """(object, tile bytes, width in elements, padding in elements a row) per staged object, in placement order;
+    the bytes count the padding."""
     why: str
 
 
@@ -189,14 +198,33 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     threads, regs = info.threads_per_block, regs_for(info, gpu, build_key(info, placement))
     base_blocks = occupancy(gpu, threads, regs, own_smem).blocks_per_sm
 
-    def option(w: int, why: str) -> StagingOption:
-        tiles = tuple((n, *fps[n].at(w)) for n in staged)
-        smem = _align(own_smem) + sum(_align(b) for _, b, _ in tiles)
-        return StagingOption(w, smem, tiles, why)
+    banks, bank_bytes = gpu.memory.smem_banks, gpu.memory.smem_bank_bytes
+
+    def pad_of(n: str, pitch: int) -> int:
+        """The padding of object ``n``'s tile rows: ``;pad=P``'s, none for the code one wrote (``;windows=K``
+        without ``;pad``), else the one that leaves the kernel's accesses the fewest bank conflicts."""
+        if info.object(n).shape is None:
+            return 0
+        if placement.pad is not None:
+            return placement.pad
+        if placement.windows is not None or banks < 2:
+            return 0
+        return facts.pad(n, pitch, banks, bank_bytes)[0]
+
+    def option(w: int, why: str, padded: bool = False) -> StagingOption:
+        tiles = []
+        for n in staged:
+            b, pitch = fps[n].at(w)
+            p = pad_of(n, pitch) if padded else 0
+            elem = info.object(n).elem_bytes
+            rows = b // max(pitch * elem, 1)
+            tiles.append((n, rows * (pitch + p) * elem if p else b, pitch, p))
+        smem = _align(own_smem) + sum(_align(b) for _, b, _, _ in tiles)
+        return StagingOption(w, smem, tuple(tiles), why)
 
     if placement.windows is not None:  # the windows asked for (";windows=K")
         w = placement.windows
-        o = option(w, f"the windows asked for (;windows={w})")
+        o = option(w, f"the windows asked for (;windows={w})", padded=True)
         if w > finest or o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
             raise IllegalPlacement(
                 "shared",
@@ -234,6 +262,20 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     options = (fit,) if occ is None or occ.windows == fit.windows else (fit, occ)
     if narrow is not None and all(narrow.windows != o.windows for o in options):
         options += (narrow,)
+    # the windows are chosen on unpadded tiles; each is weighed against itself with padded rows (;pad=P, or the
+    # padding that leaves the fewest bank conflicts where the tool chooses), where that pads a row and still fits
+    for o in tuple(options):
+        padded = option(o.windows, "", padded=True)
+        if (
+            any(t[3] for t in padded.tiles)
+            and padded.smem_per_block <= limit
+            and occupancy(gpu, threads, regs, padded.smem_per_block).blocks_per_sm >= 1
+        ):
+            pads = ", ".join(f"{t[0]} by {t[3]}" for t in padded.tiles if t[3])
+            padded = replace(padded, why=f"{o.why}, rows padded against bank conflicts ({pads})")
+            options = tuple(padded if x is o and placement.pad is not None else x for x in options)
+            if placement.pad is None:
+                options += (padded,)
     return StagingChoice(options, own_smem)
 
 
@@ -288,7 +330,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
     spaces = dict(placement.spaces)
     out = []
     base = _align(own_smem)
-    for name, tile_bytes, pitch in option.tiles:
+    for name, tile_bytes, pitch, pad in option.tiles:
         a = facts.access(name)
         wb = facts.writeback(name)
         source = STAGING_SOURCE[spaces[name]]
@@ -300,7 +342,7 @@ def plan(facts: StagingFacts, gpu: Gpu, placement: Placement, option: StagingOpt
             vector_bytes=ts.VECTOR_BYTES if placement.unrolled else 0,
             copy_unroll=cost.copy_unroll if placement.unrolled else 1,
             copy_tail=cost.copy_tail if placement.unrolled else 0,
-            copy_rows=cost.copy_rows.get(source, ()) if placement.unrolled and form == "2d" else (),
+            copy_rows=cost.copy_rows.get(source, ()) if placement.unrolled and form == "2d" else (), pad=pad,
         ))  # fmt: skip
         base += _align(tile_bytes)
     return out

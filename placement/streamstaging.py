@@ -66,6 +66,8 @@ class StreamStagingFacts:
         for o in info.objects:
             self._bases[o.id], self._elems[o.id] = o.base, o.elem_bytes
         self._fp: dict[int, ts.Footprint] | None = None
+        self._pads: dict[tuple[int, int, int, int], tuple[int, int, int]] = {}
+        self._pad_rows: dict[int, traces.Trace] = {}  # a 2D object's first accesses (ts.PAD_SAMPLE_ROWS), for pad()
         self._asked: set[int] = set()  # window counts asked for (";windows=K") beyond those measured by default
         self._overlap: dict[tuple[int, bool], tuple[int, int, int] | None | str] = {}
         self._later: dict[tuple[int, bool], tuple[int, int]] = {}  # conflicts whose earlier block is not known yet
@@ -122,6 +124,18 @@ class StreamStagingFacts:
     def choose(self, gpu, placement, own_smem: int):
         """``placement.staging.choose`` on these facts (``StagingFacts.choose``)."""
         return choose(self, gpu, placement, own_smem)
+
+    def pad(self, name: str, pitch: int, banks: int, bank_bytes: int) -> tuple[int, int, int]:
+        """``traces.staging.best_pad`` of object ``name``'s tile, on its first ``PAD_SAMPLE_ROWS`` accesses, which
+        the footprints' read keeps (no read of its own; the whole trace's evaluator weighs the same rows)."""
+        key = (self._id(name), pitch, banks, bank_bytes)
+        if key not in self._pads:
+            if self._fp is None:
+                self._pass_b()
+            t = self._pad_rows.get(key[0])
+            rows = np.arange(len(t), dtype=np.int64) if t is not None else np.zeros(0, np.int64)
+            self._pads[key] = ts.best_pad(t, rows, key[0], pitch, banks, bank_bytes) if t is not None else (0, 0, 0)
+        return self._pads[key]
 
     def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:
         if self._fp and not set(windows) <= set(next(iter(self._fp.values())).windows):
@@ -226,6 +240,7 @@ class StreamStagingFacts:
         log.info("staging facts: one more read of the trace (footprints %s, overlaps of %d objects)", want_fp,
                  len(owners))  # fmt: skip
         self.reads += 1
+        sample: dict[int, list[traces.Trace]] = {}
         for g in self._groups():
             order = ts.program_order(g)
             for i in objs:
@@ -234,6 +249,11 @@ class StreamStagingFacts:
                 rows = ts.object_rows(g, order, i)
                 if rows.shape[0] == 0:
                     continue
+                kept = sum(len(t) for t in sample.get(i, ()))
+                if want_fp and self.info.object(i).shape is not None and kept < ts.PAD_SAMPLE_ROWS:
+                    take = rows[: ts.PAD_SAMPLE_ROWS - kept]
+                    sample.setdefault(i, []).append(traces.Trace(**{k: v[take] for k, v in g.columns().items()},
+                                                                 info=g.info))  # fmt: skip
                 base, elem, _ = ts._shape(g, i)
                 if want_fp:
                     acc = self.access(self.info.object(i).name)
@@ -252,6 +272,9 @@ class StreamStagingFacts:
             self._overlap[key] = None
         self._later.update(found)  # the earlier block is looked up when the overlap is asked
         if want_fp:
+            for i, parts in sample.items():
+                cols = {k: np.concatenate([p.columns()[k] for p in parts]) for k in parts[0].columns()}
+                self._pad_rows[i] = traces.Trace(**cols, info=self.info)
             self._fp = {}
             for i in objs:
                 elem = self.info.object(i).elem_bytes

@@ -150,7 +150,11 @@ def test_staged_reason_names_tile_and_windows():
         for t in (e.sample.evaluation.target, e.target.evaluation.target)
     ]
     assert f"L2 lookups {l2[0]:,} -> {l2[1]:,}" in "; ".join(e.target.explanation.kernel) and l2[1] < l2[0]
-    assert e.target.evaluation.target.staging["tiles"]["M"] == {"bytes": 4096, "pitch": 64}
+    assert e.target.evaluation.target.staging["tiles"]["M"] == {
+        "bytes": 4096,
+        "pitch": 64,
+        "pad": 0,
+    }  # ;windows=K: unpadded
     assert np.isclose(e.speedup, e.sample.time_ns / e.time_ns)
 
 

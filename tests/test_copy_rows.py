@@ -16,7 +16,7 @@ HOPPER_G = (14, 15, 7, 13, 16, 1, 17)  # head, first, rest, entry, body, split, 
 
 def _row(cnt: list[int], rows=HOPPER_G, unroll: int = 4) -> int:
     plan = np.zeros((1, K.PLAN_LEN), np.int64)
-    plan[0, K.P_ROWS :] = (1, *rows)
+    plan[0, K.P_ROWS : K.P_PROLOGUE + 1] = (1, *rows)
     return int(K._row_cost(plan, 0, np.array(cnt + [0] * (32 - len(cnt)), np.int64), unroll))
 
 

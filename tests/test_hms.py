@@ -179,7 +179,7 @@ def test_eq3_replays_and_addressing_by_hand():
     added = 4 + 4 + 4 * per + staging_costs(K80).barrier
     assert s.staging["inserted"] == {"loads": 4, "stores": 4, "int": 4 * per, "barriers": 1,
                                      "writeback_loads": 0, "writeback_stores": 0}  # fmt: skip
-    assert s.staging["windows"] == 1 and s.staging["tiles"] == {"A": {"bytes": 500, "pitch": 125}}
+    assert s.staging["windows"] == 1 and s.staging["tiles"] == {"A": {"bytes": 500, "pitch": 125, "pad": 0}}
     assert list(s.replays.values()) == [0, 0, 0, 1] and s.issued_instructions == 10 - 1 + 1 + added
     assert s.smem_per_block == 512
     # 1D texture: no replay, addressing 0 - 2 = -2.

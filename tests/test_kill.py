@@ -49,7 +49,7 @@ import placement.search
 from placement.search import _Runner
 
 placement.search.worth_processes = lambda work_s, workers: True  # the pool whatever the work
-P = namedtuple("P", "spaces n windows unrolled", defaults=(None, False))  # placement.Placement's fields
+P = namedtuple("P", "spaces n windows unrolled pad", defaults=(None, False, None))  # placement.Placement's fields
 PARENT = os.getpid()
 
 class Slow:

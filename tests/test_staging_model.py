@@ -32,12 +32,22 @@ def test_windows_that_fit_that_keep_the_occupancy_and_the_textbook_tiling(matmul
     # N: 64/W rows x 16 columns, 4096/W bytes each. W = 1 (8192 B) fits the 48 KB per block, but 6 blocks of
     # 8 KB fit an SM where the sample has 8 (warp limit, 256 threads): W = 2 (4096 B, 12 blocks) keeps them.
     # The textbook tiling: M's tile no wider than the block's 16 threads, 64/W <= 16, W = 4 (16 x 16 tiles).
+    # Each option is weighed against itself with padded rows where padding removes bank conflicts: a warp reads M
+    # at one column of two rows (its 2 x 16 threads), 64 floats (256 B) apart at W = 1, which Kepler's 32 banks of
+    # 8-byte words put in one bank (word 32 = bank 0; a pad of 1 float, 260 B, is still word 32) and a pad of 2
+    # (264 B, word 33) in the next: M's tile 16 x 66 floats. At W = 2 and 4 the rows lie 128 and 64 B apart,
+    # 16 and 8 banks: nothing to pad.
     facts = StagingFacts(matmul)
     legal = check(matmul.info, K40, parse_placement("M=S,N=S", matmul.info), facts)
-    (fit, occ, narrow) = legal.staging.options
-    assert (fit.windows, fit.smem_per_block, fit.tiles) == (1, 8192, (("M", 4096, 64), ("N", 4096, 16)))
-    assert (occ.windows, occ.smem_per_block, occ.tiles) == (2, 4096, (("M", 2048, 32), ("N", 2048, 16)))
-    assert (narrow.windows, narrow.smem_per_block, narrow.tiles) == (4, 2048, (("M", 1024, 16), ("N", 1024, 16)))
+    (fit, occ, narrow, padded) = legal.staging.options
+    assert (fit.windows, fit.smem_per_block, fit.tiles) == (1, 8192, (("M", 4096, 64, 0), ("N", 4096, 16, 0)))
+    assert (occ.windows, occ.smem_per_block, occ.tiles) == (2, 4096, (("M", 2048, 32, 0), ("N", 2048, 16, 0)))
+    assert (narrow.windows, narrow.smem_per_block, narrow.tiles) == (
+        4, 2048, (("M", 1024, 16, 0), ("N", 1024, 16, 0)))  # fmt: skip
+    assert K40.memory.smem_bank_bytes == 8 and K40.memory.smem_banks == 32
+    assert (padded.windows, padded.smem_per_block, padded.tiles) == (
+        1, 16 * 66 * 4 + 4096, (("M", 16 * 66 * 4, 64, 2), ("N", 4096, 16, 0)))  # fmt: skip
+    assert padded.why == "fewest windows that fit, rows padded against bank conflicts (M by 2)"
     assert legal.occupancy.blocks_per_sm == 6 and legal.smem_per_block == 8192
 
 
@@ -48,7 +58,7 @@ def test_windows_asked_for(matmul):
     p = parse_placement("M=S,N=S;windows=8", matmul.info)
     assert p.windows == 8 and p.label() == "M=S/G,N=S/G,P=G;windows=8"
     (only,) = check(matmul.info, K40, p, facts).staging.options
-    assert (only.windows, only.smem_per_block, only.tiles) == (8, 1024, (("M", 512, 8), ("N", 512, 16)))
+    assert (only.windows, only.smem_per_block, only.tiles) == (8, 1024, (("M", 512, 8, 0), ("N", 512, 16, 0)))
     with pytest.raises(IllegalPlacement, match="windows=128"):
         check(matmul.info, K40, parse_placement("M=S,N=S;windows=128", matmul.info), facts)
     for bad, why in (("M=S;windows=0", "whole number >= 1"), ("M=S;windows=x", "whole number >= 1"),
@@ -58,7 +68,7 @@ def test_windows_asked_for(matmul):
     # any K: 3 windows of ceil(64 / 3) = 22 accesses, M's tile 16 x 22 and N's 22 x 16 (1,408 B each, 2 x 1,408
     # aligned to 128 B: 2 x 1,408 = 2,816 B)
     (three,) = check(matmul.info, K40, parse_placement("M=S,N=S;windows=3", matmul.info), facts).staging.options
-    assert (three.windows, three.tiles) == (3, (("M", 16 * 22 * 4, 22), ("N", 22 * 16 * 4, 16)))
+    assert (three.windows, three.tiles) == (3, (("M", 16 * 22 * 4, 22, 0), ("N", 22 * 16 * 4, 16, 0)))
     assert parse_placement(["M=S", "N=S;windows=2"], matmul.info).windows == 2  # --place given twice
 
 
@@ -71,9 +81,8 @@ def test_the_textbook_tiling_of_a_width_no_power_of_two_divides():
     assert traces.staging.window_counts(80, 16) == (1, 2, 4, 5, 8, 16, 32, 64, 128)
     assert traces.staging.window_counts(80, 0) == traces.staging.window_counts(80, 24) == (1, 2, 4, 8, 16, 32, 64, 128)
     legal = check(info, K40, parse_placement("M=S,N=S", info), StagingFacts(t))
-    narrow = legal.staging.options[-1]
-    assert narrow.why.startswith("fewest windows whose 2D tiles are no wider than the block")
-    assert (narrow.windows, narrow.tiles) == (5, (("M", 1024, 16), ("N", 1024, 16)))
+    (narrow,) = [o for o in legal.staging.options if o.why.startswith("fewest windows whose 2D tiles are no wider")]
+    assert (narrow.windows, narrow.tiles) == (5, (("M", 1024, 16, 0), ("N", 1024, 16, 0)))
 
 
 def test_the_faster_window_count_is_kept_and_each_is_reported(matmul):
@@ -108,7 +117,7 @@ def test_a_narrow_tile_of_a_1d_block_costs_the_flattened_copy(block, form):
     p = parse_placement("X=S", t.info)
     choice = choose(facts, K40, p, 0)
     (option,) = choice.options
-    assert option.tiles == (("X", 64 * 4, 1),) and copy_form(t.info, "X", 1) == form
+    assert option.tiles == (("X", 64 * 4, 1, 0),) and copy_form(t.info, "X", 1) == form
     (so,) = plan(facts, K40, p, option, choice.own_smem)
     loop = staging_cost(K40.arch).load("global")
     assert so.int_per_element == (loop.unrolled_flat if form == "flat" else loop.unrolled_2d)
@@ -238,5 +247,5 @@ def test_the_textbook_option_is_width_over_block_for_any_multiple(block, tiles):
     whole = check(info, K40, p, StagingFacts(t)).staging.options
     assert check(info, K40, p, stream).staging.options == whole
     tile = block * block * 4
-    textbook = [o for o in whole if o.tiles == (("M", tile, block), ("N", tile, block))]
+    textbook = [o for o in whole if o.tiles == (("M", tile, block, 0), ("N", tile, block, 0))]
     assert textbook and min(o.windows for o in textbook) == tiles

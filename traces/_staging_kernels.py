@@ -28,11 +28,13 @@ BIG = np.int64(1) << np.int64(62)
 R0, R1, C0, C1 = 0, 1, 2, 3
 # per-slot plan fields (int64 table ``plan``; see traces.staging.stage)
 (P_OBJ, P_SRC, P_L, P_SBASE, P_PITCH, P_ELEM, P_NCOLS, P_BASE, P_LOAD, P_WB, P_INT, P_WBINT, P_PC, P_BX, P_UNROLL,
- P_TAIL, P_ROWS, P_HEAD, P_FIRST, P_REST, P_ENTRY, P_BODY, P_SPLIT, P_PROLOGUE) = range(24)  # fmt: skip
-PLAN_LEN = 24
+ P_TAIL, P_ROWS, P_HEAD, P_FIRST, P_REST, P_ENTRY, P_BODY, P_SPLIT, P_PROLOGUE, P_STRIDE) = range(25)  # fmt: skip
+PLAN_LEN = 25
 """``P_ROWS`` = 1: the unrolled copy's instructions a tile row (``P_HEAD`` ... ``P_PROLOGUE``, the copy's loads
 and stores included; ``traces.staging.StagedObject.copy_rows``) price a 2D copy of a tile larger than the block,
-in place of ``P_INT`` a store (:func:`_row_cost`)."""
+in place of ``P_INT`` a store (:func:`_row_cost`). ``P_PITCH`` is the tile's width in elements (the columns the
+copy loop covers), ``P_STRIDE`` its rows' stride in shared memory, the width and the padding
+(``traces.staging.StagedObject.pad``)."""
 UNROLL_GROUP_MAX = 1024
 """Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
 (``plan[s, P_UNROLL]`` > 1 or ``plan[s, P_TAIL]`` > 1) batches; a longer loop is copied as the rolled loop is (no
@@ -173,6 +175,50 @@ def access_counts(idx, cta, warp, op, wpb):
 
 
 @nb.njit(cache=True, nogil=True)
+def tile_bank_degrees(idx, mask, addr, width, base, elem, ncols, strides, banks, bank_bytes, out):
+    """Per candidate row stride (``strides``, elements): the summed bank-conflict degree of rows ``idx`` were their
+    object's 2D tile laid out row-major at that stride in shared memory: for each access, the most distinct
+    ``bank_bytes`` words any of the ``banks`` banks holds (the wavefronts a shared load or store takes; 1 without
+    a conflict). The tile's corner adds the same offset to every lane, which moves every word to another bank
+    alike, so each element is placed at (row x stride + column) from the object's own (0, 0)."""
+    words = np.empty(32 * 8, np.int64)
+    counts = np.zeros(banks, np.int64)
+    for c in range(strides.shape[0]):
+        out[c] = 0
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        m = np.int64(mask[i])
+        if m == 0:
+            continue
+        nw = max(np.int64(1), (np.int64(width[i]) + bank_bytes - 1) // bank_bytes)
+        nw = min(nw, np.int64(8))
+        for c in range(strides.shape[0]):
+            stride = strides[c]
+            k = 0
+            for lane in range(32):
+                if (m >> lane) & 1:
+                    a = addr[i, lane]
+                    rr, cc = _elem_rc(a, base, elem, ncols)
+                    within = np.int64(a - np.uint64(base)) % elem
+                    b0 = (rr * stride + cc) * elem + within
+                    for q in range(nw):
+                        words[k] = b0 // bank_bytes + q
+                        k += 1
+            ws = np.sort(words[:k])
+            for b in range(banks):
+                counts[b] = 0
+            deg = np.int64(0)
+            prev = np.int64(-1)
+            for u in range(k):
+                if u == 0 or ws[u] != prev:
+                    b = ws[u] % banks
+                    counts[b] += 1
+                    deg = max(deg, counts[b])
+                    prev = ws[u]
+            out[c] += deg
+
+
+@nb.njit(cache=True, nogil=True)
 def footprint_table(idx, cta, warp, mask, addr, width, base, elem, ncols, k_max, lengths, out_bytes, out_pitch):
     """Per candidate window length L (``lengths``): the bytes of a static tile holding every block's window
     of L consecutive accesses per warp (the most rows of any window x the widest, in elements) and that width.
@@ -304,7 +350,7 @@ def _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, w
     ncols = plan[s, P_NCOLS]
     base = plan[s, P_BASE]
     sbase = plan[s, P_SBASE]
-    pitch = plan[s, P_PITCH]
+    stride = plan[s, P_STRIDE]
     # each lane's (i, j), stepped from lane 0's without a division per lane: in 2D (t // bx, t % bx)
     # plus the iteration's offsets, in the flattened loop (q // bw, q % bw) for q = it * threads + t
     j_first = np.int64(0)
@@ -339,7 +385,7 @@ def _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, w
         cc = box[C0] + lj
         e = rr * ncols + cc if ncols > 0 else cc
         gaddr[lane] = np.uint64(base + e * elem)
-        saddr[lane] = np.uint64(sbase + (li * pitch + lj) * elem)
+        saddr[lane] = np.uint64(sbase + (li * stride + lj) * elem)
     return m
 
 
@@ -655,7 +701,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     slot's window-j tile (from the block's bounding box of the window's accesses), then a
     barrier (no staging pass and no barrier when every staged object is only written); the
     staged accesses go to shared memory at the tile's row-major offsets
-    (row pitch ``plan[s, P_PITCH]`` elements). A warp with no access in a window still
+    (row stride ``plan[s, P_STRIDE]`` elements). A warp with no access in a window still
     takes its part, so every warp of a block meets the same barriers. After a warp's last
     row: the remaining windows, then, when something is written back, a barrier and the
     last window's write-back. Inserted instructions shift the seq of every later row;
@@ -847,14 +893,14 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                         elem = plan[s, P_ELEM]
                         base = plan[s, P_BASE]
                         ncols = plan[s, P_NCOLS]
-                        pitch = plan[s, P_PITCH]
+                        stride = plan[s, P_STRIDE]
                         m = np.int64(mask[i])
                         e0, k = _affine(i, mask, addr, width, base, elem)
                         if k >= 0:  # evenly spaced elements: step (row, column) lane by lane
                             rr, cc = (e0 // ncols, e0 % ncols) if ncols > 0 else (np.int64(0), e0)
                             dr, dc = (k // ncols, k % ncols) if ncols > 0 else (np.int64(0), k)
                             for lane in range(32):
-                                off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem
+                                off = ((rr - rbox[s, j, R0]) * stride + (cc - rbox[s, j, C0])) * elem
                                 out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
                                 rr += dr
                                 cc += dc
@@ -867,7 +913,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                                     a = addr[i, lane]
                                     rr, cc = _elem_rc(a, base, elem, ncols)
                                     within = np.int64(a - np.uint64(base)) % elem
-                                    off = ((rr - rbox[s, j, R0]) * pitch + (cc - rbox[s, j, C0])) * elem + within
+                                    off = ((rr - rbox[s, j, R0]) * stride + (cc - rbox[s, j, C0])) * elem + within
                                     out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
                                 else:
                                     out[8][r, lane] = np.uint64(0)

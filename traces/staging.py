@@ -12,7 +12,11 @@ with the staging code. The model:
   out row-major in shared memory in a static ``__shared__ T tile[rows][pitch]`` (as a
   convolution's input tile or a tiled matrix multiply's ``Mds``) whose rows and pitch are
   the most rows and the widest box of any block and window. Capacity is that array's
-  bytes plus the kernel's own shared usage.
+  bytes plus the kernel's own shared usage. A 2D tile's rows may be padded (``pad``
+  elements after each row, ``tile[rows][pitch + pad]``, the transpose's ``[32][33]``
+  and Kernel Tuner's ``use_padding``), which moves its columns to other banks;
+  :func:`best_pad` finds the padding that leaves the kernel's accesses the fewest
+  bank conflicts.
 - **Windows (loop tiling).** When the tile does not fit, each block's accesses are split
   into consecutive windows in program order: the k-th access of each warp to the object
   (its ordinal) belongs to window ``k // L``; all staged objects share the windows (the
@@ -190,6 +194,32 @@ def footprint(trace: Trace, rows: np.ndarray, acc: Access, windows: Sequence[int
     return Footprint(acc.obj, wins, tuple(int(x) for x in out_b), tuple(int(x) for x in out_p))
 
 
+PAD_SAMPLE_ROWS = 8192
+"""Most accesses :func:`best_pad` weighs, the object's first in program order (the first blocks'): a kernel's access
+patterns repeat block after block, a few thousand settle the bank counts, and a trace read in groups of blocks has
+them in its first groups (``placement.streamstaging``)."""
+
+
+def best_pad(trace: Trace, rows: np.ndarray, obj: int, pitch: int, banks: int, bank_bytes: int) -> tuple[int, int, int]:
+    """(pad, conflict degree with it, with none) for object ``obj``'s 2D tile of ``pitch`` columns: of the paddings
+    0 to ``banks`` - 1 elements a row, the one whose row stride leaves the kernel's accesses ``rows`` the fewest
+    bank conflicts (``_staging_kernels.tile_bank_degrees``, summed over the first ``PAD_SAMPLE_ROWS`` of them), the
+    smallest where several tie; (0, d, d) for a 1D object or no access. A transpose's 32 x 32 tile read down its
+    columns takes 32 wavefronts a read unpadded and 1 with a pad of 1 (stride 33); Kernel Tuner's convolution in
+    16-wide blocks reads two 16-float half-rows of its tile a warp, which share 14 banks at the tile's 30 columns
+    and none at a stride of 48 (pad 18, its own ``use_padding`` rule)."""
+    base, elem, ncols = _shape(trace, obj)
+    if ncols <= 0 or rows.shape[0] == 0 or banks < 1:
+        return 0, 0, 0
+    idx = rows[:PAD_SAMPLE_ROWS]
+    strides = np.arange(banks, dtype=np.int64) + np.int64(max(pitch, 1))
+    out = np.zeros(banks, np.int64)
+    K.tile_bank_degrees(np.ascontiguousarray(idx, np.int64), trace.mask, trace.addr, trace.width, np.int64(base),
+                        np.int64(elem), np.int64(ncols), strides, np.int64(banks), np.int64(bank_bytes), out)  # fmt: skip
+    p = int(np.argmin(out))
+    return p, int(out[p]), int(out[0])
+
+
 def write_overlap(trace: Trace, rows: np.ndarray, obj: int, plain_only: bool = False) -> tuple[int, int, int] | None:
     """The first element two blocks both write: (block a, block b, element index), or None.
 
@@ -220,7 +250,7 @@ class StagedObject:
     shared_base: int
     """Offset of its tile in the block's shared-memory window."""
     pitch: int
-    """Row pitch of the tile in elements."""
+    """Width of the tile in elements (the columns its copy covers)."""
     load: bool
     """Whether the tile is loaded (False for an object only written, or privatized)."""
     writeback: str
@@ -250,6 +280,9 @@ class StagedObject:
     benchmarks/addressing_modes.py). They price a 2D copy of a tile larger than the block, a warp's row at a
     time (``_staging_kernels._row_cost``), in place of ``int_per_element``; () or a tile no larger than the
     block (the textbook copy, one element a thread and no loop): ``int_per_element``."""
+    pad: int = 0
+    """Elements of padding after each row of a 2D tile in shared memory: its rows lie ``pitch + pad`` elements
+    apart (``__shared__ T tile[rows][pitch + pad]``), the copy and the kernel's accesses otherwise the same."""
 
 
 @dataclass(frozen=True)
@@ -411,7 +444,7 @@ class _Run:
                             ncols, base, int(so.load), WRITEBACK.index(so.writeback), _milli(so.int_per_element),
                             _milli(so.writeback_int_per_element), pc_top + 64 * s,
                             copy_columns(info.block, max(so.pitch, 1), ncols > 0), max(int(so.copy_unroll), 1),
-                            max(int(so.copy_tail), 0), *_copy_rows(so))  # fmt: skip
+                            max(int(so.copy_tail), 0), *_copy_rows(so), max(so.pitch, 1) + max(int(so.pad), 0))  # fmt: skip
         cols = trace.columns()
         self.ctuple = tuple(cols[c] for c in COLUMNS)
         self.delta = np.ascontiguousarray(delta, dtype=np.int16)
@@ -602,6 +635,7 @@ def _row_buffers(n: int) -> tuple[np.ndarray, ...]:
 
 __all__ = [
     "INSERTED",
+    "PAD_SAMPLE_ROWS",
     "STAGE_PIECE_ROWS",
     "STAGE_WHOLE_ROWS",
     "VECTOR_BYTES",
@@ -610,6 +644,7 @@ __all__ = [
     "Staged",
     "StagedObject",
     "access",
+    "best_pad",
     "footprint",
     "inserted_counts",
     "object_rows",

@@ -50,7 +50,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _row(task: Task, ev: Evaluation, sample: Placement, rank: int | None, position: int) -> dict[str, Any]:
     t = ev.target
     asked = task.placement if task.placement is not None else Placement(())  # ";windows=K;unrolled": the code measured
-    label = Placement(tuple(t.placement.items()), asked.windows, asked.unrolled).label(sample)
+    label = Placement(tuple(t.placement.items()), asked.windows, asked.unrolled, asked.pad).label(sample)
     measured_sample = task.measured_sample_ns if task.measured_sample_ns is not None else ev.measured_sample_ns
     if measured_sample is not None and ev.sample.cycles > 0:
         predicted, basis = measured_sample * t.cycles / ev.sample.cycles, "measured sample"
