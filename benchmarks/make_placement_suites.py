@@ -18,7 +18,9 @@ placements that were measured, and their measured times (ns):
   outputs, 15 x 15 filter in constant memory) for every (block, tile) shape of ``SHAPES``
   with the four measured variants of the input image: G (read_only 0, use_shmem 0), R
   (read_only 1), S/G (use_shmem 1) and S/R (both; the staged ones in one window, as the kernel
-  copies its whole tile before one barrier: ``VARIANTS``), without padding. The trace is the G
+  copies its whole tile before one barrier: ``VARIANTS``), without padding, and where Kernel
+  Tuner's ``use_padding`` pads the tile's rows (:func:`kt_pad`: the 16-wide blocks) the two
+  staged builds with padded rows as well (``;pad=P``). The trace is the G
   variant's (``conv2d_kt``) of an image just large enough for ``CONV_WAVES`` full waves of
   blocks (the kernel is the same per block), with the measured launch's blocks in ``launch_ctas``:
   the model scales the trace's time to the launch's (``placement.hms.blocks_scale``), so both the
@@ -161,12 +163,14 @@ def conv_suite(data: Path, cache_files: list[Path] | None = None, gpu: str = "a1
     if cache_files:
         doc = merge_conv_runs([read_conv_run(Path(f)) for f in cache_files])
         return _conv_suite_of(doc, " ".join(Path(f).name for f in cache_files), gpu)
-    times = conv_times(json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"])
+    cache = json.load(gzip.open(data / "kerneltuner-convolution" / "A100.json.gz"))["cache"]
+    times, padded = conv_times(cache), conv_times(cache, padding=1)
     out = [
         "# Kernel Tuner's 2D convolution on an NVIDIA A100-PCIE-40GB (4096 x 4096 outputs, 15 x 15 filter in",
         "# constant memory), the four measured variants of the input image per (block, tile) shape: G, R (__ldg),",
-        "# S/G and S/R (staged in shared memory, from global or through the read-only path), no padding; mean",
-        "# time of 32 runs. Written by benchmarks/make_placement_suites.py from",
+        "# S/G and S/R (staged in shared memory, from global or through the read-only path), no padding, and",
+        "# where Kernel Tuner's use_padding pads the tile's rows (16-wide blocks) the staged builds padded too;",
+        "# mean time of 32 runs. Written by benchmarks/make_placement_suites.py from",
         "# ../shared/data/kerneltuner-convolution/A100.json.gz (github AutoTuningAssociation/benchmark_hub,",
         "# cachefiles/convolution_milo/); do not edit by hand. The trace is the G variant (conv2d_kt) of an",
         f"# image of {CONV_WAVES} full waves of blocks at the sample's occupancy: the per-block work and the resident",
@@ -180,18 +184,18 @@ def conv_suite(data: Path, cache_files: list[Path] | None = None, gpu: str = "a1
         'gpu = "a100"',
         "",
     ]
-    entries, n = conv_entries(times, "a100")
+    entries, n = conv_entries(times, "a100", padded=padded)
     print(f"kerneltuner conv: {n} shapes with all four variants measured", file=sys.stderr)
     return "\n".join(out + entries)
 
 
-def conv_times(cache: dict) -> dict[tuple, float]:
+def conv_times(cache: dict, padding: int = 0) -> dict[tuple, float]:
     """{(block_size_x, block_size_y, tile_size_x, tile_size_y, read_only, use_shmem): ms} of a Kernel Tuner
-    cache's unpadded builds."""
+    cache's unpadded builds (``padding`` 0) or padded ones (1: ``use_padding``, see :func:`kt_pad`)."""
     times: dict[tuple, float] = {}
     for v in cache.values():
         t = v.get("time")
-        if not isinstance(t, (int, float)) or v["use_padding"] != 0:
+        if not isinstance(t, (int, float)) or v.get("use_padding", 0) != padding:
             continue
         times[
             (v["block_size_x"], v["block_size_y"], v["tile_size_x"], v["tile_size_y"], v["read_only"], v["use_shmem"])
@@ -287,9 +291,27 @@ def _conv_suite_of(doc: dict, source: str, gpu: str) -> str:
     return "\n".join(out + entries)
 
 
-def conv_entries(times: dict[tuple, float], gpu: str, image: int = 4096) -> tuple[list[str], int]:
+KT_BORDER = 14
+"""The convolution's filter border (15 x 15 filter: 2 x 7 columns), in Kernel Tuner's padding rule (:func:`kt_pad`)."""
+
+
+def kt_pad(bx: int, tx: int, border: int = KT_BORDER) -> int:
+    """The padding columns of Kernel Tuner's convolution with ``use_padding = 1`` (benchmark_hub's
+    convolution_milo kernel): none where block_size_x is a multiple of 32 or the tile's width less the block's is,
+    else (32 - (border + block_size_x x tile_size_x - block_size_x)) mod 32 (16-wide blocks: 18 with 1 column of
+    outputs a thread, 2 with 2; their shared rows then lie 48 floats apart)."""
+    width = bx * tx + border
+    if bx % 32 == 0 or (width - bx) % 32 == 0:
+        return 0
+    return (32 - (border + bx * tx - bx)) & 31
+
+
+def conv_entries(times: dict[tuple, float], gpu: str, image: int = 4096,
+                 padded: dict[tuple, float] | None = None) -> tuple[list[str], int]:  # fmt: skip
     """The suite's entries (TOML lines) of the shapes whose four variants ``times`` has, and their count: each
-    traced at :func:`conv_size`, with the measured ``image`` x ``image`` launch's blocks in ``launch_ctas``."""
+    traced at :func:`conv_size`, with the measured ``image`` x ``image`` launch's blocks in ``launch_ctas``. With
+    ``padded`` (the builds with ``use_padding = 1``), a shape whose rule pads (:func:`kt_pad`) also gets its two
+    staged builds with padded rows, ``;pad=P``."""
     out, n = [], 0
     for bx in SHAPE_BLOCKS_X:
         for by in SHAPE_BLOCKS_Y:
@@ -298,15 +320,23 @@ def conv_entries(times: dict[tuple, float], gpu: str, image: int = 4096) -> tupl
                 if any(t is None for t in ts):
                     continue
                 n += 1
+                places = [p for p, _, _ in VARIANTS]
+                what = "G, R, S/G, S/R"
+                pad = kt_pad(bx, tx)
+                pts = [padded.get((bx, by, tx, ty, ro, 1)) for ro in (0, 1)] if padded and pad else [None]
+                if all(t is not None for t in pts):
+                    places += [f"{p};pad={pad}" for p, _, sh in VARIANTS if sh]
+                    ts += pts
+                    what += f", and S/G, S/R with rows padded by {pad} (use_padding)"
                 w, h = conv_size(bx, by, tx, ty, gpu)
                 launch = launch_blocks("conv2d_kt", {"width": image, "height": image}, [bx, by, tx, ty])
                 traced = launch_blocks("conv2d_kt", {"width": w, "height": h}, [bx, by, tx, ty])
                 out += [
                     "[[entry]]", f'id = "conv-{bx}x{by}-t{tx}x{ty}"', 'generator = "conv2d_kt"',
                     f"size = [{w}, {h}]", f"block = [{bx}, {by}, {tx}, {ty}]", f"launch_ctas = {launch}",
-                    f"placements = {_toml_list([p for p, _, _ in VARIANTS])}",
+                    f"placements = {_toml_list(places)}",
                     f"measured_ns = {_toml_list([round(t * 1e6, 1) for t in ts])}",
-                    f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of G, R, S/G, S/R of {image} x {image}, '
+                    f'note = "block {bx} x {by}, tile {tx} x {ty}; measured_ns of {what} of {image} x {image}, '
                     f'traced at {w} x {h}: {traced:,} of its {launch:,} blocks"', "",
                 ]  # fmt: skip
     return out, n
@@ -442,6 +472,22 @@ def h100_placement(kernel: str, variant: str, traced: dict[str, int] | None = No
     return ",".join(moved) + "".join(f";windows={w}" for w in windows), ""
 
 
+def _tool_pads(generator: str, size: dict[str, int], block: list[int], placement: str) -> bool:
+    """Whether the tool's own choice for staged ``placement`` pads a tile's rows (``traces.staging.best_pad``). The
+    H100's staged variants were written from the tool's advice of November 2026, which never padded: where the
+    tool now would, their placements say ``;pad=0``, the code measured."""
+    import traces
+    from placement.gpu import get_gpu
+    from placement.placements import check, parse_placement
+    from placement.staging import StagingFacts
+    from traces import generators
+
+    cols, info = generators.generate(generator, list(size.values()), block)
+    tr = traces.Trace(**cols, info=info)
+    legal = check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr))
+    return any(t[3] for o in legal.staging.options for t in o.tiles)
+
+
 def _staged_tiles(generator: str, size: dict[str, int], block: list[int], placement: str) -> list[tuple[int, int]]:
     """(windows, bytes of the staged tiles per block) of each window count the tool tries for a staged placement."""
     import traces
@@ -453,7 +499,7 @@ def _staged_tiles(generator: str, size: dict[str, int], block: list[int], placem
     cols, info = generators.generate(generator, list(size.values()), block)
     tr = traces.Trace(**cols, info=info)
     legal = check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr))
-    return [(o.windows, sum(b for _, b, _ in o.tiles)) for o in legal.staging.options]
+    return [(o.windows, sum(t[1] for t in o.tiles)) for o in legal.staging.options]
 
 
 def h100_suite(data: Path) -> str:
@@ -491,11 +537,12 @@ def h100_suite(data: Path) -> str:
         (kernel, block, non-scaled parameters) whose trace holds: a tile can grow with the size (matvec's x)."""
         gen, _, shape = H100_KERNELS[kernel]
         sz = _size(size)
-        staged = ",".join(x for x in placement.split(",") if "=S/" in x)
+        head, _, opts = placement.partition(";")
+        staged = ",".join(x for x in head.split(",") if "=S/" in x) + (f";{opts}" if opts else "")
         if trace_rows(gen, sz) <= MAX_TRACE_ROWS:
             return check(kernel, sz, block, staged, int(rows[(kernel, size, block, variant)][0]["smem_bytes"]))
         like = [(s, v) for (k, s, b), vs in groups.items() for v in vs
-                if k == kernel and b == block and h100_placement(k, v)[0] == placement
+                if k == kernel and b == block and h100_placement(k, v)[0] == placement.removesuffix(";pad=0")
                 and all(_size(s)[p] == sz[p] for p in shape) and trace_rows(gen, _size(s)) <= MAX_TRACE_ROWS]  # fmt: skip
         if not like:
             return check(
@@ -521,6 +568,8 @@ def h100_suite(data: Path) -> str:
         for v in variants:
             rs = rows[(kernel, size, block, v)]
             p, why = h100_placement(kernel, v, tsz, blk, sz)
+            if p is not None and "=S/" in p and ";windows=" not in p and _tool_pads(gen, tsz, blk, p):
+                p += ";pad=0"
             if p is not None and "=S/" in p:
                 ok, fact = staged_ok(kernel, size, block, v, p)
                 if not ok:
