@@ -27,6 +27,10 @@ staged kernel:
   a tiled matrix multiply of 8 x 8 and 16 x 16 blocks in the fewest windows has 2- to
   4-way conflicts that the textbook kernel, measured, does not have. Where choices
   coincide they are one. ``;windows=K`` (``Placement.windows``) evaluates K alone.
+- **Padding.** Each window count is also weighed with its 2D tiles' rows padded (``tile[rows][width + P]``) by
+  the P that leaves the kernel's accesses the fewest bank conflicts (``traces.staging.best_pad``; the transpose's
+  ``[32][33]``, Kernel Tuner's ``use_padding``), where that pads a row and still fits; the faster is kept.
+  ``;pad=P`` (``Placement.pad``) pads by P; ``;windows=K`` without it is the code one wrote, unpadded.
 - **Costs** of the staging code per element and per barrier come from nvcc's SASS
   (``placement.addressing.staging_cost``): the copy loops of a static tile have
   compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
