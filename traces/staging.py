@@ -204,7 +204,7 @@ def best_pad(trace: Trace, rows: np.ndarray, obj: int, pitch: int, banks: int, b
     """(pad, conflict degree with it, with none) for object ``obj``'s 2D tile of ``pitch`` columns: of the paddings
     0 to ``banks`` - 1 elements a row, the one whose row stride leaves the kernel's accesses ``rows`` the fewest
     bank conflicts (``_staging_kernels.tile_bank_degrees``, summed over the first ``PAD_SAMPLE_ROWS`` of them), the
-    smallest where several tie; (0, d, d) for a 1D object or no access. A transpose's 32 x 32 tile read down its
+    smallest where several tie; (0, 0, 0) for a 1D object or no access. A transpose's 32 x 32 tile read down its
     columns takes 32 wavefronts a read unpadded and 1 with a pad of 1 (stride 33); Kernel Tuner's convolution in
     16-wide blocks reads two 16-float half-rows of its tile a warp, which share 14 banks at the tile's 30 columns
     and none at a stride of 48 (pad 18, its own ``use_padding`` rule)."""
