@@ -472,34 +472,29 @@ def h100_placement(kernel: str, variant: str, traced: dict[str, int] | None = No
     return ",".join(moved) + "".join(f";windows={w}" for w in windows), ""
 
 
+def _staging_options(generator: str, size: dict[str, int], block: list[int], placement: str) -> tuple:
+    """The staging options the tool tries on the H100 for staged ``placement`` of the generator's trace."""
+    import traces
+    from placement.gpu import get_gpu
+    from placement.placements import check, parse_placement
+    from placement.staging import StagingFacts
+    from traces import generators
+
+    cols, info = generators.generate(generator, list(size.values()), block)
+    tr = traces.Trace(**cols, info=info)
+    return check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr)).staging.options
+
+
 def _tool_pads(generator: str, size: dict[str, int], block: list[int], placement: str) -> bool:
     """Whether the tool's own choice for staged ``placement`` pads a tile's rows (``traces.staging.best_pad``). The
     H100's staged variants were written from the tool's advice of November 2026, which never padded: where the
     tool now would, their placements say ``;pad=0``, the code measured."""
-    import traces
-    from placement.gpu import get_gpu
-    from placement.placements import check, parse_placement
-    from placement.staging import StagingFacts
-    from traces import generators
-
-    cols, info = generators.generate(generator, list(size.values()), block)
-    tr = traces.Trace(**cols, info=info)
-    legal = check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr))
-    return any(t[3] for o in legal.staging.options for t in o.tiles)
+    return any(t[3] for o in _staging_options(generator, size, block, placement) for t in o.tiles)
 
 
 def _staged_tiles(generator: str, size: dict[str, int], block: list[int], placement: str) -> list[tuple[int, int]]:
     """(windows, bytes of the staged tiles per block) of each window count the tool tries for a staged placement."""
-    import traces
-    from placement.gpu import get_gpu
-    from placement.placements import check, parse_placement
-    from placement.staging import StagingFacts
-    from traces import generators
-
-    cols, info = generators.generate(generator, list(size.values()), block)
-    tr = traces.Trace(**cols, info=info)
-    legal = check(info, get_gpu("h100"), parse_placement(placement, info), StagingFacts(tr))
-    return [(o.windows, sum(t[1] for t in o.tiles)) for o in legal.staging.options]
+    return [(o.windows, sum(t[1] for t in o.tiles)) for o in _staging_options(generator, size, block, placement)]
 
 
 def h100_suite(data: Path) -> str:

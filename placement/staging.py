@@ -277,9 +277,10 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         ):
             pads = ", ".join(f"{t[0]} by {t[3]}" for t in padded.tiles if t[3])
             padded = replace(padded, why=f"{o.why}, rows padded against bank conflicts ({pads})")
-            options = tuple(padded if x is o and placement.pad is not None else x for x in options)
-            if placement.pad is None:
+            if placement.pad is None:  # the tool's choice: both, the faster kept
                 options += (padded,)
+            else:  # ;pad=P: the padded tile in place of the unpadded one
+                options = tuple(padded if x is o else x for x in options)
     return StagingChoice(options, own_smem)
 
 

@@ -132,9 +132,9 @@ class StreamStagingFacts:
         if key not in self._pads:
             if self._fp is None:
                 self._pass_b()
-            t = self._pad_rows.get(key[0])
-            rows = np.arange(len(t), dtype=np.int64) if t is not None else np.zeros(0, np.int64)
-            self._pads[key] = ts.best_pad(t, rows, key[0], pitch, banks, bank_bytes) if t is not None else (0, 0, 0)
+            t = self._pad_rows.get(key[0])  # none: a 1D object, or one the trace never touches
+            self._pads[key] = (0, 0, 0) if t is None else ts.best_pad(t, np.arange(len(t), dtype=np.int64), key[0],
+                                                                       pitch, banks, bank_bytes)  # fmt: skip
         return self._pads[key]
 
     def footprint(self, name: str, windows: tuple[int, ...]) -> ts.Footprint:

@@ -183,6 +183,8 @@ def tile_bank_degrees(idx, mask, addr, width, base, elem, ncols, strides, banks,
     alike, so each element is placed at (row x stride + column) from the object's own (0, 0)."""
     words = np.empty(32 * 8, np.int64)
     counts = np.zeros(banks, np.int64)
+    rows = np.empty(32, np.int64)
+    cols = np.empty(32, np.int64)  # a lane's column in bytes: its element's, and its byte within the element
     for c in range(strides.shape[0]):
         out[c] = 0
     for t in range(idx.shape[0]):
@@ -192,18 +194,22 @@ def tile_bank_degrees(idx, mask, addr, width, base, elem, ncols, strides, banks,
             continue
         nw = max(np.int64(1), (np.int64(width[i]) + bank_bytes - 1) // bank_bytes)
         nw = min(nw, np.int64(8))
+        n = 0  # the active lanes' (row, column), once a row for every stride
+        for lane in range(32):
+            if (m >> lane) & 1:
+                a = addr[i, lane]
+                rr, cc = _elem_rc(a, base, elem, ncols)
+                rows[n] = rr
+                cols[n] = cc * elem + np.int64(a - np.uint64(base)) % elem
+                n += 1
         for c in range(strides.shape[0]):
-            stride = strides[c]
+            row_bytes = strides[c] * elem
             k = 0
-            for lane in range(32):
-                if (m >> lane) & 1:
-                    a = addr[i, lane]
-                    rr, cc = _elem_rc(a, base, elem, ncols)
-                    within = np.int64(a - np.uint64(base)) % elem
-                    b0 = (rr * stride + cc) * elem + within
-                    for q in range(nw):
-                        words[k] = b0 // bank_bytes + q
-                        k += 1
+            for j in range(n):
+                b0 = rows[j] * row_bytes + cols[j]
+                for q in range(nw):
+                    words[k] = b0 // bank_bytes + q
+                    k += 1
             ws = np.sort(words[:k])
             for b in range(banks):
                 counts[b] = 0
