@@ -39,6 +39,7 @@ import csv
 import difflib
 import logging
 import math
+import os
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -48,7 +49,7 @@ from cachesim.spec import IPOLY
 from traces.errors import InputError
 from traces.tomlfile import load_toml
 
-from .resources import config_dir
+from .resources import CONFIGS_ENV, config_dir
 
 log = logging.getLogger(__name__)
 
@@ -278,11 +279,26 @@ def arch_table(arch: str, cc: tuple[int, int]) -> dict[str, dict]:
 
 def model_defaults(arch: str, cc: tuple[int, int]) -> dict:
     """The seed models' constants of an architecture and compute capability
-    (``[<arch>.models]``); empty for an architecture the file does not know."""
-    data = _arch_data(str(arch_path()))
-    if arch in data["architectures"]:
-        return arch_table(arch, cc)["models"]
-    return dict(data.get("older", {}).get(arch, {}).get("models", {}))
+    (``[<arch>.models]``); empty for an architecture the file does not know. A copy of one table cached per
+    file, as the file's data is (an evaluation asks for them tens of times: 15 % of an exhaustive search's CPU
+    on a small trace before they were cached)."""
+    key = (os.environ.get(CONFIGS_ENV), arch, int(cc[0]), int(cc[1]))
+    held = _MODEL_TABLES.get(key)
+    # a new read of the file (its cache cleared) is read anew here too
+    if held is None or _arch_data(held[0]) is not held[1]:
+        path = str(arch_path())
+        data = _arch_data(path)
+        if arch in data["architectures"]:
+            table = arch_table(arch, cc)["models"]
+        else:
+            table = dict(data.get("older", {}).get(arch, {}).get("models", {}))
+        held = _MODEL_TABLES[key] = (path, data, table)
+    return dict(held[2])
+
+
+_MODEL_TABLES: dict[tuple, tuple[str, dict, dict]] = {}
+"""model_defaults' tables by (``$PLACEMENT_CONFIGS``, architecture, compute capability), each beside the file and
+the file's data it came from."""
 
 
 def arch_of_cc(cc: tuple[int, int]) -> str:
