@@ -30,7 +30,9 @@ staged kernel:
 - **Padding.** Each window count is also weighed with its 2D tiles' rows padded (``tile[rows][width + P]``) by
   the P that leaves the kernel's accesses the fewest bank conflicts (``traces.staging.best_pad``; the transpose's
   ``[32][33]``, Kernel Tuner's ``use_padding``), where that pads a row and still fits; the faster is kept.
-  ``;pad=P`` (``Placement.pad``) pads by P; ``;windows=K`` without it is the code one wrote, unpadded.
+  ``;pad=P`` (``Placement.pad``) pads by P, its windows chosen on the padded tiles (a pad that does not fit in
+  the fewest windows takes more, or the placement is refused); ``;windows=K`` without it is the code one wrote,
+  unpadded.
 - **Costs** of the staging code per element and per barrier come from nvcc's SASS
   (``placement.addressing.staging_cost``): the copy loops of a static tile have
   compile-time bounds, so nvcc unrolls them (the ``unrolled_2d`` form for an object
@@ -237,26 +239,30 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
                 f"than {w} accesses (at most {finest} windows)",
             )
         return StagingChoice((o,), own_smem)
+    # ;pad=P: the windows are chosen on the padded tiles (a pad that does not fit takes more windows, or is refused)
+    asked = placement.pad is not None
     fit = occ = narrow = None
     for w in wins:
-        o = option(w, "")
+        o = option(w, "", padded=asked)
         if o.smem_per_block > limit:  # before occupancy(), which refuses it
             continue
         blocks = occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm
         if blocks < 1:
             continue
         if fit is None:
-            fit = option(w, "fewest windows that fit")
+            fit = option(w, "fewest windows that fit", padded=asked)
         keeps = blocks >= base_blocks
         if keeps and occ is None:
-            occ = option(w, "fewest windows that keep the occupancy")
+            occ = option(w, "fewest windows that keep the occupancy", padded=asked)
         per_window = -(-k_max // w)  # a warp's accesses in one window
         if keeps and two_d and all(o.tiles[i][2] <= min(info.block[0], per_window) for i in two_d):
-            narrow = option(w, "fewest windows whose 2D tiles are no wider than the block (the textbook tiling)")
+            narrow = option(
+                w, "fewest windows whose 2D tiles are no wider than the block (the textbook tiling)", padded=asked
+            )
         if occ is not None and (narrow is not None or not two_d):
             break
     if fit is None:
-        finest = option(wins[-1], "")
+        finest = option(wins[-1], "", padded=asked)
         raise IllegalPlacement(
             "shared",
             f"the staged tiles of {', '.join(staged)} need {finest.smem_per_block:,} bytes of shared memory per block "
@@ -266,8 +272,14 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     options = (fit,) if occ is None or occ.windows == fit.windows else (fit, occ)
     if narrow is not None and all(narrow.windows != o.windows for o in options):
         options += (narrow,)
-    # the windows are chosen on unpadded tiles; each is weighed against itself with padded rows (;pad=P, or the
-    # padding that leaves the fewest bank conflicts where the tool chooses), where that pads a row and still fits
+    if asked:
+        p = placement.pad
+        said = (
+            f"rows padded by {p} element{'s' * (p > 1)} as asked (;pad={p})" if p else "rows unpadded as asked (;pad=0)"
+        )
+        return StagingChoice(tuple(replace(o, why=f"{o.why}, {said}") for o in options), own_smem)
+    # the tool's choice: the windows are chosen on unpadded tiles, each weighed against itself with the padding that
+    # leaves the fewest bank conflicts, where that pads a row and still fits; the faster is kept
     for o in tuple(options):
         padded = option(o.windows, "", padded=True)
         if (
@@ -276,11 +288,7 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
             and occupancy(gpu, threads, regs, padded.smem_per_block).blocks_per_sm >= 1
         ):
             pads = ", ".join(f"{t[0]} by {t[3]}" for t in padded.tiles if t[3])
-            padded = replace(padded, why=f"{o.why}, rows padded against bank conflicts ({pads})")
-            if placement.pad is None:  # the tool's choice: both, the faster kept
-                options += (padded,)
-            else:  # ;pad=P: the padded tile in place of the unpadded one
-                options = tuple(padded if x is o else x for x in options)
+            options += (replace(padded, why=f"{o.why}, rows padded against bank conflicts ({pads})"),)
     return StagingChoice(options, own_smem)
 
 

@@ -16,7 +16,7 @@ import placement
 import traces
 from placement import hints as H
 from placement.gpu import get_gpu
-from placement.placements import MAX_PAD, parse_placement
+from placement.placements import MAX_PAD, IllegalPlacement, parse_placement
 from traces import generators
 from traces import staging as ts
 
@@ -129,6 +129,23 @@ def test_the_tool_pads_and_says_so(transpose):
     assert "__shared__ float s_odata[32][32 + 1];" in h.kernel and "padded by 1 element" in h.kernel
     assert "c < 32;" in h.kernel  # the copy (here the write-back) covers the 32 columns, not the padding
     assert any("its rows padded to 33 elements (;pad=1)" in f for o in ev.target.explanation.objects for f in o.facts)
+
+
+def test_an_asked_pad_takes_the_windows_it_fits_in(transpose):
+    # an H100 allowing 4,096 bytes a block: odata's 32 x 32 float tile fits in one window unpadded (4,096 B) but not
+    # padded by 1 (32 x 33 x 4 = 4,224 B); ;pad=1 takes the 2 windows whose 32 x 16 tile padded to 17 fits (2,176 B)
+    # where it used to stay unpadded in one window without a word, and ;windows=1;pad=1 is refused
+    import dataclasses
+
+    small = dataclasses.replace(H100, memory=dataclasses.replace(H100.memory, smem_per_block=4096))
+    tool = placement.evaluate(transpose, small, "odata=S/G").target.evaluation.target
+    assert tool.staging["windows"] == 1 and tool.staging["tiles"]["odata"]["pad"] == 0  # the pad does not fit
+    asked = placement.evaluate(transpose, small, "odata=S/G;pad=1").target.evaluation.target
+    assert asked.staging["windows"] == 2
+    assert asked.staging["tiles"]["odata"] == {"bytes": 32 * 17 * 4, "pitch": 16, "pad": 1}
+    assert asked.staging["why"] == "fewest windows that fit, rows padded by 1 element as asked (;pad=1)"
+    with pytest.raises(IllegalPlacement, match="need 4,224 bytes of shared memory per block"):
+        placement.evaluate(transpose, small, "odata=S/G;windows=1;pad=1")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed (CUDA toolkit): not compiled")
