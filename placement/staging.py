@@ -274,9 +274,7 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         options += (narrow,)
     if asked:
         p = placement.pad
-        said = (
-            f"rows padded by {p} element{'s' * (p > 1)} as asked (;pad={p})" if p else "rows unpadded as asked (;pad=0)"
-        )
+        said = f"the padded tiles of ;pad={p}" if p else "unpadded (;pad=0)"
         return StagingChoice(tuple(replace(o, why=f"{o.why}, {said}") for o in options), own_smem)
     # the tool's choice: the windows are chosen on unpadded tiles, each weighed against itself with the padding that
     # leaves the fewest bank conflicts, where that pads a row and still fits; the faster is kept

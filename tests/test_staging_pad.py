@@ -143,7 +143,7 @@ def test_an_asked_pad_takes_the_windows_it_fits_in(transpose):
     asked = placement.evaluate(transpose, small, "odata=S/G;pad=1").target.evaluation.target
     assert asked.staging["windows"] == 2
     assert asked.staging["tiles"]["odata"] == {"bytes": 32 * 17 * 4, "pitch": 16, "pad": 1}
-    assert asked.staging["why"] == "fewest windows that fit, rows padded by 1 element as asked (;pad=1)"
+    assert asked.staging["why"] == "fewest windows that fit, the padded tiles of ;pad=1"
     with pytest.raises(IllegalPlacement, match="need 4,224 bytes of shared memory per block"):
         placement.evaluate(transpose, small, "odata=S/G;windows=1;pad=1")
 
