@@ -250,15 +250,13 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
         if blocks < 1:
             continue
         if fit is None:
-            fit = option(w, "fewest windows that fit", padded=asked)
+            fit = replace(o, why="fewest windows that fit")
         keeps = blocks >= base_blocks
         if keeps and occ is None:
-            occ = option(w, "fewest windows that keep the occupancy", padded=asked)
+            occ = replace(o, why="fewest windows that keep the occupancy")
         per_window = -(-k_max // w)  # a warp's accesses in one window
         if keeps and two_d and all(o.tiles[i][2] <= min(info.block[0], per_window) for i in two_d):
-            narrow = option(
-                w, "fewest windows whose 2D tiles are no wider than the block (the textbook tiling)", padded=asked
-            )
+            narrow = replace(o, why="fewest windows whose 2D tiles are no wider than the block (the textbook tiling)")
         if occ is not None and (narrow is not None or not two_d):
             break
     if fit is None:
