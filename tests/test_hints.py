@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 import placement
@@ -24,11 +23,6 @@ MATMUL = ROOT / "configs" / "examples" / "matmul.parquet"
 K80, A100 = get_gpu("k80"), get_gpu("a100")
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None,
                           reason="nvcc is not installed (CUDA toolkit): the snippets are not compiled")  # fmt: skip
-
-
-def _generated(name: str, size=None) -> traces.Trace:
-    cols, info = generators.generate(name, size)
-    return traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
 
 
 def _nvcc(src: str, tmp_path) -> None:
@@ -181,7 +175,7 @@ def test_every_snippet_compiles_with_nvcc(mm, tmp_path):
 
 
 def _generated_hints(name: str, label: str) -> tuple:
-    return placement.evaluate(_generated(name), K80, label, hints=True).hints
+    return placement.evaluate(generators.trace(name), K80, label, hints=True).hints
 
 
 def test_a_texture_of_doubles_holds_their_halves():
@@ -216,7 +210,7 @@ def test_doubles_and_float4_hints_compile(tmp_path):
 def test_privatized_histogram_bins_are_counts_from_origin_0():
     # issue 34: the bins were declared float and their origin was left "by hand"; every block's tile is all 256
     # bins (the block's data reach any bin), so it starts at 0 in every block
-    (h,) = placement.evaluate(_generated("histogram"), K80, "bins=S/G", hints=True).hints
+    (h,) = placement.evaluate(generators.trace("histogram"), K80, "bins=S/G", hints=True).hints
     assert h.kernel_params == "unsigned int* bins"
     assert "__shared__ unsigned int s_bins[256];" in h.kernel and "written by atomics only" in h.kernel
     assert (
@@ -231,7 +225,7 @@ def test_multichannel_windows_get_an_origin_table():
     # issue 33 item 4: conv2d_channels at 256 x 256 on k80 stages `in` (3 channels of 258 x 258, stacked: 774 rows)
     # in 32 windows, one access each (K = 27: channel c, mask row dy, column dx, window j = 9 c + 3 dy + dx): the
     # block's tile starts at row 16 by + 258 c + dy, column 16 bx + dx; the last 5 windows are empty
-    t = _generated("conv2d_channels", (256, 256))
+    t = generators.trace("conv2d_channels", (256, 256))
     rows = [258 * c + dy for c in range(3) for dy in range(3) for _ in range(3)]
     cols = [dx for _ in range(9) for dx in range(3)]
     o = origin(StagingFacts(t), "in", 32)
@@ -255,7 +249,7 @@ TOP3 = [("conv1d", None), ("matmul", None), ("vecadd", None), ("histogram", None
 @pytest.mark.parametrize("name, size", TOP3)
 def test_top3_hints_compile(name, size, tmp_path):
     example = ROOT / "configs" / "examples" / f"{name}.parquet"
-    t = traces.read(example) if example.exists() else _generated(name, size)
+    t = traces.read(example) if example.exists() else generators.trace(name, size)
     r = placement.rank(t, K80, top=3, hints=True, workers=1)
     assert r.hints_incomplete == {}
     labels = [p.label for p in r.ranking[:3] if p.label != "sample"]

@@ -153,8 +153,8 @@ def test_addr_inst_delta_is_rewrites(name, target, staged):
     from placement.hms import addr_cost_table
     from traces import generators
 
-    cols, info = generators.generate(name)
-    t = traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
+    t = generators.trace(name)
+    info = t.info
     cost = addr_cost_table(info, get_gpu("k80"))
     n = len(t)
     rng = np.random.default_rng(3)

@@ -25,14 +25,10 @@ from test_staging import BASE, trace_of
 H100 = get_gpu("h100")
 
 
-def _generated(name: str, size=None, block=None) -> traces.Trace:
-    cols, info = generators.generate(name, size, block)
-    return traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
-
-
 @pytest.fixture(scope="module")
 def transpose():
-    return _generated("transpose")  # 256 x 256 floats, 32 x 8 blocks: each warp writes 32 rows of one odata column
+    # 256 x 256 floats, 32 x 8 blocks: each warp writes 32 rows of one odata column
+    return generators.trace("transpose")
 
 
 def _pad_of(t: traces.Trace, name: str, pitch: int, banks: int = 32, bank_bytes: int = 4):
@@ -64,7 +60,7 @@ def test_kernel_tuners_padding_rule_is_the_fewest_conflicts():
 
     assert (kt_pad(16, 1), kt_pad(16, 2), kt_pad(32, 1), kt_pad(64, 2), kt_pad(128, 1)) == (18, 2, 0, 0, 0)
     for tx, width in ((1, 30), (2, 46)):
-        t = _generated("conv2d_kt", [64 * tx, 16], [16, 2, tx, 1])
+        t = generators.trace("conv2d_kt", [64 * tx, 16], [16, 2, tx, 1])
         pad, deg, bare = _pad_of(t, "input", width)
         assert pad == kt_pad(16, tx) and (width + pad) % 32 == 16
         assert 1.9 < bare / deg <= 2.0  # a 2-way conflict on nearly every read (some rows hold one half only)

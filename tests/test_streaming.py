@@ -17,8 +17,7 @@ GROUP = 1000
 
 
 def trace_of(name: str) -> traces.Trace:
-    cols, info = generators.generate(name)
-    return traces.Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
+    return generators.trace(name)
 
 
 def groups(t: traces.Trace, rows: int = GROUP):

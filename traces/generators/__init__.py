@@ -9,7 +9,8 @@ between runs (fixed seeds where a kernel needs random input).
 
 ``REGISTRY`` maps each kernel name to a :class:`KernelSpec` (description, paper
 source, size and block parameters with defaults and meanings); ``generate(name,
-size, block)`` runs one, ``write(name, path, size, block)`` writes its trace.
+size, block)`` runs one, ``trace(name, size, block)`` gives it as a :class:`traces.Trace`,
+``write(name, path, size, block)`` writes its trace.
 """
 
 from __future__ import annotations
@@ -138,6 +139,14 @@ def generate(name: str, size: Sequence[int] | None = None, block: Sequence[int] 
     cols, info = spec.func(**values)
     log.info("generated %s %s: %d rows in %.3f s", name, values, len(cols["cta"]), time.perf_counter() - t0)
     return cols, info
+
+
+def trace(name: str, size: Sequence[int] | None = None, block: Sequence[int] | None = None):
+    """Generate one kernel's trace as a :class:`traces.Trace` (its columns as numpy arrays)."""
+    from ..io import Trace
+
+    cols, info = generate(name, size, block)
+    return Trace(**{k: np.asarray(v) for k, v in cols.items()}, info=info)
 
 
 def write(name: str, path, size: Sequence[int] | None = None, block: Sequence[int] | None = None) -> KernelInfo:
