@@ -64,9 +64,9 @@ LAT_MLP = 5
 # caller folds each wave's columns into its counts and zeroes them before the next: warp g is column g mod the
 # columns): long-latency loads in the warp's open round, the round's size, rounds started, the issue slot of the
 # round's first load, whether a request of the round left the SM (or waited for a line another request of its round
-# is bringing in)
-W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW, W_STORED, W_ARMED = range(7)
-W_ROWS = 7
+# is bringing in), and the warp's copy rounds closed so far (those ``stats[COPY_ROUNDS]`` counts, the warp's own)
+W_ORD, W_SIZE, W_ROUNDS, W_START, W_SLOW, W_STORED, W_ARMED, W_COPIES = range(8)
+W_ROWS = 8
 # W_SLOW's values: a round served inside the SM, one that waited on the L2, one of those a shared store then kept
 FAST, SLOW, SLOW_COPY = 0, 1, 2
 
@@ -415,6 +415,7 @@ def round_of(wst, stats, g, slot, mlp, resident, obj):
         # the round before it is counted now; each warp's last one at the end (hierarchy.round_counts)
         stats[SLOW_ROUNDS] += wst[W_SLOW, g] > 0
         stats[COPY_ROUNDS] += wst[W_SLOW, g] == SLOW_COPY
+        wst[W_COPIES, g] += wst[W_SLOW, g] == SLOW_COPY
         wst[W_SLOW, g] = 0
     wst[W_ORD, g] += 1
     return wst[W_START, g] - resident + 1

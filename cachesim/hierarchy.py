@@ -227,6 +227,10 @@ class HierarchyResult:
     """Those of them that waited on the L2 or DRAM."""
     copy_rounds: int = 0
     """Those slow rounds whose loads a shared-memory store kept: a staging copy's, which its barrier waits for."""
+    block_copy_rounds: int = 0
+    """The copy rounds of each block's slowest warp (the one its barrier waits for), summed over the blocks: a copy
+    whose tile rows are a block's width and a few columns wider gives the block's first warp a round a row more than
+    the others (Kernel Tuner's convolution in 128 x 1 blocks: 30 rounds for warp 0, 15 for warps 1-3)."""
     l1_bank_conflicts: int = 0
     """Bank conflicts of the accesses a per-SM cache served (``HierarchyConfig.l1_data_banks``): each access's
     bank-conflict degree less one, summed (Nsight Compute counts them for global loads and stores as
@@ -260,7 +264,8 @@ class HierarchyResult:
             dram_bytes=int(self.dram_bytes.sum(dtype=np.int64)), row_buffer=self.dram.counts(),
             n_banks=self.dram.n_banks, obj_requests=self.obj_requests, obj_hits=self.obj_hits,
             obj_misses=self.obj_misses, atomics=self.atomics, texels=self.texels, rounds=self.rounds,
-            slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds, l1_bank_conflicts=self.l1_bank_conflicts,
+            slow_rounds=self.slow_rounds, copy_rounds=self.copy_rounds, block_copy_rounds=self.block_copy_rounds,
+            l1_bank_conflicts=self.l1_bank_conflicts,
             readonly_split=self.readonly_split, global_split=self.global_split,
         )  # fmt: skip
 
@@ -294,6 +299,8 @@ class HierarchyTotals:
     """Those of them that waited on the L2 or DRAM."""
     copy_rounds: int = 0
     """Those slow rounds whose loads a shared-memory store kept (:attr:`HierarchyResult.copy_rounds`)."""
+    block_copy_rounds: int = 0
+    """The copy rounds of each block's slowest warp, summed (:attr:`HierarchyResult.block_copy_rounds`)."""
     l1_bank_conflicts: int = 0
     """:attr:`HierarchyResult.l1_bank_conflicts`."""
     readonly_split: int = 0
@@ -402,25 +409,36 @@ def _check_mlp(mlp) -> float:
     return float(mlp)
 
 
-def round_counts(wst: np.ndarray, stats: np.ndarray, folded: tuple[int, int, int] = (0, 0, 0)) -> dict[str, int]:
-    """``rounds``, ``slow_rounds`` and ``copy_rounds`` of the warps' round state after the walk: every round
-    started, and the slow (copy) ones closed during the walk plus each warp's last; ``folded``: those of the
-    warps whose columns were folded and zeroed before (:func:`fold_rounds`)."""
-    rounds, slow, copy = fold_rounds(wst, folded)
+def round_counts(wst: np.ndarray, stats: np.ndarray, warps_per_block: int,
+                 folded: tuple[int, int, int, int] = (0, 0, 0, 0)) -> dict[str, int]:  # fmt: skip
+    """``rounds``, ``slow_rounds``, ``copy_rounds`` and ``block_copy_rounds`` of the warps' round state after the
+    walk: every round started, the slow (copy) ones closed during the walk plus each warp's last, and each block's
+    slowest warp's copy rounds; ``folded``: those of the warps whose columns were folded and zeroed before
+    (:func:`fold_rounds`)."""
+    rounds, slow, copy, block_copy = fold_rounds(wst, folded, warps_per_block)
     return {
         "rounds": rounds,
         "slow_rounds": int(stats[H.SLOW_ROUNDS]) + slow,
         "copy_rounds": int(stats[H.COPY_ROUNDS]) + copy,
+        "block_copy_rounds": block_copy,
     }
 
 
-def fold_rounds(wst: np.ndarray, folded: tuple[int, int, int]) -> tuple[int, int, int]:
-    """``folded`` plus the warps of ``wst``: their rounds started and their last rounds that were slow and copies'."""
+def fold_rounds(wst: np.ndarray, folded: tuple[int, int, int, int],
+                warps_per_block: int) -> tuple[int, int, int, int]:  # fmt: skip
+    """``folded`` plus the warps of ``wst``: their rounds started, their last rounds that were slow and copies', and
+    the copy rounds of each block's slowest warp (its closed ones and its last), summed over the blocks. Warp g is
+    column g mod the columns, and the columns are a whole number of blocks (the grid's warps, or a wave's), so a
+    block's warps are ``warps_per_block`` adjacent columns."""
     if wst.shape[1] == 0:
         return folded
     last = wst[H.W_SLOW]
+    copies = wst[H.W_COPIES] + (last == H.SLOW_COPY)
+    wpb = max(int(warps_per_block), 1)
+    whole = copies.shape[0] // wpb * wpb
+    per_block = copies[:whole].reshape(-1, wpb).max(axis=1, initial=0)
     return (folded[0] + int(wst[H.W_ROUNDS].sum()), folded[1] + int((last > H.FAST).sum()),
-            folded[2] + int((last == H.SLOW_COPY).sum()))  # fmt: skip
+            folded[2] + int((last == H.SLOW_COPY).sum()), folded[3] + int(per_block.sum()))  # fmt: skip
 
 
 def _per_object(stats: np.ndarray) -> dict[str, np.ndarray]:
@@ -507,7 +525,7 @@ def simulate_hierarchy(trace, config: HierarchyConfig, blocks_per_sm: int, mlp: 
         dram=dram, sm=sm, cycle=slot * float(config.issue_cycles),
         lsu_cycles=stats[H.LSU : H.LSU + H.N_SPACES] / float(hp[H.HP_PATH_BYTES]),
         l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(), atomics=atomic.result(),
-        texels=int(stats[H.TEXELS]), **_per_object(stats), **round_counts(wst, stats),
+        texels=int(stats[H.TEXELS]), **_per_object(stats), **round_counts(wst, stats, info.warps_per_block),
         l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), readonly_split=int(stats[H.RO_SPLIT]),
         global_split=int(stats[H.GL_SPLIT]),
     )  # fmt: skip
@@ -574,7 +592,8 @@ class HierarchyStream:
         self._cfgs, self._state, self._hp, self._lat, self._stats, self._obj_info, self._wst = _setup(
             config, info, self.blocks_per_sm, _check_mlp(mlp), min(info.ctas, self._per_wave) * info.warps_per_block
         )
-        self._rounds = (0, 0, 0)  # rounds, slow last rounds and copy last rounds of the waves walked
+        self._rounds = (0, 0, 0, 0)  # rounds, slow and copy last rounds, blocks' slowest copies, of the waves walked
+        self._wpb = info.warps_per_block
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
         self._held = HeldRows()  # rows of wave self._held_wave, not walked yet
@@ -640,7 +659,7 @@ class HierarchyStream:
             l2_sectors=stats[H.L2SECT : H.L2SECT + H.N_SPACES].copy(),
             dram_requests=self._dram_requests, dram_bytes=self._dram_bytes,
             row_buffer=self._rb.outcome_counts(), n_banks=self._rb.n_banks, atomics=self._atomic.result(),
-            texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats, self._rounds),
+            texels=int(stats[H.TEXELS]), **round_counts(self._wst, stats, self._wpb, self._rounds),
             l1_bank_conflicts=int(stats[H.L1_BANK_CONFLICTS]), readonly_split=int(stats[H.RO_SPLIT]),
             global_split=int(stats[H.GL_SPLIT]),
             **_per_object(stats),
@@ -679,7 +698,7 @@ class HierarchyStream:
                         part = part_wave[lo : lo + WALK_CHUNK_ROWS]
                         self._walk_in_order(np.arange(part.shape[0], dtype=np.int64),
                                             rows.gather(part, _WALK_COLUMNS), sm[part], slot[part])  # fmt: skip
-                self._rounds = fold_rounds(self._wst, self._rounds)
+                self._rounds = fold_rounds(self._wst, self._rounds, self._wpb)
                 self._wst[:] = 0
             self._drain(self._next_start * float(cfg.issue_cycles))
         keep = np.flatnonzero(w >= upto)

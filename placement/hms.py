@@ -1111,9 +1111,10 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     within a block (0 where the trace has no copy rounds or no barriers); T is at least T_block.
 
     A block runs W windows, W = (barriers per warp + 1) / 2 (the textbook tiling's two barriers a tile, the
-    staging code's 2W - 1; ``extra_sync`` are the placement's). A window is its copy, k = copy_rounds /
-    #total_warps / W rounds a warp, each at the GPU's measured DRAM latency (as in :func:`t_round`: the
-    barrier waits for the block's slowest warp), then the block's share of the SM's work, c = (T_comp -
+    staging code's 2W - 1; ``extra_sync`` are the placement's). A window is its copy, k = the copy rounds of the
+    block's slowest warp (``cachesim.HierarchyTotals.block_copy_rounds`` / the trace's blocks / W), each at the
+    GPU's measured DRAM latency (as in :func:`t_round`), for the barrier waits for the block's slowest warp,
+    then the block's share of the SM's work, c = (T_comp -
     W_serial) / (the kernel's blocks per active SM x W). B blocks are resident at once
     (``Residency.blocks_per_sm``, at most the kernel's blocks per active SM). The SM's first window is a
     pipeline's start: its B blocks start together and copy side by side with nothing else to issue, then
@@ -1135,7 +1136,20 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     B c each) put 8 x 8 tiles (16 blocks an SM, 32 windows) at 1.21 where they measure 0.64-1.03. The hard
     max(B c, k + c) that B / X(B) replaced (30 Nov 2026) put Kernel Tuner's staged convolution with 2 x 2
     tiles in one- and two-row blocks under its measured cost, these blocks' copies and work being of a size:
-    A100 128 x 1 0.97 (measured 1.08-1.12), H200 128 x 2 0.95 (1.17-1.24); now 1.02-1.04 and 1.06."""
+    A100 128 x 1 0.97 (measured 1.08-1.12), H200 128 x 2 0.95 (1.17-1.24); now 1.02-1.04 and 1.06.
+
+    k was the mean of the warps' copy rounds until 3 Dec 2026; in Kernel Tuner's convolution in 128 x 1 blocks a
+    tile row is 142 floats, so warp 0 copies two a row and waits 30 rounds where the others wait 15 (18.75 on
+    average), and the staging code's flattened copy gives its first warps the remainder (stencil2d's 2,064 elements
+    over 256 threads: 3 rounds for warp 0, 2 for the rest).
+
+    The start (k + B c) is paid once a trace's worth of blocks, which for a trace of 2 waves of a long launch (the
+    A100 and H200 convolution suites) is once every 2 waves. Paid once a launch instead (T_block of the launch's
+    blocks per SM, over ``blocks_scale``; tried 3 Dec 2026, not kept), the convolution's staged builds in one-row
+    and two-row blocks of 32-256 threads came out 0.92-1.00 of the plain build where they measure 1.08-1.43 on
+    the A100 and 1.10-1.24 on the H200 (8 signs wrong), while the one-warp 16 x 1 blocks came nearer (1.90 -> 1.59,
+    measured 0.93-1.19): identical blocks that start together finish together, and the waves after the first
+    stay partly in step, which the steady repairman windows leave out (``benchmarks/ACCURACY.md``)."""
     h = mem.hier
     syncs = (info.instructions.sync + extra_sync) / res.total_warps
     if not h.copy_rounds or syncs <= 0.0:
@@ -1143,7 +1157,7 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     per_sm = info.traced_ctas / res.active_sms
     b = max(1.0, min(float(res.blocks_per_sm), per_sm))
     w = max(1.0, (syncs + 1.0) / 2.0)
-    k = h.copy_rounds / res.total_warps * gpu.memory.dram_latency / w
+    k = h.block_copy_rounds / info.traced_ctas * gpu.memory.dram_latency / w
     c = parallel / (per_sm * w)
     return k + b * c + (per_sm / b * w - 1.0) * repairman.cycle(b, k, c)
 

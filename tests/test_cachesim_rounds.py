@@ -82,6 +82,26 @@ def test_a_staging_copy_makes_its_own_rounds():
     assert (r.rounds, r.slow_rounds, r.copy_rounds) == (2, 1, 0)
 
 
+def test_a_blocks_slowest_warp_sets_its_copy_rounds():
+    # Two blocks of two warps copy object 0 (a load, then its store to shared memory, one element after another):
+    # block 0's warp 0 copies 3 elements, its warp 1 one; block 1's warps 2 each. Every load misses (no L1), so
+    # every copy round is slow: 3 + 1 + 2 + 2 = 8 in all, and the blocks' barriers wait for 3 and 2 of them.
+    objs = (traces.ObjectInfo(0, "m", "global", 0x1000, 0x4000, 4),)
+    rows = []
+    for cta, warp, n in ((0, 0, 3), (0, 1, 1), (1, 0, 2), (1, 1, 2)):
+        base = 0x1000 + (cta * 4 + warp * 2) * 0x400
+        for e in range(n):
+            rows += [(cta, warp, 2 * e, LOAD, GLOBAL, 4, base + e * 128 + lanes * 4, 0),
+                     (cta, warp, 2 * e + 1, STORE, SHARED, 4, (warp * 4 + e) * 128 + lanes * 4, 0)]  # fmt: skip
+    t = make_trace(rows, 2, 2, objs)
+    for bps in (1, 2):
+        r = cachesim.simulate_hierarchy(t, config(sms=1), blocks_per_sm=bps, mlp=4.0)
+        assert (r.copy_rounds, r.block_copy_rounds) == (8, 3 + 2)
+        s = cachesim.HierarchyStream(config(sms=1), t.info, bps, mlp=4.0)
+        s.feed(t)
+        assert (s.finish().copy_rounds, s.finish().block_copy_rounds) == (8, 5)
+
+
 def test_bad_mlp():
     rows = [(0, 0, 0, LOAD, GLOBAL, 4, lanes * 4, -1)]
     for bad in (-1.0, "2", True, float("nan")):
@@ -120,7 +140,10 @@ def test_stream_equals_whole_and_bounds(spec, mlp, bps, group):
         s.feed(traces.Trace(**{c: v[k : k + group] for c, v in t.columns().items()}, info=t.info, start=k))
     tot = s.finish()
     assert (tot.rounds, tot.slow_rounds, tot.copy_rounds) == (whole.rounds, whole.slow_rounds, whole.copy_rounds)
+    assert tot.block_copy_rounds == whole.block_copy_rounds
     assert whole.copy_rounds <= whole.slow_rounds
+    # a block's slowest warp has at least its warps' mean of copy rounds and at most their sum
+    assert whole.copy_rounds / 2 <= whole.block_copy_rounds <= whole.copy_rounds
     loads = int(((t.op == LOAD) & (t.space == GLOBAL)).sum())
     assert 0 < whole.slow_rounds <= whole.rounds <= loads if loads else whole.rounds == 0
     if mlp <= 1.0:

@@ -413,7 +413,7 @@ def test_t_block_by_hand():
 
     h100 = get_gpu("h100")
     info = SimpleNamespace(ctas=4, traced_ctas=4, instructions=SimpleNamespace(sync=24.0))
-    mem = SimpleNamespace(hier=SimpleNamespace(copy_rounds=32))
+    mem = SimpleNamespace(hier=SimpleNamespace(copy_rounds=32, block_copy_rounds=16))
     res = Residency(total_warps=8, active_sms=1, blocks_per_sm=2, n=4, ilp=1.0, mlp=4.0)
     k, c = 4 * 696.91 / 2, 500.0
     r2 = c * (1 + c / (k + c))
@@ -429,7 +429,14 @@ def test_t_block_by_hand():
     no_sync = SimpleNamespace(ctas=4, traced_ctas=4, instructions=SimpleNamespace(sync=0.0))
     assert t_block(no_sync, mem, res, 4000.0, h100, extra_sync=24.0) == pytest.approx(8471.30, abs=0.01)
     assert t_block(no_sync, mem, res, 4000.0, h100) == 0.0
-    assert t_block(info, SimpleNamespace(hier=SimpleNamespace(copy_rounds=0)), res, 4000.0, h100) == 0.0
+    assert t_block(info, SimpleNamespace(hier=SimpleNamespace(copy_rounds=0, block_copy_rounds=0)), res, 4000.0,
+                   h100) == 0.0  # fmt: skip
+    # the same 32 copy rounds, but each block's first warp takes 6 and its second 2: the barrier waits for 6 a block
+    # (3 a window), k = 3 x 696.91 = 2,090.73; R(2) = c (1 + c / (k + c)) = 596.50: 2,090.73 + 1,000 + 3 x 2,687.23
+    skew = SimpleNamespace(hier=SimpleNamespace(copy_rounds=32, block_copy_rounds=24))
+    k6 = 6 * 696.91 / 2
+    assert t_block(info, skew, res, 4000.0, h100) == pytest.approx(k6 + 2 * c + 3 * (k6 + c * (1 + c / (k6 + c))))
+    assert t_block(info, skew, res, 4000.0, h100) == pytest.approx(11152.41, abs=0.01)
     assert t_kernel(100.0, 300.0, 80.0, 698.475, 8075.28) == 8075.28
 
 
