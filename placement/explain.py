@@ -333,8 +333,9 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     if _block_bound(sample) or _block_bound(target):
         which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _block_bound(t))
         bound = target if _block_bound(target) else sample
+        blocks = units.plural(bound.blocks_per_sm, "block")
         out.append(f"{which} bound by the blocks' barriers (T_block: each window's copy, the rounds of the block's "
-                   f"slowest warp at DRAM's latency, before the block's work; {units.plural(bound.blocks_per_sm, 'block')} an SM, copying "
+                   f"slowest warp at DRAM's latency, before the block's work; {blocks} an SM, copying "
                    f"together in the first window, then each copying while the others work): "
                    f"{units.count(sample.copy_rounds)} copy rounds -> {units.count(target.copy_rounds)}")  # fmt: skip
     if _fp64_bound(target):
