@@ -217,6 +217,11 @@ def _block_bound(t: Terms) -> bool:
     return t.bound == "block"
 
 
+def _atomic_bound(t: Terms) -> bool:
+    """Whether T_atomic, the L2's busiest atomic unit's chain, is a placement's T (``Terms.bound``)."""
+    return t.bound == "atomic"
+
+
 def _fp64_bound(t: Terms) -> bool:
     """Whether the double-precision units' time (T_FP64) is the parallel part of a placement's T_comp."""
     return t.t_fp64 > 0 and t.t_fp64 >= max(t.w_parallel, t.t_lsu, t.t_tex)
@@ -338,6 +343,11 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
                    f"slowest warp at DRAM's latency, before the block's work; {blocks} an SM, copying "
                    f"together in the first window, then each copying while the others work): "
                    f"{units.count(sample.copy_rounds)} copy rounds -> {units.count(target.copy_rounds)}")  # fmt: skip
+    if _atomic_bound(sample) or _atomic_bound(target):
+        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _atomic_bound(t))
+        out.append(f"{which} bound by the L2's atomic units (T_atomic: the busiest unit's updates one after another, "
+                   f"while the SMs issue): {units.time_ns(sample.t_atomic * ns_per_cycle)} -> "
+                   f"{units.time_ns(target.t_atomic * ns_per_cycle)}")  # fmt: skip
     if _fp64_bound(target):
         out.append(f"the SMs' double-precision units bind T_comp, {units.time_ns(target.t_fp64 * ns_per_cycle)} "
                    "(T_FP64: the kernel's double-precision instructions at the GPU's results a clock, the same for "

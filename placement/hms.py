@@ -266,8 +266,11 @@ class Terms:
 
     @property
     def bound(self) -> str:
-        """Which of :func:`t_kernel`'s terms is T: 'block' (T_block), 'round' (T_round) or 'eq1' (Eq. 1)."""
+        """Which of :func:`t_kernel`'s terms is T: 'atomic' (T_atomic), 'block' (T_block), 'round' (T_round) or
+        'eq1' (Eq. 1)."""
         eq1 = self.t_comp + self.t_mem - self.t_overlap
+        if self.t_atomic > max(eq1, self.t_round, self.t_block):
+            return "atomic"
         if self.t_block > max(eq1, self.t_round):
             return "block"
         return "round" if self.t_round > eq1 else "eq1"
@@ -986,7 +989,8 @@ def t_l2(mem: _Memory, gpu: Gpu) -> float:
 
 def t_atomic(mem: _Memory, gpu: Gpu) -> float:
     """T_atomic: the most global atomic updates by one of the L2's atomic units, one after the other at the GPU's
-    interval (``memory.l2_atomic_interval_ns``); 0 where the interval is not known.
+    interval (``memory.l2_atomic_interval_ns``); 0 where the interval is not known. T is at least T_atomic
+    (:func:`t_kernel`).
 
     Extension (none of the papers has atomics; GPUPerf and Huang & Li price an atomic as a store): the L2's atomic
     units each serve an interleave of the address space (``memory.l2_atomic_unit_bytes``) and do its
@@ -994,7 +998,15 @@ def t_atomic(mem: _Memory, gpu: Gpu) -> float:
     kernel whose atomics crowd on a few units lasts at least the longest chain, however many SMs issue them. On
     the H100 (0.733 ns an update, 512-B units, both from microbenchmarks) a histogram of 2^24 values into 256 bins
     with global atomics is bound at 4,280 us and took 4,329; privatized bins add each block's tile back to the same
-    units, once a block, which is why smaller blocks make the privatized histogram slower."""
+    units, once a block, which is why smaller blocks make the privatized histogram slower.
+
+    A floor under T, as T_round and T_block are, not a part of T_mem: the units work through their chains while the
+    SMs issue (a reduction, ``atomicAdd`` whose value is not used, is ``RED``: no warp waits for it; a warp that
+    uses an atomic's value waits its latency, which Eq. 17's off-chip requests count). Until 3 Dec 2026 T_mem was at
+    least T_atomic and Eq. 1 added T_comp's part that T_overlap left: the H100's privatized histograms (bins=S/G,
+    18 entries, their blocks' tiles added back once a block) came out 1.22-1.33x their measured time, now
+    1.16-1.24x (the rest is the interval: 0.733 ns an update measured on one word, where their warps' 32 bins in
+    4 sectors go at about 0.6); their ratio error 25.8 -> 20.8 % (median), the global histograms unchanged."""
     interval = gpu.memory.l2_atomic_interval_ns
     return mem.atomic_max_updates * gpu.ns_to_cycles(interval) if interval else 0.0
 
@@ -1050,8 +1062,8 @@ def t_round(mem: _Memory, res: Residency, par: Parallelism, gpu: Gpu) -> float:
 
 
 def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) -> MemoryTime:
-    """T_mem = effective memory requests per SM x AMAT (Eq. 4, 17), per class of request, at least T_L2 and
-    T_atomic.
+    """T_mem = effective memory requests per SM x AMAT (Eq. 4, 17), per class of request, at least T_L2; with
+    T_atomic (:func:`t_atomic`, a floor under T) and T_round beside it.
 
     Eq. 17 counts memory *instructions* (#mem_instrs), and so does this: a warp-instruction's requests (the
     lines of an uncoalesced load, the wavefronts of a bank conflict) are in flight together, so a warp with
@@ -1080,7 +1092,7 @@ def t_mem(mem: _Memory, res: Residency, par: Parallelism, lsu: float, gpu: Gpu) 
     l2 = t_l2(mem, gpu)
     atom = t_atomic(mem, gpu)
     rnd = t_round(mem, res, par, gpu)
-    return MemoryTime(max(t, l2, atom), l2, atom, itmlp, eff, rnd)
+    return MemoryTime(max(t, l2), l2, atom, itmlp, eff, rnd)
 
 
 def overlap_features(mem: _Memory, res: Residency) -> np.ndarray:
@@ -1162,11 +1174,12 @@ def t_block(info: traces.KernelInfo, mem: _Memory, res: Residency, parallel: flo
     return k + b * c + (per_sm / b * w - 1.0) * repairman.cycle(b, k, c)
 
 
-def t_kernel(comp: float, memory: float, overlap: float, rounds: float = 0.0, block: float = 0.0) -> float:
+def t_kernel(comp: float, memory: float, overlap: float, rounds: float = 0.0, block: float = 0.0,
+             atomic: float = 0.0) -> float:  # fmt: skip
     """T = T_comp + T_mem - T_overlap (Eq. 1), in cycles of one SM, at least T_round (:func:`t_round`) and T_block
     (:func:`t_block`): GPUPerf's overlap lets the other warps' work hide a warp's waits, which holds while they
-    are not waiting too."""
-    return max(comp + memory - overlap, rounds, block)
+    are not waiting too; and at least T_atomic (:func:`t_atomic`), the L2's busiest atomic unit's chain."""
+    return max(comp + memory - overlap, rounds, block, atomic)
 
 
 def t_launch(gpu: Gpu, ctas: int, kernel: float) -> float:
@@ -1205,7 +1218,7 @@ def terms(info: traces.KernelInfo, memory, gpu: Gpu, opts: Options, target: Targ
     overlap, source = t_overlap(opts.overlap, features, comp - serial, mt.t_mem, res.n, par)
     block = t_block(info, mem, res, comp - serial, gpu, target.extra_sync)
     scale = blocks_scale(info, gpu)
-    kernel = t_kernel(comp, mt.t_mem, overlap, mt.t_round, block) * scale
+    kernel = t_kernel(comp, mt.t_mem, overlap, mt.t_round, block, mt.t_atomic) * scale
     launch = t_launch(gpu, info.launch_ctas, kernel)
     cycles = kernel + launch
     h = mem.hier

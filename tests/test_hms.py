@@ -438,6 +438,8 @@ def test_t_block_by_hand():
     assert t_block(info, skew, res, 4000.0, h100) == pytest.approx(k6 + 2 * c + 3 * (k6 + c * (1 + c / (k6 + c))))
     assert t_block(info, skew, res, 4000.0, h100) == pytest.approx(11152.41, abs=0.01)
     assert t_kernel(100.0, 300.0, 80.0, 698.475, 8075.28) == 8075.28
+    # and at least T_atomic: the L2's busiest atomic unit's chain, beside Eq. 1 rather than added to it
+    assert t_kernel(100.0, 300.0, 80.0, 0.0, 0.0, 500.0) == 500.0 and t_kernel(100.0, 300.0, 80.0, 0.0, 0.0, 3.0) == 320
 
 
 def test_evaluate_says_when_t_block_binds():
