@@ -207,19 +207,10 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
     return ObjectReason(name, before, after, tuple(facts))
 
 
-def _round_bound(t: Terms) -> bool:
-    """Whether T_round, not Eq. 1 or T_block, is a placement's T (``Terms.bound``)."""
-    return t.bound == "round"
-
-
-def _block_bound(t: Terms) -> bool:
-    """Whether T_block, not Eq. 1 or T_round, is a placement's T (``Terms.bound``)."""
-    return t.bound == "block"
-
-
-def _atomic_bound(t: Terms) -> bool:
-    """Whether T_atomic, the L2's busiest atomic unit's chain, is a placement's T (``Terms.bound``)."""
-    return t.bound == "atomic"
+def _bound_by(sample: Terms, target: Terms, kind: str) -> str:
+    """Which of the two have ``kind`` ('round', 'block', 'atomic': ``Terms.bound``) as their T, not Eq. 1: 'the
+    sample', 'the placement', both joined by 'and', or '' for neither."""
+    return " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if t.bound == kind)
 
 
 def _fp64_bound(t: Terms) -> bool:
@@ -229,12 +220,11 @@ def _fp64_bound(t: Terms) -> bool:
 
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     parts = []
-    rounds = (("T_round (waits on rounds of loads)", sample.t_round, target.t_round),) if (
-        _round_bound(sample) or _round_bound(target)) else ()  # fmt: skip
-    blocks = (("T_block (copies before work)", sample.t_block, target.t_block),) if (
-        _block_bound(sample) or _block_bound(target)) else ()  # fmt: skip
+    floors = (("round", "T_round (waits on rounds of loads)", sample.t_round, target.t_round),
+              ("block", "T_block (copies before work)", sample.t_block, target.t_block))  # fmt: skip
+    bound = tuple((label, a, b) for kind, label, a, b in floors if _bound_by(sample, target, kind))
     for label, a, b in (("T_comp", sample.t_comp, target.t_comp), ("T_mem", sample.t_mem, target.t_mem),
-                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *rounds, *blocks):  # fmt: skip
+                        ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *bound):  # fmt: skip
         d = (b - a) * ns_per_cycle
         if abs(d) >= 0.005 * max(sample.time_ns, 1e-9):
             parts.append(f"{label} {'+' if d > 0 else '-'}{units.time_ns(abs(d))}")
@@ -330,21 +320,18 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
         out.append(f"the SMs' load/store path busy (T_LSU: its data path, or its issue where slower) "
                    f"{units.time_ns(sample.t_lsu * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_lsu * ns_per_cycle)}")  # fmt: skip
-    if _round_bound(sample) or _round_bound(target):
-        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _round_bound(t))
+    if which := _bound_by(sample, target, "round"):
         out.append(f"{which} bound by the warps' waits (T_round: each round of loads as long as its slowest, N warps "
                    f"at a time): {units.count(sample.slow_rounds)} of {units.count(sample.rounds)} rounds wait on the "
                    f"L2 -> {units.count(target.slow_rounds)} of {units.count(target.rounds)}")  # fmt: skip
-    if _block_bound(sample) or _block_bound(target):
-        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _block_bound(t))
-        bound = target if _block_bound(target) else sample
+    if which := _bound_by(sample, target, "block"):
+        bound = target if target.bound == "block" else sample
         blocks = units.plural(bound.blocks_per_sm, "block")
         out.append(f"{which} bound by the blocks' barriers (T_block: each window's copy, the rounds of the block's "
                    f"slowest warp at DRAM's latency, before the block's work; {blocks} an SM, copying "
                    f"together in the first window, then each copying while the others work): "
                    f"{units.count(sample.copy_rounds)} copy rounds -> {units.count(target.copy_rounds)}")  # fmt: skip
-    if _atomic_bound(sample) or _atomic_bound(target):
-        which = " and ".join(n for n, t in (("the sample", sample), ("the placement", target)) if _atomic_bound(t))
+    if which := _bound_by(sample, target, "atomic"):
         out.append(f"{which} bound by the L2's atomic units (T_atomic: the busiest unit's updates one after another, "
                    f"while the SMs issue): {units.time_ns(sample.t_atomic * ns_per_cycle)} -> "
                    f"{units.time_ns(target.t_atomic * ns_per_cycle)}")  # fmt: skip
