@@ -221,7 +221,8 @@ def _fp64_bound(t: Terms) -> bool:
 def _term_changes(sample: Terms, target: Terms, ns_per_cycle: float) -> str:
     parts = []
     floors = (("round", "T_round (waits on rounds of loads)", sample.t_round, target.t_round),
-              ("block", "T_block (copies before work)", sample.t_block, target.t_block))  # fmt: skip
+              ("block", "T_block (copies before work)", sample.t_block, target.t_block),
+              ("atomic", "T_atomic (the busiest atomic unit)", sample.t_atomic, target.t_atomic))  # fmt: skip
     bound = tuple((label, a, b) for kind, label, a, b in floors if _bound_by(sample, target, kind))
     for label, a, b in (("T_comp", sample.t_comp, target.t_comp), ("T_mem", sample.t_mem, target.t_mem),
                         ("T_overlap (hidden)", sample.t_overlap, target.t_overlap), *bound):  # fmt: skip

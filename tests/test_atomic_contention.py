@@ -140,6 +140,9 @@ def test_t_atomic_bounds_the_global_histogram(tmp_path):
     floor = max(terms.t_comp + terms.t_mem - terms.t_overlap, terms.t_round, terms.t_block, terms.t_atomic)
     assert terms.cycles == pytest.approx(floor * terms.blocks_scale + terms.t_launch)
     assert any("atomic units" in line for line in ev.target.explanation.lines())
+    # privatized, the kernel's line names T_atomic's change among the terms (T_mem no longer holds it)
+    priv = api.evaluate(path, gpu, {"bins": "S/G"})
+    assert any("T_atomic (the busiest atomic unit) -" in line for line in priv.target.explanation.lines())
     # the A100 assumes the H100's 1.4475 cycles an update at its own 1410 MHz, over 160 x 256 / 512 = 80 units:
     # the same two units take the 1 KiB of bins
     a100 = get_gpu("a100")
