@@ -258,6 +258,24 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
     )  # fmt: skip
 
 
+def _incomplete(hs) -> str:
+    """Why a placement's hints cannot be pasted as is ("" where they can)."""
+    return "; ".join(h.incomplete for h in hs if h.incomplete)
+
+
+def _first_pasteable(ctx: "_Context", evaluations, ranked, incomplete: dict[str, str]) -> str | None:
+    """The label of the best ranked placement, faster than the sample, whose hints can be pasted as is (None if
+    none): the ranking is walked down from #2 to the sample, reusing what the top HINTS_CHECKED gave."""
+    for e, p in list(zip(evaluations, ranked))[1:]:
+        if p.label == "sample":
+            return None
+        if p.label in incomplete:
+            continue
+        if p.rank <= HINTS_CHECKED or not _incomplete(ctx.hints(e)):
+            return p.label
+    return None
+
+
 def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
          exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
          polish_budget: int | None = None, progress: Callable[[int], None] | None = None, stream: str = "auto",
@@ -268,8 +286,9 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     CP-SAT pick candidates under the surrogate they give and evaluates those exactly, then up to
     ``polish_budget`` single-object changes of the best and the runners-up (default: twice the single moves);
     ``exhaustive=True`` evaluates every legal placement. ``top`` placements are kept;
-    ``hints=True`` adds the CUDA changes of the best, and names those of the top ``HINTS_CHECKED`` that cannot be
-    pasted as is (``RankResult.hints_incomplete``); ``workers`` processes evaluate in
+    ``hints=True`` adds the CUDA changes of the best, names those of the top ``HINTS_CHECKED`` that cannot be
+    pasted as is (``RankResult.hints_incomplete``) and, where the best's cannot, the best ranked placement whose
+    can (``RankResult.hints_pasteable``); ``workers`` processes evaluate in
     parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` and ``stream`` as
     for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
     read of the file, in this process.
@@ -288,21 +307,23 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     r = solve(ev, options=search, progress=progress)
     ctx = _Context(ev)
     ranked = tuple(ctx.placed(e, i) for i, e in enumerate(r.ranking, start=1))
-    best_hints, incomplete = None, {}
+    best_hints, incomplete, pasteable = None, {}, None
     if hints and r.ranking:
         # the best's hints, and whether those of the top HINTS_CHECKED can be pasted as is
         for i, (e, p) in enumerate(zip(r.ranking[:HINTS_CHECKED], ranked)):
             hs = ctx.hints(e)
             best_hints = hs if i == 0 else best_hints
-            why = "; ".join(h.incomplete for h in hs if h.incomplete)
+            why = _incomplete(hs)
             if why:
                 incomplete[p.label] = why
+        if ranked[0].label in incomplete:
+            pasteable = _first_pasteable(ctx, r.ranking, ranked, incomplete)
     return RankResult(
         kernel=ev.info.kernel, gpu=g.name, trace=path, strategy=r.strategy, sample=ctx.placed(r.sample, None),
         ranking=ranked, evaluations=r.evaluations, legal_placements=r.legal_placements, candidates=r.candidates,
         excluded=r.excluded, surrogate=dict(r.surrogate), overlap_trained=opts.overlap is not None,
         overlap_source=r.sample.sample.overlap_source,
-        hints=best_hints, hints_incomplete=incomplete,
+        hints=best_hints, hints_incomplete=incomplete, hints_pasteable=pasteable,
         accesses={n: a.total for n, a in ctx.accesses.items()}, gpu_config=g,
     )  # fmt: skip
 

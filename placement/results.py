@@ -153,6 +153,9 @@ class RankResult:
     hints_incomplete: dict[str, str] = field(default_factory=dict)
     """Label -> why, for the best placements (``api.HINTS_CHECKED``) whose code changes cannot be pasted as is
     (``hints=True``; empty otherwise)."""
+    hints_pasteable: str | None = None
+    """Where the best placement's code changes cannot be pasted as is: the label of the best ranked placement
+    whose can (None where none of the ranking's can, where the best's can, or without ``hints=True``)."""
     accesses: dict[str, int] = field(default_factory=dict)
     """Warp-level accesses of each object in the trace."""
     gpu_config: Any = field(default=None, repr=False, compare=False)
@@ -180,7 +183,7 @@ class RankResult:
         }  # fmt: skip
         if self.hints is not None:
             d["hints"] = {"placement": self.best.label, "objects": [h.as_dict() for h in self.hints],
-                          "incomplete": dict(self.hints_incomplete)}  # fmt: skip
+                          "incomplete": dict(self.hints_incomplete), "pasteable": self.hints_pasteable}  # fmt: skip
         return d
 
     def to_frame(self) -> "pandas.DataFrame":

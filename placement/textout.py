@@ -104,6 +104,21 @@ def search_line(r: RankResult) -> str:
             "evaluates them all.")  # fmt: skip
 
 
+def pasteable_line(r: RankResult, ranks: dict[str, int]) -> str:
+    """Where #1's code changes cannot be pasted as is: which ranked placement's can, or that none faster than the
+    sample can."""
+    label = r.hints_pasteable
+    if label is None and "sample" in ranks:
+        return ("No placement faster than the sample has code to paste as is: set the tiles' origins by hand, "
+                "or keep the sample.")  # fmt: skip
+    if label is None:
+        return (f"No placement of the {len(r.ranking)} ranked here has code to paste as is; "
+                "a larger --top looks further.")  # fmt: skip
+    p = r.ranking[ranks[label] - 1]
+    return (f"#{p.rank} ({label}, {p.speedup:.2f}x) is the best ranked placement with code to paste as is: "
+            f"`placement evaluate` with --place '{label}' --hints gives it.")  # fmt: skip
+
+
 def rank_text(r: RankResult) -> str:
     s = r.sample
     names = list(s.placement)
@@ -124,6 +139,8 @@ def rank_text(r: RankResult) -> str:
         ranks = {p.label: p.rank for p in r.ranking}
         lines += [f"#{ranks[label]} ({label}): --hints cannot give code to paste as is: {why}."
                   for label, why in r.hints_incomplete.items()]  # fmt: skip
+        if r.best.label in r.hints_incomplete:
+            lines.append(pasteable_line(r, ranks))
     best = r.best
     if best.label != "sample":
         verb = "faster" if best.speedup >= 1 else "slower"

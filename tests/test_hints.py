@@ -287,6 +287,39 @@ def test_rank_says_which_top3_hints_cannot_be_pasted(mm, monkeypatch):
     assert "cannot give code" not in replace(r, hints=None).text()
 
 
+def test_rank_names_the_best_placement_with_code_to_paste(mm, monkeypatch):
+    # no origin formula: every staged placement is incomplete, so where #1 stages, the ranking names the first
+    # placement below it that stages nothing (C, T, R and G need no origin), and that one's hints are whole
+    import placement.tiles
+
+    monkeypatch.setattr(placement.tiles, "origin", lambda facts, name, windows: Origin(None, None, 0, 0))
+    gtx680 = get_gpu("gtx680")
+    r = placement.rank(mm, gtx680, top=10, hints=True, workers=1)
+
+    def stages(p):
+        return any(s.startswith("S/") for s in p.placement.values())
+
+    assert stages(r.best) and r.best.label in r.hints_incomplete
+    labels = [p.label for p in r.ranking]
+    end = labels.index("sample") if "sample" in labels else len(labels)  # faster than the sample only
+    first = next(p for p in r.ranking[1:end] if not stages(p))
+    assert r.hints_pasteable == first.label and first.rank > 1
+    assert all(stages(p) for p in r.ranking[: first.rank - 1])
+    assert all(h.incomplete == "" for h in placement.evaluate(mm, gtx680, first.label, hints=True).hints)
+    assert f"#{first.rank} ({first.label}, {first.speedup:.2f}x) is the best ranked placement with code" in r.text()
+    assert r.to_dict()["hints"]["pasteable"] == first.label
+    # ranked no further than #1: nothing to name, and the text says to look further
+    r1 = placement.rank(mm, gtx680, top=1, hints=True, workers=1)
+    assert r1.hints_pasteable is None
+    assert "No placement of the 1 ranked here has code to paste as is; a larger --top looks further." in r1.text()
+
+
+def test_rank_names_no_other_placement_where_the_best_can_be_pasted(mm):
+    r = placement.rank(mm, K80, top=5, hints=True, workers=1)
+    assert r.best.label not in r.hints_incomplete and r.hints_pasteable is None
+    assert "code to paste as is" not in r.text()
+
+
 def test_hints_from_the_command_line(run_cli):
     code, out, err = run_cli("evaluate", MATMUL, "--gpu", "k80", "--place", "M=C", "--hints")
     assert code == 0, err
