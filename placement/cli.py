@@ -9,6 +9,7 @@ line on stderr naming the file, row or field; an input too big for the machine's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import logging
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Modules of numba kernels that every run of a command calls into and that take tens of
 # seconds to compile, by (command, subcommand). When every cached kernel of one of them is
 # missing from numba's cache (a fresh install without the wheel's cache, another CPU, edited
-# sources), the run is about to compile it and the console says so first
+# sources), the run will compile it and the console says so when numba starts to
 # (traces.numba_cache). A module that only some runs use is left out (it would read as cold
 # to the others forever); so are the commands whose kernels compile in a few seconds (import
 # nvbit and porple, info, bench gen: 0.5 to 8 s of CPU on 2 cores).
@@ -73,16 +74,17 @@ FIRST_USE_KERNELS: dict[tuple[str, str | None], tuple[str, ...]] = {
 FIRST_USE_NOTICE = "placement: compiling the numba kernels for first use (once, ~30 s; numba caches them)..."
 
 
-def first_use_notice(args: argparse.Namespace) -> str | None:
-    """The line the console prints before a command whose numba kernels are not in numba's cache
-    (:data:`FIRST_USE_KERNELS`), None when they are (or the command compiles none)."""
+def first_use_cold(args: argparse.Namespace) -> list[str]:
+    """The modules of :data:`FIRST_USE_KERNELS` that ``args``' command calls into and whose
+    kernels are not in numba's cache (``traces.numba_cache.cold_modules``); empty when they are
+    (or the command compiles none)."""
     sub = getattr(args, "format", None) or getattr(args, "bench_command", None)
     modules = FIRST_USE_KERNELS.get((args.command, sub)) or FIRST_USE_KERNELS.get((args.command, None))
     if not modules:
-        return None
+        return []
     from traces.numba_cache import cold_modules
 
-    return FIRST_USE_NOTICE if cold_modules(modules) else None
+    return cold_modules(modules)
 
 
 def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
@@ -95,10 +97,25 @@ def main(argv: list[str] | None = None, *, notice: bool = False) -> int:
         return int(exc.code or 0)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if notice:
-        line = first_use_notice(args)
-        if line:
-            print(line, file=sys.stderr, flush=True)
+    cold = first_use_cold(args) if notice else []
+    with _say_on_first_compile(cold):
+        return _run(args)
+
+
+def _say_on_first_compile(cold: list[str]) -> contextlib.AbstractContextManager:
+    """Where ``cold`` names modules (the run will compile them), print :data:`FIRST_USE_NOTICE`
+    when numba starts compiling the first of the project's kernels, theirs or one the run calls
+    before them: when the run gets there, not before its input is checked (a typo's error then
+    comes alone)."""
+    if not cold:
+        return contextlib.nullcontext()
+    from traces.numba_cache import PACKAGES, on_first_compile
+
+    return on_first_compile(PACKAGES, lambda: print(FIRST_USE_NOTICE, file=sys.stderr, flush=True))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code, its input errors one line on stderr (exit 2), a bug's traceback (exit 1)."""
     try:
         return int(args._run(args))
     except InputError as exc:
@@ -145,8 +162,8 @@ def console() -> None:
     """The console script (and ``python -m placement.cli``): `main`, then exit with its code.
 
     OpenBLAS gets one thread (``BLAS_THREADS``) before anything imports numpy. A command
-    whose numba kernels are not in numba's cache yet is preceded by one line on stderr
-    (:func:`first_use_notice`): its first run compiles them, tens of seconds.
+    whose numba kernels are not in numba's cache yet says so in one line on stderr when it
+    starts compiling them (:func:`first_use_cold`): tens of seconds, its first run only.
 
     The collector runs less often (``GC_YOUNG_THRESHOLD``), and before exiting every
     object is frozen (``gc.freeze``): the interpreter's shutdown runs full collections

@@ -1,6 +1,6 @@
 """The cold-cache detector (traces.numba_cache) on modules of its own in a temporary folder,
-the console's one-line notice before a command whose kernels will compile
-(placement.cli.first_use_notice), and the kernel modules' digests of their imports."""
+the console's one-line notice when a command starts compiling them
+(placement.cli.first_use_cold, traces.numba_cache.on_first_compile), and the kernel modules' digests of their imports."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from placement import cli
+from traces.errors import InputError
 from traces import numba_cache
 from traces.numba_cache import cold_modules
 
@@ -97,31 +98,76 @@ def test_a_module_without_cached_kernels_is_never_cold(tmp_path, monkeypatch):
         sys.modules.pop("_nbc_plain", None)
 
 
+def test_said_once_at_the_first_compile_of_the_packages_kernels(kernels):
+    # numba fires "numba:compile" on a cache miss only: twice compiles (said), thrice too (not
+    # said again); a kernel of a module outside the packages says nothing, and nothing is said
+    # once the block is left
+    name, _ = kernels
+    mod = _fresh(name)
+    said = []
+    with numba_cache.on_first_compile(["_nbc_other_package"], lambda: said.append(1)):
+        assert mod.twice(2) == 4
+    assert said == []
+    with numba_cache.on_first_compile([name], lambda: said.append(1)):
+        assert mod.thrice(2) == 6
+        assert mod.twice(2.5) == 5.0  # another signature: compiles again, said once all the same
+    assert said == [1]
+    with numba_cache.on_first_compile([name], lambda: said.append(2)):
+        assert mod.twice(3) == 6  # compiled already: no event
+    assert said == [1]
+    mod.twice(True)  # a compile outside any block
+    assert said == [1]
+
+
+def _command_that_compiles(name, fail_first=False):
+    """`placement info`'s run replaced by one that calls a kernel of ``name`` (or fails on its
+    input first, as a typo in a trace's path does)."""
+
+    def run(args):
+        if fail_first:
+            raise InputError(f"{args.trace}: no such file")
+        _fresh(name).twice(1)
+        return 0
+
+    return run
+
+
 @pytest.mark.skipif(bool(__import__("numba").config.CACHE_DIR), reason="NUMBA_CACHE_DIR is set for this run")
-def test_console_says_so_only_when_cold(kernels, monkeypatch, capsys):
+def test_console_says_so_when_it_compiles_and_only_then(kernels, monkeypatch, capsys):
     name, _ = kernels
     monkeypatch.setitem(cli.FIRST_USE_KERNELS, ("info", None), (name,))
-    trace = ROOT / "configs" / "examples" / "vecadd.parquet"
-    assert cli.main(["info", str(trace)], notice=True) == 0
-    err = capsys.readouterr().err
-    assert err.splitlines() == [cli.FIRST_USE_NOTICE]
-    assert cli.main(["info", str(trace)]) == 0  # main without the console's notice: silent
+    monkeypatch.setattr(numba_cache, "PACKAGES", (name,))
+    monkeypatch.setattr("placement.commands.info.run", _command_that_compiles(name, fail_first=True))
+    assert cli.main(["info", "no-such.parquet"], notice=True) == 2  # cold, but the input fails first
+    assert capsys.readouterr().err.splitlines() == ["placement info: error: no-such.parquet: no such file"]
+    monkeypatch.setattr("placement.commands.info.run", _command_that_compiles(name))
+    assert cli.main(["info", "t.parquet"]) == 0  # main without the console's notice: silent
     assert capsys.readouterr().err == ""
-    _fresh(name).twice(1)
-    assert cli.main(["info", str(trace)], notice=True) == 0
+    _fresh(name)  # a new process: twice(int64) cached by the run above, so warm now
+    assert cli.main(["info", "t.parquet"], notice=True) == 0
     assert capsys.readouterr().err == ""
 
 
-def test_first_use_notice_by_command(monkeypatch):
+@pytest.mark.skipif(bool(__import__("numba").config.CACHE_DIR), reason="NUMBA_CACHE_DIR is set for this run")
+def test_console_says_so_on_a_cold_run(kernels, monkeypatch, capsys):
+    name, _ = kernels
+    monkeypatch.setitem(cli.FIRST_USE_KERNELS, ("info", None), (name,))
+    monkeypatch.setattr(numba_cache, "PACKAGES", (name,))
+    monkeypatch.setattr("placement.commands.info.run", _command_that_compiles(name))
+    assert cli.main(["info", "t.parquet"], notice=True) == 0
+    assert capsys.readouterr().err.splitlines() == [cli.FIRST_USE_NOTICE]
+
+
+def test_first_use_cold_by_command(monkeypatch):
     parser = cli.build_parser()
     seen = []
     monkeypatch.setattr("traces.numba_cache.cold_modules", lambda mods: seen.append(tuple(mods)) or list(mods))
     args = parser.parse_args(["import", "accelsim", "x", "-o", "t.parquet"])
-    assert cli.first_use_notice(args) == cli.FIRST_USE_NOTICE
+    assert cli.first_use_cold(args) == list(cli.FIRST_USE_KERNELS[("import", "accelsim")])
     assert seen[-1] == cli.FIRST_USE_KERNELS[("import", "accelsim")]
-    assert cli.first_use_notice(parser.parse_args(["rank", "t.parquet", "--gpu", "k80"])) == cli.FIRST_USE_NOTICE
-    assert cli.first_use_notice(parser.parse_args(["import", "porple", "x", "-o", "t.parquet"])) is None
-    assert cli.first_use_notice(parser.parse_args(["gpus"])) is None
+    assert cli.first_use_cold(parser.parse_args(["rank", "t.parquet", "--gpu", "k80"])) == list(cli._EVALUATOR)
+    assert cli.first_use_cold(parser.parse_args(["import", "porple", "x", "-o", "t.parquet"])) == []
+    assert cli.first_use_cold(parser.parse_args(["gpus"])) == []
 
 
 def test_first_use_modules_hold_cached_kernels():

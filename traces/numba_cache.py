@@ -31,7 +31,8 @@ import importlib
 import logging
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,45 @@ def cold_modules(names: Iterable[str]) -> list[str]:
             cold.append(name)
     log.debug("numba cache cold for %s", cold or "none of the modules")
     return cold
+
+
+@contextmanager
+def on_first_compile(packages: Iterable[str], say: Callable[[], None]) -> Iterator[None]:
+    """Within the block, call ``say`` once, when numba starts compiling a kernel of a module of
+    ``packages`` (dotted names: a package and the modules under it); not at all when none is
+    compiled (all loaded from the cache) or the block ends first (an input error found before
+    any kernel runs).
+
+    numba fires its ``"numba:compile"`` event only on a cache miss, just before it compiles
+    (``Dispatcher.compile``, after ``_cache.load_overload`` found nothing), with the dispatcher in
+    the event's data; a kernel compiled as another's callee is inside that one's event. Without
+    numba's event module (internals changed) nothing is said, and the block runs as before."""
+    prefixes = tuple(packages)
+    try:
+        from numba.core import event
+    except ImportError:  # pragma: no cover - numba is a dependency
+        yield
+        return
+
+    class _Watch(event.Listener):
+        said = False
+
+        def on_start(self, ev) -> None:
+            dispatcher = (ev.data or {}).get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", None) or ""
+            if not self.said and any(module == p or module.startswith(p + ".") for p in prefixes):
+                self.said = True
+                say()
+
+        def on_end(self, ev) -> None:
+            pass
+
+    watch = _Watch()
+    event.register("numba:compile", watch)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", watch)
 
 
 # numba's cache knows one file per kernel: "changes in symbols defined in another file are not detected" and
