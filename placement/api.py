@@ -191,7 +191,10 @@ class _Context:
         from .placements import Placement
         from .results import Placed
 
-        p = placement if placement is not None else Placement(tuple(e.target.placement.items()))
+        if placement is None:  # a ranked one: the search's ;unrolled twin where it kept that (search._Runner.many)
+            unrolled = bool(e.target.staging and e.target.staging.get("unrolled"))
+            placement = Placement(tuple(e.target.placement.items()), unrolled=unrolled)
+        p = placement
         addressing = self.ev.addressing_of(p, legal)
         from .memory import reissued_replay_causes_of, uniform_constant_pairs_of
 
@@ -279,7 +282,7 @@ def _first_pasteable(ctx: "_Context", evaluations, ranked, incomplete: dict[str,
 def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gpu", *, top: int = 10,
          exhaustive: bool = False, hints: bool = False, workers: int = 1, pair_budget: int | None = None,
          polish_budget: int | None = None, progress: Callable[[int], None] | None = None, stream: str = "auto",
-         **options: Any) -> "RankResult":  # fmt: skip
+         unrolled: bool = True, **options: Any) -> "RankResult":  # fmt: skip
     """Rank the legal placements of the trace's arrays by predicted time.
 
     The default search evaluates the sample and every single-object move exactly, lets
@@ -289,7 +292,8 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     ``hints=True`` adds the CUDA changes of the best, names those of the top ``HINTS_CHECKED`` that cannot be
     pasted as is (``RankResult.hints_incomplete``) and, where the best's cannot, the best ranked placement whose
     can (``RankResult.hints_pasteable``); ``workers`` processes evaluate in
-    parallel; ``progress`` is called with 1 after each exact evaluation. ``options`` and ``stream`` as
+    parallel; ``progress`` is called with 1 after each exact evaluation. ``unrolled`` weighs each placement that
+    stages an object also as ``;unrolled`` and ranks the faster under its own label (``SearchOptions.unrolled``). ``options`` and ``stream`` as
     for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
     read of the file, in this process.
     """
@@ -302,7 +306,7 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     g = _gpu(gpu)
     opts = model_options(**options)
     search = SearchOptions(top=top, strategy="exhaustive" if exhaustive else "cpsat", workers=workers,
-                           pair_budget=pair_budget, polish_budget=polish_budget)  # fmt: skip
+                           pair_budget=pair_budget, polish_budget=polish_budget, unrolled=unrolled)  # fmt: skip
     ev = _evaluator(trace, g, opts, stream)
     r = solve(ev, options=search, progress=progress)
     ctx = _Context(ev)

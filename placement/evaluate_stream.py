@@ -253,8 +253,8 @@ class StreamEvaluator(Evaluator):
         todo = {p: lg for p, lg in legal.items() if p != self.sample_placement and p not in self._first_read}
         targets: dict[Placement, Terms] = dict(self._first_read)
         items = [(p, todo[p]) for ps in groups(list(todo)) for p in ps]  # a group's placements in one read
-        for lo in range(0, len(items), STREAM_PLACEMENTS_PER_READ):
-            targets.update(self._targets(dict(items[lo : lo + STREAM_PLACEMENTS_PER_READ])))
+        for read in _reads(items):
+            targets.update(self._targets(dict(read)))
         out = []
         for p in placements:
             target = self.sample if p == self.sample_placement else targets[p]
@@ -279,6 +279,35 @@ class StreamEvaluator(Evaluator):
             out[j.placement] = j.finish()
             self.addressing[j.placement] = j.addressing()
         return out
+
+
+STREAM_RUNS_PER_READ = 16
+"""Hierarchy and queue states (``_runs``) one read of the trace holds at most, beside its
+``STREAM_PLACEMENTS_PER_READ`` placements: a staged placement holds one per staging option it weighs (2-6)."""
+
+
+def _runs(legal) -> int:
+    """The hierarchy and queue states one placement holds during a read: one per staging option it weighs
+    (``placement.staging.StagingChoice.options``), one if it stages nothing."""
+    choice = getattr(legal, "staging", None)
+    return max(len(choice.options), 1) if choice is not None else 1
+
+
+def _reads(items: list) -> Iterator[list]:
+    """``items`` ((placement, legality) pairs, in order) cut into reads of at most ``STREAM_PLACEMENTS_PER_READ``
+    placements and ``STREAM_RUNS_PER_READ`` hierarchy states (``_runs``; a placement of more goes alone): a staged
+    placement weighs each of its window counts and paddings in a state of its own, and eight staged placements
+    of matmul_naive at 512^2 (8.4 M rows, 3-4 options each) peaked at 16 GiB in one read."""
+    read, runs = [], 0
+    for item in items:
+        n = _runs(item[1])
+        if read and (runs + n > STREAM_RUNS_PER_READ or len(read) == STREAM_PLACEMENTS_PER_READ):
+            yield read
+            read, runs = [], 0
+        read.append(item)
+        runs += n
+    if read:
+        yield read
 
 
 class _StreamJob:
@@ -419,4 +448,11 @@ def _empty(info) -> traces.Trace:
     return traces.Trace(**cols, info=info)
 
 
-__all__ = ["DENSE_PC_CELLS", "STREAM_PLACEMENTS_PER_READ", "STREAM_ROWS", "StreamEvaluator", "StreamOrderError"]
+__all__ = [
+    "DENSE_PC_CELLS",
+    "STREAM_PLACEMENTS_PER_READ",
+    "STREAM_ROWS",
+    "STREAM_RUNS_PER_READ",
+    "StreamEvaluator",
+    "StreamOrderError",
+]

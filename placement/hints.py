@@ -357,6 +357,43 @@ _FORMS = {
 }
 
 
+def _unrolled_copy(
+    n: str,
+    t: str,
+    source: str,
+    two_d: bool,
+    rowwise: bool,
+    block: tuple[int, int, int],
+    rows: int,
+    pitch: int,
+    nrows: int,
+    cols: int,
+    elems: int,
+    size: int,
+    cell: str,
+) -> tuple[str, str]:
+    """(loop head, body) of the copy that ``;unrolled`` prices (``placement.staging``, "Rounds of the copy"): the
+    traced block's dimensions as compile-time steps and bounds under ``#pragma unroll``, and the source index
+    clamped to the array (``min``) rather than checked, so the body has no branch. nvcc 13 for sm_86 unrolls such a
+    loop by 4 with the remainder first and issues each batch's loads together (tests/test_hints.py reads it off
+    the SASS), where the checked loop of run-time steps is one load then its store. A 2D tile copied by the
+    flattened loop keeps its ``r``, ``c`` line (``_FORMS["split"]``) between the head and the body."""
+    bx, by, bz = block
+    if rowwise:
+        head = (f"#pragma unroll\nfor (int r = threadIdx.y + {by} * threadIdx.z; r < {rows}; r += {by * bz})\n"
+                f"    #pragma unroll\n    for (int c = threadIdx.x; c < {pitch}; c += {bx}) {{")  # fmt: skip
+    else:
+        tid = f"threadIdx.x + {bx} * (threadIdx.y + {by} * threadIdx.z)"
+        head = f"#pragma unroll\nfor (int q = {tid}; q < {size}; q += {bx * by * bz}) {{"
+    if two_d:
+        where = f"(min({n}_row0 + r, {nrows - 1}) * {cols} + min({n}_col0 + c, {cols - 1}))"
+    else:
+        where = f"min({n}_first + q, {elems - 1})"
+    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])",
+             "texture1d": _fetch(n, t, where)[0]}[source]  # fmt: skip
+    return head, f"{cell} = {fetch};"
+
+
 def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin: Origin | None, writeback: str,
            loads: bool = True, block: tuple[int, int, int] | None = None) -> Hint:  # fmt: skip
     """The staging loop of one object (``traces.staging``'s model, written as CUDA): the flattened loop over the
@@ -433,10 +470,16 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"
     from traces.staging import copy_columns  # numba's kernels: loaded by the evaluation the hints come from
 
-    if two_d and block is not None and copy_columns(block, pitch, True) > 0:
+    rowwise = two_d and block is not None and copy_columns(block, pitch, True) > 0
+    if rowwise:
         loop = (f"for (int r = {_TY}; r < {rows}; r += {_BY}) for (int c = threadIdx.x; c < {pitch}; "
                 "c += blockDim.x) {")  # fmt: skip
         split = ""
+    unrolled = bool(staging.get("unrolled")) and block is not None
+    copy_loop, copy_body = loop, f"if ({inside}) {cell} = {fetch};"
+    if unrolled:  # the copy ;unrolled prices: compile-time steps and bounds, no branch inside (nvcc batches its loads)
+        copy_loop, copy_body = _unrolled_copy(n, t, source, two_d, rowwise, block, rows, pitch, nrows, cols, elems,
+                                              size, cell)  # fmt: skip
     body = []
     if used > 1:
         body.append(f"for (int j = 0; j < {used}; ++j) {{   // {used} windows: one tile of {o.name} each")
@@ -454,7 +497,7 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
         param = f"{t}* {n}"
     else:
         if writeback != "store" or loads:  # a written object's tile is loaded only if the kernel reads it
-            inner += [loop, f"    {split}" if split else None, f"    if ({inside}) {cell} = {fetch};", "}"]
+            inner += [copy_loop, f"    {split}" if split else None, f"    {copy_body}", "}"]
             inner += ["__syncthreads();"]
         if writeback == "store":
             inner += [f"// the kernel's writes to {o.name} go to the tile:", f"{read} = {_zero(t)};   // was {orig} = ...",
@@ -469,13 +512,23 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
         if used > 1:
             inner.append("__syncthreads();   // before the next window's copy overwrites the tile")
         if staging.get("unrolled"):
-            notes.append(f"as ;unrolled prices it: read the tile in a loop whose trip count is a compile-time constant "
-                         f"(the tile's width a template parameter or constexpr): where a thread reads 16 bytes of s_{n} "
-                         f"one element after another from a 16-byte aligned offset, nvcc then makes them one 128-bit "
-                         f"load (LDS.128); with a run-time bound each element is a load of its own; and copy it with "
-                         f"#pragma unroll over compile-time steps and bounds, without the bounds check when the tile "
-                         f"stays inside {o.name}: nvcc then keeps several of the copy's loads in flight (the copy "
-                         f"above, with its check, is one load at a time)")  # fmt: skip
+            aligned = (
+                ""
+                if not pad or ((pitch + pad) * o.elem_bytes) % 16 == 0
+                else (f" (rows of {pitch + pad} elements are not all 16-byte aligned: only some of them)")
+            )
+            notes.append(
+                f"as ;unrolled prices it: read the tile in a loop whose trip count is a compile-time constant "
+                f"(the tile's width a template parameter or constexpr): where a thread reads 16 bytes of s_{n} "
+                f"one element after another from a 16-byte aligned offset, nvcc then makes them one 128-bit "
+                f"load (LDS.128){aligned}; with a run-time bound each element is a load of its own"
+            )
+            if unrolled:
+                notes.append(f"the copy's steps are the traced block's ({' x '.join(map(str, block))} threads): launch "
+                             "with it (or make them template parameters); its index is clamped to the array instead of "
+                             "checked, so that the loop has no branch and nvcc unrolls it and keeps several of its loads "
+                             "in flight (a bounds check inside keeps it one load at a time); the clamped copies of "
+                             "elements past the edge are not read")  # fmt: skip
     body += ["    " + line for block in inner if block is not None for line in block.splitlines()]
     body.append("}")
     kernel = "\n".join([decl] + body)

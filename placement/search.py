@@ -35,6 +35,12 @@ The exact model is too costly to run m^n times (DESIGN.md, "Search"). The search
    (twice the single moves) is spent (``_polish``: the model is not additive); and ranks
    every placement it evaluated exactly (sample, single moves, pairs, candidates, those).
 
+Every exact evaluation of a placement that stages objects in the tool's windows is made twice: as the loops
+``--hints`` writes (a bounds check inside the copy, one load at a time) and as its ``;unrolled`` twin (loops of
+compile-time steps and bounds, which nvcc unrolls: the textbook tiled kernels, and what ``--hints`` writes for an
+``;unrolled`` placement), and the faster is kept under its own label (``_Runner.many``; ``SearchOptions.unrolled``,
+``rank --rolled-only`` turns it off). The surrogate and the pairs see the kept one.
+
 Shared memory changes occupancy, so a placement with several S objects can
 differ from the sum of its moves; the exact evaluation of the K candidates is
 what ranks them. ``exhaustive`` enumerates every legal placement instead.
@@ -45,7 +51,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import traces
@@ -112,6 +118,11 @@ class SearchOptions:
     max_exhaustive: int = 100_000
     workers: int = 1
     """Processes for the exact evaluations (forked; results do not depend on it)."""
+    unrolled: bool = True
+    """Weigh each placement that stages an object in shared memory also as ``;unrolled`` (its copy and reads in
+    loops nvcc unrolls: compile-time steps and bounds, as the textbook tiled kernels and ``--hints`` of an
+    ``;unrolled`` placement write them) and rank the faster of the two under its own label; False ranks the loops
+    ``--hints`` writes without it (a bounds check inside the copy, one load at a time) alone."""
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -227,9 +238,11 @@ class _Runner:
     (``Evaluator.evaluate_many``).
     """
 
-    def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None):
+    def __init__(self, ev: Evaluator, workers: int, progress: Callable[[int], None] | None, unrolled: bool = False):
         self.ev = ev
         self.exact: dict[Placement, Evaluation] = {}
+        self.unrolled = unrolled
+        self._twins: set[Placement] = set()
         self.progress = progress
         self.pool = None
         # forked workers need os.fork; multiprocessing and the pool are imported only for a
@@ -252,6 +265,24 @@ class _Runner:
             self._memory.__exit__(None, None, None)
 
     def many(self, placements: list[Placement]) -> list[Evaluation]:
+        """The exact evaluations of ``placements``. With ``unrolled``, a placement that stages an object in the
+        tool's windows is evaluated with its ``;unrolled`` twin (the same spaces, its staged tiles copied and read in
+        loops nvcc unrolls: ``Placement.unrolled``) and keeps the faster of the two, the rolled one on a tie; the
+        kept evaluation's ``staging["unrolled"]`` says which (``twin_label``)."""
+        if not self.unrolled:
+            return self._many(placements)
+        twins = {p: replace(p, unrolled=True) for p in dict.fromkeys(placements)
+                 if p not in self.exact and not p.unrolled and p.windows is None
+                 and any(is_staged(s) for _, s in p.spaces)}  # fmt: skip
+        self._twins.update(twins.values())
+        self._many([*placements, *twins.values()])
+        for p, q in twins.items():
+            e = self.exact.pop(q)
+            if e.target.cycles < self.exact[p].target.cycles:
+                self.exact[p] = e
+        return [self.exact[p] for p in placements]
+
+    def _many(self, placements: list[Placement]) -> list[Evaluation]:
         todo = [p for p in dict.fromkeys(placements) if p not in self.exact]
         if not self.ev.parallel:  # a streamed trace: several placements per read, in this process
             if todo:
@@ -324,7 +355,7 @@ class _Runner:
     def _run(self, todo: list[Placement], results) -> None:
         for p, r in zip(todo, results):
             self.exact[p] = r
-            if self.progress:
+            if self.progress and p not in self._twins:
                 self.progress(1)
 
     def one(self, p: Placement) -> Evaluation:
@@ -347,7 +378,7 @@ def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], 
         p for p in (Placement(tuple(zip(names, combo))) for combo in itertools.product(*(dom[n] for n in names)))
         if _legal(info, gpu, p, ev.staging)
     ]  # fmt: skip
-    with _Runner(ev, options.workers, progress) as runner:
+    with _Runner(ev, options.workers, progress, options.unrolled) as runner:
         results = runner.many(legal)
     ranked = sorted(results, key=_key)
     return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive",
@@ -367,7 +398,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
     why: dict[str, dict[str, str]] = {}
     dom = domains(info, gpu, ev.staging, why)
     resource = shared_resource(gpu)
-    with _Runner(ev, options.workers, progress) as runner:
+    with _Runner(ev, options.workers, progress, options.unrolled) as runner:
         runner.exact[sample] = ev.evaluate(sample)
         # 1. single moves
         singles = [(n, s) for n, spaces in dom.items() for s in spaces if s != sample[n]]

@@ -294,7 +294,8 @@ def test_rank_names_the_best_placement_with_code_to_paste(mm, monkeypatch):
 
     monkeypatch.setattr(placement.tiles, "origin", lambda facts, name, windows: Origin(None, None, 0, 0))
     gtx680 = get_gpu("gtx680")
-    r = placement.rank(mm, gtx680, top=10, hints=True, workers=1)
+    # the hints' own loops only: with their ;unrolled twins the staged placements fill the top 10
+    r = placement.rank(mm, gtx680, top=10, hints=True, workers=1, unrolled=False)
 
     def stages(p):
         return any(s.startswith("S/") for s in p.placement.values())
@@ -341,3 +342,62 @@ def test_shared_to_global_allocates_a_slice_per_block_of_the_launch(mm):
     assert "(size_t)16 * 256 * sizeof(float)" in h.host and "// 16 blocks" in h.host
     big = replace(mm.info, extra={**mm.info.extra, "launch_ctas": 4096})
     assert "(size_t)4096 * 256 * sizeof(float)" in H.out_of_shared(sdata, big).host
+
+
+def test_unrolled_copy_by_hand(mm):
+    # ;unrolled prices a copy of compile-time steps with no branch inside (placement.staging, "Rounds of the copy"):
+    # the traced block's 16 x 16 threads as its steps, the index clamped to M's 64 x 64 instead of checked
+    (h,) = [h for h in placement.evaluate(mm, A100, "M=S/G,N=S/G;windows=1;unrolled", hints=True).hints
+            if h.object == "M"]  # fmt: skip
+    assert "__shared__ float s_M[16][64];" in h.kernel
+    assert (
+        "#pragma unroll\n    for (int r = threadIdx.y + 16 * threadIdx.z; r < 16; r += 16)\n"
+        "        #pragma unroll\n        for (int c = threadIdx.x; c < 64; c += 16) {\n"
+        "        s_M[r][c] = M[(min(M_row0 + r, 63) * 64 + min(M_col0 + c, 63))];"
+    ) in h.kernel
+    assert "if (" not in h.kernel and "blockDim" not in h.kernel
+    assert any("launch with it" in n and "16 x 16 x 1" in n for n in h.notes)
+    # the same placement without ;unrolled keeps the loop of run-time steps and its bounds check
+    (g,) = [h for h in placement.evaluate(mm, A100, "M=S/G,N=S/G;windows=1", hints=True).hints if h.object == "M"]
+    assert "if (M_row0 + r < 64 && M_col0 + c < 64) s_M[r][c] = M[((M_row0 + r) * 64 + M_col0 + c)];" in g.kernel
+
+
+def _ldg_runs(sass: list[str]) -> list[int]:
+    """Lengths of the runs of global loads among a kernel's global loads and shared stores, in program order."""
+    ops = [op for line in sass for op in ("LDG", "STS") if line.split()[0 if not line.startswith("@") else 1]
+           .startswith(op)]  # fmt: skip
+    runs, n = [], 0
+    for op in ops + ["STS"]:
+        if op == "LDG":
+            n += 1
+        elif n:
+            runs.append(n)
+            n = 0
+    return runs
+
+
+def test_unrolled_copy_keeps_several_loads_in_flight_in_nvccs_sass(mm, tmp_path):
+    # what ;unrolled prices (unrolled by 4, the remainder first: placement.staging.Costs.copy_unroll) against what
+    # the checked loop of run-time steps is (one load, then its store), read off nvcc's sm_86 SASS of each hint:
+    # M's 16 x 64 tile in 16 x 16 blocks is 4 copies a thread
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("addressing_modes", ROOT / "benchmarks" / "addressing_modes.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["addressing_modes"] = mod
+    spec.loader.exec_module(mod)
+    nvcc, cuobjdump = mod.tool("nvcc"), mod.tool("cuobjdump")
+    if not nvcc or not cuobjdump:
+        pytest.skip("nvcc and cuobjdump are not both installed (CUDA toolkit; pip install nvidia-cuda-cuobjdump)")
+    runs = {}
+    for label in ("M=S/G;windows=1;unrolled", "M=S/G;windows=1"):
+        hs = placement.evaluate(mm, A100, label, hints=True).hints
+        stem = "unrolled" if "unrolled" in label else "rolled"
+        src = H.translation_unit(hs).replace("(const float* M)", "(const float* M, float* out)")
+        src = src.replace("// was M[row * 64 + col]", "// was M[row * 64 + col]\n out[row * 64 + col] = v_M;")
+        cubin = mod.compile_cubin(src, "sm_86", tmp_path, stem, nvcc)  # v_M stored, so that nvcc keeps the copy
+        (sass,) = mod.disassemble(cubin, cuobjdump).values()
+        runs[stem] = _ldg_runs([s.split("*/", 1)[-1].strip() for s in sass])
+    assert max(runs["rolled"]) == 1, runs
+    assert max(runs["unrolled"]) == 4, runs

@@ -6,7 +6,10 @@ exactly and prints them ranked, with speedup over the sample, T_comp, T_mem and
 T_overlap, how many placements are legal and why the others are not, what the
 model's error cannot tell apart, and why the best is faster, object by object.
 `--hints` prints the CUDA changes of the best placement; `--exhaustive` evaluates
-every legal placement instead.
+every legal placement instead. A placement that stages arrays in shared memory is
+weighed both as the loops `--hints` writes and as `;unrolled` (compile-time loops,
+the textbook tiled kernel's kind), and ranked as the faster; `--rolled-only` ranks
+the first alone.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def add_arguments(p) -> None:
     p.add_argument("--polish-budget", type=int, default=None, metavar="N",
                    help="exact evaluations around the best after the candidates (default: twice the single "
                         "moves; 0: none)")  # fmt: skip
+    p.add_argument("--rolled-only", action="store_true",
+                   help="rank staged placements only as the loops --hints writes without ;unrolled (a bounds check in "
+                        "the copy); by default each is also weighed as ;unrolled and the faster kept")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes for the exact evaluations (default: the CPUs this process may use)")  # fmt: skip
     p.add_argument(
@@ -63,7 +69,7 @@ def run(args) -> int:
     show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
     with _progress_bar(show) as bar:
         result = rank(args.trace, args.gpu, top=args.top, exhaustive=args.exhaustive, hints=args.hints or bool(args.report),
-                      workers=workers, pair_budget=args.pair_budget, polish_budget=args.polish_budget, progress=None if bar is None else bar.update, **model_kwargs(args))  # fmt: skip
+                      workers=workers, pair_budget=args.pair_budget, polish_budget=args.polish_budget, unrolled=not args.rolled_only, progress=None if bar is None else bar.update, **model_kwargs(args))  # fmt: skip
     if args.report:
         from traces.atomic import write_text
 
