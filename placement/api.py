@@ -293,8 +293,8 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     pasted as is (``RankResult.hints_incomplete``) and, where the best's cannot, the best ranked placement whose
     can (``RankResult.hints_pasteable``); ``workers`` processes evaluate in
     parallel; ``progress`` is called with 1 after each exact evaluation. ``unrolled`` weighs each placement that
-    stages an object also as ``;unrolled`` and ranks the faster under its own label (``SearchOptions.unrolled``). ``options`` and ``stream`` as
-    for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
+    stages an object also as ``;unrolled`` and ranks the faster under its own label (``SearchOptions.unrolled``).
+    ``options`` and ``stream`` as for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
     read of the file, in this process.
     """
     import traces

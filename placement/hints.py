@@ -515,7 +515,9 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             aligned = (
                 ""
                 if not pad or ((pitch + pad) * o.elem_bytes) % 16 == 0
-                else (f" (rows of {pitch + pad} elements are not all 16-byte aligned: only some of them)")
+                else (
+                    f" (the padded rows of {pitch + pad} elements do not all start 16-byte aligned: fewer such loads)"
+                )
             )
             notes.append(
                 f"as ;unrolled prices it: read the tile in a loop whose trip count is a compile-time constant "

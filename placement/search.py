@@ -242,7 +242,8 @@ class _Runner:
         self.ev = ev
         self.exact: dict[Placement, Evaluation] = {}
         self.unrolled = unrolled
-        self._twins: set[Placement] = set()
+        self.twins: set[Placement] = set()
+        """The ``;unrolled`` twins evaluated (``many``): evaluations beside the placements ranked."""
         self.progress = progress
         self.pool = None
         # forked workers need os.fork; multiprocessing and the pool are imported only for a
@@ -274,7 +275,7 @@ class _Runner:
         twins = {p: replace(p, unrolled=True) for p in dict.fromkeys(placements)
                  if p not in self.exact and not p.unrolled and p.windows is None
                  and any(is_staged(s) for _, s in p.spaces)}  # fmt: skip
-        self._twins.update(twins.values())
+        self.twins.update(twins.values())
         self._many([*placements, *twins.values()])
         for p, q in twins.items():
             e = self.exact.pop(q)
@@ -355,7 +356,7 @@ class _Runner:
     def _run(self, todo: list[Placement], results) -> None:
         for p, r in zip(todo, results):
             self.exact[p] = r
-            if self.progress and p not in self._twins:
+            if self.progress and p not in self.twins:
                 self.progress(1)
 
     def one(self, p: Placement) -> Evaluation:
@@ -382,7 +383,7 @@ def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], 
         results = runner.many(legal)
     ranked = sorted(results, key=_key)
     return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive",
-                   candidates=total, excluded=why)  # fmt: skip
+                   {"unrolled_twins": float(len(runner.twins))}, candidates=total, excluded=why)  # fmt: skip
 
 
 def _key(e: Evaluation):
@@ -464,7 +465,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
     ranked = sorted(exact.values(), key=_key)
     surrogate = {"single_moves": float(len(single)), "pair_terms": float(len(pair)), "candidates": float(len(candidates)),
                  "candidates_skipped": float(skipped), "pairs_skipped": float(skipped_pairs),
-                 "polished": float(polished)}  # fmt: skip
+                 "polished": float(polished), "unrolled_twins": float(len(runner.twins))}  # fmt: skip
     total = _product(dom)
     n_legal = count_legal(info, gpu, COUNT_LIMIT, ev.staging) if total <= COUNT_LIMIT else None
     return Ranking(exact[sample], ranked[: options.top], ev.evaluations, n_legal, "cpsat", surrogate, total, why)

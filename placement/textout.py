@@ -87,9 +87,12 @@ def search_line(r: RankResult) -> str:
                   "arrays the block's shared memory)")  # fmt: skip
     elif r.strategy != "exhaustive":
         legal += f" (of {units.count(r.candidates)} the per-object rules allow)"
-    if r.strategy == "exhaustive":
-        return f"{legal}, every one evaluated exactly."
     s = r.surrogate
+    n_twins = int(s.get("unrolled_twins", 0))
+    twins = (f" ({units.count(n_twins)} more: the ;unrolled twins of the staged ones, each ranked as the faster of "
+             "the two)") if n_twins else ""  # fmt: skip
+    if r.strategy == "exhaustive":
+        return f"{legal}, every one evaluated exactly{twins}."
     singles = int(s.get("single_moves", 0)) - n_obj
     n_skip, n_pair = int(s.get("candidates_skipped", 0)), int(s.get("pairs_skipped", 0))
     skipped = (f" ({units.count(n_skip)} of the candidates and {units.count(n_pair)} of the pairs skipped: the "
@@ -97,8 +100,8 @@ def search_line(r: RankResult) -> str:
                "put them below the top)") if n_skip or n_pair else ""  # fmt: skip
     polished = int(s.get("polished", 0))
     around = f", and {units.count(polished)} one object away from the best" if polished else ""
-    return (f"{legal}; {units.count(r.evaluations)} "
-            f"evaluated exactly: the sample, {units.count(singles)} single-object moves, "
+    return (f"{legal}; {units.count(r.evaluations - n_twins)} "
+            f"evaluated exactly{twins}: the sample, {units.count(singles)} single-object moves, "
             f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
             f"under their sum{skipped}{around}. Every placement ranked here was evaluated exactly; `--exhaustive` "
             "evaluates them all.")  # fmt: skip

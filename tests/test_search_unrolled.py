@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import placement
@@ -39,6 +41,9 @@ def test_each_staged_row_is_the_faster_of_the_two_builds(mm, ranked):
     # the textbook tiled matrix multiply: its compile-time loops (LDS.128 reads of M's rows, the copy's loads in
     # flight together) are faster than the hints' run-time loops, so its row is the ;unrolled build
     assert any(p.label == "M=S/G,N=S/G;unrolled" for p in rows)
+    # the twins are evaluations of their own, which the summary counts apart
+    n = int(ranked[True].surrogate["unrolled_twins"])
+    assert n >= len(rows) and f"({n} more: the ;unrolled twins of the staged ones" in ranked[True].text()
 
 
 def test_rolled_only_ranks_the_hints_loops(mm, ranked):
@@ -66,4 +71,7 @@ def test_the_kept_twins_hints_are_its_compile_time_copy(mm):
 def test_rolled_only_from_the_command_line(run_cli):
     code, out, err = run_cli("rank", MATMUL, "--gpu", "a100", "--rolled-only", "--json", "--workers", "1")
     assert code == 0, err
-    assert "M=S/G,N=S/G" in out and "unrolled" not in out
+    d = json.loads(out)
+    labels = [row["label"] for row in d["ranking"]]
+    assert "M=S/G,N=S/G" in labels and not any("unrolled" in label for label in labels)
+    assert d["surrogate"]["unrolled_twins"] == 0
