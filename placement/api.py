@@ -191,10 +191,10 @@ class _Context:
         from .placements import Placement
         from .results import Placed
 
-        if placement is None:  # a ranked one: the search's ;unrolled twin where it kept that (search._Runner.many)
-            unrolled = bool(e.target.staging and e.target.staging.get("unrolled"))
-            placement = Placement(tuple(e.target.placement.items()), unrolled=unrolled)
         p = placement
+        if p is None:  # a ranked one: the search's ;unrolled twin where it kept that (search._Runner.many)
+            unrolled = bool(e.target.staging and e.target.staging.get("unrolled"))
+            p = Placement(tuple(e.target.placement.items()), unrolled=unrolled)
         addressing = self.ev.addressing_of(p, legal)
         from .memory import reissued_replay_causes_of, uniform_constant_pairs_of
 
@@ -294,8 +294,8 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
     can (``RankResult.hints_pasteable``); ``workers`` processes evaluate in
     parallel; ``progress`` is called with 1 after each exact evaluation. ``unrolled`` weighs each placement that
     stages an object also as ``;unrolled`` and ranks the faster under its own label (``SearchOptions.unrolled``).
-    ``options`` and ``stream`` as for ``evaluate``; a streamed trace evaluates up to ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per
-    read of the file, in this process.
+    ``options`` and ``stream`` as for ``evaluate``; a streamed trace evaluates up to
+    ``evaluate_stream.STREAM_PLACEMENTS_PER_READ`` placements per read of the file, in this process.
     """
     import traces
 

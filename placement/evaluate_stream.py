@@ -289,8 +289,7 @@ STREAM_RUNS_PER_READ = 16
 def _runs(legal) -> int:
     """The hierarchy and queue states one placement holds during a read: one per staging option it weighs
     (``placement.staging.StagingChoice.options``), one if it stages nothing."""
-    choice = getattr(legal, "staging", None)
-    return max(len(choice.options), 1) if choice is not None else 1
+    return max(len(legal.staging.options), 1) if legal.staging is not None else 1
 
 
 def _reads(items: list) -> Iterator[list]:

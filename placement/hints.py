@@ -348,6 +348,11 @@ _TY, _BY = "threadIdx.y + blockDim.y * threadIdx.z", "blockDim.y * blockDim.z"  
 _FORMS = {
     "decl": ("__shared__ {t} s_{n}[{rows}][{stride}];", "__shared__ {t} s_{n}[{size}];"),
     "where": ("(({n}_row0 + r) * {cols} + {n}_col0 + c)", "({n}_first + q)"),
+    # "where" clamped to the array instead of checked ("inside"): the branch-free copy of ;unrolled
+    "clamped": (
+        "(min({n}_row0 + r, {last_row}) * {cols} + min({n}_col0 + c, {last_col}))",
+        "min({n}_first + q, {last})",
+    ),  # fmt: skip
     "inside": ("{n}_row0 + r < {nrows} && {n}_col0 + c < {cols}", "{n}_first + q < {elems}"),
     "cell": ("s_{n}[r][c]", "s_{n}[q]"),
     "read": ("s_{n}[row - {n}_row0][col - {n}_col0]", "s_{n}[i - {n}_first]"),
@@ -357,41 +362,25 @@ _FORMS = {
 }
 
 
-def _unrolled_copy(
-    n: str,
-    t: str,
-    source: str,
-    two_d: bool,
-    rowwise: bool,
-    block: tuple[int, int, int],
-    rows: int,
-    pitch: int,
-    nrows: int,
-    cols: int,
-    elems: int,
-    size: int,
-    cell: str,
-) -> tuple[str, str]:
-    """(loop head, body) of the copy that ``;unrolled`` prices (``placement.staging``, "Rounds of the copy"): the
-    traced block's dimensions as compile-time steps and bounds under ``#pragma unroll``, and the source index
-    clamped to the array (``min``) rather than checked, so the body has no branch. nvcc 13 for sm_86 unrolls such a
-    loop by 4 with the remainder first and issues each batch's loads together (tests/test_hints.py reads it off
-    the SASS), where the checked loop of run-time steps is one load then its store. A 2D tile copied by the
-    flattened loop keeps its ``r``, ``c`` line (``_FORMS["split"]``) between the head and the body."""
+def _unrolled_head(rowwise: bool, block: tuple[int, int, int], rows: int, pitch: int, size: int) -> str:
+    """The head of the copy loop that ``;unrolled`` prices (``placement.staging``, "Rounds of the copy"): the traced
+    block's dimensions as compile-time steps and bounds under ``#pragma unroll``. With the source index clamped
+    (``_FORMS["clamped"]``) rather than checked, its body has no branch, and nvcc 13 for sm_86 unrolls it by 4 with
+    the remainder first and issues each batch's loads together (tests/test_hints.py reads it off the SASS), where
+    the checked loop of run-time steps is one load then its store."""
     bx, by, bz = block
     if rowwise:
-        head = (f"#pragma unroll\nfor (int r = threadIdx.y + {by} * threadIdx.z; r < {rows}; r += {by * bz})\n"
+        return (f"#pragma unroll\nfor (int r = threadIdx.y + {by} * threadIdx.z; r < {rows}; r += {by * bz})\n"
                 f"    #pragma unroll\n    for (int c = threadIdx.x; c < {pitch}; c += {bx}) {{")  # fmt: skip
-    else:
-        tid = f"threadIdx.x + {bx} * (threadIdx.y + {by} * threadIdx.z)"
-        head = f"#pragma unroll\nfor (int q = {tid}; q < {size}; q += {bx * by * bz}) {{"
-    if two_d:
-        where = f"(min({n}_row0 + r, {nrows - 1}) * {cols} + min({n}_col0 + c, {cols - 1}))"
-    else:
-        where = f"min({n}_first + q, {elems - 1})"
-    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])",
-             "texture1d": _fetch(n, t, where)[0]}[source]  # fmt: skip
-    return head, f"{cell} = {fetch};"
+    tid = f"threadIdx.x + {bx} * (threadIdx.y + {by} * threadIdx.z)"
+    return f"#pragma unroll\nfor (int q = {tid}; q < {size}; q += {bx * by * bz}) {{"
+
+
+def _load(n: str, t: str, source: str, where: str) -> str:
+    """The expression that reads element ``where`` of object ``n`` from its staging source."""
+    if source == "texture1d":
+        return _fetch(n, t, where)[0]
+    return {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])"}[source]
 
 
 def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin: Origin | None, writeback: str,
@@ -456,15 +445,16 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     col0 = c0 if c0 is not None else f"0 /* the block's first {'column' if two_d else 'element'} of the tile */"
     size = rows * pitch
     f = {k: v[0 if two_d else 1].format(t=t, n=n, name=o.name, rows=rows, pitch=pitch, size=size, cols=cols,
-                                       nrows=nrows, elems=elems, row0=row0, col0=col0, stride=stride)
+                                       nrows=nrows, elems=elems, row0=row0, col0=col0, stride=stride,
+                                       last_row=nrows - 1, last_col=cols - 1, last=elems - 1)
          for k, v in _FORMS.items()}  # fmt: skip
     padding = (f"; each row padded by {pad} element{'s' if pad != 1 else ''}, which moves the kernel's accesses of a "
                "column to other banks (fewer bank conflicts)") if pad and two_d else ""  # fmt: skip
     decl = f"{f['decl']}   // {units.nbytes(int(tile['bytes']))} per block{padding}; {_type_why(o, t, writeback)}"
     where, inside, cell, read, orig, origin_code, split = (f[k] for k in ("where", "inside", "cell", "read", "orig",
                                                                           "origin", "split"))  # fmt: skip
-    tex_fetch, helper = _fetch(n, t, where) if source == "texture1d" else ("", "")
-    fetch = {"global": f"{n}[{where}]", "readonly": f"__ldg(&{n}[{where}])", "texture1d": tex_fetch}[source]
+    helper = _fetch(n, t, where)[1] if source == "texture1d" else ""
+    fetch = _load(n, t, source, where)
     param = {"global": f"{'' if o.written else 'const '}{t}* {n}", "readonly": f"const {t}* __restrict__ {n}",
              "texture1d": f"cudaTextureObject_t t_{n}"}[source]  # fmt: skip
     loop = f"for (int q = {_TID}; q < {size}; q += {_NTHREADS}) {{"
@@ -478,8 +468,8 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
     unrolled = bool(staging.get("unrolled")) and block is not None
     copy_loop, copy_body = loop, f"if ({inside}) {cell} = {fetch};"
     if unrolled:  # the copy ;unrolled prices: compile-time steps and bounds, no branch inside (nvcc batches its loads)
-        copy_loop, copy_body = _unrolled_copy(n, t, source, two_d, rowwise, block, rows, pitch, nrows, cols, elems,
-                                              size, cell)  # fmt: skip
+        copy_loop = _unrolled_head(rowwise, block, rows, pitch, size)
+        copy_body = f"{cell} = {_load(n, t, source, f['clamped'])};"
     body = []
     if used > 1:
         body.append(f"for (int j = 0; j < {used}; ++j) {{   // {used} windows: one tile of {o.name} each")

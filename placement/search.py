@@ -269,7 +269,7 @@ class _Runner:
         """The exact evaluations of ``placements``. With ``unrolled``, a placement that stages an object in the
         tool's windows is evaluated with its ``;unrolled`` twin (the same spaces, its staged tiles copied and read in
         loops nvcc unrolls: ``Placement.unrolled``) and keeps the faster of the two, the rolled one on a tie; the
-        kept evaluation's ``staging["unrolled"]`` says which (``twin_label``)."""
+        kept evaluation's ``staging["unrolled"]`` says which, and ``api._Context.placed`` labels it so."""
         if not self.unrolled:
             return self._many(placements)
         twins = {p: replace(p, unrolled=True) for p in dict.fromkeys(placements)
