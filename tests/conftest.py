@@ -1,3 +1,5 @@
+import functools
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -6,6 +8,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@functools.lru_cache(maxsize=None)
+def benchmark_script(name: str):
+    """benchmarks/<name>.py as a module, loaded once (registered in sys.modules: dataclasses look their module up
+    there)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture

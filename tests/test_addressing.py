@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
 import tomllib
 from pathlib import Path
 
@@ -24,19 +21,16 @@ from placement.addressing import (
 )
 from traces.errors import InputError
 
+from conftest import benchmark_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SPACES = ("G", "T", "2T", "C", "R", "S")
 OFFSET_SPACES = ("G", "T", "C", "R", "S")
 
 
-@functools.lru_cache(maxsize=1)
 def _script():
     """benchmarks/addressing_modes.py as a module (its counting rule and compile helpers)."""
-    spec = importlib.util.spec_from_file_location("addressing_modes", ROOT / "benchmarks" / "addressing_modes.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["addressing_modes"] = mod  # dataclasses look their module up here
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("addressing_modes")
 
 
 def _table():

@@ -17,7 +17,7 @@ from placement.staging import StagingFacts
 from placement.tiles import Origin, origin
 from traces import generators
 
-from conftest import ROOT
+from conftest import ROOT, benchmark_script
 
 MATMUL = ROOT / "configs" / "examples" / "matmul.parquet"
 K80, A100 = get_gpu("k80"), get_gpu("a100")
@@ -380,13 +380,7 @@ def test_unrolled_copy_keeps_several_loads_in_flight_in_nvccs_sass(mm, tmp_path)
     # what ;unrolled prices (unrolled by 4, the remainder first: placement.staging.Costs.copy_unroll) against what
     # the checked loop of run-time steps is (one load, then its store), read off nvcc's sm_86 SASS of each hint:
     # M's 16 x 64 tile in 16 x 16 blocks is 4 copies a thread
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("addressing_modes", ROOT / "benchmarks" / "addressing_modes.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["addressing_modes"] = mod
-    spec.loader.exec_module(mod)
+    mod = benchmark_script("addressing_modes")
     nvcc, cuobjdump = mod.tool("nvcc"), mod.tool("cuobjdump")
     if not nvcc or not cuobjdump:
         pytest.skip("nvcc and cuobjdump are not both installed (CUDA toolkit; pip install nvidia-cuda-cuobjdump)")
