@@ -10,6 +10,13 @@ because a group read from a file is a view of the reader's buffers, which held l
 cost 0.75 GB more at W = 512; one copy per column however many streams hold it (the placements of
 one read are fed the same groups, rewritten where their addresses move), so they share it as they
 shared the group. A wave within one group (most waves of a trace of many) is not copied.
+
+The lane addresses of the rows held are most of their bytes (256 of a trace row's 281), and a warp's lanes
+mostly lie close together in a few patterns: a holder told which column they are (``HeldRows(lanes=...)``) keeps
+its copies, and the rows it is given as its own, compact: the lanes as :class:`PackedLanes` (offsets from the
+row's lowest address in 2 or 4 bytes, a 16-bit pattern kept once), its other integer columns as
+:class:`NarrowInts` (offsets from the column's least value in 1, 2 or 4 bytes); both exact, read back a gather at
+a time.
 """
 
 from __future__ import annotations
@@ -19,24 +26,107 @@ from typing import Sequence
 
 import numpy as np
 
-_copies: dict[int, tuple[weakref.ref, weakref.ref]] = {}
-"""id of an array a stream held -> (the array, its copy), both weak: a column fed to several streams is copied once."""
+from . import _held_kernels as K
 
 
-def _copy_once(a: np.ndarray) -> np.ndarray:
-    """A copy of ``a`` of its own (C order), the one made before while ``a`` and that copy are alive."""
-    hit = _copies.get(id(a))
+class PackedLanes:
+    """A column of lane addresses (``(n, lanes)`` uint64) in fewer bytes: each row's addresses as offsets from its
+    lowest non-zero address, in 16 bits where they all fit, else 32, else as they came (``cachesim._held_kernels``);
+    a lane at address 0 stays 0. Indexed by an array of row numbers, it gives those rows' addresses, exactly."""
+
+    dtype = np.dtype(np.uint64)
+
+    def __init__(self, addr: np.ndarray):
+        a = np.ascontiguousarray(addr, np.uint64)
+        if a.ndim != 2:
+            raise ValueError(f"lane addresses are (rows, lanes), not {a.shape}")
+        self.shape = a.shape
+        self._parts = K.pack(a)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.nbytes for p in self._parts)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        rows = np.arange(self.shape[0], dtype=np.int64)[rows]  # any index numpy takes, checked as numpy checks it
+        rows = np.atleast_1d(rows)
+        out = np.empty((rows.shape[0], self.shape[1]), np.uint64)
+        K.unpack(rows, *self._parts, out)
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+
+class NarrowInts:
+    """A 1-D integer column as offsets from its least value in the fewest bytes that hold them (1, 2 or 4; the
+    caller checks that 4 do: :func:`_narrow`). Indexed like an array, it gives the values in their own dtype."""
+
+    def __init__(self, a: np.ndarray):
+        self.dtype, self.shape = a.dtype, a.shape
+        self._lo = a.min() if a.shape[0] else a.dtype.type(0)
+        span = int(a.max()) - int(self._lo) if a.shape[0] else 0
+        small = next(t for t in (np.uint8, np.uint16, np.uint32) if span <= np.iinfo(t).max)
+        self._d = (a - self._lo).astype(small)  # modulo 2^bits: exact for a span that fits, signed or not
+
+    @property
+    def nbytes(self) -> int:
+        return self._d.nbytes
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        out = np.atleast_1d(self._d[rows]).astype(self.dtype)
+        out += self._lo
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+
+def _narrow(a: np.ndarray) -> np.ndarray | NarrowInts:
+    """``a`` as :class:`NarrowInts` where that takes fewer bytes (a 1-D integer column wider than a byte whose
+    values span less than 2^32), else a copy."""
+    if a.ndim == 1 and a.dtype.kind in "iu" and a.dtype.itemsize > 1:
+        if not a.shape[0] or int(a.max()) - int(a.min()) <= np.iinfo(np.uint32).max:
+            return NarrowInts(a)
+    return np.array(a, order="C", copy=True)
+
+
+def _compact(a: np.ndarray, lanes: bool) -> np.ndarray | PackedLanes | NarrowInts:
+    """A compact copy of ``a``: :class:`PackedLanes` for the lanes' addresses, else :func:`_narrow`."""
+    return PackedLanes(a) if lanes else _narrow(a)
+
+
+_copies: dict[tuple[int, int], tuple[weakref.ref, weakref.ref]] = {}
+"""(id of an array a stream held, its kind of copy) -> (the array, its copy), both weak: a column fed to several
+streams is copied once."""
+
+PLAIN, COMPACT, LANES = 0, 1, 2
+"""Kinds of copy (:func:`_copy_once`): a C-order array; :func:`_compact` of a column; of the lanes' addresses."""
+
+
+def _copy_once(a: np.ndarray, kind: int = PLAIN) -> np.ndarray | PackedLanes | NarrowInts:
+    """A copy of ``a`` of its own (``kind``: ``PLAIN``, ``COMPACT`` or ``LANES``), the one made before while ``a``
+    and that copy are alive."""
+    key = (id(a), kind)
+    hit = _copies.get(key)
     if hit is not None and hit[0]() is a:
         c = hit[1]()
         if c is not None:
             return c
-    c = np.array(a, order="C", copy=True)
-    key = id(a)
+    c = np.array(a, order="C", copy=True) if kind == PLAIN else _compact(a, kind == LANES)
     _copies[key] = (weakref.ref(a), weakref.ref(c, lambda ref: _forget(key, ref)))
     return c
 
 
-def _forget(key: int, ref: weakref.ref) -> None:
+def _forget(key: tuple[int, int], ref: weakref.ref) -> None:
     """A copy has gone: its entry goes, unless a later array of the same id holds the key now."""
     hit = _copies.get(key)
     if hit is not None and hit[1] is ref:
@@ -53,10 +143,16 @@ class Rows:
         self.offsets = np.concatenate(([0], np.cumsum([p[0].shape[0] for p in pieces]))).astype(np.int64)
         self.n = int(self.offsets[-1])
 
+    @property
+    def compact(self) -> bool:
+        """Whether a column of some piece is held compact (:class:`PackedLanes`, :class:`NarrowInts`: read it by
+        :meth:`gather`)."""
+        return any(not isinstance(c, np.ndarray) for p in self.pieces for c in p)
+
     def column(self, j: int) -> np.ndarray:
-        """Column ``j`` of every row, one array (the piece's own where there is one piece)."""
+        """Column ``j`` of every row, one array (the piece's own where there is one piece and it is an array)."""
         if len(self.pieces) == 1:
-            return self.pieces[0][j]
+            return np.asarray(self.pieces[0][j])
         return np.concatenate([p[j] for p in self.pieces])
 
     def gather(self, rows: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray, ...]:
@@ -82,15 +178,33 @@ class HeldRows:
 
     A group is held as it came while it is the only one; once a second comes (a wave longer than a group), every
     group held is a copy (see the module): a wave within one group, as in most traces of many waves, is never copied.
+    Told ``lanes``, the number of the column of lane addresses ((n, 32) uint64), the holder keeps its copies and
+    the rows given as its own compact (see the module); else as arrays.
     """
 
-    def __init__(self):
+    def __init__(self, lanes: int | None = None):
         self._pieces: list[tuple[np.ndarray, ...]] = []
         self._copied = True  # every piece held is the holder's own or a copy
+        self._lanes = lanes
         self.rows = 0
+
+    def _own(self, cols: tuple[np.ndarray, ...], owned: bool) -> tuple:
+        """``cols`` as the holder keeps them: copies (shared, ``_copy_once``) or, ``owned``, themselves; compact
+        where it was told ``lanes``."""
+        if self._lanes is None:
+            return cols if owned else tuple(_copy_once(c) for c in cols)
+        kinds = [LANES if j == self._lanes else COMPACT for j in range(len(cols))]
+        if owned:
+            return tuple(_compact(c, k == LANES) for c, k in zip(cols, kinds))
+        return tuple(_copy_once(c, k) for c, k in zip(cols, kinds))
 
     def __len__(self) -> int:
         return self.rows
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows held (of the group held as it came too, which its reader may hold as well)."""
+        return sum(c.nbytes for p in self._pieces for c in p)
 
     def append(self, cols: tuple[np.ndarray, ...], owned: bool = False) -> None:
         """Hold a group's columns; ``owned``: arrays no one else holds (just gathered), kept as they are."""
@@ -98,13 +212,12 @@ class HeldRows:
         if not n:
             return
         if self._pieces and not self._copied:
-            self._pieces[0] = tuple(_copy_once(c) for c in self._pieces[0])
+            self._pieces[0] = self._own(self._pieces[0], False)
             self._copied = True
-        if not owned:
-            if self._pieces:
-                cols = tuple(_copy_once(c) for c in cols)
-            else:
-                self._copied = False
+        if self._pieces or owned:
+            cols = self._own(cols, owned)
+        else:
+            self._copied = False
         self._pieces.append(tuple(cols))
         self.rows += n
 
@@ -114,4 +227,4 @@ class HeldRows:
         return Rows(pieces)
 
 
-__all__ = ["HeldRows", "Rows"]
+__all__ = ["HeldRows", "NarrowInts", "PackedLanes", "Rows"]

@@ -596,8 +596,11 @@ class HierarchyStream:
         self._wpb = info.warps_per_block
         self._closed = 0  # waves below this one have been walked
         self._next_start = 0  # the issue slot where wave self._closed starts
-        self._held = HeldRows()  # rows of wave self._held_wave, not walked yet
+        self._held = HeldRows(lanes=_STREAM_COLUMNS.index("addr"))  # rows of wave self._held_wave, not walked yet
         self._held_wave = 0
+        self.held_peak = 0
+        """The most bytes of rows held back at once so far (``HeldRows.nbytes``): the stream's memory beyond its
+        state, a wave's rows."""
         cap = max(int(dram_buffer), 1) + 2 * H.ROW_MARGIN
         self._out = (np.empty(cap, np.uint64), np.empty(cap, np.float64), np.empty(cap, np.int16),
                      np.empty(cap, np.int32), np.empty(cap, np.bool_), np.empty(cap, np.int32))  # fmt: skip
@@ -630,13 +633,13 @@ class HierarchyStream:
         self._atomic.feed(cols[3], cols[4], cols[6], cols[7])
         top = int(wave.max())
         if int(wave.min()) == top and (not self._held.rows or top == self._held_wave):
-            self._held.append(cols)  # all of the open wave: nothing to walk yet
+            self._hold(cols)  # all of the open wave: nothing to walk yet
             self._held_wave = top
             return
         if self._held.rows:
             # the open wave's rows held back, with this group's rows of it (a wave's worth, not the group)
             same = np.flatnonzero(wave == self._held_wave)
-            self._held.append(tuple(c[same] for c in cols), owned=True)
+            self._hold(tuple(c[same] for c in cols), owned=True)
             self._walk(self._held.take(), self._held_wave + 1)
         self._walk(Rows([cols]), top)  # the group's rows of later waves, in place
 
@@ -686,7 +689,7 @@ class HierarchyStream:
             self._next_start += int(lens.sum())
             self._closed = upto
             order = idx[np.argsort(slot[idx] * cfg.sms + sm[idx], kind="stable")]
-            one = len(rows.pieces) == 1  # a group: walked where it is
+            one = len(rows.pieces) == 1 and not rows.compact  # a group: walked where it is
             piece = tuple(np.ascontiguousarray(rows.pieces[0][j]) for j in _WALK_COLUMNS) if one else ()
             # wave by wave (in issue order each wave's rows come before the next's), its warps' rounds folded after it
             waves = [order] if self._wst.shape[1] == 0 else np.split(order, np.flatnonzero(np.diff(w[order])) + 1)
@@ -703,8 +706,13 @@ class HierarchyStream:
             self._drain(self._next_start * float(cfg.issue_cycles))
         keep = np.flatnonzero(w >= upto)
         if keep.size:
-            self._held.append(rows.gather(keep, range(len(_STREAM_COLUMNS))), owned=True)
+            self._hold(rows.gather(keep, range(len(_STREAM_COLUMNS))), owned=True)
         self._held_wave = upto
+
+    def _hold(self, cols: tuple[np.ndarray, ...], owned: bool = False) -> None:
+        """Hold rows back (``HeldRows.append``), counted in ``held_peak``."""
+        self._held.append(cols, owned=owned)
+        self.held_peak = max(self.held_peak, self._held.nbytes)
 
     def _walk_in_order(self, order: np.ndarray, cols: tuple[np.ndarray, ...], sm: np.ndarray,
                        slot: np.ndarray) -> None:  # fmt: skip

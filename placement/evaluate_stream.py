@@ -186,6 +186,9 @@ class StreamEvaluator(Evaluator):
         issue = evr.sample_issue_of(self.info, gpu, options)
         target = Target(self.sample_placement, legal.occupancy, legal.smem_per_block, issue)
         self.sample = terms(self.info, run.finish(), gpu, options, target)
+        self.held_bytes = max(run.held_peak, 1)
+        """The most bytes the sample's hierarchy held back at once (a wave's rows: ``HierarchyStream.held_peak``),
+        what each hierarchy state of a later read is taken to hold (``states_per_read``)."""
         self.evaluations = 0
         self._reads = 1
         self.addressing: dict[Placement, dict[str, int]] = {
@@ -215,6 +218,12 @@ class StreamEvaluator(Evaluator):
             except IllegalPlacement:
                 continue  # evaluate says why
         return out
+
+    @property
+    def states_per_read(self) -> int:
+        """Hierarchy states one read of ``evaluate_many`` holds at most: ``STREAM_HELD_BYTES`` over the sample's
+        ``held_bytes``, at least one."""
+        return max(1, STREAM_HELD_BYTES // self.held_bytes)
 
     @property
     def passes(self) -> int:
@@ -253,7 +262,7 @@ class StreamEvaluator(Evaluator):
         todo = {p: lg for p, lg in legal.items() if p != self.sample_placement and p not in self._first_read}
         targets: dict[Placement, Terms] = dict(self._first_read)
         items = [(p, todo[p]) for ps in groups(list(todo)) for p in ps]  # a group's placements in one read
-        for read in _reads(items):
+        for read in _reads(items, self.states_per_read):
             targets.update(self._targets(dict(read)))
         out = []
         for p in placements:
@@ -281,9 +290,13 @@ class StreamEvaluator(Evaluator):
         return out
 
 
-STREAM_RUNS_PER_READ = 16
-"""Hierarchy and queue states (``_runs``) one read of the trace holds at most, beside its
-``STREAM_PLACEMENTS_PER_READ`` placements: a staged placement holds one per staging option it weighs (2-6)."""
+STREAM_HELD_BYTES = 2 << 30
+"""Bytes of held-back rows the hierarchy states of one read of ``evaluate_many`` may hold together, beside its
+``STREAM_PLACEMENTS_PER_READ`` placements: a staged placement holds one state per staging option it weighs
+(``_runs``, 2-6), and a state holds the rows of a wave until it can walk it (``cachesim.held``), about what the
+sample's held (``StreamEvaluator.held_bytes``). On matmul_naive at 512^2 (8.4 M rows, 16 x 16 blocks) on an
+RTX 3090 the sample held 85 MiB, the options of ``M=S/G,N=S/G`` 32-95 MiB each: 24 states a read. A staging code
+many times its rows (a privatized histogram's) holds more than the sample's estimate."""
 
 
 def _runs(legal) -> int:
@@ -292,15 +305,14 @@ def _runs(legal) -> int:
     return max(len(legal.staging.options), 1) if legal.staging is not None else 1
 
 
-def _reads(items: list) -> Iterator[list]:
+def _reads(items: list, states: int) -> Iterator[list]:
     """``items`` ((placement, legality) pairs, in order) cut into reads of at most ``STREAM_PLACEMENTS_PER_READ``
-    placements and ``STREAM_RUNS_PER_READ`` hierarchy states (``_runs``; a placement of more goes alone): a staged
-    placement weighs each of its window counts and paddings in a state of its own, and eight staged placements
-    of matmul_naive at 512^2 (8.4 M rows, 3-4 options each) peaked at 16 GiB in one read."""
+    placements and ``states`` hierarchy states (``_runs``; a placement of more goes alone): a staged placement
+    weighs each of its window counts and paddings in a state of its own (``STREAM_HELD_BYTES``)."""
     read, runs = [], 0
     for item in items:
         n = _runs(item[1])
-        if read and (runs + n > STREAM_RUNS_PER_READ or len(read) == STREAM_PLACEMENTS_PER_READ):
+        if read and (runs + n > states or len(read) == STREAM_PLACEMENTS_PER_READ):
             yield read
             read, runs = [], 0
         read.append(item)
@@ -449,9 +461,9 @@ def _empty(info) -> traces.Trace:
 
 __all__ = [
     "DENSE_PC_CELLS",
+    "STREAM_HELD_BYTES",
     "STREAM_PLACEMENTS_PER_READ",
     "STREAM_ROWS",
-    "STREAM_RUNS_PER_READ",
     "StreamEvaluator",
     "StreamOrderError",
 ]

@@ -1340,6 +1340,7 @@ class MemoryRun:
         not when the garbage collector finds the cycle its ``on_dram`` makes (a batch of many tasks grew by them)."""
         h = self.hier.finish()
         blocks = self.hier.blocks_per_sm
+        self.held_peak = self.hier.held_peak
         self.hier = None
         tb = h.dram_bytes / h.dram_requests if h.dram_requests else float(self.gpu.memory.line_bytes)
         opts = self.opts

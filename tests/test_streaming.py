@@ -214,7 +214,7 @@ STAGED = [
 
 
 @pytest.mark.parametrize("name,gpu,rows,places", STAGED)
-def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, gpu, rows, places):
+def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, monkeypatch, name, gpu, rows, places):
     """Staged placements streamed in groups of whole blocks (row groups of 1000 rows, or of one row): every term,
     the staging detail (windows tried, tiles, inserted instructions) and the per-object addressing equal the
     whole trace's; counts exactly, times to 1e-12 relative (the queues' variances are summed in another order)."""
@@ -234,16 +234,21 @@ def test_stream_evaluator_equals_evaluator_on_staged_placements(tmp_path, name, 
     for p in ps:  # the legality and the staging options from the streamed facts
         a, b = streamed.check(p), whole.check(p)
         assert a == b, p
+    # reads of at most 3 hierarchy states' worth of the sample's held rows (STREAM_HELD_BYTES)
+    from placement import evaluate_stream
+
+    monkeypatch.setattr(evaluate_stream, "STREAM_HELD_BYTES", 3 * streamed.held_bytes + 1)
+    assert streamed.states_per_read == 3 and streamed.held_bytes > 1
     got = streamed.evaluate_many(ps)
-    # the first read, the footprints, then reads of at most 8 placements and 16 hierarchy states (a staged
-    # placement holds one per staging option it weighs): 2 + those of _reads
+    # the first read, the footprints, then reads of at most 8 placements and 3 hierarchy states (a staged
+    # placement holds one per staging option it weighs; one of more goes alone): 2 + those of _reads
     from placement.evaluator import groups
 
     order = [p for g in groups(ps) for p in g]  # a group_key's placements together, as evaluate_many takes them
     runs = [len(streamed.check(p).staging.options) if streamed.check(p).staging is not None else 1 for p in order]
     reads = held = count = 0
     for n in runs:  # greedily, by hand
-        if reads == 0 or held + n > 16 or count == 8:
+        if reads == 0 or held + n > 3 or count == 8:
             reads, held, count = reads + 1, 0, 0
         held, count = held + n, count + 1
     assert streamed.passes == 2 + reads
