@@ -1,22 +1,17 @@
 """benchmarks/accuracy_seed_models.py takes its GPUs from the data and refuses a GPU without usable rows."""
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "accuracy_seed_models", ROOT / "benchmarks" / "accuracy_seed_models.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("accuracy_seed_models")
 
 
 def test_gpus_come_from_the_file_names(tmp_path):

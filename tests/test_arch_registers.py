@@ -4,12 +4,9 @@ occupancy the model takes from the GPU's entry (placement.occupancy.regs_for), w
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -23,16 +20,11 @@ from placement.placements import check, sample_placement
 from traces import generators
 from traces.generators import _common as C
 from traces.schema import KernelInfo
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import benchmark_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("arch_registers", ROOT / "benchmarks" / "arch_registers.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("arch_registers", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("arch_registers")
 
 
 def _info(by_arch, regs=40) -> KernelInfo:

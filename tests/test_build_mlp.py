@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import tempfile
@@ -23,17 +22,13 @@ from placement.occupancy import occupancy, regs_for
 from traces import generators
 from traces.generators import _common as C
 from traces.schema import KernelInfo
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("arch_mlp", ROOT / "benchmarks" / "arch_mlp.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("arch_mlp", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("arch_mlp")
 
 
 def _info(extra: dict) -> KernelInfo:

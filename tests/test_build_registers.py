@@ -5,10 +5,8 @@ worked by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from traces.generators import _common as C
 from traces.schema import KernelInfo
 
 from test_arch_registers import _metadata as arch_metadata
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,10 +170,7 @@ def test_any_regs_by_placement_reads_or_is_one_trace_error(by_placement):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed (CUDA toolkit)")
 def test_nvcc_rebuilds_the_tables_counts(tmp_path):
-    spec = importlib.util.spec_from_file_location("arch_registers", ROOT / "benchmarks" / "arch_registers.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("arch_registers", mod)
-    spec.loader.exec_module(mod)
+    mod = benchmark_script("arch_registers")
     table = C.variant_registers()["conv2d_kt"]
     nvcc = shutil.which("nvcc")
     for v, shape, arch in (("S/G", (32, 4, 2, 2), "sm_90"), ("R", (32, 2, 4, 2), "sm_86")):

@@ -1,9 +1,9 @@
 """benchmarks/coalescing_accuracy.py: the measured side, read from gpuperfpredict's nvprof files."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
@@ -11,10 +11,7 @@ DATA = ROOT.parent / "shared" / "data" / "gpuperfpredict" / "Apps-Gpus"
 
 @pytest.fixture(scope="module")
 def ca():
-    spec = importlib.util.spec_from_file_location("coalescing_accuracy", ROOT / "benchmarks" / "coalescing_accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("coalescing_accuracy")
 
 
 def test_measured_takes_the_medians_of_the_runs(ca, tmp_path):

@@ -3,7 +3,6 @@ out by hand from the source, and the instruction formula checked against nvcc's 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import traces
 from traces import generators as G
 from traces.errors import InputError
 from traces.generators import conv
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 CU = ROOT / "benchmarks" / "kernels" / "conv2d_kt.cu"
@@ -151,10 +151,7 @@ def test_large_trace_is_valid(tmp_path):
 
 
 def _recipes_script():
-    spec = importlib.util.spec_from_file_location("sass_recipes", ROOT / "benchmarks" / "sass_recipes.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("sass_recipes")
 
 
 @pytest.fixture(scope="module")

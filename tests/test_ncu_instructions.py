@@ -3,17 +3,12 @@ generators' placements and sizes (the comparison itself reads ../shared/data and
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import benchmark_script
 
 
 def test_ncu_variant_names_map_to_placements_by_hand():
     # benchmarks/ncu_instructions.py: the profiled program's template codes (0 G, 1 R, 2 T, 3 C, 4 S/G)
-    spec = importlib.util.spec_from_file_location("ncu_instructions", ROOT / "benchmarks" / "ncu_instructions.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = benchmark_script("ncu_instructions")
     assert mod.variant("void conv1d_k<0, 0>(const float *, const float *, float *, int, int)") == (
         "conv1d_k", "conv1d", "")  # fmt: skip
     assert mod.variant("void conv2d_k<3, 1, 3>(const float *)") == ("conv2d_k", "conv2d_channels", "in=R,mask=C")

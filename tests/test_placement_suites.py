@@ -2,7 +2,6 @@
 
 import csv
 import hashlib
-import importlib.util
 import json
 import math
 import tomllib
@@ -17,16 +16,14 @@ from hypothesis import strategies as st
 from placement.batch import load_suite
 from placement.gpu import get_gpu
 from traces import generators
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "configs" / "suites" / "h100_variants.toml"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script(name)
 
 
 @pytest.fixture(scope="module")

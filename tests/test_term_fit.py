@@ -3,23 +3,15 @@ made-up results frame whose measured times are 1.5 x T_LSU exactly."""
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import benchmark_script
 
 
 def _module():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("term_fit", ROOT / "benchmarks" / "term_fit.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("term_fit")
 
 
 def frame():
