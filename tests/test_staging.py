@@ -321,7 +321,13 @@ def random_traces(draw):
                 seq += draw(st.integers(1, 5))
                 start = draw(st.integers(0, n_elem - 64))
                 stride = draw(st.sampled_from([1, 2, 16, 17, 48]))
-                idx = np.minimum(start + stride * np.arange(32), n_elem - 1)
+                lane = np.arange(32)
+                idx = draw(st.sampled_from([
+                    start + stride * lane,
+                    start + lane % 16 + (lane // 16) * stride,  # a 16 x 16 block's warp: two half-rows
+                    start + (lane // 16) * stride,  # ... reading one element a half-warp (a broadcast)
+                ]))  # fmt: skip
+                idx = np.minimum(idx, n_elem - 1)
                 mask = draw(st.sampled_from([0xFFFFFFFF, 0x0000FFFF, 0x80000001]))
                 rows.append((b, w, seq, 0, 0, idx, mask))
     if not rows:

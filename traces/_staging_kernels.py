@@ -109,15 +109,31 @@ def _row_box(i, mask, addr, width, base, elem, ncols, box):
             box[R0], box[R1], box[C0], box[C1] = r0, r1, 0, ncols - 1
             return True
     w = np.uint64(width[i])
+    # a lane at the address of the active lane before it adds nothing; one at the next element steps its column
+    # (a broadcast, a coalesced run: a 16 x 16 block's rows are two of either, which _affine does not take)
+    pa = np.uint64(0)
+    have = False
+    off = e = r = c = np.int64(0)
     for lane in range(32):
         if (m >> lane) & 1:
             a = addr[i, lane]
-            off = np.int64(a - np.uint64(base))
-            e = off // elem  # _elem_rc's arithmetic, with the element kept for the test below
-            if ncols > 0:
-                r, c = e // ncols, e % ncols
+            if have and a == pa:
+                continue
+            if have and a - pa == np.uint64(elem):
+                off += elem
+                e += 1
+                c += 1
+                if ncols > 0 and c == ncols:
+                    r, c = r + 1, np.int64(0)
             else:
-                r, c = np.int64(0), e
+                off = np.int64(a - np.uint64(base))
+                e = off // elem  # _elem_rc's arithmetic, with the element kept for the test below
+                if ncols > 0:
+                    r, c = e // ncols, e % ncols
+                else:
+                    r, c = np.int64(0), e
+            pa = a
+            have = True
             box[R0] = min(box[R0], r)
             box[R1] = max(box[R1], r)
             box[C0] = min(box[C0], c)
@@ -913,14 +929,29 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                                 if ncols > 0 and cc >= ncols:
                                     cc -= ncols
                                     rr += 1
-                        else:
+                        else:  # lane by lane, a lane at the address (or the element after) the one before's stepping
+                            pa = np.uint64(0)
+                            have = False
+                            rr = cc = within = np.int64(0)
+                            pv = np.uint64(0)
                             for lane in range(32):
                                 if (m >> lane) & 1:
                                     a = addr[i, lane]
-                                    rr, cc = _elem_rc(a, base, elem, ncols)
-                                    within = np.int64(a - np.uint64(base)) % elem
+                                    if have and a == pa:
+                                        out[8][r, lane] = pv
+                                        continue
+                                    if have and a - pa == np.uint64(elem):
+                                        cc += 1
+                                        if ncols > 0 and cc == ncols:
+                                            rr, cc = rr + 1, np.int64(0)
+                                    else:
+                                        rr, cc = _elem_rc(a, base, elem, ncols)
+                                        within = np.int64(a - np.uint64(base)) % elem
                                     off = ((rr - rbox[s, j, R0]) * stride + (cc - rbox[s, j, C0])) * elem + within
-                                    out[8][r, lane] = np.uint64(plan[s, P_SBASE] + off)
+                                    pv = np.uint64(plan[s, P_SBASE] + off)
+                                    out[8][r, lane] = pv
+                                    pa = a
+                                    have = True
                                 else:
                                     out[8][r, lane] = np.uint64(0)
                 if s >= 0:
