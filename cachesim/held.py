@@ -173,6 +173,10 @@ class Rows:
         return out
 
 
+def _nbytes(cols) -> int:
+    return sum(c.nbytes for c in cols)
+
+
 class HeldRows:
     """Groups of rows appended in order and taken back as :class:`Rows`.
 
@@ -187,6 +191,8 @@ class HeldRows:
         self._copied = True  # every piece held is the holder's own or a copy
         self._lanes = lanes
         self.rows = 0
+        self.nbytes = 0
+        """Bytes of the rows held (of the group held as it came too, which its reader may hold as well)."""
 
     def _own(self, cols: tuple[np.ndarray, ...], owned: bool) -> tuple:
         """``cols`` as the holder keeps them: copies (shared, ``_copy_once``) or, ``owned``, themselves; compact
@@ -201,18 +207,15 @@ class HeldRows:
     def __len__(self) -> int:
         return self.rows
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the rows held (of the group held as it came too, which its reader may hold as well)."""
-        return sum(c.nbytes for p in self._pieces for c in p)
-
     def append(self, cols: tuple[np.ndarray, ...], owned: bool = False) -> None:
         """Hold a group's columns; ``owned``: arrays no one else holds (just gathered), kept as they are."""
         n = cols[0].shape[0]
         if not n:
             return
         if self._pieces and not self._copied:
+            self.nbytes -= _nbytes(self._pieces[0])
             self._pieces[0] = self._own(self._pieces[0], False)
+            self.nbytes += _nbytes(self._pieces[0])
             self._copied = True
         if self._pieces or owned:
             cols = self._own(cols, owned)
@@ -220,10 +223,11 @@ class HeldRows:
             self._copied = False
         self._pieces.append(tuple(cols))
         self.rows += n
+        self.nbytes += _nbytes(cols)
 
     def take(self) -> Rows:
         """The rows held, in the order appended; empties the holder."""
-        pieces, self._pieces, self._copied, self.rows = self._pieces, [], True, 0
+        pieces, self._pieces, self._copied, self.rows, self.nbytes = self._pieces, [], True, 0, 0
         return Rows(pieces)
 
 

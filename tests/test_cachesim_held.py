@@ -25,6 +25,7 @@ def test_gather_reads_the_rows_of_the_concatenation(sizes, seed):
     for g in groups:
         held.append(g)
     assert held.rows == len(held) == sum(sizes)
+    assert held.nbytes == sum(c.nbytes for g in groups for c in g)  # the groups' bytes, as arrays or as copies
     if not sum(sizes):
         with pytest.raises(ValueError, match="no rows"):
             held.take()
@@ -170,8 +171,9 @@ def test_a_holder_told_the_lanes_keeps_its_copies_and_its_own_rows_compact():
     assert all(a is b for a, b in zip(h._pieces[0], g1))  # one group: held as it came
     h.append(g2)
     h.append(mine, owned=True)
+    assert h.nbytes == sum(c.nbytes for p in h._pieces for c in p)
     rows = h.take()
-    assert rows.compact
+    assert h.nbytes == 0 and rows.compact
     for p in rows.pieces:  # the lanes packed, the int32 column narrowed, the int8 one copied as it is
         assert isinstance(p[2], PackedLanes) and isinstance(p[0], NarrowInts) and isinstance(p[1], np.ndarray)
     whole = [np.concatenate([g[j] for g in (g1, g2, mine)]) for j in range(3)]
