@@ -571,8 +571,9 @@ class HierarchyStream:
     in another group (within a group, and within a wave, any order). Traces written by the
     generators, in block order, are. A row that comes too late raises
     :class:`HierarchyConfigError` naming it. Memory: the rows of the open wave (its group as it
-    came; the groups of a wave longer than one as copies, shared with the other streams fed the
-    same arrays, walked ``WALK_CHUNK_ROWS`` of the issue order at a time: :mod:`cachesim.held`)
+    came; the groups of a wave longer than one as compact copies, shared with the other streams fed
+    the same arrays, walked ``WALK_CHUNK_ROWS`` of the issue order at a time: :mod:`cachesim.held`;
+    the most it held at once is ``held_peak``)
     and the group, and the DRAM requests that may still be overtaken (those within the levels'
     latencies of the walk's cycle).
 
