@@ -52,8 +52,15 @@ class PackedLanes:
         return self.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
-        rows = np.arange(self.shape[0], dtype=np.int64)[rows]  # any index numpy takes, checked as numpy checks it
-        rows = np.atleast_1d(rows)
+        n = self.shape[0]
+        if isinstance(rows, np.ndarray) and rows.ndim == 1 and rows.dtype.kind in "iu":  # a gather's row numbers
+            rows = rows.astype(np.int64, copy=False)
+            if rows.shape[0] and (int(rows.min()) < -n or int(rows.max()) >= n):
+                raise IndexError(f"row numbers out of [-{n}, {n})")
+            if rows.shape[0] and int(rows.min()) < 0:
+                rows = np.where(rows < 0, rows + n, rows)
+        else:  # any other index numpy takes, checked as numpy checks it
+            rows = np.atleast_1d(np.arange(n, dtype=np.int64)[rows])
         out = np.empty((rows.shape[0], self.shape[1]), np.uint64)
         K.unpack(rows, *self._parts, out)
         return out

@@ -130,6 +130,14 @@ def test_packed_lanes_give_back_every_address(n, lanes, seed):
     pick = rng.integers(0, max(n, 1), rng.integers(0, 2 * n + 1)) if n else np.zeros(0, np.int64)
     np.testing.assert_array_equal(p[pick], a[pick])
     assert p[pick].shape == (pick.shape[0], lanes)
+    if n:  # numpy's other indices: negative row numbers, a slice, one row, a mask; out of range refused as numpy does
+        np.testing.assert_array_equal(p[pick - n], a[pick - n])
+        np.testing.assert_array_equal(p[1::3], a[1::3])
+        np.testing.assert_array_equal(p[n - 1], a[n - 1 : n])
+        np.testing.assert_array_equal(p[a[:, 0] % 2 == 0], a[a[:, 0] % 2 == 0])
+        for bad in (np.array([n]), np.array([-n - 1])):
+            with pytest.raises(IndexError):
+                p[bad]
 
 
 def test_packed_lanes_tiers_by_hand():
