@@ -30,7 +30,20 @@ import numpy as np
 from . import _held_kernels as K
 
 
-class PackedLanes:
+class _Compact:
+    """A column held in fewer bytes than its array (``shape``, ``dtype``, ``nbytes``), read back by indexing."""
+
+    shape: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+
+class PackedLanes(_Compact):
     """A column of lane addresses (``(n, lanes)`` uint64) in fewer bytes: each row's addresses as offsets from its
     lowest non-zero address, in 16 bits where they all fit, else 32, else as they came (``cachesim._held_kernels``);
     a lane at address 0 stays 0. Indexed by an array of row numbers, it gives those rows' addresses, exactly."""
@@ -48,9 +61,6 @@ class PackedLanes:
     def nbytes(self) -> int:
         return sum(p.nbytes for p in self._parts)
 
-    def __len__(self) -> int:
-        return self.shape[0]
-
     def __getitem__(self, rows) -> np.ndarray:
         n = self.shape[0]
         if isinstance(rows, np.ndarray) and rows.ndim == 1 and rows.dtype.kind in "iu":  # a gather's row numbers
@@ -65,12 +75,8 @@ class PackedLanes:
         K.unpack(rows, *self._parts, out)
         return out
 
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        out = self[:]
-        return out if dtype is None else out.astype(dtype)
 
-
-class NarrowInts:
+class NarrowInts(_Compact):
     """A 1-D integer column as offsets from its least value in the fewest bytes that hold them (1, 2 or 4; the
     caller checks that 4 do: :func:`_narrow`). Indexed like an array, it gives the values in their own dtype."""
 
@@ -85,17 +91,10 @@ class NarrowInts:
     def nbytes(self) -> int:
         return self._d.nbytes
 
-    def __len__(self) -> int:
-        return self.shape[0]
-
     def __getitem__(self, rows) -> np.ndarray:
         out = np.atleast_1d(self._d[rows]).astype(self.dtype)
         out += self._lo
         return out
-
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        out = self[:]
-        return out if dtype is None else out.astype(dtype)
 
 
 def _narrow(a: np.ndarray) -> np.ndarray | NarrowInts:
@@ -155,7 +154,7 @@ class Rows:
     def compact(self) -> bool:
         """Whether a column of some piece is held compact (:class:`PackedLanes`, :class:`NarrowInts`: read it by
         :meth:`gather`)."""
-        return any(not isinstance(c, np.ndarray) for p in self.pieces for c in p)
+        return any(isinstance(c, _Compact) for p in self.pieces for c in p)
 
     def column(self, j: int) -> np.ndarray:
         """Column ``j`` of every row, one array (the piece's own where there is one piece and it is an array)."""

@@ -1323,6 +1323,8 @@ class MemoryRun:
         self.cfg = build_hierarchy_config(gpu, info.extra, opts.dlcm)
         self.queue = queuing.QueueStream()
         self.hier = cachesim.HierarchyStream(self.cfg, info, blocks_per_sm, on_dram=self._dram, mlp=mlp_for(info, gpu))
+        self.held_peak = 0
+        """The hierarchy's ``held_peak``, kept when ``finish`` lets the hierarchy go."""
         self._g = 0.0  # departure delays so far
         self._m = -np.inf  # running maximum of arrival - delay
 

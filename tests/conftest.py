@@ -12,8 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 @functools.lru_cache(maxsize=None)
 def benchmark_script(name: str):
-    """benchmarks/<name>.py as a module, executed afresh (registered in sys.modules: dataclasses look their module
-    up there), with benchmarks/ on the import path for the helpers a script imports (``_measure``, ...)."""
+    """benchmarks/<name>.py as a module, loaded once a test process (registered in sys.modules: dataclasses look
+    their module up there), with benchmarks/ on the import path for the helpers a script imports (``_measure``,
+    ...)."""
     if str(ROOT / "benchmarks") not in sys.path:
         sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
