@@ -60,8 +60,9 @@ class WholeTraceEvaluator(Evaluator):
         self.n_rows = len(trace)
         self.evaluations = 0
         self._staged_rows: dict[tuple, int] = {}
-        """Rows of the last staging per (staged objects, windows): the next one's ``rows_hint`` (S/G, S/T and S/R
-        stage the same rows), sparing ``traces.staging.stage_pieces`` a second pass into longer buffers."""
+        """The staging kernel's rows of the last staging per (staged objects, windows, ``;unrolled``): the next
+        one's ``rows_hint`` (S/G, S/T and S/R stage the same rows), sparing ``traces.staging.stage_pieces`` a
+        second pass into longer buffers."""
 
     @cached_property
     def accesses(self) -> dict[str, attribution.ObjectAccesses]:
@@ -127,11 +128,12 @@ class WholeTraceEvaluator(Evaluator):
 
 
 def _counted(pieces: Iterator[ts.Staged], rows: dict, key) -> Iterator[ts.Staged]:
-    """``pieces``, the staged rows so far kept in ``rows[key]``."""
+    """``pieces``, the staging kernel's rows so far (``Staged.kernel_rows``, ``stage_pieces``' ``rows_hint``) kept in
+    ``rows[key]``."""
     n = 0
     p = next(pieces, None)
     while p is not None:
-        n += len(p.trace)
+        n += p.kernel_rows
         rows[key] = n
         yield p
         p = None  # gone before the next piece is made

@@ -109,6 +109,25 @@ def test_masks_must_agree():
     assert len(plain.trace) == len(vec.trace)
 
 
+def test_kernel_rows_are_the_buffers_a_vectorized_staging_needs(monkeypatch):
+    # the 8 merged reads of test_mds_reads_by_hand: the staging kernel writes the plain staging's rows (6 more
+    # than the merged trace keeps), and that count is the hint that stages in one pass; the merged count, as
+    # the whole-trace evaluator passed until 4 Dec 2026, is too short by 6 and runs the kernel twice
+    t, plan, delta, fp = mds_like(range(8))
+    plain, vec = both(t, plan, delta, fp)
+    assert plain.kernel_rows == len(plain.trace) and vec.kernel_rows == len(plain.trace) == len(vec.trace) + 6
+    calls = []
+    kernel = S.K.stage_rows
+    monkeypatch.setattr(S.K, "stage_rows", lambda *a: calls.append(a[0]) or kernel(*a))
+    monkeypatch.setattr(S, "STAGED_ROWS_MIN", 0)  # buffers of the hint's length, no margin
+    vplan = replace(plan, vector_bytes=16)
+    for hint, runs in ((vec.kernel_rows, 1), (len(vec.trace), 2)):
+        calls.clear()
+        (got,) = S.stage_pieces(t, delta, [vplan], 1, barrier=1, smem_per_block=fp.bytes[0], rows_hint=hint)
+        assert len(calls) == runs and got.kernel_rows == vec.kernel_rows
+        assert got.trace.seq.tolist() == vec.trace.seq.tolist() and got.trace.width.tolist() == vec.trace.width.tolist()
+
+
 # --- property: the kernel against a reference written from the rule, lane by lane ---
 
 

@@ -303,6 +303,9 @@ class Staged:
     """``inserted["int"]`` in thousandths, as the staging kernel counted it."""
     part: bool = False
     """A piece of a staging (``stage_pieces``' pieces when there are several): a run of its whole blocks."""
+    kernel_rows: int = 0
+    """The rows the staging kernel wrote, before ``vectorize`` merged reads (``;unrolled``): the buffers' length
+    it needs, which ``stage_pieces``' ``rows_hint`` wants (the trace's rows are fewer where reads were merged)."""
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
@@ -328,12 +331,12 @@ def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], wind
         order = program_order(trace)
     cap = int(rows_hint) if rows_hint is not None else int(len(trace) * STAGED_ROWS_GUESS) + STAGED_ROWS_MIN
     while True:
-        n, out, delta_out, totals = run.rows(order, cap)
-        if n <= cap:
+        need, got = run.rows(order, cap)
+        if got is not None:
             break
-        log.debug("staged trace of %d rows is longer than the %d guessed; staged again", n, cap)
-        cap = n
-    return run.staged(n, out, delta_out, totals)
+        log.debug("staged trace of %d rows is longer than the %d guessed; staged again", need, cap)
+        cap = need
+    return run.staged(need, *got)
 
 
 def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
@@ -342,14 +345,16 @@ def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject
                  rows_hint: int | None = None) -> Iterator[Staged]:  # fmt: skip
     """``stage`` in pieces of whole blocks in program order, each of at most ``rows`` staged rows (a block with
     more is a piece of its own; default ``STAGE_PIECE_ROWS``), made one at a time: a staged trace of any length
-    in bounded memory. A staged trace of at most ``whole`` rows (default ``rows``) is one piece.
+    in bounded memory. A staged trace of at most ``whole`` rows (default ``rows``) is one piece. The rows counted
+    here are the staging kernel's, the buffers' (``Staged.kernel_rows``), which the staged rows equal but where
+    ``vectorize`` merges reads (``;unrolled``), fewer then.
 
     The pieces' rows one after the other are ``stage``'s (the staging code's pcs start at the whole trace's
     ``pc_top``; ``order`` as for ``stage``), and their ``inserted`` counts and ``int_milli`` add up to its. One
     piece is ``stage``'s result (``part`` False); of several, every piece has ``part`` True.
 
-    The staged rows a row come from ``rows_hint`` (the whole staged trace's rows, which the caller may know from
-    an earlier staging) or from the trace's first blocks, staged as a first piece of ``rows`` (all of a short
+    The staged rows a row come from ``rows_hint`` (the whole staging's ``kernel_rows``, which the caller may know
+    from an earlier staging of the same tiles) or from the trace's first blocks, staged as a first piece of ``rows`` (all of a short
     trace's blocks, at ``STAGED_ROWS_GUESS`` rows a row). A trace expected to stage into at most ``whole`` rows
     is then staged at once; else in pieces of the blocks that fill half of ``rows`` at the rate of the piece
     before. Each staging is written in one pass into buffers of its expected length (a quarter more), again into
@@ -363,7 +368,8 @@ def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject
     top = max(cap, int(whole) if whole is not None else cap)
     n_rows = order.shape[0]
     if n_rows == 0:
-        yield run.staged(*run.rows(order, STAGED_ROWS_MIN))
+        need, got = run.rows(order, STAGED_ROWS_MIN)
+        yield run.staged(need, *got)
         return
     cta = trace.cta[order]
     bounds = np.concatenate(([0], np.flatnonzero(cta[1:] != cta[:-1]) + 1, [n_rows])).astype(np.int64)
@@ -376,16 +382,16 @@ def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject
         return min(max(int(np.searchsorted(bounds, want, side="right")) - 1, b + 1), n_blocks)
 
     def blocks(b: int, e: int, limit: int, rate: float, slack: float):
-        """Blocks ``b`` to ``e`` staged into buffers of their expected length: (staged rows, the kernel's output),
-        the output None when they are more than ``limit`` rows in more than one block."""
+        """Blocks ``b`` to ``e`` staged into buffers of their expected length: (the staging kernel's rows, its
+        output), the output None when they are more than ``limit`` rows in more than one block."""
         sub = order[bounds[b] : bounds[e]]
         guess = min(limit, int(sub.shape[0] * rate * slack) + STAGED_ROWS_MIN)
-        got = run.rows(sub, guess)
-        if got[0] > limit and e - b > 1:
-            return got[0], None
-        if got[0] > guess:  # buffers too short (or one block longer than ``limit``): again into longer ones
-            got = run.rows(sub, got[0])
-        return got[0], got[1:]
+        need, got = run.rows(sub, guess)
+        if need > limit and e - b > 1:
+            return need, None
+        if got is None:  # buffers too short (or one block longer than ``limit``): again into longer ones
+            need, got = run.rows(sub, need)
+        return need, got
 
     rate = rows_hint / n_rows if rows_hint else None  # staged rows a row: known, else learnt from the first blocks
     probe = None
@@ -453,19 +459,25 @@ class _Run:
         self.vec_of = np.array([max(int(so.vector_bytes), 0) for so in objects] or [0], np.int64)
 
     def rows(self, order: np.ndarray, cap: int):
-        """Stage rows ``order`` (whole blocks, in program order) into buffers of ``cap`` rows: (staged rows, buffers,
-        deltas, totals); the buffers hold the rows only when the count is at most ``cap``."""
+        """Stage rows ``order`` (whole blocks, in program order) into buffers of ``cap`` rows: (the rows the staging
+        kernel writes, (staged rows, buffers, deltas, totals)), the second None when the first is over ``cap``.
+        The staged rows are fewer than the kernel's where ``vectorize`` merges reads; the buffers' length a
+        staging needs is the kernel's count (a hint of the merged count would make the next staging run twice)."""
         out = _row_buffers(cap)
         delta_out = np.empty(cap, np.int16)
         totals = np.zeros(6, np.int64)
         info = self.info
-        n = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan, self.windows,
-                         info.warps_per_block, info.threads_per_block, self.barrier, totals)  # fmt: skip
-        if n <= cap and n and self.vec_of.any():
+        need = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan,
+                            self.windows, info.warps_per_block, info.threads_per_block, self.barrier, totals)  # fmt: skip
+        if need > cap:
+            return int(need), None
+        n = need
+        if n and self.vec_of.any():
             n, out, delta_out = _vectorized(n, out, delta_out, self.slot_of, self.vec_of, self.pc_top)
-        return n, out, delta_out, totals
+        return int(need), (n, out, delta_out, totals)
 
-    def staged(self, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
+    def staged(self, need: int, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
+        """The ``Staged`` of ``rows``' output (``need``: the kernel's rows, ``n`` the staged rows)."""
         staged = Trace(**dict(zip(COLUMNS, (a[:n] for a in out))), info=self.info)
         return Staged(
             staged,
@@ -476,6 +488,7 @@ class _Run:
             self.pc_top,
             int(totals[K.T_INT]),
             part,
+            int(need),
         )
 
 
