@@ -33,8 +33,10 @@ def _part(t: Trace, lo: int, hi: int) -> Trace:
 def block_groups(batches: Iterable[Trace]) -> Iterator[Trace]:
     """The rows of ``batches`` again, cut so that each group holds whole blocks, in block order.
 
-    Only the rows of a block split between two batches are copied (joined); the rest of
-    a batch is passed on as views of it.
+    Each batch gives at most one group: the rows held back from the batches before, joined (copied) to its
+    rows up to its last cut; the rows after that cut are held for the next. A batch that starts at a cut with
+    nothing held is passed on as a view. (Until 4 Dec 2026 the held rows went out as a group of their own,
+    a one-block group before each batch's: twice the groups, each staged and fed to every hierarchy.)
     """
     held: Trace | None = None
     top = -1  # highest block emitted
@@ -43,13 +45,14 @@ def block_groups(batches: Iterable[Trace]) -> Iterator[Trace]:
         if n == 0:
             continue
         cta = b.cta
+        h_max = int(held.cta.max()) if held is not None and len(held) else -1
         if top >= 0:
             low = cta <= top
             if low.any():
                 i = int(np.flatnonzero(low)[0])
-                raise ValueError(f"row {b.start + i}: block {int(cta[i])} after block {top}; "
+                before = max(top, h_max, int(cta[:i].max()) if i else -1)  # the highest block of the rows before
+                raise ValueError(f"row {b.start + i}: block {int(cta[i])} after block {before}; "
                                  "streamed staging needs the rows in block order")  # fmt: skip
-        h_max = int(held.cta.max()) if held is not None else -1
         prefix_max = np.maximum(np.maximum.accumulate(cta), h_max)
         suffix_min = np.minimum.accumulate(cta[::-1])[::-1]
         # a cut before row i (0 < i < n) when every row before it (held ones too) has a lower block
@@ -59,12 +62,11 @@ def block_groups(batches: Iterable[Trace]) -> Iterator[Trace]:
         if cuts.size == 0:
             held = _join(held, b)
             continue
-        i1, i2 = int(cuts[0]), int(cuts[-1])
-        first = _join(held, _part(b, 0, i1)) if held is not None else _part(b, 0, i1)
-        for out in (first, _part(b, i1, i2)):
-            if len(out):
-                top = max(top, int(out.cta.max()))
-                yield out
+        i2 = int(cuts[-1])
+        out = _join(held, _part(b, 0, i2))
+        if len(out):
+            top = max(top, int(out.cta.max()))
+            yield out
         held = _part(b, i2, n)
     if held is not None and len(held):
         yield held
