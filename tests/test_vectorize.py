@@ -292,3 +292,23 @@ def test_doubles_merge_two_reads():
     assert vec.addr_inst_delta[x_reads(vec)].tolist() == [-1] * 4
     for j, i in enumerate(x_reads(vec)):
         assert s.addr[i].tolist() == ((LANES // 16) * COLS * 8 + 16 * j).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.integers(0, 2**31))
+def test_compact_rows_is_boolean_indexing(keep, seed):
+    # compact_rows moves the kept rows up in place: the columns' first rows are numpy's a[keep], every column
+    rng = np.random.default_rng(seed)
+    n = len(keep)
+    keep = np.array(keep, np.bool_)
+    cols = (rng.integers(0, 9, n).astype(np.int32), rng.integers(0, 9, n).astype(np.int32), rng.integers(0, 99, n),
+            rng.integers(0, 99, n).astype(np.int32), rng.integers(0, 3, n).astype(np.int8),
+            rng.integers(0, 9, n).astype(np.int8), rng.integers(1, 16, n).astype(np.int8),
+            rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32),
+            rng.integers(0, 2**63, (n, 32), dtype=np.uint64), rng.integers(-1, 9, n).astype(np.int16),
+            rng.integers(-99, 99, n).astype(np.int16))  # fmt: skip
+    want = [c[keep] for c in cols]
+    k = S.K.compact_rows(keep, *cols)
+    assert k == int(keep.sum())
+    for c, w in zip(cols, want):
+        assert np.array_equal(c[:k], w)

@@ -1193,3 +1193,30 @@ def vector_rows(cta, warp, seq, pc, op, space, width, mask, addr, obj, delta, sl
         removed_total += gone
         r = e
     return removed_total
+
+
+@nb.njit(cache=True, nogil=True)
+def compact_rows(keep, cta, warp, seq, pc, op, space, width, mask, addr, obj, delta):
+    """The rows with ``keep`` moved up in place over those without, in order (``traces.staging.vectorize``):
+    returns their count, the columns' first rows then holding them. What ``a[keep]`` of each column gives, without
+    a second copy of the staged trace (its lane addresses 256 bytes a row)."""
+    n = keep.shape[0]
+    k = np.int64(0)
+    while k < n and keep[k]:  # rows before the first one dropped stay where they are
+        k += 1
+    for r in range(k + 1, n):
+        if keep[r]:
+            cta[k] = cta[r]
+            warp[k] = warp[r]
+            seq[k] = seq[r]
+            pc[k] = pc[r]
+            op[k] = op[r]
+            space[k] = space[r]
+            width[k] = width[r]
+            mask[k] = mask[r]
+            for lane in range(32):
+                addr[k, lane] = addr[r, lane]
+            obj[k] = obj[r]
+            delta[k] = delta[r]
+            k += 1
+    return k

@@ -499,14 +499,15 @@ lane's 4 consecutive 4-byte reads of a shared array at a 16-byte aligned offset 
 
 def _vectorized(n: int, out, delta_out: np.ndarray, slot_of: np.ndarray, vec_of: np.ndarray, pc_top: int):
     """The first ``n`` staged rows with each lane's consecutive reads of a tile merged into vector loads
-    (``_staging_kernels.vector_rows``, in place), the merged-away rows dropped: (rows, columns, deltas)."""
+    (``_staging_kernels.vector_rows``, in place), the merged-away rows dropped (``compact_rows``, in place too):
+    (rows, columns, deltas), the columns ``out``'s own."""
     cols = tuple(a[:n] for a in out)  # cta, warp, seq, pc, op, space, width, mask, addr, obj
     keep = np.empty(n, np.bool_)
     delta = delta_out[:n]
     gone = K.vector_rows(*cols, delta, slot_of, vec_of, np.int64(pc_top), keep)
     if gone == 0:
         return n, out, delta_out
-    return n - int(gone), tuple(a[keep] for a in cols), delta[keep]
+    return int(K.compact_rows(keep, *cols, delta)), out, delta_out
 
 
 def vectorize(staged: Staged, vector_bytes: int = VECTOR_BYTES) -> Staged:
