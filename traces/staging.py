@@ -353,13 +353,13 @@ def stage_pieces(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject
     ``pc_top``; ``order`` as for ``stage``), and their ``inserted`` counts and ``int_milli`` add up to its. One
     piece is ``stage``'s result (``part`` False); of several, every piece has ``part`` True.
 
-    The staged rows a row come from ``rows_hint`` (the whole staging's ``kernel_rows``, which the caller may know
-    from an earlier staging of the same tiles) or from the trace's first blocks, staged as a first piece of ``rows`` (all of a short
-    trace's blocks, at ``STAGED_ROWS_GUESS`` rows a row). A trace expected to stage into at most ``whole`` rows
-    is then staged at once; else in pieces of the blocks that fill half of ``rows`` at the rate of the piece
-    before. Each staging is written in one pass into buffers of its expected length (a quarter more), again into
-    buffers of its length when they were short (as ``stage``), and again with fewer blocks when it has more
-    rows than it may: buffers are never much longer than the rows written into them.
+    The staged rows a row come from ``rows_hint`` (the whole staging's ``kernel_rows``, which the caller may
+    know from an earlier staging of the same tiles) or from the trace's first blocks, staged as a first piece of
+    ``rows`` (all of a short trace's blocks, at ``STAGED_ROWS_GUESS`` rows a row). A trace expected to stage
+    into at most ``whole`` rows is then staged at once; else in pieces of the blocks that fill half of ``rows``
+    at the rate of the piece before. Each staging is written in one pass into buffers of its expected length (a
+    quarter more), again into buffers of its length when they were short (as ``stage``), and again with fewer
+    blocks when it has more rows than it may: buffers are never much longer than the rows written into them.
     """
     run = _Run(trace, delta, objects, windows, barrier, smem_per_block, pc_top)
     if order is None:
@@ -468,7 +468,8 @@ class _Run:
         totals = np.zeros(6, np.int64)
         info = self.info
         need = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan,
-                            self.windows, info.warps_per_block, info.threads_per_block, self.barrier, totals)  # fmt: skip
+                            self.windows, info.warps_per_block, info.threads_per_block, self.barrier,
+                            totals)  # fmt: skip
         if need > cap:
             return int(need), None
         n = need
