@@ -52,6 +52,12 @@ vecadd peak at 508 MiB with 65,536-row groups against 829 MiB with 262,144, for 
 (73.1 against 79.3 s)."""
 
 
+STAGE_RATE_SLACK = 1.25
+"""A streamed group's staging hint is the group before's staging kernel rows a row, this much more: buffers a
+quarter longer than the rate says (``traces.staging.stage_pieces`` gives the same rows for any hint; a short one
+stages again), as its own guesses are."""
+
+
 STREAM_PLACEMENTS_PER_READ = 8
 """Placements ``StreamEvaluator.evaluate_many`` evaluates in one read of the trace: each holds its own
 hierarchy and queue state and one rewritten (and staged) group at a time, so memory grows with
@@ -355,6 +361,8 @@ class _StreamJob:
         self.inserted = [np.zeros(6, np.int64) for _ in choice.options]
         self.deltas = [0] * len(choice.options)
         self.pc_top = (ev.staging.pc_max + 16) if ev.n_rows else 16
+        self.rates: list[float | None] = [None] * len(choice.options)
+        """The staging kernel's rows a row of the last group staged with each option (``stage``'s hint)."""
 
     def feed(self, g: traces.Trace, context: np.ndarray | None) -> None:
         """A group of rows to an unstaged target."""
@@ -388,10 +396,24 @@ class _StreamJob:
 
     def stage(self, rw, k: int) -> Iterator[ts.Staged]:
         """The rewritten rows ``rw`` staged with option ``k``, in pieces (``traces.staging.stage_pieces``: a
-        group's staging code may be many times its rows)."""
+        group's staging code may be many times its rows), one alive at a time. The rows a row of the group before
+        (``STAGE_RATE_SLACK`` more) are the hint: a privatized histogram's 24 staged rows a row would otherwise
+        be learnt anew in every group by a staging that overflows its buffers and is thrown away."""
         option = self.options[k]
-        return ts.stage_pieces(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
-                               option.smem_per_block, pc_top=self.pc_top)  # fmt: skip
+        rows = len(rw.trace)
+        rate = self.rates[k]
+        hint = int(rate * rows * STAGE_RATE_SLACK) if rate and rows else None
+        pieces = ts.stage_pieces(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
+                                 option.smem_per_block, pc_top=self.pc_top, rows_hint=hint)  # fmt: skip
+        n = 0
+        p = next(pieces, None)
+        while p is not None:
+            n += p.kernel_rows
+            yield p
+            p = None  # gone before the next piece is made
+            p = next(pieces, None)
+        if rows:
+            self.rates[k] = n / rows
 
     def feed_staged(self, k: int, st: ts.Staged) -> None:
         """Option ``k``'s staged rows of a group: their inserted instructions, deltas and hierarchy."""
@@ -461,6 +483,7 @@ def _empty(info) -> traces.Trace:
 
 __all__ = [
     "DENSE_PC_CELLS",
+    "STAGE_RATE_SLACK",
     "STREAM_HELD_BYTES",
     "STREAM_PLACEMENTS_PER_READ",
     "STREAM_ROWS",

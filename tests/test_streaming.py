@@ -457,3 +457,34 @@ def test_stream_equals_whole_walked_in_small_chunks(name, gpu, bps, monkeypatch)
     assert (totals.rounds, totals.slow_rounds, totals.copy_rounds) == (whole.rounds, whole.slow_rounds,
                                                                        whole.copy_rounds)  # fmt: skip
     assert whole.rounds > 0
+
+
+def test_streamed_stagings_take_the_group_before_as_their_hint(tmp_path, monkeypatch):
+    # a privatized histogram stages many rows a row (its bins zeroed and reduced back by every block): with no
+    # hint every group's staging overflowed its guessed buffers and ran again; with the group before's rate
+    # (evaluate_stream.STAGE_RATE_SLACK more) only the first group's can, once per staging option
+    from placement.evaluate_stream import StreamEvaluator
+    from placement.gpu import get_gpu
+    from placement.placements import parse_placement
+    from traces import staging as S
+
+    cols, info = generators.generate("histogram", (524288, 1024))
+    path = tmp_path / "t.parquet"
+    traces.atomic_write_table(traces.to_table(cols, info), str(path), row_group_rows=1000)
+    streamed = StreamEvaluator(path, get_gpu("k40"), rows=1000)
+    p = parse_placement("bins=S/G", info)
+    legal = streamed.check(p)
+    runs = []
+    kernel = S._Run.rows
+
+    def rows(self, order, cap):
+        need, got = kernel(self, order, cap)
+        runs.append(got is None)
+        return need, got
+
+    monkeypatch.setattr(S._Run, "rows", rows)
+    streamed.evaluate(p, legal)
+    options = len(legal.staging.options)
+    groups = len(runs) - sum(runs)  # one good run a group (or a piece of one) and option
+    assert groups >= 10 * options  # many groups
+    assert sum(runs) <= options
