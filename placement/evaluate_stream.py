@@ -18,7 +18,7 @@ from traces.context import CONTEXTS, INDEXED, ContextStream
 
 from . import staging as stg
 from . import evaluator as evr
-from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
+from .evaluator import Evaluator, StagedRun, counted, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -405,15 +405,12 @@ class _StreamJob:
         hint = int(rate * rows * STAGE_RATE_SLACK) if rate and rows else None
         pieces = ts.stage_pieces(rw.trace, rw.addr_inst_delta, self.plans[k], option.windows, self.costs.barrier,
                                  option.smem_per_block, pc_top=self.pc_top, rows_hint=hint)  # fmt: skip
-        n = 0
-        p = next(pieces, None)
-        while p is not None:
-            n += p.kernel_rows
-            yield p
-            p = None  # gone before the next piece is made
-            p = next(pieces, None)
-        if rows:
-            self.rates[k] = n / rows
+
+        def record(n: int) -> None:
+            if rows:
+                self.rates[k] = n / rows
+
+        return counted(pieces, record)
 
     def feed_staged(self, k: int, st: ts.Staged) -> None:
         """Option ``k``'s staged rows of a group: their inserted instructions, deltas and hierarchy."""

@@ -4,7 +4,7 @@ whole trace, rewritten (and staged) once per group of placements."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from traces.context import access_context
 from . import attribution, tiles
 from . import staging as stg
 from . import evaluator as evr
-from .evaluator import Evaluator, StagedRun, fastest, groups, staged_terms, unstaged_terms, with_sources
+from .evaluator import Evaluator, StagedRun, counted, fastest, groups, staged_terms, unstaged_terms, with_sources
 from .gpu import Gpu
 from .hms import (
     Evaluation,
@@ -108,10 +108,10 @@ class WholeTraceEvaluator(Evaluator):
             occs = [occupancy(self.gpu, self.info.threads_per_block, r, option.smem_per_block) for r in regs]
             plans = [stg.plan(self.staging, self.gpu, p, option, choice.own_smem) for p in placements]
             key = (tuple(staged), option.windows, first.unrolled)
-            pieces = _counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
-                                              option.smem_per_block, order=self.staging.order,
-                                              whole=ts.STAGE_WHOLE_ROWS, rows_hint=self._staged_rows.get(key)),
-                              self._staged_rows, key)  # fmt: skip
+            pieces = counted(ts.stage_pieces(rw.trace, rw.addr_inst_delta, plans[0], option.windows, costs.barrier,
+                                             option.smem_per_block, order=self.staging.order,
+                                             whole=ts.STAGE_WHOLE_ROWS, rows_hint=self._staged_rows.get(key)),
+                             partial(self._staged_rows.__setitem__, key))  # fmt: skip
             for k, t in enumerate(_option_terms(self, placements, plans, option, occs, costs, pieces)):
                 tried[k].append((option, t))
         return [fastest(t) for t in tried]
@@ -125,19 +125,6 @@ class WholeTraceEvaluator(Evaluator):
         for g in groups([p for p in legal if p != self.sample_placement]):
             targets.update(zip(g, self._targets(g, [legal[p] for p in g])))
         return [evaluation(self.info, self.gpu, self.options, self.sample, targets[p]) for p in placements]
-
-
-def _counted(pieces: Iterator[ts.Staged], rows: dict, key) -> Iterator[ts.Staged]:
-    """``pieces``, the staging kernel's rows so far (``Staged.kernel_rows``, ``stage_pieces``' ``rows_hint``) kept in
-    ``rows[key]``."""
-    n = 0
-    p = next(pieces, None)
-    while p is not None:
-        n += p.kernel_rows
-        rows[key] = n
-        yield p
-        p = None  # gone before the next piece is made
-        p = next(pieces, None)
 
 
 def _option_terms(ev: WholeTraceEvaluator, placements: list[Placement], plans: list, option, occs: list[Occupancy],

@@ -236,4 +236,18 @@ def with_sources(st0: ts.Staged, plans: list) -> Iterator[ts.Staged]:
         yield ts.restage(st0, plan)
 
 
-__all__ = ["Evaluator", "StagedRun", "fastest", "group_key", "groups", "staged_terms", "unstaged_terms", "with_sources"]
+def counted(pieces: Iterator[ts.Staged], record: Callable[[int], None]) -> Iterator[ts.Staged]:
+    """``pieces`` (``traces.staging.stage_pieces``), one alive at a time, ``record`` told the staging kernel's rows so
+    far (``Staged.kernel_rows``) after each: what the next staging of the same tiles takes as its ``rows_hint``."""
+    n = 0
+    p = next(pieces, None)
+    while p is not None:
+        n += p.kernel_rows
+        record(n)
+        yield p
+        p = None  # gone before the next piece is made
+        p = next(pieces, None)
+
+
+__all__ = ["Evaluator", "StagedRun", "counted", "fastest", "group_key", "groups", "staged_terms", "unstaged_terms",
+           "with_sources"]  # fmt: skip
