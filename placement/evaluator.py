@@ -199,13 +199,11 @@ def staged_terms(ev: Evaluator, placement: Placement, option, occ: Occupancy, co
 def group_key(placement: Placement) -> tuple:
     """Placements with one key share their rewritten trace and their staged tiles: every object in the same
     space but for the source of a staged one (S/G, S/T, S/R), the same windows and padding asked for and the same
-    ``unrolled``; the evaluators evaluate them together. An ``;unrolled`` placement keeps its sources: its copy
-    loop's instructions come a tile row at a time and differ by source (``copy_rows``), which re-sourcing a staged
-    trace store by store (``traces.staging.restage``) cannot give."""
-    if placement.unrolled:
-        return (placement.spaces, placement.windows, True, placement.pad)
-    return (tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces), placement.windows, False,
-            placement.pad)  # fmt: skip
+    ``unrolled``; the evaluators evaluate them together, staged once and re-sourced
+    (``traces.staging.restage``; an ``;unrolled`` copy's tile rows, whose instructions differ by source, priced
+    again from the staging kernel's record of them)."""
+    return (tuple((n, "S" if is_staged(s) else s) for n, s in placement.spaces), placement.windows,
+            placement.unrolled, placement.pad)  # fmt: skip
 
 
 def groups(placements: list[Placement]) -> list[list[Placement]]:

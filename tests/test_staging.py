@@ -3,6 +3,8 @@ and properties every staged trace must have (hypothesis)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -462,6 +464,68 @@ def test_restage_equals_staging_with_the_other_sources(case, xa, xb, ya, yb, wit
     for c, v in ref.trace.columns().items():
         assert np.array_equal(getattr(got.trace, c), v), c
     assert got.trace.info == ref.trace.info
+
+
+COPY_ROWS = st.one_of(st.just(()), st.tuples(*[st.integers(0, 20)] * S.COPY_ROWS_LEN))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces(), st.sampled_from([None, 16]), SOURCE_COSTS, SOURCE_COSTS, COPY_ROWS, COPY_ROWS,
+       st.sampled_from([0, 16]), st.booleans())  # fmt: skip
+def test_restage_of_an_unrolled_copy_equals_staging_with_the_other_sources(case, bx, xa, xb, rows_a, rows_b,
+                                                                           vector, with_y):  # fmt: skip
+    # as above for the unrolled copy (copy_unroll 4): where copy_rows price a 2D tile a row at a time, the rows'
+    # prices, the max of a row's price and its loads' and stores' seq, and the prologue before a pass's first priced
+    # row differ by source (one source with copy_rows, another without, both with others); in a 1D block of 32 or 64
+    # threads and in a 2D one 16 wide, with the kernel's reads merged into vector loads or not
+    t, windows = case
+    if bx:
+        t = traces.Trace(**t.columns(), info=replace(t.info, block=(bx, t.info.threads_per_block // bx, 1)))
+    order = S.program_order(t)
+    a = S.access(t, S.object_rows(t, order, 0), 0)
+    fp = S.footprint(t, S.object_rows(t, order, 0), a, (windows,))
+
+    def x(src, rows):
+        return S.StagedObject(0, src[0], -(-a.ordinals // windows), 0, fp.pitch[0], True, "none", src[1], 0,
+                              vector_bytes=vector, copy_unroll=4, copy_rows=rows)  # fmt: skip
+
+    plan_a, plan_b = [x(xa, rows_a)], [x(xb, rows_b)]
+    if with_y:
+        t = _with_written_y(t)
+        base = -(-fp.bytes[0] // 16) * 16
+        plan_a.append(S.StagedObject(1, "global", -(-2 // windows), base, 32, True, "store", 1, 1.5, copy_unroll=4))
+        plan_b.append(S.StagedObject(1, "readonly", -(-2 // windows), base, 32, True, "store", 2.5, 1.5, copy_unroll=4))
+    delta = (np.arange(len(t)) % 3).astype(np.int16)
+    smem = fp.bytes[0] + 1024
+    ref = S.stage(t, delta, plan_b, windows, barrier=1, smem_per_block=smem)
+    got = S.restage(S.stage(t, delta, plan_a, windows, barrier=1, smem_per_block=smem), plan_b)
+    assert got.inserted == ref.inserted and got.int_milli == ref.int_milli and got.objects == ref.objects
+    assert np.array_equal(got.tile_rows, ref.tile_rows)
+    for c, v in ref.trace.columns().items():
+        assert np.array_equal(getattr(got.trace, c), v), c
+
+
+def test_an_unrolled_copys_tile_rows_are_priced_by_their_source():
+    # stencil(): one warp of 32 threads a block reads rows 0-2 of X, 32 columns from 16 b; staged in one window its
+    # 3 x 32 tile is copied by the 2D loop, a tile row a round (one iteration each lane: a remainder of 1), so each
+    # of its 3 rows costs head + first, the pass's first row the prologue before it too. With copy_rows (10, 5, 0,
+    # 0, 0, 0, 7) a row takes 15 where its load and store take 2 + 1 (P_INT 1): the copy moves the warp's next row
+    # by 7 + 3 x 15 = 52; with (1, 1, 0, 0, 0, 0, 0) by 3 x max(2, 3) = 9: 43 less (43,000 thousandths of non-memory
+    # instructions a block: the prologue's 7 and 15 - 3 a row), and the re-sourced staging equals the staging with
+    # those counts
+    t = stencil()
+    so = S.StagedObject(0, "global", 3, 0, 32, True, "none", 1, 0, copy_unroll=4, copy_rows=(10, 5, 0, 0, 0, 0, 7))
+    other = replace(so, source="readonly", copy_rows=(1, 1, 0, 0, 0, 0, 0))
+    delta = np.zeros(len(t), np.int16)
+    a = S.stage(t, delta, [so], 1, barrier=1, smem_per_block=384)
+    b = S.stage(t, delta, [other], 1, barrier=1, smem_per_block=384)
+    assert a.tile_rows.shape == (2 * 3, S.K.SEG_LEN)  # 3 tile rows a block
+    first_read = (a.trace.pc < a.pc_top) & (a.trace.obj == 0)
+    assert (a.trace.seq[first_read][::3] - b.trace.seq[first_read][::3]).tolist() == [43, 43]
+    got = S.restage(a, [other])
+    for c, v in b.trace.columns().items():
+        assert np.array_equal(getattr(got.trace, c), v), c
+    assert got.int_milli == b.int_milli and got.int_milli - a.int_milli == -2 * (7 + 3 * 12) * 1000  # two blocks
 
 
 def _with_written_y(t):

@@ -141,6 +141,23 @@ def test_a_group_of_staging_sources_equals_each_evaluated_alone(matmul):
     assert len({e.target.time_ns for e in together[:9]}) > 1
 
 
+def test_a_group_of_unrolled_staging_sources_equals_each_evaluated_alone(matmul):
+    # the same for ;unrolled on an H100 (sm_90, whose copy_rows differ by source: configs/addressing.toml), in one
+    # window, so that M's 16 x 64 tile and N's 64 x 16 are taller or wider than the 16 x 16 block and the copy is
+    # priced a tile row at a time: staged once, re-sourced from the staging kernel's record of its tile rows
+    h100 = get_gpu("h100")
+    srcs = ("S/G", "S/T", "S/R")
+    group = [parse_placement(f"M={a},N={b};windows=1;unrolled", matmul.info) for a in srcs for b in srcs]
+    ev = WholeTraceEvaluator(matmul, h100)
+    assert len({group_key(p) for p in group}) == 1
+    together = ev.evaluate_many(group)
+    for p, e in zip(group, together):
+        alone = WholeTraceEvaluator(matmul, h100).evaluate(p)
+        assert e.target == alone.target, p
+    # the sources change the copy's instructions (else the test would not tell restage from stage)
+    assert len({e.target.staging["inserted"]["int"] for e in together}) > 1
+
+
 def test_written_objects_stage_only_where_blocks_write_apart():
     Y = traces.ObjectInfo(0, "Y", "global", BASE, 64 * 4, 4, None, True)
     lanes = np.arange(32)

@@ -35,6 +35,13 @@ and stores included; ``traces.staging.StagedObject.copy_rows``) price a 2D copy 
 in place of ``P_INT`` a store (:func:`_row_cost`). ``P_PITCH`` is the tile's width in elements (the columns the
 copy loop covers), ``P_STRIDE`` its rows' stride in shared memory, the width and the padding
 (``traces.staging.StagedObject.pad``)."""
+(SG_START, SG_ROWS, SG_STORES, SG_SLOT, SG_NEW_PASS, SG_FIRST, SG_REST, SG_ENTRY, SG_BODY, SG_SPLIT) = range(10)
+SEG_LEN = 10
+"""A copied tile row's record (``stage_rows``' ``segs``, one row per tile row a warp copies where ``copy_rows`` would
+price it: a 2D unrolled copy of a tile larger than the block), what re-sourcing it takes (``resource_rows``): its
+first row's ordinal among the staging code's rows (``SG_START``: the kernel's inserted rows, which ``vectorize``
+never drops), its rows and stores, its slot, 1 where it is the first of its tile pass (the prologue goes before
+the first row priced), and the shape of its lanes' iterations (:func:`_row_shape`)."""
 UNROLL_GROUP_MAX = 1024
 """Most iterations of one copy loop (a tile row's in the 2D loop, the whole flattened loop) that an unrolled copy
 (``plan[s, P_UNROLL]`` > 1 or ``plan[s, P_TAIL]`` > 1) batches; a longer loop is copied as the rolled loop is (no
@@ -499,7 +506,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
     unroll = plan[s, P_UNROLL]
     tail = plan[s, P_TAIL]
     group = nj if loop_2d else n_it  # one loop: a tile row's iterations, or the flattened loop's
-    ga, sa, cnt, first, keep = scratch
+    ga, sa, cnt, first, keep, segs, nseg = scratch
     if kind == 0 and plan[s, P_LOAD] == 1 and (unroll > 1 or tail > 1) and 0 < group <= ga.shape[0]:
         # with a tail: the iterations every thread index nvcc allows (up to MAX_THREAD_INDEX) has, the loop's
         # bound less that index over its step, rounded up
@@ -507,8 +514,12 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
         sure = max(np.int64(0), (span - MAX_THREAD_INDEX + step - 1) // step)
         # the loop's own instructions a row (copy_rows): a 2D copy of a tile larger than the block; the prologue
         # before the warp's first row
-        by_rows = plan[s, P_ROWS] == 1 and tail <= 1 and loop_2d and (rows > by or bw > bx)
+        # the copy that copy_rows price a tile row at a time, where the source has them (its rows are recorded in
+        # ``segs`` whatever the source, so that another source's can be priced without staging again)
+        row_geo = tail <= 1 and loop_2d and (rows > by or bw > bx)
+        by_rows = plan[s, P_ROWS] == 1 and row_geo
         started = False
+        new_pass = np.int64(1)
         for g0 in range(0, n_it, group):
             for lane in range(32):
                 cnt[lane] = 0
@@ -520,12 +531,15 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                         ga[cnt[lane], lane] = gaddr[lane]
                         sa[cnt[lane], lane] = saddr[lane]
                         cnt[lane] += 1
-            row = _row_cost(plan, s, cnt, unroll) if by_rows else np.int64(0)
+            a_, f_, rs_, e_, bo_, sp_ = _row_shape(cnt, unroll)
+            row = _shape_cost(plan, s, a_, f_, rs_, e_, bo_, sp_) if by_rows else np.int64(0)
             if row > 0 and not started:
                 started = True
                 seq += plan[s, P_PROLOGUE]
                 totals[T_INT] += plan[s, P_PROLOGUE] * MILLI
             r_row, seq_row, int_row = r, seq, totals[T_INT]
+            st_row = totals[T_STORES]
+            ord_row = totals[T_LOADS] + totals[T_STORES] + totals[T_WB_LOADS] + totals[T_WB_STORES]
             if tail > 1:
                 r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
                                     tail, sure, totals, gaddr, saddr)  # fmt: skip
@@ -537,6 +551,21 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
             if row > 0 and extra > 0:
                 totals[T_INT] += extra
                 seq = max(seq, seq_row + row)
+            if row_geo and a_ > 0:
+                k = nseg[0]
+                if write and k < segs.shape[0]:
+                    segs[k, SG_START] = ord_row
+                    segs[k, SG_ROWS] = r - r_row
+                    segs[k, SG_STORES] = totals[T_STORES] - st_row
+                    segs[k, SG_SLOT] = s
+                    segs[k, SG_NEW_PASS] = new_pass
+                    segs[k, SG_FIRST] = f_
+                    segs[k, SG_REST] = rs_
+                    segs[k, SG_ENTRY] = e_
+                    segs[k, SG_BODY] = bo_
+                    segs[k, SG_SPLIT] = sp_
+                nseg[0] = k + 1
+                new_pass = np.int64(0)
         return r, seq - seq0, seq
     for it in range(n_it):
         m = _iteration(it, box, plan, s, threads, t0, t0_i, t0_j, nj, bx, by, loop_2d, whole_rows, rows, bw, q_total,
@@ -564,13 +593,10 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
 
 
 @nb.njit(**LEAF)
-def _row_cost(plan, s, cnt, unroll):
-    """A warp's instructions for one tile row of the unrolled copy (configs/addressing.toml ``copy_rows``), its
-    lanes ``cnt[lane]`` iterations each (0: no iteration in this row): ``head``, ``first`` where a lane's
-    remainder n mod u is at least 1, ``rest`` where one's is at least 2, ``entry`` and ``body`` a pass of the
-    unrolled body where a lane has u or more, and ``split`` for each further side of a divergent branch: lanes
-    with and without a remainder, with a remainder of 1 and of more, and each further count of passes. 0 where no
-    lane has an iteration."""
+def _row_shape(cnt, unroll):
+    """The shape of one tile row of the unrolled copy, its lanes ``cnt[lane]`` iterations each (0: no iteration in
+    this row): (active, first, rest, entry, body, split), how many times the row takes each of ``copy_rows``' counts
+    (:func:`_row_cost`); all 0 where no lane has an iteration."""
     most_rem = np.int64(0)
     most_main = np.int64(0)
     least_rem = np.int64(unroll)
@@ -584,13 +610,16 @@ def _row_cost(plan, s, cnt, unroll):
             least_rem = min(least_rem, rem)
             most_main = max(most_main, cnt[lane] // unroll)
             rem_one = rem_one or rem == 1
+    z = np.int64(0)
     if not active:
-        return np.int64(0)
-    c = plan[s, P_HEAD]
+        return z, z, z, z, z, z
+    first = rest = entry = body = split = z
     if most_rem >= 1:
-        c += plan[s, P_FIRST] + (plan[s, P_SPLIT] if least_rem == 0 else 0)
+        first = np.int64(1)
+        split += 1 if least_rem == 0 else 0
     if most_rem >= 2:
-        c += plan[s, P_REST] + (plan[s, P_SPLIT] if rem_one else 0)
+        rest = np.int64(1)
+        split += 1 if rem_one else 0
     if most_main >= 1:
         passes = np.int64(0)  # how many distinct pass counts the lanes have (each further one a split)
         for g in range(most_main + 1):
@@ -598,8 +627,31 @@ def _row_cost(plan, s, cnt, unroll):
                 if cnt[lane] > 0 and cnt[lane] // unroll == g:
                     passes += 1
                     break
-        c += plan[s, P_ENTRY] + plan[s, P_BODY] * most_main + plan[s, P_SPLIT] * (passes - 1)
-    return c
+        entry = np.int64(1)
+        body = most_main
+        split += passes - 1
+    return np.int64(1), first, rest, entry, body, split
+
+
+@nb.njit(**LEAF)
+def _shape_cost(plan, s, active, first, rest, entry, body, split):
+    """A row of shape (active, first, ..., split) (:func:`_row_shape`) priced with slot ``s``'s ``copy_rows``."""
+    if active == 0:
+        return np.int64(0)
+    return (plan[s, P_HEAD] + first * plan[s, P_FIRST] + rest * plan[s, P_REST] + entry * plan[s, P_ENTRY]
+            + body * plan[s, P_BODY] + split * plan[s, P_SPLIT])  # fmt: skip
+
+
+@nb.njit(**LEAF)
+def _row_cost(plan, s, cnt, unroll):
+    """A warp's instructions for one tile row of the unrolled copy (configs/addressing.toml ``copy_rows``), its
+    lanes ``cnt[lane]`` iterations each (0: no iteration in this row): ``head``, ``first`` where a lane's
+    remainder n mod u is at least 1, ``rest`` where one's is at least 2, ``entry`` and ``body`` a pass of the
+    unrolled body where a lane has u or more, and ``split`` for each further side of a divergent branch: lanes
+    with and without a remainder, with a remainder of 1 and of more, and each further count of passes. 0 where no
+    lane has an iteration."""
+    a, f, rs, e, bo, sp = _row_shape(cnt, unroll)
+    return _shape_cost(plan, s, a, f, rs, e, bo, sp)
 
 
 @nb.njit(**LEAF)
@@ -714,8 +766,10 @@ def _writeback_pass(write, out, delta_out, r, b, w, threads, plan, rbox, wbox, j
 
 
 @nb.njit(cache=True, nogil=True)
-def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, barrier, totals):
-    """Rewrite rows ``order`` (sorted by cta, warp, seq) with the staged slots of ``plan``; return the row count.
+def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windows, wpb, threads, barrier, totals,
+               segs):  # fmt: skip
+    """Rewrite rows ``order`` (sorted by cta, warp, seq) with the staged slots of ``plan``; return (the row count,
+    the count of tile rows recorded in ``segs``).
 
     Per block and window j: each warp, before its first access of window j to any staged
     object, runs (for j > 0) a barrier, the write-back of window j - 1's written tiles and
@@ -733,7 +787,10 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
     ``write`` False only the rows are counted; with ``write`` True the rows that fit the
     ``out`` arrays are written and every row is counted, so a return value above their
     length says the buffers were too short (written again into longer ones, the result is
-    the same).
+    the same). Each tile row of a 2D unrolled copy that ``copy_rows`` would price is recorded
+    in ``segs`` (``SEG_LEN`` columns, ``SG_START`` ...; the rows that fit, every one counted:
+    at most half the rows, a load and a store each), what ``resource_rows`` needs to give the
+    staging with other sources.
     """
     cta, warp, seq, pc, op, space, width, mask, addr, obj = cols
     cap = out[0].shape[0]
@@ -752,7 +809,7 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             unrolled = True
     group_max = UNROLL_GROUP_MAX if unrolled else 1
     scratch = (np.zeros((group_max, 32), np.uint64), np.zeros((group_max, 32), np.uint64), np.zeros(32, np.int64),
-               np.zeros(32, np.int64), np.zeros(32, np.int64))  # fmt: skip
+               np.zeros(32, np.int64), np.zeros(32, np.int64), segs, np.zeros(1, np.int64))  # fmt: skip
     any_wb = False
     any_stage = False  # a slot whose tiles are loaded (or zeroed) before use
     for s in range(ns):
@@ -959,24 +1016,49 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
                 r += 1
             t = t2
         pos = end
-    return r
+    return r, scratch[6][0]
+
+
+@nb.njit(**LEAF)
+def _row_span(plan, s, row, nrows, stores):
+    """(the seq a recorded tile row takes, the thousandths of non-memory instructions it adds to its stores') under
+    slot ``s`` of ``plan``, of ``nrows`` rows with ``stores`` stores and ``row`` its copy_rows price (0: none), as
+    ``_tile_pass`` advances them: one a load, one plus the rounded ``P_INT`` a store, at least ``row`` where the
+    row's price is above what its loads and stores count."""
+    span = nrows + stores * ((plan[s, P_INT] + MILLI // 2) // MILLI)
+    extra = (row - nrows) * MILLI - stores * plan[s, P_INT]
+    if row > 0 and extra > 0:
+        return max(span, row), extra
+    return span, np.int64(0)
 
 
 @nb.njit(cache=True, nogil=True)
-def resource_rows(cta, warp, seq, pc, space, pc_top, src, dseq, seq_out, space_out, stores):
+def resource_rows(cta, warp, seq, pc, space, pc_top, src, plan_a, plan_b, segs, seq_out, space_out, stores, int_out):
     """A staged trace's ``seq`` and ``space`` with other staging sources (``restage``).
 
     Rows are ``stage_rows``' output: each warp's rows together, in program order; an
     inserted row's pc is ``pc_top + 64 * slot`` plus 0 (the staging load, in the source
     space), 16 (the shared store), 32 or 48 (the write-back's load and store). The
     staging load of slot s takes the space ``src[s]``; after each staging store of slot
-    s, every later row of the warp moves by ``dseq[s]`` (the change in the rounded
-    non-memory instructions per element). ``stores[s]`` counts slot s's staging stores.
+    s, every later row of the warp moves by the change in the rounded non-memory
+    instructions per element (``P_INT`` of ``plan_a``, the staging's, to ``plan_b``'s).
+    ``stores[s]`` counts slot s's staging stores. The tile rows ``segs`` recorded
+    (``stage_rows``; the staging code's rows counted from 0 find them) are priced again
+    with ``plan_b``'s copy_rows (``P_ROWS`` ... ``P_PROLOGUE``, :func:`_row_span`), the
+    prologue before the first row priced in each tile pass: every later row of the warp moves
+    by the change, and ``int_out[0]`` adds the change in thousandths of non-memory
+    instructions besides the stores' ``P_INT``.
     """
     n = seq.shape[0]
     extra = np.int64(0)
     c0 = np.int64(-1)
     w0 = np.int64(-1)
+    k = np.int64(0)
+    n_seg = segs.shape[0]
+    ordinal = np.int64(0)  # the staging code's rows so far
+    seg_end = np.int64(-1)  # the ordinal after the tile row being re-priced, and the shift after it
+    seg_extra = np.int64(0)
+    started_a = started_b = False
     for r in range(n):
         c = np.int64(cta[r])
         w = np.int64(warp[r])
@@ -984,18 +1066,44 @@ def resource_rows(cta, warp, seq, pc, space, pc_top, src, dseq, seq_out, space_o
             extra = 0
             c0 = c
             w0 = w
-        seq_out[r] = seq[r] + extra
-        sp = space[r]
         p = np.int64(pc[r]) - pc_top
+        if p >= 0 and k < n_seg and ordinal == segs[k, SG_START]:
+            s = segs[k, SG_SLOT]
+            if segs[k, SG_NEW_PASS] == 1:
+                started_a = started_b = False
+            f, rs, e = segs[k, SG_FIRST], segs[k, SG_REST], segs[k, SG_ENTRY]
+            bo, sp = segs[k, SG_BODY], segs[k, SG_SPLIT]
+            row_a = _shape_cost(plan_a, s, 1, f, rs, e, bo, sp) if plan_a[s, P_ROWS] == 1 else np.int64(0)
+            row_b = _shape_cost(plan_b, s, 1, f, rs, e, bo, sp) if plan_b[s, P_ROWS] == 1 else np.int64(0)
+            pro = np.int64(0)
+            if row_a > 0 and not started_a:
+                started_a = True
+                pro -= plan_a[s, P_PROLOGUE]
+            if row_b > 0 and not started_b:
+                started_b = True
+                pro += plan_b[s, P_PROLOGUE]
+            extra += pro
+            span_a, int_a = _row_span(plan_a, s, row_a, segs[k, SG_ROWS], segs[k, SG_STORES])
+            span_b, int_b = _row_span(plan_b, s, row_b, segs[k, SG_ROWS], segs[k, SG_STORES])
+            int_out[0] += pro * MILLI + int_b - int_a
+            seg_end = ordinal + segs[k, SG_ROWS]
+            seg_extra = extra + span_b - span_a
+            k += 1
+        seq_out[r] = seq[r] + extra
+        sp_r = space[r]
         if p >= 0:
             s = p // 64
-            k = p - 64 * s
-            if k == 0:
-                sp = src[s]
-            elif k == 16:
-                extra += dseq[s]
+            q = p - 64 * s
+            if q == 0:
+                sp_r = src[s]
+            elif q == 16:
+                extra += (plan_b[s, P_INT] + MILLI // 2) // MILLI - (plan_a[s, P_INT] + MILLI // 2) // MILLI
                 stores[s] += 1
-        space_out[r] = sp
+            ordinal += 1
+            if ordinal == seg_end:
+                extra = seg_extra
+                seg_end = -1
+        space_out[r] = sp_r
 
 
 @nb.njit(cache=True, nogil=True)

@@ -306,6 +306,10 @@ class Staged:
     kernel_rows: int = 0
     """The rows the staging kernel wrote, before ``vectorize`` merged reads (``;unrolled``): the buffers' length
     it needs, which ``stage_pieces``' ``rows_hint`` wants (the trace's rows are fewer where reads were merged)."""
+    tile_rows: np.ndarray | None = None
+    """The tile rows of its 2D unrolled copies (``_staging_kernels.stage_rows``' ``segs``, ``SEG_LEN`` int64
+    columns), where an object is staged with ``copy_unroll``: what ``restage`` needs to price them with another
+    source's ``copy_rows``. None where no object is."""
 
 
 def stage(trace: Trace, delta: np.ndarray, objects: Sequence[StagedObject], windows: int, barrier: int,
@@ -457,6 +461,8 @@ class _Run:
         self.info = replace(info, smem_per_block=int(smem_per_block))
         self.objects, self.windows, self.barrier, self.pc_top = tuple(objects), int(windows), barrier, int(pc_top)
         self.vec_of = np.array([max(int(so.vector_bytes), 0) for so in objects] or [0], np.int64)
+        # whether the kernel records its tile rows (Staged.tile_rows)
+        self.records = any(so.copy_unroll > 1 and so.copy_tail <= 1 for so in objects)
 
     def rows(self, order: np.ndarray, cap: int):
         """Stage rows ``order`` (whole blocks, in program order) into buffers of ``cap`` rows: (the rows the staging
@@ -466,18 +472,22 @@ class _Run:
         out = _row_buffers(cap)
         delta_out = np.empty(cap, np.int16)
         totals = np.zeros(6, np.int64)
+        # a tile row has a load and a store at least; pages of the buffer never written are never touched
+        segs = np.empty((cap // 2 + 1 if self.records else 0, K.SEG_LEN), np.int64)
         info = self.info
-        need = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan,
-                            self.windows, info.warps_per_block, info.threads_per_block, self.barrier,
-                            totals)  # fmt: skip
+        need, n_segs = K.stage_rows(True, out, delta_out, order, self.ctuple, self.delta, self.slot_of, self.plan,
+                                    self.windows, info.warps_per_block, info.threads_per_block, self.barrier,
+                                    totals, segs)  # fmt: skip
         if need > cap:
             return int(need), None
         n = need
         if n and self.vec_of.any():
             n, out, delta_out = _vectorized(n, out, delta_out, self.slot_of, self.vec_of, self.pc_top)
-        return int(need), (n, out, delta_out, totals)
+        tile_rows = segs[:n_segs].copy() if self.records else None
+        return int(need), (n, out, delta_out, totals, tile_rows)
 
-    def staged(self, need: int, n: int, out, delta_out: np.ndarray, totals: np.ndarray, part: bool = False) -> Staged:
+    def staged(self, need: int, n: int, out, delta_out: np.ndarray, totals: np.ndarray, tile_rows: np.ndarray | None,
+               part: bool = False) -> Staged:  # fmt: skip
         """The ``Staged`` of ``rows``' output (``need``: the kernel's rows, ``n`` the staged rows)."""
         staged = Trace(**dict(zip(COLUMNS, (a[:n] for a in out))), info=self.info)
         return Staged(
@@ -490,6 +500,7 @@ class _Run:
             int(totals[K.T_INT]),
             part,
             int(need),
+            tile_rows,
         )
 
 
@@ -587,39 +598,39 @@ def _milli(x: float) -> int:
     return round(x * K.MILLI)
 
 
-def _seq_step(x: float) -> int:
-    """The seq a staged element row's ``x`` non-memory instructions take: ``stage_rows``' rounding of the plan's
-    thousandths."""
-    return (_milli(x) + K.MILLI // 2) // K.MILLI
-
-
 def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
     """``staged`` with other staging sources: what ``stage`` gives for ``objects``, without staging again.
 
-    ``objects`` must be ``staged.objects`` but for each one's ``source`` and
-    ``int_per_element`` (S/G, S/T and S/R stage the same tiles: only the staging loads'
+    ``objects`` must be ``staged.objects`` but for each one's ``source``, ``int_per_element``
+    and ``copy_rows`` (S/G, S/T and S/R stage the same tiles: only the staging loads'
     space and the copy loop's non-memory instructions differ, and with them the ``seq``
-    of every later row of the warp). The result shares every column but ``seq`` and
-    ``space`` with ``staged`` (no one writes them) and equals ``stage``'s
-    for ``objects`` row for row (tests/test_staging.py).
+    of every later row of the warp). An unrolled copy priced a tile row at a time is priced
+    again from the tile rows the staging kernel recorded (``Staged.tile_rows``). The result
+    shares every column but ``seq`` and ``space`` with ``staged`` (no one writes them) and
+    equals ``stage``'s for ``objects`` row for row (tests/test_staging.py).
     """
     before = staged.objects
     if len(objects) != len(before):
         raise ValueError(f"restage: {len(objects)} staged objects for a staging of {len(before)}")
     for a, b in zip(before, objects):
-        if replace(b, source=a.source, int_per_element=a.int_per_element) != a:
+        if replace(b, source=a.source, int_per_element=a.int_per_element, copy_rows=a.copy_rows) != a:
             raise ValueError(f"restage: object {b.obj} is staged differently (not only its source): {a} -> {b}")
         _check_kinds(b)
+        _copy_rows(b)
+    if staged.tile_rows is None and any(so.copy_unroll > 1 and so.copy_tail <= 1 for so in before):
+        raise ValueError("restage: an unrolled staging without its tile rows (Staged.tile_rows)")
     src = np.array([SPACE_CODES[b.source] for b in objects], np.int8)
-    dseq = np.array([_seq_step(b.int_per_element) - _seq_step(a.int_per_element) for a, b in zip(before, objects)],
-                    np.int64)  # fmt: skip
     t = staged.trace
     seq = np.empty(len(t), np.int64)
     space = np.empty(len(t), np.int8)
     stores = np.zeros(max(len(objects), 1), np.int64)
-    K.resource_rows(t.cta, t.warp, t.seq, t.pc, t.space, np.int64(staged.pc_top), src, dseq, seq, space, stores)
-    int_milli = staged.int_milli + sum(int(stores[i]) * (_milli(b.int_per_element) - _milli(a.int_per_element))
-                                       for i, (a, b) in enumerate(zip(before, objects)))  # fmt: skip
+    int_rows = np.zeros(1, np.int64)
+    segs = staged.tile_rows if staged.tile_rows is not None else np.empty((0, K.SEG_LEN), np.int64)
+    K.resource_rows(t.cta, t.warp, t.seq, t.pc, t.space, np.int64(staged.pc_top), src, _costs_plan(before),
+                    _costs_plan(objects), segs, seq, space, stores, int_rows)  # fmt: skip
+    per_store = sum(int(stores[i]) * (_milli(b.int_per_element) - _milli(a.int_per_element))
+                    for i, (a, b) in enumerate(zip(before, objects)))  # fmt: skip
+    int_milli = staged.int_milli + int(int_rows[0]) + per_store
     cols = t.columns()
     cols["seq"], cols["space"] = seq, space
     inserted = dict(staged.inserted)
@@ -627,6 +638,16 @@ def restage(staged: Staged, objects: Sequence[StagedObject]) -> Staged:
     return replace(
         staged, trace=Trace(**cols, info=t.info), inserted=inserted, objects=tuple(objects), int_milli=int_milli
     )
+
+
+def _costs_plan(objects: Sequence[StagedObject]) -> np.ndarray:
+    """The staging kernel's plan of ``objects`` as far as ``restage`` prices them: ``P_INT`` and ``P_ROWS`` ...
+    ``P_PROLOGUE`` (every other field 0)."""
+    plan = np.zeros((max(len(objects), 1), K.PLAN_LEN), np.int64)
+    for s, so in enumerate(objects):
+        plan[s, K.P_INT] = _milli(so.int_per_element)
+        plan[s, K.P_ROWS : K.P_PROLOGUE + 1] = _copy_rows(so)
+    return plan
 
 
 INSERTED = ("loads", "stores", "int", "barriers", "writeback_loads", "writeback_stores")
