@@ -411,6 +411,31 @@ def test_bad_suite_exit_2(run_cli, tmp_path, case):
     assert not out.exists() and not batch.parts_dir(out).exists()
 
 
+def test_a_run_that_failed_before_its_first_result_leaves_nothing_to_resume(run_cli, tmp_path):
+    # a trace whose row 5 names object 7 of 3 fails the run (exit 2) before any result: no parts folder is left, so
+    # the suite fixed runs at once; a parts folder of a suite's manifest alone (as runs before 4 Dec 2026 left
+    # behind) holds nothing to resume and does not refuse another suite either
+    vec = tmp_path / "vec.parquet"
+    generators.write("vecadd", vec, [2048], [128])
+    t = pq.read_table(vec)
+    obj = t.column("obj").to_numpy().copy()
+    obj[5] = 7
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(t.set_column(t.schema.get_field_index("obj"), "obj", pa.array(obj, pa.int16())), bad)
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\ngpu = "k80"\n[[entry]]\ntrace = "bad.parquet"\nplacements = ["", "a=T"]\n')
+    out = tmp_path / "r.parquet"
+    code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1 and "bad.parquet" in err, err
+    assert not out.exists() and not batch.parts_dir(out).exists()
+    batch.parts_dir(out).mkdir()
+    (batch.parts_dir(out) / "experiment.json").write_text('{"suite": {"sha256": "0"}}')
+    suite.write_text(suite.read_text().replace("bad.parquet", "vec.parquet"))
+    code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 0 and "(2 tasks run, 0 resumed)" in stdout, err
+    assert not batch.parts_dir(out).exists() and len(pq.read_table(out)) == 2
+
+
 def test_table4_suite_is_valid():
     """The shipped suite parses, and every placement names real objects and is legal on the K80."""
     s = batch.load_suite("table4")

@@ -205,11 +205,29 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
             found = parse_experiment(manifest.read_bytes())
         except OSError:
             found = None
-        _refuse_other_suite(found, str(manifest), exp, out)
+        if any(parts.glob("*.parquet")):
+            _refuse_other_suite(found, str(manifest), exp, out)
+        elif found != exp:  # a run that stopped before its first result: nothing to resume, nothing to protect
+            log.info("%s: no results in it; starting over", parts)
+            manifest.unlink()
     try:
+        made = not parts.exists()
         parts.mkdir(exist_ok=True)
     except OSError as exc:
         raise InputError(f"{out}: cannot write there (folder {parts}: {exc.strerror or exc})") from None
+    try:
+        return _run_in(plan_, suite, exp, out, parts, manifest, existing, client, workers, progress)
+    except BaseException:
+        if made and not any(parts.glob("*.parquet")):  # stopped before its first result: leave nothing behind
+            shutil.rmtree(parts, ignore_errors=True)
+        raise
+
+
+def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manifest: Path,
+            existing: dict[str, list[dict]], client, workers: int,
+            progress: Callable[[int, int], None] | None) -> BatchResult:  # fmt: skip
+    """:func:`_run` once the parts folder ``parts`` is there: the tasks not in ``existing`` run, their rows written
+    as parts, then the results file."""
     if not manifest.exists():
         with atomic_path(manifest) as tmp:
             Path(tmp).write_text(json.dumps(exp, indent=2, sort_keys=True))
