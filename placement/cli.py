@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 
+from traces.atomic import no_room
 from traces.errors import InputError, one_line
 
 from . import __version__
@@ -134,7 +135,12 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception:  # a bug: say so, with the traceback for the report
+    except Exception as exc:
+        if no_room(exc):  # a full disk, a quota, a read-only file system: the user's to fix, one line
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"placement {args.command}: error: {where}cannot write ({os.strerror(exc.errno)})", file=sys.stderr)
+            return 2
+        # a bug: say so, with the traceback for the report
         traceback.print_exc()
         print("placement: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
         return 1

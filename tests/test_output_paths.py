@@ -6,6 +6,7 @@ Every writer goes through ``traces.atomic``; a command refuses the output before
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -92,3 +93,48 @@ def test_batch_output_that_cannot_be_written(tmp_path, run_cli, where):
         words = [f"{out}: cannot write there (folder {tmp_path / 'missing'} does not exist)"]
     one_line(*run_cli("batch", suite, "-o", out), *words)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "s.toml"]
+
+
+class _FullDisk:
+    """pyarrow's ParquetWriter on a full disk: its writes fail as pyarrow's do (an OSError with errno 28)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def write_table(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, run_cli, monkeypatch):
+    # was: a traceback and "internal error", exit 1; a full disk (a quota, a file too large, a read-only file
+    # system) is the user's to fix: one line naming the output, exit 2, no temporary left and an existing file kept
+    out = tmp_path / "v.parquet"
+    out.write_bytes(b"before")
+    monkeypatch.setattr(traces.io.pq, "ParquetWriter", _FullDisk)
+    one_line(*run_cli("bench", "gen", "vecadd", "--size", "256", "-o", out),
+             f"placement bench: error: {out}: cannot write it (No space left on device)")  # fmt: skip
+    assert [p.name for p in tmp_path.iterdir()] == ["v.parquet"] and out.read_bytes() == b"before"
+
+
+@pytest.mark.parametrize("code,filename", [(errno.EDQUOT, "/x/y.html"), (errno.EROFS, None)])
+def test_no_room_outside_an_atomic_write_is_one_line_too(run_cli, monkeypatch, code, filename):
+    # the same errors raised anywhere in a command (a write that is not through traces.atomic) are said in one line,
+    # naming the file where the error does; any other OSError is a bug (a traceback, exit 1)
+    from placement.commands import info
+
+    def fail(*args, **kwargs):
+        raise OSError(code, os.strerror(code), filename)
+
+    monkeypatch.setattr(info, "run", fail)
+    words = [f"placement info: error: {filename}: " if filename else "placement info: error: cannot write",
+             f"({os.strerror(code)})"]  # fmt: skip
+    one_line(*run_cli("info", EX / "vecadd.parquet"), *words)
+    monkeypatch.setattr(info, "run", lambda *a: (_ for _ in ()).throw(OSError(errno.EACCES, "denied")))
+    code_, _, err = run_cli("info", EX / "vecadd.parquet")
+    assert code_ == 1 and "internal error" in err

@@ -23,6 +23,15 @@ from .errors import InputError
 
 log = logging.getLogger(__name__)
 
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+"""The errors of a write that say the machine cannot hold the output (a full disk, a quota, a file too large, a
+read-only or failing file system): the user's to fix, said in one line, not a bug."""
+
+
+def no_room(exc: BaseException) -> bool:
+    """Whether ``exc`` is an ``OSError`` of :data:`NO_ROOM` (pyarrow's carry the errno too)."""
+    return isinstance(exc, OSError) and exc.errno in NO_ROOM
+
 
 @contextmanager
 def atomic_path(path) -> Iterator[str]:
@@ -41,7 +50,12 @@ def atomic_path(path) -> Iterator[str]:
         raise InputError(f"{path}: cannot write there ({exc.strerror or exc})") from None
     os.close(fd)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if no_room(exc):
+                raise InputError(f"{path}: cannot write it ({os.strerror(exc.errno)})") from None
+            raise
         # mkstemp makes the file private; give it the mode a plain open() would.
         umask = os.umask(0)
         os.umask(umask)
