@@ -89,6 +89,11 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     names the trace and says that the build, not a placement, is what does not fit."""
     from .placements import IllegalPlacement, UnlaunchableBuild
 
+    ov = opts.overlap
+    if ov is not None and ov.gpu and ov.gpu != gpu.name:
+        log.warning("%s: T_overlap coefficients trained on %s, applied to %s: Eq. 11's fit holds on the GPU it was "
+                    "trained on; train them on %s's measurements (placement train --gpu %s)", ov.source or "--overlap",
+                    ov.gpu, gpu.name, gpu.name, gpu.name)  # fmt: skip
     try:
         return _make_evaluator(trace_or_path, gpu, opts, stream, early)
     except IllegalPlacement as exc:  # the evaluators check the sample placement alone when they are made

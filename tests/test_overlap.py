@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -48,7 +49,7 @@ def test_save_and_load_round_trip(tmp_path):
         load(tmp_path / "bad.toml")
 
 
-def test_train_command_fits_times_made_by_known_coefficients(tmp_path, run_cli):
+def test_train_command_fits_times_made_by_known_coefficients(tmp_path, run_cli, caplog):
     gpu = get_gpu("k80")
     rows = []
     # small enough that no ratio x T_mem reaches T_comp, so the times are linear in the events
@@ -84,6 +85,22 @@ def test_train_command_fits_times_made_by_known_coefficients(tmp_path, run_cli):
     want = float(rows[1].rsplit(",", 1)[1])
     assert e["time_ns"] == pytest.approx(want, rel=1e-6)
     assert e["overlap_source"].startswith("trained coefficients")
+    # coefficients trained on the K80 applied to another GPU: said (Eq. 11's fit is the K80's)
+    with caplog.at_level(logging.WARNING, logger="placement.api"):
+        code, out, err = run_cli("evaluate", tmp_path / "vecadd.parquet", "--gpu", "k80", "--place", "a=T",
+                                 "--overlap", tmp_path / "c.toml")  # fmt: skip
+        assert code == 0 and "trained on" not in caplog.text
+        code, out, err = run_cli("evaluate", tmp_path / "vecadd.parquet", "--gpu", "h100", "--place", "a=T",
+                                 "--overlap", tmp_path / "c.toml")  # fmt: skip
+    assert code == 0 and "T_overlap coefficients trained on k80, applied to h100" in caplog.text
+    # 3 placements of one kernel for Eq. 11's 7 coefficients: the fit passes through them, underdetermined; said,
+    # and no leave-one-kernel-out figure
+    few = tmp_path / "few.csv"
+    few.write_text("trace,placement,measured_ns\n" + "\n".join(rows[:3]) + "\n")
+    with caplog.at_level(logging.WARNING, logger="placement.training"):
+        code, out, err = run_cli("train", few, "--gpu", "k80", "-o", tmp_path / "few.toml")
+    assert code == 0 and "3 measured placements for Eq. 11's 7 coefficients: the fit is underdetermined" in caplog.text
+    assert "leave-one-kernel-out MAPE: none (the measurements hold one kernel" in out
 
 
 def test_train_bad_csv(tmp_path, run_cli):

@@ -58,5 +58,8 @@ def run(args) -> int:
         print()
         print(f"leave-one-kernel-out MAPE: {report.loko_mape:.1f} %  (" +
               ", ".join(f"{k} {v:.1f} %" for k, v in report.loko_per_kernel.items()) + ")")  # fmt: skip
+    else:
+        print()
+        print("leave-one-kernel-out MAPE: none (the measurements hold one kernel; it needs two or more)")
     print(f"wrote {args.output}")
     return 0
