@@ -230,6 +230,15 @@ class BatchResult:
     overall: dict[str, Any]
 
 
+def _scored(r: dict[str, Any]) -> bool:
+    """Whether row ``r``'s error says something of the model: it has a measured time and is not the sample placement
+    whose measured time the predictions are scaled to (``prediction_basis`` "measured sample": its error is 0 by
+    construction)."""
+    return r.get("abs_error") is not None and not (
+        r.get("prediction_basis") == "measured sample" and r.get("placement") == "sample"
+    )
+
+
 def _summarize(rows: list[dict[str, Any]]) -> tuple[list[dict], dict]:
     groups: OrderedDict[tuple, list[dict]] = OrderedDict()
     for r in rows:
@@ -237,7 +246,7 @@ def _summarize(rows: list[dict[str, Any]]) -> tuple[list[dict], dict]:
     out = []
     for g in groups.values():
         best = min(g, key=lambda r: r["predicted_ns"])
-        errs = [r["abs_error"] for r in g if r.get("abs_error") is not None]
+        errs = [r["abs_error"] for r in g if _scored(r)]
         out.append({
             "entry": g[0]["entry"], "kernel": g[0]["kernel"], "gpu": g[0]["gpu"], "rows": len(g),
             "best": best["placement"], "best_speedup": best["speedup"], "best_predicted_ns": best["predicted_ns"],
@@ -245,12 +254,13 @@ def _summarize(rows: list[dict[str, Any]]) -> tuple[list[dict], dict]:
             "mean_abs_error": sum(errs) / len(errs) if errs else None,
             "kendall_tau": g[0]["kendall_tau"], "top1_hit": g[0]["top1_hit"],
         })  # fmt: skip
-    errs = [r["abs_error"] for r in rows if r.get("abs_error") is not None]
+    errs = [r["abs_error"] for r in rows if _scored(r)]
     taus = [s["kendall_tau"] for s in out if s["kendall_tau"] is not None]
     hits = [s["top1_hit"] for s in out if s["top1_hit"] is not None]
     overall = {
         "rows": len(rows),
-        "measured": len(errs),
+        "measured": sum(1 for r in rows if r.get("abs_error") is not None),
+        "scored": len(errs),
         "mean_abs_error": sum(errs) / len(errs) if errs else None,
         "mean_kendall_tau": sum(taus) / len(taus) if taus else None,
         "top1_hits": sum(hits) if hits else None,

@@ -93,7 +93,11 @@ def run(args) -> int:
                 "llrlrrrrl"))  # fmt: skip
     o = res.overall
     if o["measured"]:
-        print(f"\nmeasured placements: {o['measured']}; mean |error| {_f(o['mean_abs_error'], '.1%')}; "
-              f"mean Kendall tau {_f(o['mean_kendall_tau'], '.2f')}; "
-              f"top-1 hits {o['top1_hits']}/{o['ranked_groups']}")  # fmt: skip
+        anchored = o["measured"] - o["scored"]
+        scaled = (f" over {o['scored']} (left out: {anchored} sample row{'s' if anchored > 1 else ''}, whose measured "
+                  "time the predictions are scaled to)")  # fmt: skip
+        hits = f"{o['top1_hits']}/{o['ranked_groups']}" if o["ranked_groups"] else "-"
+        print(f"\nmeasured placements: {o['measured']}; mean |error| {_f(o['mean_abs_error'], '.1%')}"
+              f"{scaled if anchored else ''}; mean Kendall tau {_f(o['mean_kendall_tau'], '.2f')}; "
+              f"top-1 hits {hits}")  # fmt: skip
     return 0

@@ -302,7 +302,8 @@ def _run_counters(args) -> int:
         d["predicted_s"] = res.time_s
         if r.measured_s > 0:
             d["error_pct"] = 100.0 * (res.time_s - r.measured_s) / r.measured_s
-            errors.append(abs(d["error_pct"]))
+            if r is not fitted:  # the row lambda was fitted on is 0 by construction: not in the MAPE
+                errors.append(abs(d["error_pct"]))
         for key in _SUMMARY[args.model]:
             d[key] = getattr(res, key)
         d["machine"] = m.name
@@ -317,7 +318,8 @@ def _run_counters(args) -> int:
             len(out),
             missing_summary(rows, names),
         )
-    doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "predicted_rows": len(out) - skipped,
+    doc = {"model": args.model, "source": args.counters, "rows": out, "mape": mape, "mape_rows": len(errors),
+           "predicted_rows": len(out) - skipped,
            "skipped_rows": skipped}  # fmt: skip
     if args.model == "bsp":
         doc["lambda"] = lam
@@ -341,11 +343,11 @@ def _run_counters(args) -> int:
             "rllrrrr" + "r" * len(keys),
         )
     )
-    tail = (
-        f"MAPE {mape:.1f} % over {len(errors)} rows"
-        if mape is not None
-        else f"{len(out) - skipped} rows predicted (no measured time)"
-    )
+    held_out = " besides the one lambda was fitted on" if fitted is not None else ""
+    if mape is not None:
+        tail = f"MAPE {mape:.1f} % over {len(errors)} rows{held_out}"
+    else:
+        tail = f"{len(out) - skipped} rows predicted (no measured time{held_out})"
     if skipped:
         tail += f"; {skipped} rows lack counters"
     if args.model == "bsp":

@@ -32,6 +32,8 @@ papers' presets: Comp as published).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass
 
 from traces.errors import InputError
@@ -101,8 +103,8 @@ def global_accesses(k: KernelParams, m: Machine) -> float:
 
 def predict(k: KernelParams, m: Machine, lam: float = 1.0, g: BspLatencies = BspLatencies()) -> BspResult:
     """Eq. 3: the kernel time with lambda ``lam``."""
-    if lam <= 0:
-        raise InputError(f"lambda must be > 0, got {lam}")
+    if not (math.isfinite(lam) and lam > 0):  # nan compares false both ways
+        raise InputError(f"lambda must be a finite number > 0, got {lam}")
     threads = k.blocks * k.threads_per_block
     mem = global_accesses(k, m)
     l1 = k.l1_hit_ratio * mem
