@@ -98,3 +98,20 @@ def test_nvprof_file_without_counters_exits_2(tmp_path, run_cli):
     code, out, err = run_cli("model", "mwp-cwp", "--counters", p)
     assert code == 2 and "no row can be predicted" in err
     assert "gld_request in 1 rows (tried gld_request, global_load)" in err
+
+
+def test_an_export_cut_short_anywhere_in_its_last_row_is_refused(tmp_path):
+    # the bundled export cut at every byte of its last launch's row: that row has fewer fields than the header
+    # (ncu writes every field) or ends inside a quoted field, which said nothing until 4 Dec 2026 (a row cut 50 bytes
+    # short read as whole)
+    text = EXAMPLE.read_bytes()
+    last = text.rstrip(b"\n").rfind(b"\n") + 1
+    cut = tmp_path / "cut.csv"
+    for end in range(last + 1, len(text.rstrip(b"\n")) - 1, 7):
+        cut.write_bytes(text[:end])
+        with pytest.raises(
+            InputError, match=rf"{cut} line 5: (\d+ fields where the header has 39|unexpected end of data) \(a tr"
+        ):
+            read_ncu(cut)
+    cut.write_bytes(text[: len(text.rstrip(b"\n"))])  # whole, without its newline: read as before
+    assert len(read_ncu(cut)) == len(read_ncu(EXAMPLE)) == 2

@@ -195,13 +195,22 @@ def _table(path: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
         raise InputError(f'{path}: not an Nsight Compute CSV export (no header starting "ID","Process ID")')
     # ncu's own lines (==PROF==, ==WARNING==, ==ERROR==) may also follow the header.
     body = [(i, ln) for i, ln in enumerate(lines[start:], start=start + 1) if not _PROFILER_LINE.match(ln)]
-    reader = csv.reader(ln for _, ln in body)
-    rows = [(body[reader.line_num - 1][0], r) for r in reader]
+    reader = csv.reader((ln for _, ln in body), strict=True)
+    try:
+        rows = [(body[reader.line_num - 1][0], r) for r in reader]
+    except csv.Error as exc:  # a quoted field left open: the file ends inside it
+        line = body[max(reader.line_num - 1, 0)][0] if body else 0
+        raise InputError(f"{path} line {line}: {exc} (a truncated or damaged export)") from None
     header = [h.strip() for h in rows[0][1]]
     for c in _LEADING:
         if c not in header:
             raise InputError(f"{path}: column {c!r} missing from the Nsight Compute header")
-    return header, [(i, r) for i, r in rows[1:] if r and any(x.strip() for x in r)]
+    data = [(i, r) for i, r in rows[1:] if r and any(x.strip() for x in r)]
+    for i, r in data:  # ncu writes every field of every row: fewer is a file cut short (or more, a damaged one)
+        if len(r) != len(header):
+            raise InputError(f"{path} line {i}: {len(r)} fields where the header has {len(header)} (a truncated or "
+                             "damaged export)")  # fmt: skip
+    return header, data
 
 
 def _launches(path: str) -> list[tuple[int, dict[str, str], dict[str, tuple[str, str]]]]:
