@@ -537,8 +537,7 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 started = True
                 seq += plan[s, P_PROLOGUE]
                 totals[T_INT] += plan[s, P_PROLOGUE] * MILLI
-            r_row, seq_row, int_row = r, seq, totals[T_INT]
-            st_row = totals[T_STORES]
+            r_row, seq_row, st_row = r, seq, totals[T_STORES]
             ord_row = totals[T_LOADS] + totals[T_STORES] + totals[T_WB_LOADS] + totals[T_WB_STORES]
             if tail > 1:
                 r, seq = _tail_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep, group,
@@ -547,10 +546,9 @@ def _tile_pass(write, out, delta_out, r, b, w, threads, plan, s, box, seq0, kind
                 r, seq = _unrolled_copy(write, out, delta_out, r, b, w, seq, plan, s, ga, sa, cnt, first, keep,
                                         unroll, not loop_2d, totals, gaddr, saddr)  # fmt: skip
             # the row's instructions besides its loads and stores, less what the stores' P_INT already counted
-            extra = (row - (r - r_row)) * MILLI - (totals[T_INT] - int_row)
-            if row > 0 and extra > 0:
-                totals[T_INT] += extra
-                seq = max(seq, seq_row + row)
+            span, extra = _row_span(plan, s, row, r - r_row, totals[T_STORES] - st_row)
+            totals[T_INT] += extra
+            seq = seq_row + span
             if row_geo and a_ > 0:
                 k = nseg[0]
                 if write and k < segs.shape[0]:
@@ -640,6 +638,20 @@ def _shape_cost(plan, s, active, first, rest, entry, body, split):
         return np.int64(0)
     return (plan[s, P_HEAD] + first * plan[s, P_FIRST] + rest * plan[s, P_REST] + entry * plan[s, P_ENTRY]
             + body * plan[s, P_BODY] + split * plan[s, P_SPLIT])  # fmt: skip
+
+
+@nb.njit(**LEAF)
+def _row_span(plan, s, row, nrows, stores):
+    """(the seq a recorded tile row takes, the thousandths of non-memory instructions it adds to its stores') under
+    slot ``s`` of ``plan``, of ``nrows`` rows with ``stores`` stores and ``row`` its copy_rows price (0: none), as
+    ``_tile_pass`` advances them: one a load, one plus the rounded ``P_INT`` a store, at least ``row`` where the
+    row's price is above what its loads and stores count. ``_tile_pass`` advances a row by it, and
+    ``resource_rows`` prices a recorded row again with it."""
+    span = nrows + stores * ((plan[s, P_INT] + MILLI // 2) // MILLI)
+    extra = (row - nrows) * MILLI - stores * plan[s, P_INT]
+    if row > 0 and extra > 0:
+        return max(span, row), extra
+    return span, np.int64(0)
 
 
 @nb.njit(**LEAF)
@@ -1017,19 +1029,6 @@ def stage_rows(write, out, delta_out, order, cols, delta, slot_of, plan, n_windo
             t = t2
         pos = end
     return r, scratch[6][0]
-
-
-@nb.njit(**LEAF)
-def _row_span(plan, s, row, nrows, stores):
-    """(the seq a recorded tile row takes, the thousandths of non-memory instructions it adds to its stores') under
-    slot ``s`` of ``plan``, of ``nrows`` rows with ``stores`` stores and ``row`` its copy_rows price (0: none), as
-    ``_tile_pass`` advances them: one a load, one plus the rounded ``P_INT`` a store, at least ``row`` where the
-    row's price is above what its loads and stores count."""
-    span = nrows + stores * ((plan[s, P_INT] + MILLI // 2) // MILLI)
-    extra = (row - nrows) * MILLI - stores * plan[s, P_INT]
-    if row > 0 and extra > 0:
-        return max(span, row), extra
-    return span, np.int64(0)
 
 
 @nb.njit(cache=True, nogil=True)
