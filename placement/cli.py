@@ -39,8 +39,16 @@ COMMANDS = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as the command's other input errors (DESIGN.md, "The
+    command"): argparse's message and where the usage is, instead of the usage block first. Exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (`{self.prog} --help` for usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="placement",
         description="Predict and rank a GPU kernel's time for every placement of its arrays "
         "over global, texture, constant and shared memory, from one memory trace.",

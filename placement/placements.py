@@ -177,7 +177,7 @@ def build_key(info: KernelInfo, placement: Placement) -> str:
 def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelInfo) -> Placement:
     """Complete a partial placement (`A=T,B=2T` or a mapping) with the sample's spaces.
 
-    Names must be objects of the kernel; spaces any spelling of G T 2T C S. A text may end in
+    Names must be objects of the kernel; spaces any spelling of G T 2T C R S S/G S/T S/R. A text may end in
     options, each after a ``;``, for the staged code one wrote or measured: ``;windows=K``, the staged
     objects' tiles in K windows (any K >= 1: ceil(accesses / K) accesses a window) instead of the tool's
     choice; ``;unrolled``, the tiles copied and read in loops nvcc unrolls (:attr:`Placement.unrolled`); ``;pad=P``,

@@ -100,11 +100,13 @@ def search_line(r: RankResult) -> str:
                "put them below the top)") if n_skip or n_pair else ""  # fmt: skip
     polished = int(s.get("polished", 0))
     around = f", and {units.count(polished)} one object away from the best" if polished else ""
+    every = r.legal_placements is not None and r.evaluations - n_twins >= r.legal_placements
+    tail = ("That is every legal placement, as `--exhaustive` would have it." if every else
+            "Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them all.")  # fmt: skip
     return (f"{legal}; {units.count(r.evaluations - n_twins)} "
             f"evaluated exactly{twins}: the sample, {units.count(singles)} single-object moves, "
             f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
-            f"under their sum{skipped}{around}. Every placement ranked here was evaluated exactly; `--exhaustive` "
-            "evaluates them all.")  # fmt: skip
+            f"under their sum{skipped}{around}. {tail}")  # fmt: skip
 
 
 def pasteable_line(r: RankResult, ranks: dict[str, int]) -> str:

@@ -75,7 +75,20 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
         if "trace" not in cols or "placement" not in cols or tcol is None:
             shown = ", ".join(c[:40] for c in cols[:20]) or "none"
             raise InputError(f"{p}: expected columns trace, placement and measured_ns; got {shown}")
-        rows = [(reader.line_num, r) for r in reader]
+        twice = sorted({c for c in cols if cols.count(c) > 1})
+        if twice:
+            raise InputError(f"{p}: column {twice[0][:40]!r} named twice in the header")
+        unused = [c for c in cols if c not in ("trace", "placement", tcol)]
+        if unused:  # a notes or gpu column is common; say it is not read rather than refuse the file
+            log.warning("%s: %s %s %s not read (the model takes trace, placement and %s)", p,
+                        "columns" if len(unused) > 1 else "column", ", ".join(repr(c[:40]) for c in unused[:20]),
+                        "are" if len(unused) > 1 else "is", tcol)  # fmt: skip
+        rows = []
+        for r in reader:
+            if None in r:  # DictReader's restkey: the row has more fields than the header
+                raise InputError(f"{p} line {reader.line_num}: {len(cols) + len(r[None])} fields, the header has "
+                                 f"{len(cols)}")  # fmt: skip
+            rows.append((reader.line_num, r))
     except csv.Error as exc:
         # line_num counts the lines of the rows read whole; the bad one starts on the next
         raise InputError(f"{p} line {reader.line_num + 1}: not a CSV row ({exc})") from None

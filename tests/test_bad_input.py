@@ -219,6 +219,10 @@ def _with_metadata(tmp_path: Path, edit) -> Path:
             "ends beyond the global address space",
         ),
         (lambda d: d.update(measured={"time_ns": 1 << 1100, "gpu": "k80"}), "measured.time_ns", "finite number of ns"),
+        # each named under its own key (elem_bytes 0 was reported under objects[0].size)
+        (lambda d: d["objects"][0].update(elem_bytes=0), "objects[0].elem_bytes", "has elem_bytes 0; it must be one"),
+        (lambda d: d["objects"][0].update(size=0), "objects[0].size", "has size 0; it must be > 0"),
+        (lambda d: d["objects"][0].update(base=-8), "objects[0].base", "has base -8; it must be >= 0"),
     ],
 )
 def test_trace_metadata_sizes_refused_before_allocating(tmp_path, run_cli, edit, field, words):
@@ -567,6 +571,9 @@ def test_counters_file_that_is_a_folder(tmp_path, run_cli):
             b'trace,placement,measured_ns\nt.parquet,"' + b"x" * 200_000 + b'",5\n',
             "line 2: not a CSV row (field larger than field limit",
         ),
+        # was read as if the row's last field were not there
+        (b"trace,placement,measured_ns\nt.parquet,,5\nt.parquet,,5,900\n", "line 3: 4 fields, the header has 3"),
+        (b"trace,placement,measured_ns,trace\nt.parquet,,5,u.parquet\n", "column 'trace' named twice in the header"),
     ],
 )
 def test_measurements_refused(tmp_path, run_cli, csv, words):
@@ -665,3 +672,21 @@ def test_trace_with_a_column_name_that_is_not_utf8(tmp_path, run_cli):
         with pytest.raises(TraceError, match="not a readable Parquet file"):
             reader(p)
     one_line_error(*run_cli("info", p), str(p), "not a readable Parquet file")
+
+
+def test_measurements_with_a_column_the_model_does_not_read(tmp_path, run_cli, caplog):
+    """A notes column is kept (it is common), and said to be unread rather than silently dropped."""
+    import logging
+
+    from tracemaker import vecadd
+
+    import traces
+
+    traces.write(tmp_path / "t.parquet", *vecadd(2, 2))
+    p = tmp_path / "m.csv"
+    p.write_text("trace,placement,measured_ns,notes\nt.parquet,,5000,x\nt.parquet,,4000,\n")
+    with caplog.at_level(logging.WARNING, logger="placement.training"):
+        rc, _, err = run_cli("train", p, "--gpu", "k80", "-o", tmp_path / "c.toml")
+    assert rc == 0, err
+    said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
+    assert said == [f"{p}: column 'notes' is not read (the model takes trace, placement and measured_ns)"]

@@ -9,6 +9,7 @@ import pytest
 
 import traces
 from placement.gpu import gpu_names
+from expect import one_line
 from tracemaker import vecadd
 
 NINE = ["a100", "c2050", "fx5600", "gtx280", "gtx680", "h100", "k40", "k80", "v100"]
@@ -89,9 +90,19 @@ def test_info_bad_input_exit_2(run_cli, trace_path, tmp_path, kind):
     assert err.count("\n") == 1 and str(bad) in err and expect in err
 
 
-def test_usage_error_exit_2(run_cli):
-    code, out, err = run_cli("info")
-    assert code == 2 and "usage:" in err
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["info"], "placement info: error: the following arguments are required: trace"),
+        (["rank", "t.parquet", "--gpu", "k80", "--top", "abc"], "placement rank: error: argument --top: invalid int"),
+        (["rank", "t.parquet", "--gpu", "k80", "--bogus"], "placement: error: unrecognized arguments: --bogus"),
+        (["nope"], "placement: error: argument COMMAND: invalid choice: 'nope'"),
+    ],
+)
+def test_usage_error_exit_2(run_cli, argv, words):
+    """One line, as every other input error (was argparse's usage block, then the message)."""
+    line = one_line(*run_cli(*argv), words)
+    assert line.rstrip().endswith("--help` for usage)") and "usage:" not in line
 
 
 def test_gpus_json_lists_the_catalog_and_the_nine(run_cli):

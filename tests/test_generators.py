@@ -194,3 +194,20 @@ def test_bench_cli(tmp_path, capsys):
     assert main(["bench", "gen", "nope", "-o", str(p)]) == 2
     err = capsys.readouterr().err
     assert "unknown benchmark kernel" in err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["matmul_naive", "--size", "64", "--block", "2048"], "matmul_naive --size 64 --block 2048: block x is 2048"),
+        # 64 x 64 = 4,096 threads: each edge within CUDA's, the product not
+        (["matrix_sum_normal", "--block", "64"], "matrix_sum_normal --block 64: block (64, 64, 1) has 4096 threads"),
+    ],
+)
+def test_a_launch_cuda_refuses_names_the_arguments_not_the_output(tmp_path, run_cli, argv, words):
+    """Was "OUT.parquet: block: block x is 2048, ...": the file it would have written was blamed."""
+    from expect import one_line
+
+    p = tmp_path / "t.parquet"
+    one_line(*run_cli("bench", "gen", *argv, "-o", p), words)
+    assert not p.exists() and list(tmp_path.iterdir()) == []

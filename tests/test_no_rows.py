@@ -62,3 +62,12 @@ def test_a_trace_with_no_rows_is_not_modelled(tmp_path, run_cli, model):
     no memory instruction (a tracer that saw nothing); now it is refused as rank and evaluate refuse it."""
     p = _empty(tmp_path)
     one_line(*run_cli("model", model, "--gpu", "k80", "--trace", p), f"{p}: no rows: ")
+
+
+def test_info_on_a_trace_with_no_rows_says_so(tmp_path, run_cli):
+    """Was "(4112 a row)": the file's bytes over max(rows, 1)."""
+    p = _empty(tmp_path)
+    rc, out, err = run_cli("info", p)
+    assert rc == 0, err
+    line = next(s for s in out.splitlines() if s.startswith("file "))
+    assert line.endswith("bytes (no rows)"), line

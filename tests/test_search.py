@@ -435,3 +435,21 @@ def test_polish_finds_what_the_surrogate_misses():
     assert one.surrogate["polished"] == 1
     with pytest.raises(InputError, match="--polish-budget must be >= 0"):
         SearchOptions(polish_budget=-1)
+
+
+def test_the_summary_line_does_not_offer_exhaustive_when_every_legal_placement_was_evaluated():
+    """conv1d on the K80 with --top 1000: 84 of 84 legal evaluated; the line still ended "`--exhaustive`
+    evaluates them all"."""
+    from types import SimpleNamespace
+
+    from placement.textout import search_line
+
+    counts = {"single_moves": 15.0, "pair_terms": 6.0, "candidates": 84.0, "unrolled_twins": 72.0}
+    r = SimpleNamespace(sample=SimpleNamespace(placement={"a": "G", "b": "G", "c": "G"}), legal_placements=84,
+                        candidates=84, strategy="cpsat", evaluations=156, surrogate=counts)  # fmt: skip
+    line = search_line(r)
+    assert "; 84 evaluated exactly" in line and line.endswith(
+        "That is every legal placement, as `--exhaustive` would have it."
+    )
+    r.evaluations = 155  # one legal placement not evaluated
+    assert search_line(r).endswith("`--exhaustive` evaluates them all.")

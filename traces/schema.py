@@ -417,10 +417,13 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             raise TraceError(path, f"object id {oid} used twice", field=w + "id")
         if name in seen_names:
             raise TraceError(path, f"object name '{name}' used twice", field=w + "name")
-        if base < 0 or size <= 0 or elem not in WIDTHS:
-            raise TraceError(
-                path, f"object '{name}' needs base >= 0, size > 0 and elem_bytes in {WIDTHS}", field=w + "size"
-            )
+        if base < 0:
+            raise TraceError(path, f"object '{name}' has base {base}; it must be >= 0", field=w + "base")
+        if size <= 0:
+            raise TraceError(path, f"object '{name}' has size {size}; it must be > 0", field=w + "size")
+        if elem not in WIDTHS:
+            raise TraceError(path, f"object '{name}' has elem_bytes {elem}; it must be one of {WIDTHS}",
+                             field=w + "elem_bytes")  # fmt: skip
         if size > MAX_OBJECT_BYTES:
             raise TraceError(path, f"object '{name}' has {shown(size)} bytes; an object holds at most 2^49 "
                                    "(a GPU's 49-bit virtual address space, traces/launch.py)", field=w + "size")  # fmt: skip

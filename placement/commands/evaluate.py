@@ -22,7 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("trace", help="trace file (Parquet or Arrow IPC) of the sample placement")
     p.add_argument("--gpu", required=True, help="GPU configuration: a name from `placement gpus` or a .toml file")
     p.add_argument("--place", action="append", default=[], metavar="OBJ=SPACE[,...]",
-                   help="target spaces (G T 2T C S); objects not named stay where the sample has them")  # fmt: skip
+                   help="target spaces: G, T, 2T, C, R (read-only, __ldg), S (the sample's own shared array, or staged "
+                        "from global: S/G), S/T, S/R; after a ';', the options windows=K, unrolled, pad=P. Objects not "
+                        "named stay where the sample has them")  # fmt: skip
     p.add_argument(
         "--hints", action="store_true", help="print the CUDA changes the placement asks for, object by object"
     )

@@ -81,9 +81,8 @@ def run(args) -> int:
         return 0
     g, b = d["grid"], d["block"]
     print(f"kernel        {d['kernel']}")
-    print(
-        f"file          {d['container']}, {d['file_bytes']:,} bytes ({d['file_bytes'] / max(d['rows'], 1):.0f} a row)"
-    )
+    per_row = f"{d['file_bytes'] / d['rows']:.0f} a row" if d["rows"] else "no rows"
+    print(f"file          {d['container']}, {d['file_bytes']:,} bytes ({per_row})")
     print(f"grid x block  ({g[0]}, {g[1]}, {g[2]}) x ({b[0]}, {b[1]}, {b[2]}); "
           f"{d['regs_per_thread']} registers/thread, {d['smem_per_block']} B shared/block")  # fmt: skip
     if "traced_ctas" in d["extra"] or "launch_ctas" in d["extra"]:

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..launch import launch_problem
 from ..schema import KernelInfo
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,10 @@ def generate(name: str, size: Sequence[int] | None = None, block: Sequence[int] 
     values = spec.resolve(size, block)
     t0 = time.perf_counter()
     cols, info = spec.func(**values)
+    problem = launch_problem(list(info.grid), list(info.block))
+    if problem:  # named by the arguments that made it, not by the file it would have gone to
+        given = " ".join(f"--{k} {'x'.join(map(str, v))}" for k, v in (("size", size), ("block", block)) if v)
+        raise InputError(f"{name}{' ' + given if given else ''}: {problem}")
     log.info("generated %s %s: %d rows in %.3f s", name, values, len(cols["cta"]), time.perf_counter() - t0)
     return cols, info
 
