@@ -107,6 +107,17 @@ def space_of(short: str) -> str:
     return "shared" if short == "S" or is_staged(short) else SPACE_SHORT[short]
 
 
+def _and(names: list[str]) -> str:
+    """'M', 'M and N', 'M, N and P'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _reads_from(short: str) -> str:
+    """The space whose caches serve an object's global-memory traffic in ``short``: a staged object's source
+    (its copies), else :func:`space_of`."""
+    return STAGING_SOURCE[short] if is_staged(short) else space_of(short)
+
+
 def _served(caches: Mapping[str, Mapping[str, int]], space: str) -> str | None:
     """How the cache levels answered the requests of ``space``: "texture cache 94 % hits of 8,192; L2 ..."."""
     parts = []
@@ -175,9 +186,15 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
             facts.append("privatized: its atomics go to the block's copy, added back to global memory with atomicAdd")
         served = _served(target.caches, source) if writeback != "atomic" else None
         if served:
-            others = [n for n, s in target.placement.items() if n != name and space_of(s) == source]
-            with_ = f" (with {', '.join(others)})" if others else ""
-            facts.append(f"{'the copies' if acc.loads else 'the write-back'}{with_}: {served}")
+            # the objects whose requests share the source's caches: the others staged from it, and those in it
+            others = [n for n, s in target.placement.items() if n != name and _reads_from(s) == source]
+            own = _own(target, name, source) if others else None
+            what = "the copies" if acc.loads else "the write-back"
+            if own:  # its own counts (the space's totals were given under each staged object)
+                facts.append(f"{what}: {own}; {_and([name, *others])} together: {served}")
+            else:
+                with_ = f" (with {', '.join(others)})" if others else ""
+                facts.append(f"{what}{with_}: {served}")
     else:
         space = space_of(after)
         facts.append(f"in {SPACE_WORDS[space]}")
@@ -199,9 +216,9 @@ def _object_reason(info, name: str, before: str, after: str, acc: ObjectAccesses
         served = _served(target.caches, space_of(after))
         own = _own(target, name, space_of(after)) if together else None
         if served and own:
-            facts.append(f"{own}; {name} and {', '.join(together)} together: {served}")
+            facts.append(f"{own}; {_and([name, *together])} together: {served}")
         elif served and together:
-            facts.append(f"{served}, for {name} and {', '.join(together)} together")
+            facts.append(f"{served}, for {_and([name, *together])} together")
         elif served:
             facts.append(served)
     return ObjectReason(name, before, after, tuple(facts))

@@ -79,3 +79,30 @@ def test_staging_barriers_explain_a_longer_t_comp():
 
 def test_no_t_comp_split_without_a_serial_change(conv1d_textures):
     assert not any(k.startswith("T_comp") for k in conv1d_textures.target.explanation.kernel)
+
+
+def test_each_staged_object_gets_its_own_copies_counts():
+    """matmul_naive 64 (block 16) on the H100, M and N staged from global: each said "the copies (with P):" and the
+    whole global space's 2,304 L2 requests and 768 L2 misses. Each tile is copied once per block and window: 16
+    blocks x 4 windows x 16 rows = 1,024 requests of one 64-byte row each, M's and N's alike; P's 256 are its
+    stores (a 16 x 16 block's rows, 16 blocks)."""
+    import traces.generators
+
+    e = placement.evaluate(traces.generators.trace("matmul_naive", [64], [16]), "h100", "M=S/G,N=S/G")
+    t = e.target.evaluation.target
+    l1, l2 = t.caches["l1.global"], t.caches["l2.global"]
+    own = {n: t.object_caches[n] for n in ("M", "N", "P")}
+    assert own["M"]["l2"]["requests"] == own["N"]["l2"]["requests"] == 16 * 4 * 16
+    assert own["P"]["l2"]["requests"] == 16 * 16
+    for k in ("requests", "hits", "misses"):
+        assert sum(c["l2"][k] for c in own.values()) == l2[k]
+    for o in e.target.explanation.objects:
+        c, others = own[o.object], {"M": "N", "N": "M"}[o.object]
+        line = next(f for f in o.facts if f.startswith("the copies"))
+        assert line == (
+            f"the copies: L1 cache {units.share(c['l1']['hits'] / 1024)} hits of 1,024 requests, L2 cache "
+            f"{units.share(c['l2']['hits'] / 1024)} hits of 1,024 requests, {c['l2']['misses']:,} to DRAM; "
+            f"{o.object}, {others} and P together: L1 cache {units.share(l1['hits'] / l1['requests'])} hits of "
+            f"2,304 requests, L2 cache {units.share(l2['hits'] / l2['requests'])} hits of 2,304 requests, "
+            f"{l2['misses']:,} to DRAM"
+        )
