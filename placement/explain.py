@@ -119,19 +119,23 @@ def _reads_from(short: str) -> str:
 
 
 def _served(caches: Mapping[str, Mapping[str, int]], space: str) -> str | None:
-    """How the cache levels answered the requests of ``space``: "texture cache 94 % hits of 8,192; L2 ..."."""
+    """How the cache levels answered the requests of ``space``: "texture cache 94 % hits of 8,192 requests, L2
+    cache ..., 512 L2 misses": the last level's misses, which are not all DRAM's requests (a store that misses an L2
+    that allocates without fetching goes nowhere yet; the kernel's line gives DRAM's count)."""
     parts = []
-    dram = None
+    last = None
     for key, c in caches.items():
         level, _, sp = key.partition(".")
         if sp != space or not c.get("requests"):
             continue
         req, hits = c["requests"], c.get("hits", 0)
         parts.append(f"{LEVEL_WORDS.get(level, level)} {units.share(hits / req)} hits of {units.count(req)} requests")
-        dram = c.get("misses", req - hits)
+        last = (level, c.get("misses", req - hits))
     if not parts:
         return None
-    return ", ".join(parts) + (f", {units.count(dram)} to DRAM" if dram is not None else "")
+    level, misses = last
+    word = LEVEL_WORDS.get(level, level).removesuffix(" cache")
+    return ", ".join(parts) + f", {units.count(misses)} {word} {'miss' if misses == 1 else 'misses'}"
 
 
 def _own(target: Terms, name: str, space: str) -> str | None:

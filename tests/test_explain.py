@@ -101,8 +101,8 @@ def test_each_staged_object_gets_its_own_copies_counts():
         line = next(f for f in o.facts if f.startswith("the copies"))
         assert line == (
             f"the copies: L1 cache {units.share(c['l1']['hits'] / 1024)} hits of 1,024 requests, L2 cache "
-            f"{units.share(c['l2']['hits'] / 1024)} hits of 1,024 requests, {c['l2']['misses']:,} to DRAM; "
+            f"{units.share(c['l2']['hits'] / 1024)} hits of 1,024 requests, {c['l2']['misses']:,} L2 misses; "
             f"{o.object}, {others} and P together: L1 cache {units.share(l1['hits'] / l1['requests'])} hits of "
             f"2,304 requests, L2 cache {units.share(l2['hits'] / l2['requests'])} hits of 2,304 requests, "
-            f"{l2['misses']:,} to DRAM"
+            f"{l2['misses']:,} L2 misses"
         )

@@ -39,7 +39,12 @@ def add_model_arguments(p) -> None:
     p.add_argument("--overlap", metavar="COEFFS.toml", help="trained T_overlap coefficients (placement train)")
     p.add_argument("--no-instruction-counting", action="store_true",
                    help="ablation: the sample's executed instructions for every placement (Fig. 7)")  # fmt: skip
-    p.add_argument("--no-queuing", action="store_true", help="ablation: no queuing delay in DRAM_lat (Figs. 8-9)")
+    p.add_argument(
+        "--no-queuing",
+        action="store_true",
+        help="ablation: no queuing delay in DRAM_lat (Figs. 8-9); it can make a kernel slower, as GPUPerf's MWP "
+        "is DRAM_lat / Delta (benchmarks/ACCURACY.md)",
+    )
     p.add_argument(
         "--even-banks", action="store_true", help="ablation: DRAM requests spread evenly over banks (Fig. 8)"
     )
