@@ -134,8 +134,10 @@ def _run(args: argparse.Namespace) -> int:
     except MemoryError as exc:  # an input too big for this machine (a generated trace's size): said, not a bug
         gc.collect()
         what = one_line(exc) or "no detail"
+        advice = ("give a smaller --size" if args.command == "bench" else
+                  "give a smaller size, or a trace file to stream (--stream yes)")  # fmt: skip
         msg = (f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
-               "machine has; give a smaller size, or a trace file to stream (--stream yes)")  # fmt: skip
+               f"machine has; {advice}")  # fmt: skip
         print(msg, file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -211,3 +211,34 @@ def test_a_launch_cuda_refuses_names_the_arguments_not_the_output(tmp_path, run_
     p = tmp_path / "t.parquet"
     one_line(*run_cli("bench", "gen", *argv, "-o", p), words)
     assert not p.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_size_past_the_machines_memory_is_refused_before_the_counting_pass(tmp_path, run_cli):
+    """matmul_naive at 10^6 walked 3.1 x 10^10 warps for minutes before failing to allocate; now refused at once:
+    62,500^2 blocks of 8 warps, each warp at least one 285-byte row (8 x 32 lanes' addresses and the columns)."""
+    from expect import one_line
+
+    from traces.generators import _common
+
+    assert _common.row_bytes() == 285
+    p = tmp_path / "t.parquet"
+    line = one_line(*run_cli("bench", "gen", "matmul_naive", "--size", "1000000", "-o", p), "out of memory")
+    assert "31,250,000,000 warps of at least one 285-byte trace row each: 8294.6 GiB" in line
+    assert line.rstrip().endswith("give a smaller --size") and "--stream" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["vecadd", "--size", "65536"], ["histogram", "--size", "65536"]])
+def test_rows_past_the_free_memory_are_refused_not_left_to_the_oom_killer(tmp_path, run_cli, monkeypatch, argv):
+    """np.empty past the free memory succeeds and the writing pass met the OOM killer (histogram at 2 x 10^9:
+    killed after 109 s at 22 GiB): with 1 MiB free, vecadd's 6,144 rows (2,048 warps, a, b and v) and histogram's
+    arrays are refused before they are made."""
+    from expect import one_line
+
+    from traces.generators import _common
+
+    monkeypatch.setattr(_common, "free_memory", lambda: 1 << 20)
+    p = tmp_path / "t.parquet"
+    line = one_line(*run_cli("bench", "gen", *argv, "-o", p), "out of memory", "where this machine has 0.0 GiB free")
+    assert ("6,144 trace rows of 285 bytes" in line) if argv[0] == "vecadd" else ("histogram of 65,536 values" in line)
+    assert list(tmp_path.iterdir()) == []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,8 +261,43 @@ def space_code(o: ObjectInfo) -> int:
 def alloc_rows(n: int) -> dict[str, np.ndarray]:
     """Uninitialised row columns: every writer fills whole rows, ``addr`` included (0 for inactive
     lanes). Not zeroing saves a pass over 256 bytes per row (np.zeros of a large array also
-    page-faults on first write)."""
+    page-faults on first write). MemoryError where the rows would not fit in the memory the machine has free: an
+    np.empty past it succeeds (the pages come on first write) and the writing pass then meets the kernel's OOM killer
+    (histogram at --size 2000000000: killed after 109 s, 22 GiB resident)."""
+    require_free(n * row_bytes(), f"{n:,} trace rows of {row_bytes()} bytes")
     return {name: np.empty((n, WARP_SIZE) if name == "addr" else n, NUMPY_DTYPES[name]) for name in COLUMNS}
+
+
+def row_bytes() -> int:
+    """Bytes of one trace row as :func:`alloc_rows` holds it (the 32 lanes' addresses and the other columns)."""
+    return sum(np.dtype(NUMPY_DTYPES[name]).itemsize * (WARP_SIZE if name == "addr" else 1) for name in COLUMNS)
+
+
+def free_memory() -> int:
+    """Bytes of memory this machine has free for new pages (Linux's MemAvailable; elsewhere its physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def require_free(nbytes: int, what: str) -> None:
+    """MemoryError naming ``what`` where ``nbytes`` exceed :func:`free_memory` (the CLI says it in one line)."""
+    have = free_memory()
+    if nbytes > have:
+        raise MemoryError(f"{what}: {nbytes / 2**30:.1f} GiB, where this machine has {have / 2**30:.1f} GiB free")
+
+
+def counting_rows(n_warps: int) -> tuple:
+    """The empty columns a generator's counting pass takes (it counts rows and writes none), once the launch's
+    ``n_warps`` could each hold one row in this machine's memory; else MemoryError, before the pass walks them
+    (matmul_naive at --size 1000000 walked 3 x 10^10 warps for minutes before failing to allocate)."""
+    require_free(n_warps * row_bytes(), f"{n_warps:,} warps of at least one {row_bytes()}-byte trace row each")
+    return out_tuple(alloc_rows(0))
 
 
 def out_tuple(cols: dict[str, np.ndarray]) -> tuple:

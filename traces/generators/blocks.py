@@ -130,7 +130,7 @@ def reduction(n: int, blocks: int = 64):
     args = (blocks, n_it, head.mem[0], head.pcs[0], head.length, loop.length, i64(loop.mem[:2]), i64(loop.pcs[:2]),
             s_after + after.mem[0], after.pcs[0], tr_thr, tr_add, tr_op.astype(np.int8), tr_seq, tr_pc.astype(np.int32),
             s_w0, s_w, i64(fin.mem[:2]), i64(fin.pcs[:2]), ids, spaces, g_idata.base, g_odata.base, sdata.base)  # fmt: skip
-    cols = C.alloc_rows(reduction_rows(False, C.out_tuple(C.alloc_rows(0)), *args))
+    cols = C.alloc_rows(reduction_rows(False, C.counting_rows(blocks * wpb), *args))
     reduction_rows(True, C.out_tuple(cols), *args)
     n_warps = blocks * wpb
     t = C.Tally()
@@ -267,7 +267,7 @@ def convolution_rows(width: int, height: int | None = None):
     args = (gx, gy, width, col(0, np.int8), col(1, np.int8), col(2, np.int64), col(3, np.int64), col(4, np.int64),
             col(5, np.int32), col(6, np.int8), np.array([C.space_code(x[7]) for x in tpl], np.int8),
             np.array([x[7].id for x in tpl], np.int16))  # fmt: skip
-    cols = C.alloc_rows(convolution_rows_rows(False, C.out_tuple(C.alloc_rows(0)), *args))
+    cols = C.alloc_rows(convolution_rows_rows(False, C.counting_rows(gx * gy * wpb), *args))
     convolution_rows_rows(True, C.out_tuple(cols), *args)
     n_warps = gx * gy * wpb
     t = C.Tally()

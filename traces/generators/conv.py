@@ -236,7 +236,7 @@ def conv2d_kt(width: int, height: int, block_size_x: int = RECIPE_SHAPE[0], bloc
     args = (gx, gy, bsx, bsy, bsx * tsx, bsy * tsy, width, height, m_obj, m_base, m_elem, m_elem.astype(np.int8), m_op,
             m_space, seq, (C.PC_STEP * seq).astype(np.int32), np.ones(k, np.int64), m_cy, m_c0, m_gx, m_gy)  # fmt: skip
     # A counting pass (no rows), then one pass writing every row once, in final order.
-    n_rows, active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
+    n_rows, active = affine2d(False, C.counting_rows(gx * gy * -(-(bsx * bsy) // 32)), *args)
     cols = C.alloc_rows(n_rows)
     affine2d(True, C.out_tuple(cols), *args)
     n_warps = gx * gy * -(-(bsx * bsy) // 32)

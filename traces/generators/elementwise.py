@@ -45,7 +45,7 @@ def _run(name, sass, grid, block, lim, instrs, layout, tally_fn, params, notes="
     args = (gx, gy, bx, by, sx, sy, lim[0], lim[1], m_obj, m_base, m_elem, m_width, m_op, m_space, seq, pcs, m_cx,
             m_cy, m_c0, no_guard, no_guard)  # fmt: skip
     # A counting pass (no rows), then one pass writing every row once, in final order.
-    n_rows, active = affine2d(False, C.out_tuple(C.alloc_rows(0)), *args)
+    n_rows, active = affine2d(False, C.counting_rows(n_warps), *args)
     cols = C.alloc_rows(n_rows)
     affine2d(True, C.out_tuple(cols), *args)
     tally = tally_fn(active, n_warps - active)

@@ -60,7 +60,7 @@ def _loop_run(name, grid, block, lim, instrs, n_iter, pre, it_seg, post, L, para
     args = (gx, gy, bx, by, lim[0], lim[1], xperm, n_iter, loop_start, it_seg.length, post_start,
             m_obj, m_base, m_elem, m_op, m_space, m_phase, m_seq, m_pc, m_cx, m_cy, m_ck, m_c0, m_perm)  # fmt: skip
     # A counting pass (no rows), then one pass writing every row once, in final order.
-    active = affine_loop(False, C.out_tuple(C.alloc_rows(0)), *args)
+    active = affine_loop(False, C.counting_rows(n_warps), *args)
     per_warp = sum(n_iter if ph == LOOP else 1 for ph in m_phase.tolist())
     cols = C.alloc_rows(active * per_warp)
     affine_loop(True, C.out_tuple(cols), *args)

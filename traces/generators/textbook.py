@@ -103,6 +103,8 @@ def histogram(n: int, bins: int = 256, block: int = 256):
     """bins[data[i]] += 1 with a global atomicAdd, one element per thread; data uniform in [0, bins)
     from a fixed seed."""
     k = "histogram"
+    # its n-long arrays before the rows: data, the lanes' indices, threads and values (8 bytes each), the mask
+    C.require_free(33 * n + C.row_bytes() * 2 * -(-n // 32), f"histogram of {n:,} values")
     data = np.random.default_rng([SEED, bins]).integers(0, bins, n)
     L = C.Layout()
     d = L.add("data", "global", 4 * n)
