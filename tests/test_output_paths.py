@@ -138,3 +138,51 @@ def test_no_room_outside_an_atomic_write_is_one_line_too(run_cli, monkeypatch, c
     monkeypatch.setattr(info, "run", lambda *a: (_ for _ in ()).throw(OSError(errno.EACCES, "denied")))
     code_, _, err = run_cli("info", EX / "vecadd.parquet")
     assert code_ == 1 and "internal error" in err
+
+
+def _bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("which", ["csv", "trace", "link"])
+def test_train_does_not_write_over_its_own_inputs(tmp_path, run_cli, which):
+    """`train m.csv -o m.csv` replaced the measurements with the coefficients' TOML and exited 0; `-o t.parquet`
+    replaced a trace the CSV names."""
+    from tracemaker import vecadd
+
+    traces.write(tmp_path / "t.parquet", *vecadd(2, 2))
+    csv = tmp_path / "m.csv"
+    csv.write_text("trace,placement,measured_ns\nt.parquet,,1000\nt.parquet,A=T,900\n")
+    out = {"csv": csv, "trace": tmp_path / "t.parquet", "link": tmp_path / "l.parquet"}[which]
+    if which == "link":
+        out.symlink_to(tmp_path / "t.parquet")
+    before = _bytes(tmp_path)
+    one_line(*run_cli("train", csv, "--gpu", "k80", "-o", out), f"{out}: is an input of this run (")
+    assert _bytes(tmp_path) == before
+
+
+def test_a_report_does_not_write_over_the_trace_it_ranks(tmp_path, run_cli):
+    from tracemaker import vecadd
+
+    t = tmp_path / "t.parquet"
+    traces.write(t, *vecadd(2, 2))
+    before = _bytes(tmp_path)
+    one_line(
+        *run_cli("rank", t, "--gpu", "k80", "--workers", "1", "--report", t), f"{t}: is an input of this run ({t})"
+    )
+    assert _bytes(tmp_path) == before
+
+
+def test_an_import_does_not_write_over_its_log(tmp_path, run_cli):
+    log = tmp_path / "p.txt"
+    log.write_text("x\n")
+    one_line(*run_cli("import", "porple", log, "-o", log), f"{log}: is an input of this run")
+    assert log.read_text() == "x\n"
+
+
+@pytest.mark.parametrize("argv", [["bench", "gen", "vecadd", "-o", ""], ["train", "m.csv", "--gpu", "k80", "-o", ""]])
+def test_an_empty_output_path_is_said_so(tmp_path, run_cli, argv, monkeypatch):
+    """Was ": cannot replace it (Device or resource busy)"."""
+    monkeypatch.chdir(tmp_path)
+    one_line(*run_cli(*argv), "error: the output path is empty")
+    assert list(tmp_path.iterdir()) == []

@@ -72,14 +72,22 @@ def atomic_path(path) -> Iterator[str]:
         raise
 
 
-def check_output_folder(path) -> None:
-    """Refuse an output whose folder does not exist or is not a folder: an ``InputError`` naming the path.
+def check_output_folder(path, inputs=()) -> None:
+    """Refuse an output whose folder does not exist or is not a folder, an empty path, or an output that is one
+    of the run's ``inputs`` (paths; those that do not exist are passed over): an ``InputError`` naming the path.
+    Before, ``train m.csv -o m.csv`` and ``rank t.parquet --report t.parquet`` replaced their own input and
+    exited 0.
 
     Writers make no folders: an output goes into a folder that exists, as a shell's ``>``
     does, so a mistyped path (``/nonexistent/x/r.html``) is an error instead of a tree of
     new folders. Commands call this before their work, so that a run is not wasted on an
     output it cannot write; ``atomic_path`` calls it again.
     """
+    if str(path) == "":
+        raise InputError("the output path is empty")
+    for src in inputs:
+        if src is not None and str(src) != "" and _same_file(path, src):
+            raise InputError(f"{path}: is an input of this run ({src}); write the output to another path")
     parent = Path(path).parent
     try:
         st = os.stat(parent)
@@ -91,6 +99,14 @@ def check_output_folder(path) -> None:
         raise InputError(f"{path}: cannot write there ({getattr(exc, 'strerror', None) or exc})") from None
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: cannot write there ({parent} is not a folder)")
+
+
+def _same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` both exist and are one file (links and other spellings included)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def _file_in(folder: Path) -> Path:

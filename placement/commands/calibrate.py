@@ -73,7 +73,7 @@ def run(args) -> int:
     from ..calibrate.writer import write_config
     from ..gpu import get_gpu
 
-    check_output_folder(args.output)
+    check_output_folder(args.output, (args.base,))
     if args.base:
         get_gpu(args.base)  # a bad --base is refused before the GPU is touched
     dev = open_device(args.device)

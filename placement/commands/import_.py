@@ -75,7 +75,7 @@ def run(args) -> int:
     from traces.importers import import_trace
     from traces.importers.objects import load_objects_toml
 
-    check_output_folder(args.output)  # before the parse, not after it
+    check_output_folder(args.output, (args.path, args.objects, getattr(args, "cubin", None)))  # before the parse
     objects = load_objects_toml(args.objects) if args.objects else ()
     t0 = time.perf_counter()
     option = {"accelsim": "kernel", "nvbit": "launch"}.get(args.format)

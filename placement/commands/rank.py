@@ -64,7 +64,7 @@ def run(args) -> int:
     if args.report:
         from traces.atomic import check_output_folder
 
-        check_output_folder(args.report)  # before the ranking, not after it
+        check_output_folder(args.report, (args.trace, args.overlap, args.gpu))  # before the ranking, not after it
     workers = args.workers if args.workers is not None else len(os.sched_getaffinity(0))
     show = not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI")
     with _progress_bar(show) as bar:

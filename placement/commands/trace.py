@@ -195,7 +195,7 @@ def run(args) -> int:
     from traces.sanitizer.records import read_records
 
     program = _check_args(args)
-    check_output_folder(args.output)
+    check_output_folder(args.output, (args.objects, *program[:1]))
     ctas = parse_ctas(args.ctas) if args.ctas else None
     if args.kernel is not None:
         kernel_pattern(args.kernel)

@@ -31,9 +31,10 @@ def run(args) -> int:
     from ..overlap import COEFFICIENT_NAMES, FEATURES, save
     from ..training import read_measurements, train
 
-    check_output_folder(args.output)  # before the fit, not after it
+    check_output_folder(args.output, (args.measurements, args.gpu))  # before the fit, not after it
     gpu = get_gpu(args.gpu)
     samples = read_measurements(args.measurements, gpu, Options(queue=args.queue))
+    check_output_folder(args.output, sorted({s.trace for s in samples}))  # the traces the CSV names
     report = train(samples, gpu, source=str(args.measurements))
     save(report.model, args.output)
     if args.json:
