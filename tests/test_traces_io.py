@@ -235,6 +235,17 @@ def test_address_outside_its_object(tmp_path):
         traces.read(_bad_rows(tmp_path, m))
 
 
+@pytest.mark.parametrize("addr", [(1 << 64) - 4, (1 << 64) - 16, (1 << 64) - 1])
+def test_an_address_near_two_to_the_64_is_outside_its_object(tmp_path, addr):
+    """addr + width wrapped past 2^64 in the check (uint64), so these passed as inside A."""
+
+    def m(c):
+        c["addr"][3, 1] = addr
+
+    with pytest.raises(traces.TraceError, match=rf"row 3: addr: lane 1 address {addr:#x} \(\+4 B\) is outside"):
+        traces.read(_bad_rows(tmp_path, m))
+
+
 def test_warp_outside_block(tmp_path):
     def m(c):
         c["warp"][0] = 2  # the block has 2 warps: 0 and 1

@@ -63,7 +63,8 @@ def check_rows(
         for lane in range(32):
             a = addr[i, lane]
             if (m >> lane) & 1:
-                if o >= 0 and (a < obj_lo[o] or a + w > obj_hi[o]):
+                # hi - a, not a + w: an address within 16 bytes of 2^64 wrapped a + w past the check
+                if o >= 0 and (a < obj_lo[o] or a >= obj_hi[o] or obj_hi[o] - a < np.uint64(w)):
                     return OUTSIDE_OBJ, i, lane
             elif a != 0:
                 return INACTIVE_ADDR, i, lane
