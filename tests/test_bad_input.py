@@ -236,6 +236,21 @@ def test_trace_metadata_sizes_refused_before_allocating(tmp_path, run_cli, edit,
     one_line_error(*run_cli("info", p), f"{p}: {field}: ", words)
 
 
+def test_traced_ctas_fewer_than_the_blocks_the_rows_hold(tmp_path, run_cli):
+    """vecadd(2, 2): rows of 2 blocks. extra.traced_ctas 1 was taken at its word (the time scaled by the launch's
+    blocks over 1: spmv's 64 blocks made 1.61 -> 514 us); 2 is right, and the read, the stream and evaluate agree."""
+    import traces
+
+    p = _with_metadata(tmp_path, lambda d: d["extra"].update(traced_ctas=1))
+    words = "the rows hold 2 blocks, more than the 1 it says were traced"
+    for reader in (traces.read, lambda q: list(traces.iter_batches(q))):
+        with pytest.raises(TraceError) as info:
+            reader(p)
+        assert info.value.field == "extra.traced_ctas" and words in str(info.value), str(info.value)
+    one_line_error(*run_cli("evaluate", p, "--gpu", "k80"), f"{p}: extra.traced_ctas: {words}")
+    assert len(traces.read(_with_metadata(tmp_path, lambda d: d["extra"].update(traced_ctas=2)))) == 12
+
+
 def test_tiny_file_claiming_two_to_the_31_blocks_fails_fast(tmp_path, monkeypatch):
     """Before the fix, the reader asked numpy for one int64 per warp of the claimed grid."""
     import numpy as np

@@ -88,6 +88,7 @@ class _Checker:
     def __init__(self, path: str, info: KernelInfo, rows: int = 0):
         self.path = path
         self.info = info
+        self.rows = rows
         n_ids = info.n_ids
         self.obj_lo = np.zeros(n_ids, dtype=np.uint64)
         self.obj_hi = np.zeros(n_ids, dtype=np.uint64)
@@ -101,6 +102,9 @@ class _Checker:
         self.shift = 64  # the table's hash shift, 64 - log2(its size)
         self.used = 0
         self._no_slots = np.zeros(0, dtype=np.int64)
+        # the blocks the rows hold, where extra.traced_ctas says fewer than the grid's were recorded
+        self.traced = int(info.extra["traced_ctas"]) if info.extra.get("traced_ctas") else None
+        self.ctas_seen = np.zeros(0, dtype=np.int64)
 
     def _grow(self, rows: int) -> None:
         """Room for ``rows`` more warps with the table at most half full (doubling: linear in all)."""
@@ -124,6 +128,15 @@ class _Checker:
         self.used += K.warp_slots(self.table, t.cta, t.warp, self.info.ctas, self.wpb, self.shift, slots)
         return slots
 
+    def _check_traced(self, t: Trace) -> None:
+        """The rows hold no more blocks than ``extra.traced_ctas`` says were recorded (the model scales the
+        time by the launch's blocks over those: 1 said where the rows held 64 made a kernel 64x slower)."""
+        self.ctas_seen = np.union1d(self.ctas_seen, np.unique(t.cta))
+        if self.ctas_seen.size > self.traced:
+            raise TraceError(self.path, f"the rows hold {'at least ' if t.start + len(t) < self.rows else ''}"
+                             f"{self.ctas_seen.size:,} blocks, more than the {self.traced:,} it says were traced",
+                             field="extra.traced_ctas")  # fmt: skip
+
     def check(self, t: Trace) -> None:
         slots = self._slots(t)  # first: it may grow last_seq
         code, i, extra = K.check_rows(
@@ -131,6 +144,8 @@ class _Checker:
             self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.last_seq, slots,
         )  # fmt: skip
         if code == K.OK:
+            if self.traced is not None:
+                self._check_traced(t)
             return
         row = t.start + int(i)
         p = self.path
