@@ -739,3 +739,25 @@ def test_auto_writes_a_generated_trace_to_stream_only_over_several_waves(tmp_pat
     assert set(batch.plan(suite, "yes").files) == set(keys)
     monkeypatch.setattr(api, "WHOLE_TRACE_BUDGET", 1 << 40)
     assert batch.plan(suite).files == {}
+
+
+def test_files_a_run_did_not_write_are_left_in_the_parts_folder(run_cli, tmp_path, caplog):
+    """The end of a run removed the whole RESULTS.parts folder, a user's notes and an unreadable part with it."""
+    import logging
+
+    generators.write("vecadd", tmp_path / "vec.parquet", [2048], [128])
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\ngpu = "k80"\n[[entry]]\ntrace = "vec.parquet"\nplacements = ["", "a=T"]\n')
+    out = tmp_path / "r.parquet"
+    parts = batch.parts_dir(out)
+    parts.mkdir()
+    (parts / "notes.txt").write_text("keep\n")
+    (parts / "junk.parquet").write_text("x\n")
+    with caplog.at_level(logging.WARNING, logger="placement.batch"):
+        code, stdout, err = run_cli("batch", suite, "-o", out)
+    assert code == 0 and "(2 tasks run, 0 resumed)" in stdout, err
+    assert len(pq.read_table(out)) == 2
+    assert sorted(f.name for f in parts.iterdir()) == ["junk.parquet", "notes.txt"]
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "junk.parquet: not a readable results part" in said
+    assert f"{parts}: left in place, holding files no run wrote (junk.parquet, notes.txt)" in said

@@ -223,6 +223,19 @@ def _run(plan_: Plan, suite: Suite, output, client, workers: int,
         raise
 
 
+def _clear_parts(parts: Path, ours: set[Path]) -> None:
+    """Remove the files of ``ours`` from the parts folder, then the folder if nothing else is in it; a file a run
+    did not write (notes, an unreadable part) is left where it is, and said. Before, the whole folder went."""
+    for f in ours:
+        f.unlink(missing_ok=True)
+    try:
+        parts.rmdir()
+    except OSError:
+        left = sorted(f.name for f in parts.iterdir()) if parts.is_dir() else []
+        if left:
+            log.warning("%s: left in place, holding files no run wrote (%s)", parts, ", ".join(left[:5]))
+
+
 def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manifest: Path,
             existing: dict[str, list[dict]], client, workers: int,
             progress: Callable[[int, int], None] | None) -> BatchResult:  # fmt: skip
@@ -231,6 +244,7 @@ def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manife
     if not manifest.exists():
         with atomic_path(manifest) as tmp:
             Path(tmp).write_text(json.dumps(exp, indent=2, sort_keys=True))
+    ours = {manifest}  # the files a run wrote there: removed at the end, and nothing else
     for f in parts.iterdir():
         if f.name.startswith(".") and f.name.endswith(".tmp"):  # a part being written when a run was killed
             f.unlink()
@@ -241,6 +255,7 @@ def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manife
             except (pa.ArrowException, OSError, UnusableRows) as exc:  # not written by a run (parts are written whole)
                 log.warning("%s: not a readable results part (%s); its tasks run again", f, one_line(exc))
                 continue
+            ours.add(f)
             for r in part_rows:
                 found_rows.setdefault(r.get("task"), []).append(r)
             for k, v in found_rows.items():
@@ -264,6 +279,7 @@ def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manife
         else:
             stream = _dask(plan_, todo, client, gpus, okey)
         for chunk, rows in stream:
+            ours.add(parts / _part_name(chunk))
             _write_table(rows, parts / _part_name(chunk), None)
             for r in rows:
                 existing.setdefault(r["task"], []).append(r)
@@ -280,7 +296,7 @@ def _run_in(plan_: Plan, suite: Suite, exp: dict, out: Path, parts: Path, manife
         _agreement(g)
     if todo or not out.exists() or any(parts.glob("*.parquet")):
         _write_table(rows, out, exp)
-    shutil.rmtree(parts, ignore_errors=True)
+    _clear_parts(parts, ours)
     summary, overall = _summarize(rows)
     log.info("%s: %d rows (%d tasks run, %d resumed)", out, len(rows), done, skipped)
     return BatchResult(output=str(out), experiment=exp, rows=len(rows), computed=done, skipped=skipped,
