@@ -705,3 +705,26 @@ def test_measurements_with_a_column_the_model_does_not_read(tmp_path, run_cli, c
     assert rc == 0, err
     said = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert said == [f"{p}: column 'notes' is not read (the model takes trace, placement and measured_ns)"]
+
+
+@pytest.mark.parametrize("name, words", [("va,l", "holds ','"), ("va=l", "holds '='"), ("a;b", "holds ';'"),
+                                         ("a b", "holds ' '"), ("a\nb", "holds '\\n'"), ("", "is empty")])  # fmt: skip
+def test_object_names_place_cannot_address_are_refused(tmp_path, run_cli, name, words):
+    """`--place 'va,l=T'` splits the name: such an object could never be moved, and a newline broke `info`'s table."""
+    import traces
+
+    p = _with_metadata(tmp_path, lambda d: d["objects"][0].update(name=name))
+    with pytest.raises(TraceError) as info:
+        traces.read_info(p)
+    assert info.value.field == "objects[0].name" and words in str(info.value), str(info.value)
+    one_line_error(*run_cli("info", p), f"{p}: objects[0].name: object name {name!r} {words}")
+    # the --objects file of an import says the same
+    from fuzzing import seeds_porple
+
+    seeds_porple(tmp_path)
+    toml = tmp_path / "o.toml"
+    toml.write_text(f'[[object]]\nname = "{name.encode("unicode_escape").decode()}"\nbase = 0x10000\nsize = 256\n')
+    out = tmp_path / "t2.parquet"
+    err = run_cli("import", "porple", tmp_path / "one.txt", "--objects", toml, "-o", out)
+    one_line_error(*err, f"{toml}: object 1")
+    assert not out.exists()

@@ -328,6 +328,20 @@ def _check_dlcm(dlcm, path: str) -> None:
                          field="extra.dlcm")  # fmt: skip
 
 
+NAME_FORBIDDEN = ",=;"
+"""Characters an object's name may not hold: ``--place`` splits on them (``A=T,B=S/G;windows=2``)."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an object (``--place`` could not address it, or a table would break), or None."""
+    if not name:
+        return "is empty"
+    bad = next((c for c in name if c in NAME_FORBIDDEN or c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        return f"holds {bad!r}; --place could not name it (no ',', '=', ';', spaces or control characters)"
+    return None
+
+
 def _req(d: dict, key: str, kind, path: str, where: str):
     if not isinstance(d, dict) or key not in d:
         raise TraceError(path, f"missing metadata key '{where}{key}'", field=f"{where}{key}")
@@ -393,6 +407,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
         w = f"objects[{i}]."
         oid = _req(o, "id", int, path, w)
         name = _req(o, "name", str, path, w)
+        bad = name_problem(name)
+        if bad:
+            raise TraceError(path, f"object name {name[:40]!r} {bad}", field=w + "name")
         space = _req(o, "space", str, path, w)
         if space not in SPACE_CODES:
             raise TraceError(path, f"space '{space}' is not one of {', '.join(SPACE_NAMES)}", field=w + "space")

@@ -49,6 +49,7 @@ from ..schema import (
     TEXTURE2D,
     WIDTHS,
     ObjectInfo,
+    name_problem,
 )
 from ..tomlfile import load_toml
 from . import _object_kernels as K
@@ -128,6 +129,8 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
         name, base, size = t.get("name"), t.get("base"), t.get("size")
         if not isinstance(name, str) or not name:
             raise InputError(f"{where}: 'name' must be a non-empty string")
+        if name_problem(name):
+            raise InputError(f"{where}: name {name[:40]!r} {name_problem(name)}")
         if name in names:
             raise InputError(f"{where}: name '{name}' used twice")
         names.add(name)
