@@ -219,6 +219,8 @@ def _with_metadata(tmp_path: Path, edit) -> Path:
             "ends beyond the global address space",
         ),
         (lambda d: d.update(measured={"time_ns": 1 << 1100, "gpu": "k80"}), "measured.time_ns", "finite number of ns"),
+        # counts the rest of the metadata contradicts (spmv with executed 0 was predicted 993 ns, not 1.61 us)
+        (lambda d: d["instructions"].update(int=10**15), "instructions.int", "1,000,000,000,000,000 int warp-"),
         # each named under its own key (elem_bytes 0 was reported under objects[0].size)
         (lambda d: d["objects"][0].update(elem_bytes=0), "objects[0].elem_bytes", "has elem_bytes 0; it must be one"),
         (lambda d: d["objects"][0].update(size=0), "objects[0].size", "has size 0; it must be > 0"),
@@ -234,6 +236,19 @@ def test_trace_metadata_sizes_refused_before_allocating(tmp_path, run_cli, edit,
             reader(p)
         assert info.value.field == field and words in str(info.value), str(info.value)
     one_line_error(*run_cli("info", p), f"{p}: {field}: ", words)
+
+
+def test_fewer_executed_instructions_than_rows(tmp_path, run_cli):
+    """vecadd(2, 2) has 12 rows, each a memory instruction executed: executed 11 cannot be."""
+    import traces
+
+    p = _with_metadata(tmp_path, lambda d: d["instructions"].update(executed=11, int=0, fp32=0, ldst=0, branch=0))
+    words = "11 executed warp-instructions, but the trace has 12 rows"
+    for reader in (traces.read, lambda q: list(traces.iter_batches(q))):
+        with pytest.raises(TraceError) as info:
+            reader(p)
+        assert info.value.field == "instructions.executed" and words in str(info.value), str(info.value)
+    one_line_error(*run_cli("evaluate", p, "--gpu", "k80"), f"{p}: instructions.executed: {words}")
 
 
 def test_traced_ctas_fewer_than_the_blocks_the_rows_hold(tmp_path, run_cli):

@@ -204,6 +204,9 @@ def _check_coverage(path: str, info: KernelInfo, rows: int) -> None:
     problem = coverage_problem(info.grid, info.block, rows)
     if problem:
         raise TraceError(path, problem, field="grid")
+    if info.instructions.executed < rows:  # each row is a warp-level memory instruction the kernel executed
+        raise TraceError(path, f"{info.instructions.executed:,} executed warp-instructions, but the trace has {rows:,} "
+                         "rows, each a memory instruction executed", field="instructions.executed")  # fmt: skip
 
 
 def _metadata(path: str, schema: pa.Schema) -> KernelInfo:

@@ -465,6 +465,10 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     for k, v in counts.items():
         if not 0 <= v <= MAX_COUNT:
             raise TraceError(path, f"instruction count must be in 0..2^62, got {shown(v)}", field=w + k)
+    over = next((k for k in INSTRUCTION_CLASSES if counts.get(k, 0) > counts["executed"]), None)
+    if over:  # a class is a part of the executed warp-instructions
+        raise TraceError(path, f"{counts[over]:,} {over} warp-instructions, more than the {counts['executed']:,} "
+                         "executed", field=w + over)  # fmt: skip
     if counts["warps"] > grid_warps(grid, block):
         raise TraceError(path, f"{counts['warps']} warps, but grid {grid} x block {block} runs {grid_warps(grid, block)}",
                          field=w + "warps")  # fmt: skip
