@@ -105,8 +105,8 @@ def search_line(r: RankResult) -> str:
             "Every placement ranked here was evaluated exactly; `--exhaustive` evaluates them all.")  # fmt: skip
     return (f"{legal}; {units.count(r.evaluations - n_twins)} "
             f"evaluated exactly{twins}: the sample, {units.count(singles)} single-object moves, "
-            f"{units.count(s.get('pair_terms', 0))} pairs and the {units.count(s.get('candidates', 0))} best CP-SAT found "
-            f"under their sum{skipped}{around}. {tail}")  # fmt: skip
+            f"{units.plural(int(s.get('pair_terms', 0)), 'pair')} and the {units.count(s.get('candidates', 0))} best CP-SAT found "
+            f"under their sum{skipped}{around}, each placement counted once where these coincide. {tail}")  # fmt: skip
 
 
 def pasteable_line(r: RankResult, ranks: dict[str, int]) -> str:

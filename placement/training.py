@@ -143,8 +143,8 @@ def train(samples: list[Sample], gpu: Gpu, source: str = "") -> TrainingReport:
     y = np.array([s.observed_ratio(gpu) for s in samples])
     model = fit(x, y, gpu=gpu.name, source=source)
     if len(samples) < len(FEATURES):
-        log.warning("%d measured placements for Eq. 11's %d coefficients: the fit is underdetermined (it passes "
-                    "through its own points, whatever they are); measure at least %d placements, of 2 kernels or more "
+        log.warning("%d measured placements for Eq. 11's %d coefficients: the fit is underdetermined (it fits its "
+                    "own points, whatever they are, as far as T_overlap's bounds let the residuals show); measure at least %d placements, of 2 kernels or more "
                     "for the leave-one-kernel-out error", len(samples), len(FEATURES), len(FEATURES))  # fmt: skip
     residuals = [100.0 * (s.predict_ns(model, gpu) - s.measured_ns) / s.measured_ns for s in samples]
     kernels = sorted({s.kernel for s in samples})

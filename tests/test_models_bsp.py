@@ -116,7 +116,7 @@ def test_cli_mape_leaves_out_the_row_lambda_was_fitted_on(capsys):
     assert first["error_pct"] == pytest.approx(0.0, abs=1e-9) and doc["mape_rows"] == 1
     assert doc["mape"] == pytest.approx(abs(second["error_pct"]), rel=1e-12) and abs(second["error_pct"]) > 1
     assert main(["model", "bsp", "--counters", str(csv), "--fit-lambda", "1"]) == 0
-    assert "over 1 rows besides the one lambda was fitted on" in capsys.readouterr().out
+    assert "over 1 row besides the one lambda was fitted on" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("lam", ["nan", "inf", "-2", "0"])

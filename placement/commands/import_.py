@@ -130,5 +130,5 @@ def run(args) -> int:
     if doc["estimated"]:
         print("estimated: " + ", ".join(doc["estimated"]))
     if doc["skipped_lines"]:
-        print(f"skipped {doc['skipped_lines']:,} bad lines")
+        print(f"skipped {plural(doc['skipped_lines'], 'bad line')}")
     return 0

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from traces.errors import InputError
 
+from ..units import plural
 from ._output import print_json, table
 
 NAME = "model"
@@ -345,11 +346,11 @@ def _run_counters(args) -> int:
     )
     held_out = " besides the one lambda was fitted on" if fitted is not None else ""
     if mape is not None:
-        tail = f"MAPE {mape:.1f} % over {len(errors)} rows{held_out}"
+        tail = f"MAPE {mape:.1f} % over {plural(len(errors), 'row')}{held_out}"
     else:
-        tail = f"{len(out) - skipped} rows predicted (no measured time{held_out})"
+        tail = f"{plural(len(out) - skipped, 'row')} predicted (no measured time{held_out})"
     if skipped:
-        tail += f"; {skipped} rows lack counters"
+        tail += f"; {plural(skipped, 'row')} {'lacks' if skipped == 1 else 'lack'} counters"
     if args.model == "bsp":
         tail += f"; lambda {lam:.4g}"
         if fitted is not None:

@@ -9,6 +9,7 @@ writes the coefficients for `placement evaluate --overlap`.
 from __future__ import annotations
 
 from ..choices import QUEUE_MODES as MODES
+from ..units import plural
 from ._output import print_json, table
 
 NAME = "train"
@@ -49,11 +50,16 @@ def run(args) -> int:
             "output": args.output,
         })  # fmt: skip
         return 0
-    print(f"fitted Eq. 11 on {len(samples)} measured placements of {len({s.kernel for s in samples})} kernels")
+    print(
+        f"fitted Eq. 11 on {plural(len(samples), 'measured placement')} of "
+        f"{plural(len({s.kernel for s in samples}), 'kernel')}"
+    )
     print(table([[n, f, v] for n, f, v in zip(COEFFICIENT_NAMES, FEATURES, report.model.coef_)],
                 ["coef", "feature", "value"], "llr"))  # fmt: skip
     print()
-    rows = [[s.kernel, s.placement or "sample", s.measured_ns, r] for s, r in zip(samples, report.residuals_pct)]
+    # residual: (predicted - measured) / measured, to 0.01 % (a fit through its point prints 0.00, not 1e-13)
+    rows = [[s.kernel, s.placement or "sample", s.measured_ns, f"{r + 0.0:+.2f}" if abs(r) >= 0.005 else "0.00"]
+            for s, r in zip(samples, report.residuals_pct)]  # fmt: skip
     print(table(rows, ["kernel", "placement", "measured ns", "residual %"], "llrr"))
     if report.loko_mape is not None:
         print()

@@ -524,7 +524,12 @@ def import_accelsim(path, *, kernel: int | None = None, objects: tuple[ObjectSpe
     counts = dict(parsed.counts)
     counts["ldgsts_shared_half_missing"] = max(0, counts["ldgsts_global_halves"] - counts["ldgsts_shared_halves"])
     if counts["skipped_lines"]:
-        log.warning("%s: skipped %d bad lines (--skip-bad-lines)", file, counts["skipped_lines"])
+        log.warning(
+            "%s: skipped %d bad line%s (--skip-bad-lines)",
+            file,
+            counts["skipped_lines"],
+            "" if counts["skipped_lines"] == 1 else "s",
+        )
     if counts["truncated_warps"]:
         log.warning("%s: %d warps are incomplete (truncated); kept what was read", file, counts["truncated_warps"])
     source: dict[str, Any] = {

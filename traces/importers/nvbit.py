@@ -344,7 +344,12 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
                                                "all_lanes_off", "unclassified_lines", "skipped_bad_lines")}  # fmt: skip
     assert lines["total"] == sum(v for k, v in lines.items() if k != "total"), lines
     if lines["skipped_bad_lines"]:
-        log.warning("%s: skipped %d bad lines (--skip-bad-lines)", p, lines["skipped_bad_lines"])
+        log.warning(
+            "%s: skipped %d bad line%s (--skip-bad-lines)",
+            p,
+            lines["skipped_bad_lines"],
+            "" if lines["skipped_bad_lines"] == 1 else "s",
+        )
     source: dict[str, Any] = {
         "format": "nvbit",
         "file": os.path.abspath(p),

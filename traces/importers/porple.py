@@ -140,7 +140,7 @@ def import_porple(
                 "accesses_beyond": int(beyond.sum()), "first_line": int(lines_arr[first]),
                 "last_element": int(needed[a] // es[a] - 1),
             }  # fmt: skip
-    warnings = [f"array {k[5:]}: {v['accesses_beyond']} accesses (first on line {v['first_line']}) reach element "
+    warnings = [f"array {k[5:]}: {v['accesses_beyond']} access{'' if v['accesses_beyond'] == 1 else 'es'} (first on line {v['first_line']}) reach element "
                 f"{v['last_element']}, beyond its array_size of {v['array_size']} bytes; extended to {v['extended_to']} "
                 f"bytes ({v['ratio']}x)" for k, v in extended.items()]  # fmt: skip
     for w in warnings:
