@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
             mod.NAME, help=mod.HELP, description=mod.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         mod.add_arguments(p)
+        # -v after the command too (`placement rank T --gpu k80 -v`); SUPPRESS keeps one given before it
+        p.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log progress (-vv for debug)"
+        )
         p.set_defaults(_run=mod.run)
     return parser
 

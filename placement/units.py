@@ -66,9 +66,16 @@ def nbytes(n: int) -> str:
 
 
 def share(x: float) -> str:
-    """A fraction as a percent: whole percents, 2 significant figures under 10 % (``94 %``, ``0.06 %``)."""
+    """A fraction as a percent: whole percents, 2 significant figures under 10 % (``94 %``, ``0.06 %``), and
+    under 100 % as many decimals as keep it under (``99.6 %``, ``99.98 %``): 3,570 hits of 3,584 is not "100 %"
+    beside 13 misses."""
     p = 100.0 * x
-    return f"{p:.2g} %" if abs(p) < 10 and p != 0 else f"{p:.0f} %"
+    if abs(p) < 10 and p != 0:
+        return f"{p:.2g} %"
+    d = 0
+    while 99 < p < 100 and float(f"{p:.{d}f}") >= 100 and d < 6:
+        d += 1
+    return f"{p:.{d}f} %"
 
 
 __all__ = ["change", "count", "nbytes", "plural", "share", "sig3", "speedup", "time_ns"]

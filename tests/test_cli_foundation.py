@@ -138,3 +138,12 @@ def test_bad_gpu_file_names_the_key(run_cli, tmp_path):
     (tmp_path / "bad.toml").write_text(text)
     code, out, err = run_cli("gpus", tmp_path / "bad.toml")
     assert code == 2 and "compute.sms: must be in [1, 4096], got 0" in err
+
+
+@pytest.mark.parametrize("argv, level", [(["info", "x"], 0), (["-v", "info", "x"], 1), (["info", "x", "-v"], 1),
+                                         (["info", "x", "-vv"], 2), (["-v", "info", "x", "-vv"], 2)])  # fmt: skip
+def test_verbose_before_or_after_the_command(argv, level):
+    """`placement evaluate T --gpu k80 -v` was refused ("unrecognized arguments: -v")."""
+    from placement.cli import build_parser
+
+    assert build_parser().parse_args(argv).verbose == level

@@ -43,7 +43,7 @@ def test_objects_sharing_a_cache_get_their_own_counts(conv1d_textures):
             f"hits of 10,240 requests" in line
         )
         assert "warp accesses" not in line
-    assert next(f for f in m.facts if f.startswith("texture cache")).startswith("texture cache 100 % hits of 3,584")
+    assert next(f for f in m.facts if f.startswith("texture cache")).startswith("texture cache 99.6 % hits of 3,584")
     # the object's counts are not in the ranking JSON's terms
     assert "object_caches" not in t.as_dict()
 

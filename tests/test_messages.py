@@ -51,7 +51,7 @@ def test_out_of_memory_is_said_in_one_line(tmp_path, run_cli, monkeypatch):
 
     monkeypatch.setattr(generators, "generate", too_big)
     code, out, err = run_cli("bench", "gen", "vecadd", "--size", "4096", "-o", tmp_path / "v.parquet")
-    one_line(code, out, err, "out of memory (Unable to allocate 48.0 GiB", "give a smaller size")
+    one_line(code, out, err, "out of memory (Unable to allocate 48.0 GiB", "give a smaller --size")
     assert not (tmp_path / "v.parquet").exists()
 
 
