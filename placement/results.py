@@ -62,7 +62,7 @@ class Placed:
         e, t = self.evaluation, self.evaluation.target
         d = {
             "placement": t.placement, "label": self.label, "time_ns": t.time_ns, "speedup": e.speedup,
-            "t_comp": t.t_comp, "t_mem": t.t_mem, "t_overlap": t.t_overlap, "predicted_ns": e.predicted_ns,
+            "t_comp": t.t_comp, "t_mem": t.t_mem, "t_overlap": t.t_overlap, "bound": t.bound, "predicted_ns": e.predicted_ns,
             "within_model_error": self.within_model_error,
             "moved": moved_events(e.sample, t), "reasons": self.explanation.as_dict(),
         }  # fmt: skip

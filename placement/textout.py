@@ -23,13 +23,28 @@ def _ns_per_cycle(p: Placed) -> float:
     return p.evaluation.sample.term_ns_per_cycle
 
 
+BOUND_WORDS = {"eq1": "Eq. 1", "round": "T_round", "block": "T_block", "atomic": "T_atomic"}
+"""The ranking's "bound by" column: the term that is a placement's T (``Terms.bound``)."""
+
+
 def _row(p: Placed, mark: str) -> list[str]:
     t, k = p.evaluation.target, _ns_per_cycle(p)
-    return [mark, p.label, units.time_ns(t.time_ns), units.speedup(p.speedup), units.time_ns(t.t_comp * k),
-            units.time_ns(t.t_mem * k), units.time_ns(t.t_overlap * k)]  # fmt: skip
+    return [mark, p.label, units.time_ns(t.time_ns), units.speedup(p.speedup), BOUND_WORDS[t.bound],
+            units.time_ns(t.t_comp * k), units.time_ns(t.t_mem * k), units.time_ns(t.t_overlap * k)]  # fmt: skip
 
 
-HEADER = ["#", "placement", "time", "speedup", "T_comp", "T_mem", "T_overlap"]
+HEADER = ["#", "placement", "time", "speedup", "bound by", "T_comp", "T_mem", "T_overlap"]
+
+
+def time_line(ranked: list[Placed]) -> str:
+    """How the table's time is made of its columns: the launch and the term in "bound by" (Eq. 1's T_comp + T_mem -
+    T_overlap, or a floor above it), scaled to the launch's blocks."""
+    floors = sorted({BOUND_WORDS[p.evaluation.target.bound] for p in ranked} - {"Eq. 1"})
+    launch = max(p.evaluation.target.t_launch for p in ranked) > 0
+    floor = (f"; where {' or '.join(floors)} is named, that floor is above Eq. 1 and is the time (README \"Reading the "
+             "results\")") if floors else ""  # fmt: skip
+    return (f"time = {'the launch + ' if launch else ''}the term in \"bound by\": Eq. 1 is T_comp + T_mem - "
+            f"T_overlap{floor}.")  # fmt: skip
 
 
 def overlap_line(trained: bool, source: str, gpu: str) -> str:
@@ -138,7 +153,8 @@ def rank_text(r: RankResult) -> str:
     rows = [_row(p, str(p.rank)) for p in r.ranking]
     if not any(p.label == "sample" for p in r.ranking):
         rows.append(_row(s, "-"))
-    lines += ["", table(rows, HEADER, "llrrrrr"), ""]
+    shown = r.ranking if any(p.label == "sample" for p in r.ranking) else [*r.ranking, s]
+    lines += ["", table(rows, HEADER, "llrrlrrr"), time_line(shown), ""]
     lines += r.uncertainty()
     if r.hints is not None:
         ranks = {p.label: p.rank for p in r.ranking}

@@ -453,3 +453,28 @@ def test_the_summary_line_does_not_offer_exhaustive_when_every_legal_placement_w
     )
     r.evaluations = 155  # one legal placement not evaluated
     assert search_line(r).endswith("`--exhaustive` evaluates them all.")
+
+
+def test_the_ranking_says_which_term_is_each_time():
+    """matmul_naive 64 on the A100: the table's time was not T_comp + T_mem - T_overlap (nor with the launch) and
+    nothing said why: the sample is bound by T_round, the staged tiles by T_block. Each row's time is the launch plus
+    its "bound by" term, scaled to the launch's blocks as the columns are."""
+    import traces.generators
+    from placement import rank
+    from placement.textout import BOUND_WORDS, rank_text
+
+    r = rank(traces.generators.trace("matmul_naive", [64], [16]), "a100", top=3, workers=1)
+    text = rank_text(r)
+    lines = text.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.split()[:2] == ["#", "placement"])
+    assert lines[head].split()[4:6] == ["bound", "by"]
+    rows = {p.label: p for p in [*r.ranking, r.sample]}
+    for p in rows.values():
+        t = p.evaluation.target
+        term = {"eq1": t.t_comp + t.t_mem - t.t_overlap, "round": t.t_round, "block": t.t_block,
+                "atomic": t.t_atomic}[t.bound]  # fmt: skip
+        assert t.cycles == pytest.approx(term * t.blocks_scale + t.t_launch)
+    assert {rows["sample"].evaluation.target.bound, r.best.evaluation.target.bound} == {"round", "block"}
+    assert BOUND_WORDS["block"] in lines[head + 2] and r.to_dict()["ranking"][0]["bound"] == "block"
+    assert 'time = the launch + the term in "bound by": Eq. 1 is T_comp + T_mem - T_overlap; where T_block or ' \
+           "T_round is named" in text  # fmt: skip
