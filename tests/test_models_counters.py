@@ -114,3 +114,30 @@ def test_maxwell_matmul_is_no_longer_read_as_uncoalesced(capsys):
     doc = json.loads(capsys.readouterr().out)
     errs = sorted(abs(r["error_pct"]) for r in doc["rows"] if r["error_pct"] is not None)
     assert doc["predicted_rows"] >= 80 and errs[len(errs) // 2] < 25.0
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        # a row cut short: its last fields were read as blank counters and the row predicted as if whole
+        (lambda h, r: (h, r[: r.rindex(",")]), "line 2: {n} fields, the header has {m}"),
+        # a second Duration: pandas named it Duration.1 and the first won
+        (lambda h, r: (h + ",Duration", r + ",1.0"), "column 'Duration' named twice in the header"),
+    ],
+)
+def test_counters_rows_that_do_not_match_their_header(tmp_path, run_cli, edit, words):
+    from expect import one_line
+
+    src = _csv("vectorAdd-GTX-680.csv").read_text().splitlines()
+    header, row = edit(src[0], src[1])
+    p = tmp_path / "c.csv"
+    p.write_text(header + "\n" + row + "\n")
+    import csv
+
+    m, n = (len(next(csv.reader([x]))) for x in (header, row))
+    one_line(*run_cli("model", "gpuperf", "--counters", p), f"{p}", words.format(n=n, m=m))
+    # nvprof's own repeated Context column is not one the models read: the file as recorded is read
+    assert (
+        src[0].count("Context") == 2
+        and run_cli("model", "gpuperf", "--counters", _csv("vectorAdd-GTX-680.csv"))[0] == 0
+    )

@@ -101,10 +101,15 @@ def global_accesses(k: KernelParams, m: Machine) -> float:
     return k.mem_insts
 
 
+LAMBDA_MIN, LAMBDA_MAX = 1e-6, 1e6
+"""The lambdas ``predict`` takes: Amaris et al.'s fitted ones lie in 0.52-96 (their Table II); six orders of magnitude
+either side of 1 leave room for any GPU and keep the times finite (``--lambda 1e-308`` printed 3.9e+305 s)."""
+
+
 def predict(k: KernelParams, m: Machine, lam: float = 1.0, g: BspLatencies = BspLatencies()) -> BspResult:
     """Eq. 3: the kernel time with lambda ``lam``."""
-    if not (math.isfinite(lam) and lam > 0):  # nan compares false both ways
-        raise InputError(f"lambda must be a finite number > 0, got {lam}")
+    if not (LAMBDA_MIN <= lam <= LAMBDA_MAX):  # nan compares false both ways
+        raise InputError(f"lambda must be a number from {LAMBDA_MIN:g} to {LAMBDA_MAX:g}, got {lam:g}")
     threads = k.blocks * k.threads_per_block
     mem = global_accesses(k, m)
     l1 = k.l1_hit_ratio * mem

@@ -128,6 +128,26 @@ def _num(v) -> float:
             return math.nan
 
 
+def _check_fields(p: str, data: bytes) -> None:
+    """Every row has the header's fields, and no column the models read is named twice: pandas reads a short row's missing fields
+    as blank counters (the row then predicted as if whole) and a second ``Duration`` as ``Duration.1``."""
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
+    try:
+        header = next(reader, [])
+        read = {*REQUIRED, *SPEC, *_RANGES, *(n for names in NVPROF_NAMES.values() for n in names)}
+        twice = sorted({c for c in header if c in read and header.count(c) > 1})  # nvprof repeats its Context
+        if twice:
+            raise InputError(f"{p}: column {twice[0][:40]!r} named twice in the header")
+        for row in reader:
+            if row and len(row) != len(header):
+                raise InputError(f"{p} line {reader.line_num}: {len(row)} fields, the header has {len(header)}")
+    except csv.Error as exc:
+        raise InputError(f"{p} line {reader.line_num}: not a CSV row ({exc})") from None
+
+
 def read_counters(path: str | Path) -> list[CounterRow]:
     """Parse a gpuperfpredict CSV; raises InputError naming the file, row and column."""
     import io
@@ -140,6 +160,7 @@ def read_counters(path: str | Path) -> list[CounterRow]:
         df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{p}: not a CSV file ({exc})") from None
+    _check_fields(p, data)
     cols = set(df.columns)
     for c in REQUIRED:
         if c not in cols:
