@@ -65,7 +65,9 @@ def fit(x: np.ndarray, y: np.ndarray, gpu: str = "", source: str = "") -> Overla
     if x.ndim != 2 or x.shape[1] != len(FEATURES) or x.shape[0] != y.shape[0]:
         raise ValueError(f"expected x of shape (n, {len(FEATURES)}) and y of shape (n,)")
     if x.shape[0] < 2:
-        raise InputError(f"training needs at least 2 measured placements, got {x.shape[0]}")
+        raise InputError(
+            f"{source + ': ' if source else ''}training needs at least 2 measured placements, got {x.shape[0]}"
+        )
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     return OverlapModel(tuple(float(v) for v in coef), gpu=gpu, source=source)
 

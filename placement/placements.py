@@ -221,7 +221,10 @@ def parse_placement(text: str | Mapping[str, str] | Iterable[str], info: KernelI
         own = object_short(names[name])
         if own is None:
             raise IllegalPlacement("local", f"object {name!r} is in local memory, which is not programmable")
-        short = space_short(space)
+        try:
+            short = space_short(space)
+        except InputError as exc:
+            raise InputError(f"--place {p!r}: {exc}") from None
         if short == "S" and own != "S":
             short = "S/G"  # staged from global memory, the usual way
         elif is_staged(short) and own == "S":

@@ -743,3 +743,15 @@ def test_object_names_place_cannot_address_are_refused(tmp_path, run_cli, name, 
     err = run_cli("import", "porple", tmp_path / "one.txt", "--objects", toml, "-o", out)
     one_line_error(*err, f"{toml}: object 1")
     assert not out.exists()
+
+
+def test_training_on_one_measurement_names_the_file(tmp_path, run_cli):
+    from tracemaker import vecadd
+
+    import traces
+
+    traces.write(tmp_path / "t.parquet", *vecadd(2, 2))
+    p = tmp_path / "one.csv"
+    p.write_text("trace,placement,measured_ns\nt.parquet,,1000\n")
+    one_line_error(*run_cli("train", p, "--gpu", "k80", "-o", tmp_path / "c.toml"),
+                   f"{p}: training needs at least 2 measured placements, got 1")  # fmt: skip

@@ -761,3 +761,13 @@ def test_files_a_run_did_not_write_are_left_in_the_parts_folder(run_cli, tmp_pat
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "junk.parquet: not a readable results part" in said
     assert f"{parts}: left in place, holding files no run wrote (junk.parquet, notes.txt)" in said
+
+
+def test_a_suite_entry_whose_trace_is_a_folder(run_cli, tmp_path):
+    """Was "trace file '.../somedir' does not exist" of a path that exists."""
+    (tmp_path / "somedir").mkdir()
+    suite = tmp_path / "s.toml"
+    suite.write_text('gpu = "k80"\n[[entry]]\ntrace = "somedir"\nplacements = [""]\n')
+    code, out, err = run_cli("batch", suite, "-o", tmp_path / "r.parquet")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"trace '{tmp_path / 'somedir'}' is a folder, expected a trace file" in err, err

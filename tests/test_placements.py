@@ -72,7 +72,7 @@ def test_parse_completes_with_the_sample():
 @pytest.mark.parametrize(
     "text, message",
     [("A", "expected OBJ=SPACE"), ("Z=T", "no object 'Z' in kernel k; objects: A, B, C"), ("A=T,A=C", "placed twice"),
-     ("A=X", "unknown space 'X'")],
+     ("A=X", "--place 'A=X': unknown space 'X'")],
 )  # fmt: skip
 def test_parse_errors(text, message):
     with pytest.raises(InputError, match=message):

@@ -296,6 +296,8 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
                              "trace file says them in its metadata, extra.dlcm and extra.launch_ctas)")  # fmt: skip
         tp = Path(e["trace"])
         tp = tp if tp.is_absolute() else base / tp
+        if os.path.isdir(tp):
+            raise SuiteError(f"{where}: trace {str(tp)!r} is a folder, expected a trace file")
         if not os.path.isfile(tp):
             raise SuiteError(f"{where}: trace file {str(tp)!r} does not exist")
         source = TraceSource(path=str(tp.resolve()))

@@ -306,7 +306,7 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
     wpb = -(-(block[0] * block[1] * block[2]) // WARP_SIZE) if block else None
     if n and (xyz >= np.array(grid)).any():
         i = int(np.flatnonzero((xyz >= np.array(grid)).any(axis=1))[0])
-        raise ParseError(p, keep[i][0], f"CTA {tuple(xyz[i])} outside the launch's grid {grid}")
+        raise ParseError(p, keep[i][0], f"CTA {tuple(int(v) for v in xyz[i])} outside the launch's grid {grid}")
     cta = xyz[:, 0] + xyz[:, 1] * grid[0] + xyz[:, 2] * grid[0] * grid[1]
     by_cta: dict[int, list[int]] = defaultdict(list)
     for i, c in enumerate(cta.tolist()):
