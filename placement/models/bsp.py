@@ -32,7 +32,6 @@ papers' presets: Comp as published).
 
 from __future__ import annotations
 
-import math
 
 from dataclasses import asdict, dataclass
 
