@@ -9,6 +9,8 @@ import pytest
 
 import traces
 
+from expect import one_line
+
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 NVBIT = DATA / "traces" / "nvbit-memtrace-bfs-head200.txt"
 PORPLE = DATA / "traces" / "porple"
@@ -196,3 +198,48 @@ def test_porple_format_and_errors(run_cli, tmp_path):
     assert code == 2 and f"{p} line 9:" in err
     code, _, err = run_cli("import", "porple", p, "-o", out, "--skip-bad-lines")
     assert code == 0 and traces.read(out).info.source["skipped_lines"] == 1
+
+
+LAUNCH64 = ("MEMTRACE: CTX 0x00005652657a2f00 - LAUNCH - Kernel pc 0x7f00 - Kernel name k - grid launch id 0 - grid size "
+            "1,1,1 - block size 64,1,1 - nregs 16 - shmem 0 - cuda stream id 0")  # fmt: skip
+
+
+def _nvbit_log(tmp_path, first_op="LDG.E", first_warp=0, first_base=0x7F0000000000):
+    p = tmp_path / "k.log"
+    p.write_text("\n".join([LAUNCH64, memtrace(0, "0,0,0", first_warp, first_op, first_base),
+                            memtrace(0, "0,0,0", 1, "LDG.E", 0x7F0000000080), memtrace(0, "0,0,0", 0, "STG.E", 0x7F0000100000),
+                            memtrace(0, "0,0,0", 1, "STG.E", 0x7F0000100080)]) + "\n")  # fmt: skip
+    return p
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        # was "OUT.parquet: instructions.warps: 3 warps, but grid (1, 1, 1) x block (64, 1, 1) runs 2"
+        (
+            {"first_warp": 99},
+            "line 2: CTA (0, 0, 0) has accesses of more warps than the launch's block (64, 1, 1) holds",
+        ),
+        # was "OUT.parquet: objects[0].size: object 'shared0' [...] ends beyond the shared address space"
+        ({"first_op": "LDS.U.128"}, "line 2: LDS.U.128 is a shared-memory access, but its address 0x7f000000007c"),
+    ],
+)
+def test_nvbit_lines_the_launch_cannot_hold_are_named_by_line(run_cli, tmp_path, edit, words):
+    log = _nvbit_log(tmp_path, **edit)
+    out = tmp_path / "n.parquet"
+    line = one_line(*run_cli("import", "nvbit", log, "-o", out), f"{log} {words}")
+    assert str(out) not in line and not out.exists()
+
+
+def test_nvbit_unknown_opcodes_are_said(run_cli, tmp_path, caplog):
+    """A line of an opcode the tool does not read was dropped silently (only unclassified_lines in the metadata)."""
+    import logging
+
+    log = _nvbit_log(tmp_path, first_op="FOO.BAR")
+    with caplog.at_level(logging.WARNING, logger="traces.importers.nvbit"):
+        code, _, err = run_cli("import", "nvbit", log, "-o", tmp_path / "n.parquet")
+    assert code == 0, err
+    assert traces.read(tmp_path / "n.parquet").info.source["lines"]["unclassified_lines"] == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{log}: 1 line of opcodes not read as memory accesses, not imported (FOO.BAR)"
+    ]

@@ -53,10 +53,11 @@ from ..launch import (
     MAX_REGS_PER_THREAD,
     MAX_THREADS_PER_BLOCK,
     MAX_SMEM_PER_BLOCK,
+    SHARED_WINDOW,
     coverage_problem,
     launch_problem,
 )
-from ..schema import GLOBAL, LOAD, WARP_SIZE, Instructions, KernelInfo
+from ..schema import GLOBAL, LOAD, SHARED, WARP_SIZE, Instructions, KernelInfo
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
 from .opcodes import CLASS_NAMES, GENERIC, LDGSTS, NONE, classify
@@ -313,6 +314,15 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
         by_cta[c].append(i)
     # Without a launch line the block is unknown, but CUDA's has at most 32 warps: slots beyond are ranked.
     warp, wstats = _recover_warps(by_cta, slot, opnames, width, addr, mask, wpb or MAX_THREADS_PER_BLOCK // WARP_SIZE)
+    if wpb and n and (warp >= wpb).any():  # named here, by its line, not by the output's metadata check
+        i = int(np.flatnonzero(warp >= wpb)[0])
+        raise ParseError(p, keep[i][0], f"CTA {tuple(int(v) for v in xyz[i])} has accesses of more warps than the "
+                                        f"launch's block {block} holds ({wpb}): warp slot {int(slot[i])}")  # fmt: skip
+    shared_far = np.flatnonzero((space == SHARED) & (addr.max(axis=1) >= SHARED_WINDOW)) if n else []
+    if len(shared_far):
+        i = int(shared_far[0])
+        raise ParseError(p, keep[i][0], f"{opnames[i]} is a shared-memory access, but its address "
+                                        f"{int(addr[i].max()):#x} is beyond the {SHARED_WINDOW:#x}-byte shared window")  # fmt: skip
     if block is None:
         block = (WARP_SIZE * (int(warp.max()) + 1 if n else 1), 1, 1)
     problem = launch_problem(grid, block) or coverage_problem(grid, block, n)
@@ -343,6 +353,10 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
     lines = {k: int(acct.get(k, 0)) for k in ("total", "rows", "other_launch_lines", "launch_lines", "not_trace_lines",
                                                "all_lanes_off", "unclassified_lines", "skipped_bad_lines")}  # fmt: skip
     assert lines["total"] == sum(v for k, v in lines.items() if k != "total"), lines
+    if lines["unclassified_lines"]:
+        unknown = sorted(name for name, c in ops.items() if c.space == NONE)
+        log.warning("%s: %d line%s of opcodes not read as memory accesses, not imported (%s)", p,
+                    lines["unclassified_lines"], "" if lines["unclassified_lines"] == 1 else "s", ", ".join(unknown[:8]))  # fmt: skip
     if lines["skipped_bad_lines"]:
         log.warning(
             "%s: skipped %d bad line%s (--skip-bad-lines)",
