@@ -16,7 +16,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from expect import close
-from placement import api, batch
+from placement import api, batch, units
 from traces import generators
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_small_suite_end_to_end(run_cli, tmp_path):
     # the mean |error| is the triad's three moved placements': its sample row is 0 by construction (until 4 Dec 2026
     # it was averaged in); 4 placements measured
     mean = sum(abs(r["error"]) for r in tri[1:]) / 3
-    assert (f"measured placements: 4; mean |error| {mean:.1%} over 3 (left out: 1 sample row, whose measured time the "
+    assert (f"measured placements: 4; mean |error| {units.share(mean)} over 3 (left out: 1 sample row, whose measured time the "
             "predictions are scaled to)") in stdout  # fmt: skip
 
 

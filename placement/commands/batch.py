@@ -21,6 +21,7 @@ import os
 import sys
 
 from ..choices import STREAM_MODES
+from .. import units
 from ._output import print_json, table
 
 NAME = "batch"
@@ -46,6 +47,11 @@ def add_arguments(p) -> None:
 
 def _f(v, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
+
+
+def _u(v, fmt) -> str:
+    """``v`` in the units module's format ``fmt`` (speedups to 3 figures, shares as ``4.1 %``), or '-'."""
+    return "-" if v is None else fmt(v)
 
 
 def run(args) -> int:
@@ -85,11 +91,11 @@ def run(args) -> int:
     if res.experiment["gpu_override"]:
         print(f"every entry priced on {res.experiment['gpus'][0]} (--gpu), without the suite's measured times")
     print()
-    rows = [[e["entry"], e["gpu"], e["rows"], e["best"], e["best_speedup"], e["n_measured"],
-             _f(e["mean_abs_error"], ".1%"), _f(e["kendall_tau"], ".2f"),
+    rows = [[e["entry"], e["gpu"], e["rows"], e["best"], _u(e["best_speedup"], units.speedup), e["n_measured"],
+             _u(e["mean_abs_error"], units.share), _f(e["kendall_tau"], ".2f"),
              "-" if e["top1_hit"] is None else ("yes" if e["top1_hit"] else "no")]
             for e in res.summary]  # fmt: skip
-    print(table(rows, ["entry", "gpu", "rows", "best predicted", "speedup", "measured", "|error|", "tau", "top-1"],
+    print(table(rows, ["entry", "gpu", "rows", "best predicted", "speedup", "measured (n)", "|error|", "tau", "top-1"],
                 "llrlrrrrl"))  # fmt: skip
     o = res.overall
     if o["measured"]:
@@ -97,7 +103,7 @@ def run(args) -> int:
         scaled = (f" over {o['scored']} (left out: {anchored} sample row{'s' if anchored > 1 else ''}, whose measured "
                   "time the predictions are scaled to)")  # fmt: skip
         hits = f"{o['top1_hits']}/{o['ranked_groups']}" if o["ranked_groups"] else "-"
-        print(f"\nmeasured placements: {o['measured']}; mean |error| {_f(o['mean_abs_error'], '.1%')}"
+        print(f"\nmeasured placements: {o['measured']}; mean |error| {_u(o['mean_abs_error'], units.share)}"
               f"{scaled if anchored else ''}; mean Kendall tau {_f(o['mean_kendall_tau'], '.2f')}; "
               f"top-1 hits {hits}")  # fmt: skip
     return 0
