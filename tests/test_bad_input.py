@@ -221,6 +221,8 @@ def _with_metadata(tmp_path: Path, edit) -> Path:
         (lambda d: d.update(measured={"time_ns": 1 << 1100, "gpu": "k80"}), "measured.time_ns", "finite number of ns"),
         # counts the rest of the metadata contradicts (spmv with executed 0 was predicted 993 ns, not 1.61 us)
         (lambda d: d["instructions"].update(int=10**15), "instructions.int", "1,000,000,000,000,000 int warp-"),
+        # a newline split evaluate's header line
+        (lambda d: d.update(kernel="a\nb"), "kernel", "kernel name 'a\\nb' holds the control character '\\n'"),
         # each named under its own key (elem_bytes 0 was reported under objects[0].size)
         (lambda d: d["objects"][0].update(elem_bytes=0), "objects[0].elem_bytes", "has elem_bytes 0; it must be one"),
         (lambda d: d["objects"][0].update(size=0), "objects[0].size", "has size 0; it must be > 0"),

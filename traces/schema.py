@@ -385,6 +385,9 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             field="schema_version",
         )
     kernel = _req(d, "kernel", str, path, "")
+    if not kernel.isprintable():  # a newline in it split the commands' header lines
+        bad = next(c for c in kernel if not c.isprintable())
+        raise TraceError(path, f"kernel name {kernel[:40]!r} holds the control character {bad!r}", field="kernel")
     grid = _dim3(d, "grid", path)
     block = _dim3(d, "block", path)
     problem = launch_problem(grid, block)
