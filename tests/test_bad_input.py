@@ -240,32 +240,40 @@ def test_trace_metadata_sizes_refused_before_allocating(tmp_path, run_cli, edit,
     one_line_error(*run_cli("info", p), f"{p}: {field}: ", words)
 
 
-def test_fewer_executed_instructions_than_rows(tmp_path, run_cli):
-    """vecadd(2, 2) has 12 rows, each a memory instruction executed: executed 11 cannot be."""
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        # vecadd(2, 2) has 12 rows, each a memory instruction executed: 11 executed cannot be
+        (lambda d: d["instructions"].update(executed=11, int=0, fp32=0, ldst=0, branch=0), "instructions.executed",
+         "11 executed warp-instructions, but the trace has 12 rows"),
+        # rows of 2 blocks: traced_ctas 1 was taken at its word (the time scaled by the launch's blocks over 1:
+        # spmv's 64 blocks made 1.61 -> 514 us)
+        (lambda d: d["extra"].update(traced_ctas=1), "extra.traced_ctas",
+         "the rows hold 2 blocks, more than the 1 it says were traced"),
+    ],
+)  # fmt: skip
+def test_metadata_the_rows_contradict(tmp_path, run_cli, edit, field, words):
+    """Checked against the rows: the read, the stream and evaluate agree."""
     import traces
 
-    p = _with_metadata(tmp_path, lambda d: d["instructions"].update(executed=11, int=0, fp32=0, ldst=0, branch=0))
-    words = "11 executed warp-instructions, but the trace has 12 rows"
+    p = _with_metadata(tmp_path, edit)
     for reader in (traces.read, lambda q: list(traces.iter_batches(q))):
         with pytest.raises(TraceError) as info:
             reader(p)
-        assert info.value.field == "instructions.executed" and words in str(info.value), str(info.value)
-    one_line_error(*run_cli("evaluate", p, "--gpu", "k80"), f"{p}: instructions.executed: {words}")
+        assert info.value.field == field and words in str(info.value), str(info.value)
+    one_line_error(*run_cli("evaluate", p, "--gpu", "k80"), f"{p}: {field}: {words}")
 
 
-def test_traced_ctas_fewer_than_the_blocks_the_rows_hold(tmp_path, run_cli):
-    """vecadd(2, 2): rows of 2 blocks. extra.traced_ctas 1 was taken at its word (the time scaled by the launch's
-    blocks over 1: spmv's 64 blocks made 1.61 -> 514 us); 2 is right, and the read, the stream and evaluate agree."""
+def test_traced_ctas_that_the_rows_hold_is_read():
     import traces
+    from tracemaker import vecadd
 
-    p = _with_metadata(tmp_path, lambda d: d["extra"].update(traced_ctas=1))
-    words = "the rows hold 2 blocks, more than the 1 it says were traced"
-    for reader in (traces.read, lambda q: list(traces.iter_batches(q))):
-        with pytest.raises(TraceError) as info:
-            reader(p)
-        assert info.value.field == "extra.traced_ctas" and words in str(info.value), str(info.value)
-    one_line_error(*run_cli("evaluate", p, "--gpu", "k80"), f"{p}: extra.traced_ctas: {words}")
-    assert len(traces.read(_with_metadata(tmp_path, lambda d: d["extra"].update(traced_ctas=2)))) == 12
+    cols, info = vecadd(2, 2)
+    assert len({int(c) for c in cols["cta"]}) == 2  # so traced_ctas 2 is right
+    import dataclasses
+
+    info2 = dataclasses.replace(info, extra={**info.extra, "traced_ctas": 2})
+    traces.validate(traces.Trace(**cols, info=info2))
 
 
 def test_tiny_file_claiming_two_to_the_31_blocks_fails_fast(tmp_path, monkeypatch):
