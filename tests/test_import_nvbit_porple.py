@@ -243,3 +243,21 @@ def test_nvbit_unknown_opcodes_are_said(run_cli, tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records] == [
         f"{log}: 1 line of opcodes not read as memory accesses, not imported (FOO.BAR)"
     ]
+
+
+def test_nvbit_accesses_of_a_launch_without_its_launch_line_are_said(run_cli, tmp_path, caplog):
+    """Access lines of grid launch 7 in a log whose only launch line is launch 0's: imported with an estimated grid
+    and block, silently."""
+    import logging
+
+    p = tmp_path / "k.log"
+    p.write_text("\n".join([LAUNCH64, memtrace(7, "0,0,0", 0, "LDG.E", 0x7F0000000000),
+                            memtrace(7, "0,0,0", 1, "LDG.E", 0x7F0000000080)]) + "\n")  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="traces.importers.nvbit"):
+        code, _, err = run_cli("import", "nvbit", p, "-o", tmp_path / "n.parquet")
+    assert code == 0, err
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{p}: no launch line for grid launch 7 (the log has them for 0): its grid, block and kernel name are "
+        "estimated from the accesses"
+    ]
+    assert {"grid", "block"} <= set(traces.read(tmp_path / "n.parquet").info.source["estimated"])

@@ -180,6 +180,9 @@ def parse_log(path, *, launch: int | None = None, skip_bad_lines: bool = False):
             f"{p}: the log holds {len(accesses)} launches; pick one with --launch N: {_listing(launches, accesses)}"
         )
     chosen = launch if launch is not None else first_launch
+    if launches and chosen not in launches and rows:  # the log has launch lines, none of them this launch's
+        log.warning("%s: no launch line for grid launch %s (the log has them for %s): its grid, block and kernel name "
+                    "are estimated from the accesses", p, chosen, ", ".join(map(str, sorted(launches)[:5])))  # fmt: skip
     if launch is not None and not rows and launch not in launches:
         listed = f" (it holds {_listing(launches, accesses)})" if accesses else ""
         raise InputError(f"{p}: no accesses of grid launch {launch}{listed}")
