@@ -765,3 +765,20 @@ def test_training_on_one_measurement_names_the_file(tmp_path, run_cli):
     p.write_text("trace,placement,measured_ns\nt.parquet,,1000\n")
     one_line_error(*run_cli("train", p, "--gpu", "k80", "-o", tmp_path / "c.toml"),
                    f"{p}: training needs at least 2 measured placements, got 1")  # fmt: skip
+
+
+def test_objects_file_with_two_objects_over_the_same_bytes(tmp_path, run_cli):
+    """Was "objects 'A' and 'B' overlap", naming no file; objects of two families (global and shared) may share
+    numbers, their address spaces being apart."""
+    from fuzzing import seeds_porple
+
+    seeds_porple(tmp_path)
+    toml = tmp_path / "o.toml"
+    body = '[[object]]\nname = "A"\nbase = 0x10000\nsize = 256\n[[object]]\nname = "B"\nbase = 0x10080\nsize = 256\n'
+    toml.write_text(body)
+    one_line_error(*run_cli("import", "porple", tmp_path / "one.txt", "--objects", toml, "-o", tmp_path / "t.parquet"),
+                   f"{toml}: object 2 ('B') overlaps object 1 ('A'): [0x10080, +256) and [0x10000, +256)")  # fmt: skip
+    from traces.importers.objects import load_objects_toml
+
+    toml.write_text(body.replace('name = "B"\n', 'name = "B"\nspace = "shared"\n'))
+    assert [s.name for s in load_objects_toml(toml)] == ["A", "B"]

@@ -163,6 +163,13 @@ def load_objects_toml(path) -> tuple[ObjectSpec, ...]:
             if shape[0] * shape[1] * (elem or 4) > size:
                 raise InputError(f"{where} ('{name}'): shape {shown(shape)} x {elem or 4} B exceeds size {size}")
         specs.append(ObjectSpec(name, base, size, space, elem, shape))
+    # two tables of one family over the same bytes: said here, with the file (``infer_objects`` refuses them too)
+    by_family = sorted(range(len(specs)), key=lambda i: (_family_of(specs[i].space), specs[i].base))
+    for i, j in zip(by_family, by_family[1:]):
+        a, b = specs[i], specs[j]
+        if _family_of(a.space) == _family_of(b.space) and b.base < a.base + a.size:
+            raise InputError(f"{p}: object {j + 1} ('{b.name}') overlaps object {i + 1} ('{a.name}'): "
+                             f"[{b.base:#x}, +{b.size}) and [{a.base:#x}, +{a.size})")  # fmt: skip
     return tuple(specs)
 
 
