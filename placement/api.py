@@ -263,6 +263,7 @@ def evaluate(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike 
         kernel=ev.info.kernel, gpu=g.name, target=ctx.placed(e, None, p, legal),
         sample=ctx.placed(sample, None, ev.sample_placement, ev.sample_legality),
         overlap_trained=opts.overlap is not None, hints=ctx.hints(e) if hints else None, gpu_config=g,
+        blocks=(ev.info.launch_ctas, ev.info.traced_ctas),
     )  # fmt: skip
 
 
@@ -334,6 +335,7 @@ def rank(trace: "str | os.PathLike | traces.Trace", gpu: "str | os.PathLike | Gp
         overlap_source=r.sample.sample.overlap_source,
         hints=best_hints, hints_incomplete=incomplete, hints_pasteable=pasteable,
         accesses={n: a.total for n, a in ctx.accesses.items()}, gpu_config=g,
+        blocks=(ev.info.launch_ctas, ev.info.traced_ctas),
     )  # fmt: skip
 
 

@@ -98,6 +98,8 @@ class EvaluationResult:
     hints: tuple[Hint, ...] | None = None
     """The CUDA changes (``hints=True``), object by object."""
     gpu_config: Any = field(default=None, repr=False, compare=False)
+    blocks: tuple[int, int] | None = None
+    """The launch's blocks and the trace's (``KernelInfo.launch_ctas``, ``traced_ctas``): the Blocks line's why."""
 
     @property
     def time_ns(self) -> float:
@@ -159,6 +161,8 @@ class RankResult:
     accesses: dict[str, int] = field(default_factory=dict)
     """Warp-level accesses of each object in the trace."""
     gpu_config: Any = field(default=None, repr=False, compare=False)
+    blocks: tuple[int, int] | None = None
+    """The launch's blocks and the trace's (``KernelInfo.launch_ctas``, ``traced_ctas``): the Blocks line's why."""
 
     @property
     def best(self) -> Placed:

@@ -66,14 +66,27 @@ def launch_line(t, gpu) -> str:
             "configuration), in every placement's time alike.")  # fmt: skip
 
 
-def blocks_line(t) -> str:
-    """Where the trace's time was scaled to its launch's (``hms.blocks_scale``): how."""
+def blocks_line(t, blocks: tuple[int, int] | None = None, gpu=None) -> str:
+    """Where the trace's time was scaled to its launch's (``hms.blocks_scale``): how, and why (``blocks``: the
+    launch's and the trace's blocks, with ``gpu`` its SMs; without them, the reasons it can have)."""
     if t.blocks_scale == 1.0:
         return ""
+    why = ("the trace holds fewer blocks than its launch, extra.traced_ctas and extra.launch_ctas, or the launch's "
+           "blocks do not spread evenly over the SMs")  # fmt: skip
+    if blocks is not None and gpu is not None:
+        launched, traced = blocks
+        sms = gpu.compute.sms
+        parts = []
+        if traced < launched:
+            parts.append(f"the trace holds {units.count(traced)} of its launch's {units.count(launched)} blocks "
+                         "(extra.traced_ctas, extra.launch_ctas)")  # fmt: skip
+        if launched % min(sms, launched):
+            parts.append(f"the launch's {units.count(launched)} blocks on {sms} SMs: the busiest runs "
+                         f"{-(-launched // sms)}, {launched / sms:.3g} on average")  # fmt: skip
+        why = "; ".join(parts) or why
     return (f"Blocks: each time is T of the trace's blocks x {t.blocks_scale:.4g} (the busiest SM's blocks of the "
-            "launch over the trace's blocks per SM: the trace holds fewer blocks than its launch, extra.traced_ctas "
-            "and extra.launch_ctas, or the launch's blocks do not spread evenly over the SMs) plus the launch, and so "
-            "are the T_comp, T_mem and T_overlap shown.")  # fmt: skip
+            f"launch over the trace's blocks per SM: {why}) plus the launch, and so are the T_comp, T_mem and "
+            "T_overlap shown.")  # fmt: skip
 
 
 def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:
@@ -169,7 +182,7 @@ def rank_text(r: RankResult) -> str:
         lines += ["", head] + [f"  {x}" for x in best.explanation.lines()]
     lines += ["", overlap_line(r.overlap_trained, r.overlap_source, r.gpu)]
     launch = launch_line(s.evaluation.target, r.gpu_config)
-    lines += [x for x in (launch, blocks_line(s.evaluation.target)) if x]
+    lines += [x for x in (launch, blocks_line(s.evaluation.target, r.blocks, r.gpu_config)) if x]
     if r.hints is not None:
         from .hints import text
 
@@ -194,7 +207,7 @@ def evaluation_text(r: EvaluationResult) -> str:
     if r.target.explanation.objects or r.target.explanation.kernel:
         lines += ["", "Why:"] + [f"  {x}" for x in r.target.explanation.lines()]
     lines += ["", overlap_line(r.overlap_trained, t.overlap_source, r.gpu)]
-    lines += [x for x in (launch_line(s, r.gpu_config), blocks_line(s)) if x] + [""]
+    lines += [x for x in (launch_line(s, r.gpu_config), blocks_line(s, r.blocks, r.gpu_config)) if x] + [""]
 
     def cnt(x: float) -> str:
         return units.count(x)

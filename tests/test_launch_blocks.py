@@ -239,3 +239,22 @@ def test_streamed_equals_whole(tmp_path):
     for a, b in ((whole.sample, streamed.sample), (whole.target, streamed.target)):
         assert b.evaluation.target.blocks_scale == a.evaluation.target.blocks_scale == pytest.approx(10)
         assert b.evaluation.target.time_ns == pytest.approx(a.evaluation.target.time_ns, rel=1e-12)
+
+
+def test_the_blocks_line_says_which_reason_applies():
+    """It listed every reason the scale can have; now the one that applies, with its numbers. conv1d's 64 blocks on
+    the K80's 13 SMs: 5 on the busiest, 64 / 13 = 4.92 on average (x 65 / 64); conv2d_kt's 128 of a launch of 640 on
+    the A100's 108 SMs: 6 on the busiest of the launch over 128 / 108 of the trace."""
+    from conftest import ROOT
+    from placement.textout import evaluation_text, rank_text
+
+    e = api.evaluate(ROOT / "configs" / "examples" / "conv1d.parquet", "k80", "in=T")
+    line = next(x for x in evaluation_text(e).splitlines() if x.startswith("Blocks:"))
+    assert "x 1.016 (" in line and "the launch's 64 blocks on 13 SMs: the busiest runs 5, 4.92 on average)" in line
+    assert "traced_ctas" not in line
+    t = _trace("conv2d_kt", [256, 256], [32, 4, 2, 2], launch_ctas=5 * 128)
+    r = api.rank(t, "a100", top=1, workers=1)
+    line = next(x for x in rank_text(r).splitlines() if x.startswith("Blocks:"))
+    assert r.blocks == (640, 128) and f"x {6 / (128 / 108):.4g} (" in line
+    assert ("the trace holds 128 of its launch's 640 blocks (extra.traced_ctas, extra.launch_ctas); the launch's 640 "
+            "blocks on 108 SMs: the busiest runs 6, 5.93 on average)") in line  # fmt: skip
