@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from traces.errors import InputError
 
+from .. import units
 from ..units import plural
 from ._output import print_json, table
 
@@ -202,6 +203,11 @@ def select_row(rows: list, selector: str, where: str):
     raise InputError(f"{where}: --fit-lambda {selector!r}: no row matches")
 
 
+def _seconds(v) -> str:
+    """A time in seconds as the tool's other times print (``4.25 µs``; '-' for none); ``--json`` keeps seconds."""
+    return "-" if v is None else units.time_ns(float(v) * 1e9)
+
+
 def run(args) -> int:
     if args.model == "lemeire":
         return _run_lemeire(args)
@@ -230,7 +236,8 @@ def run(args) -> int:
         print_json(doc)
         return 0
     print(f"{args.model} on {m.name}: {k.name} ({source})")
-    rows = [[key, val] for key, val in doc.items() if key not in ("model", "machine", "kernel", "source")]
+    rows = [[key[:-2], _seconds(val)] if key.endswith("_s") else [key, val] for key, val in doc.items()
+            if key not in ("model", "machine", "kernel", "source")]  # fmt: skip
     print(table(rows, ["quantity", "value"], "lr"))
     return 0
 
@@ -331,16 +338,16 @@ def _run_counters(args) -> int:
     keys = _SUMMARY[args.model]
     trows = []
     for d in out:
-        pred = "-" if d["predicted_s"] is None else f"{d['predicted_s']:.4g}"
+        pred = _seconds(d["predicted_s"])
         err = "-" if d["error_pct"] is None else f"{d['error_pct']:+.1f}"
-        meas = "-" if d["measured_s"] is None else f"{d['measured_s']:.4g}"
+        meas = _seconds(d["measured_s"])
         size = "-" if d["input_size"] is None else f"{d['input_size']:g}"
         extra = [("-" if d.get(k) is None else (f"{d[k]:.3g}" if isinstance(d[k], float) else str(d[k]))) for k in keys]
         trows.append([d["row"], d["kernel"], size, "x".join(map(str, d["block"][:2])), pred, meas, err, *extra])
     print(
         table(
             trows,
-            ["row", "kernel", "size", "block", "predicted_s", "measured_s", "error_%", *keys],
+            ["row", "kernel", "size", "block", "predicted", "measured", "error_%", *keys],
             "rllrrrr" + "r" * len(keys),
         )
     )
