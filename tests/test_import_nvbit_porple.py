@@ -261,3 +261,12 @@ def test_nvbit_accesses_of_a_launch_without_its_launch_line_are_said(run_cli, tm
         "estimated from the accesses"
     ]
     assert {"grid", "block"} <= set(traces.read(tmp_path / "n.parquet").info.source["estimated"])
+
+
+def test_nvbit_kernel_name_with_a_control_character_is_named_by_its_line(run_cli, tmp_path):
+    p = tmp_path / "k.log"
+    p.write_text("\n".join([LAUNCH64.replace("Kernel name k", "Kernel name k\x01x"),
+                            memtrace(0, "0,0,0", 0, "LDG.E", 0x7F0000000000)]) + "\n")  # fmt: skip
+    out = tmp_path / "n.parquet"
+    one_line(*run_cli("import", "nvbit", p, "-o", out), f"{p} line 1: launch line: the kernel name holds the control")
+    assert not out.exists()

@@ -286,3 +286,14 @@ def test_a_grid_too_large_for_its_rows_names_the_record_file(tmp_path, capsys):
         import_sanitizer(path)
     code, cap, out = _cli(tmp_path, path, capsys)
     assert code == 2 and "rec.bin" in cap.err and len(cap.err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_kernel_name_with_a_control_character_names_the_record_file(tmp_path, capsys):
+    """Hypothesis found it (a fresh-venv run, sixty-fourth session): byte 156 set to 1 puts \\x01 in the kernel's
+    name, which the trace's metadata refuses since that session; the error named the output, not rec.bin."""
+    data = bytearray(VALID)
+    data[156] = 1
+    code, cap, out = _cli(tmp_path, _file(tmp_path, data=bytes(data)), capsys)
+    line = cap.err.strip().splitlines()[-1]
+    assert code == 2 and not out.exists() and "rec.bin" in line, cap.err
+    assert "kernel name holds the control character '\\x01'" in line

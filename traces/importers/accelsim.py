@@ -180,6 +180,9 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
     if version not in SUPPORTED_VERSIONS:
         raise ParseError(path, vln, f"unknown Accel-Sim tracer version {vtext!r}; this importer reads versions 3 to 6")
     name = get("kernel name", False)
+    if name and not name[1].isprintable():  # the trace's metadata refuses it; said here, by the header's line
+        bad = next(c for c in name[1] if not c.isprintable())
+        raise ParseError(path, name[0], f"the kernel name holds the control character {bad!r}")
     grid, block = dim("grid dim"), dim("block dim")
     problem = launch_problem(grid, block)
     if problem:

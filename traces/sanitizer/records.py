@@ -200,6 +200,9 @@ def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
         raise RecordError(path, record, "kernel name is not UTF-8") from None
     if "\0" in name:
         raise RecordError(path, record, "kernel name holds a NUL byte")
+    if not name.isprintable():  # the trace's metadata refuses it (traces.schema); said here, naming the records
+        bad = next(c for c in name if not c.isprintable())
+        raise RecordError(path, record, f"kernel name holds the control character {bad!r}")
     grid, block = tuple(int(v) for v in h["grid"]), tuple(int(v) for v in h["block"])
     problem = launch_problem(grid, block)
     regs, smem = int(h["regs"]), int(h["static_smem"]) + int(h["dynamic_smem"])
