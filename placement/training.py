@@ -21,7 +21,7 @@ import numpy as np
 
 import traces
 from traces.errors import InputError
-from traces.inputfile import read_text
+from traces.inputfile import read_text, refuse_repeated_column
 
 from .api import require_rows
 from .gpu import Gpu
@@ -75,9 +75,7 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
         if "trace" not in cols or "placement" not in cols or tcol is None:
             shown = ", ".join(c[:40] for c in cols[:20]) or "none"
             raise InputError(f"{p}: expected columns trace, placement and measured_ns; got {shown}")
-        twice = sorted({c for c in cols if cols.count(c) > 1})
-        if twice:
-            raise InputError(f"{p}: column {twice[0][:40]!r} named twice in the header")
+        refuse_repeated_column(p, cols)
         unused = [c for c in cols if c not in ("trace", "placement", tcol)]
         if unused:  # a notes or gpu column is common; say it is not read rather than refuse the file
             log.warning("%s: %s %s %s not read (the model takes trace, placement and %s)", p,

@@ -74,6 +74,14 @@ def refuse_binary(path, what: str) -> None:
     raise InputError(f"{path}: is {kind}, not {what}{hint}")
 
 
+def refuse_repeated_column(path, header, among=None) -> None:
+    """An ``InputError`` naming ``path`` where a column of a CSV ``header`` (one of ``among``, the columns the reader
+    takes, where given) is named twice: ``csv.DictReader`` keeps the last of them and pandas renames the second."""
+    twice = sorted({c for c in header if (among is None or c in among) and header.count(c) > 1})
+    if twice:
+        raise InputError(f"{path}: column {twice[0][:40]!r} named twice in the header")
+
+
 def quote_line(line: str, limit: int = 60) -> str:
     """A line of input for a message: its first ``limit`` characters quoted, or "binary data" for
     a line that is not text (NUL or other control bytes, bytes that are not UTF-8), which quoted

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traces.errors import InputError, shown
-from traces.inputfile import read_bytes
+from traces.inputfile import read_bytes, refuse_repeated_column
 from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
 
 from ..gpu import Gpu, build_gpu
@@ -138,9 +138,7 @@ def _check_fields(p: str, data: bytes) -> None:
     try:
         header = next(reader, [])
         read = {*REQUIRED, *SPEC, *_RANGES, *(n for names in NVPROF_NAMES.values() for n in names)}
-        twice = sorted({c for c in header if c in read and header.count(c) > 1})  # nvprof repeats its Context
-        if twice:
-            raise InputError(f"{p}: column {twice[0][:40]!r} named twice in the header")
+        refuse_repeated_column(p, header, read)  # of those read: nvprof repeats its Context
         for row in reader:
             if row and len(row) != len(header):
                 raise InputError(f"{p} line {reader.line_num}: {len(row)} fields, the header has {len(header)}")
