@@ -163,11 +163,9 @@ def rank_text(r: RankResult) -> str:
     ex = excluded_lines(r.excluded)
     if ex:
         lines += ["Not allowed:"] + ex
-    rows = [_row(p, str(p.rank)) for p in r.ranking]
-    if not any(p.label == "sample" for p in r.ranking):
-        rows.append(_row(s, "-"))
-    shown = r.ranking if any(p.label == "sample" for p in r.ranking) else [*r.ranking, s]
-    lines += ["", table(rows, HEADER, "llrrlrrr"), time_line(shown), ""]
+    extra = [] if any(p.label == "sample" for p in r.ranking) else [s]  # the sample's row below, if not ranked
+    rows = [_row(p, str(p.rank)) for p in r.ranking] + [_row(p, "-") for p in extra]
+    lines += ["", table(rows, HEADER, "llrrlrrr"), time_line([*r.ranking, *extra]), ""]
     lines += r.uncertainty()
     if r.hints is not None:
         ranks = {p.label: p.rank for p in r.ranking}
