@@ -463,7 +463,7 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         polished = _polish(runner, dom, lambda p: _legal(info, gpu, p, ev.staging), estimate, budget)
         exact = runner.exact
     ranked = sorted(exact.values(), key=_key)
-    surrogate = {"single_moves": float(len(single)), "pair_terms": float(len(pair)), "candidates": float(len(candidates)),
+    surrogate = {"single_moves": float(len(singles)), "pair_terms": float(len(pair)), "candidates": float(len(candidates)),
                  "candidates_skipped": float(skipped), "pairs_skipped": float(skipped_pairs),
                  "polished": float(polished), "unrolled_twins": float(len(runner.twins))}  # fmt: skip
     total = _product(dom)

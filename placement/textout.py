@@ -105,7 +105,6 @@ def excluded_lines(excluded: dict[str, dict[str, str]]) -> list[str]:
 
 
 def search_line(r: RankResult) -> str:
-    n_obj = len(r.sample.placement)
     legal = (f"{units.count(r.legal_placements)} legal placements" if r.legal_placements is not None
              else f"at most {units.count(r.candidates)} placements (too many to count the legal ones)")  # fmt: skip
     if r.legal_placements is not None and r.legal_placements < r.candidates:
@@ -121,7 +120,7 @@ def search_line(r: RankResult) -> str:
              "the two)") if n_twins else ""  # fmt: skip
     if r.strategy == "exhaustive":
         return f"{legal}, every one evaluated exactly{twins}."
-    singles = int(s.get("single_moves", 0)) - n_obj
+    singles = int(s.get("single_moves", 0))
     n_skip, n_pair = int(s.get("candidates_skipped", 0)), int(s.get("pairs_skipped", 0))
     skipped = (f" ({units.count(n_skip)} of the candidates and {units.count(n_pair)} of the pairs skipped: the "
                "surrogate's error measured on others with the same objects in each shared cache and in shared memory "

@@ -408,7 +408,7 @@ def test_the_summary_line_says_what_was_skipped():
 
     from placement.textout import search_line
 
-    counts = {"single_moves": 10.0, "pair_terms": 4.0, "candidates": 8.0}
+    counts = {"single_moves": 8.0, "pair_terms": 4.0, "candidates": 8.0}
     r = SimpleNamespace(sample=SimpleNamespace(placement={"a": "G", "b": "G"}), legal_placements=None, candidates=25,
                         strategy="cpsat", evaluations=16, surrogate=counts)  # fmt: skip
     assert "skipped" not in search_line(r)
@@ -444,7 +444,7 @@ def test_the_summary_line_does_not_offer_exhaustive_when_every_legal_placement_w
 
     from placement.textout import search_line
 
-    counts = {"single_moves": 15.0, "pair_terms": 6.0, "candidates": 84.0, "unrolled_twins": 72.0}
+    counts = {"single_moves": 12.0, "pair_terms": 6.0, "candidates": 84.0, "unrolled_twins": 72.0}
     r = SimpleNamespace(sample=SimpleNamespace(placement={"a": "G", "b": "G", "c": "G"}), legal_placements=84,
                         candidates=84, strategy="cpsat", evaluations=156, surrogate=counts)  # fmt: skip
     line = search_line(r)
@@ -478,3 +478,17 @@ def test_the_ranking_says_which_term_is_each_time():
     assert BOUND_WORDS["block"] in lines[head + 2] and r.to_dict()["ranking"][0]["bound"] == "block"
     assert 'time = the launch + the term in "bound by": Eq. 1 is T_comp + T_mem - T_overlap; where T_block or ' \
            "T_round is named" in text  # fmt: skip
+
+
+def test_the_json_counts_the_single_moves_the_text_names():
+    """matmul_naive 64 on the A100: M and N may each take 8 spaces (G T 2T C R S/G S/T S/R), P, written, G or S/G,
+    so 7 + 7 + 1 = 15 single-object moves (and 8 x 8 x 2 = 128 placements). The JSON's ``surrogate.single_moves``
+    said 18: it counted each object's own space as a move too."""
+    import traces.generators
+    from placement import rank
+    from placement.textout import search_line
+
+    r = rank(traces.generators.trace("matmul_naive", [64], [16]), "a100", top=3, workers=1)
+    assert r.candidates == 128
+    assert r.to_dict()["surrogate"]["single_moves"] == 15
+    assert "the sample, 15 single-object moves," in search_line(r)
