@@ -41,10 +41,25 @@ COMMANDS = (
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse with its usage errors on one line, as the command's other input errors (DESIGN.md, "The
-    command"): argparse's message and where the usage is, instead of the usage block first. Exit 2."""
+    command"): argparse's message and where the usage is, instead of the usage block first. Exit 2. Each parser
+    leaves its ``prog`` in the namespace (``_prog``; the deepest subcommand's wins), so the command's other errors
+    begin as its usage errors do (``placement model lemeire: error: ...``)."""
 
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (`{self.prog} --help` for usage)\n")
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.set_defaults(_prog=self.prog)
+
+    def error(self, message: str, prog: str | None = None):
+        prog = prog or self.prog
+        self.exit(2, f"{prog}: error: {one_line(message)} (`{prog} --help` for usage)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, but an unrecognized argument is named by the subcommand that was given it (argparse's own
+        names the top-level parser, and sends the user to ``placement --help``)."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}", getattr(namespace, "_prog", None))
+        return namespace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,14 +148,14 @@ def _run(args: argparse.Namespace) -> int:
         return int(args._run(args))
     except InputError as exc:
         # One line whatever the message holds (a parser's message may carry newlines).
-        print(f"placement {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"{args._prog}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError as exc:  # an input too big for this machine (a generated trace's size): said, not a bug
         gc.collect()
         what = one_line(exc) or "no detail"
         advice = ("give a smaller --size" if args.command == "bench" else
                   "give a smaller size, or a trace file to stream (--stream yes)")  # fmt: skip
-        msg = (f"placement {args.command}: error: out of memory ({what}): the input needs more memory than this "
+        msg = (f"{args._prog}: error: out of memory ({what}): the input needs more memory than this "
                f"machine has; {advice}")  # fmt: skip
         print(msg, file=sys.stderr)
         return 2
@@ -152,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as exc:
         if no_room(exc):  # a full disk, a quota, a read-only file system: the user's to fix, one line
             where = f"{exc.filename}: " if exc.filename else ""
-            print(f"placement {args.command}: error: {where}cannot write ({os.strerror(exc.errno)})", file=sys.stderr)
+            print(f"{args._prog}: error: {where}cannot write ({os.strerror(exc.errno)})", file=sys.stderr)
             return 2
         # a bug: say so, with the traceback for the report
         traceback.print_exc()

@@ -95,7 +95,7 @@ def test_info_bad_input_exit_2(run_cli, trace_path, tmp_path, kind):
     [
         (["info"], "placement info: error: the following arguments are required: trace"),
         (["rank", "t.parquet", "--gpu", "k80", "--top", "abc"], "placement rank: error: argument --top: invalid int"),
-        (["rank", "t.parquet", "--gpu", "k80", "--bogus"], "placement: error: unrecognized arguments: --bogus"),
+        (["rank", "t.parquet", "--gpu", "k80", "--bogus"], "placement rank: error: unrecognized arguments: --bogus"),
         (["nope"], "placement: error: argument COMMAND: invalid choice: 'nope'"),
     ],
 )
@@ -147,3 +147,22 @@ def test_verbose_before_or_after_the_command(argv, level):
     from placement.cli import build_parser
 
     assert build_parser().parse_args(argv).verbose == level
+
+
+@pytest.mark.parametrize(
+    "argv, prefix",
+    [
+        (["model", "lemeire", "--runs", "no-such.csv", "--gpu", "k80"], "placement model lemeire: error: "),
+        (["import", "nvbit", "no-such.log", "-o", "x.parquet"], "placement import nvbit: error: "),
+        (["bench", "gen", "vecadd", "--size", "0", "-o", "x.parquet"], "placement bench gen: error: "),
+        (["info", "no-such.parquet"], "placement info: error: "),
+    ],
+)
+def test_an_input_error_begins_as_the_commands_usage_errors(run_cli, tmp_path, monkeypatch, argv, prefix):
+    """A subcommand's input errors said "placement model: error: ..." where its usage errors said "placement model
+    lemeire: error: ...": both now name the command as typed."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(prefix), err
+    code, _, err = run_cli(*argv, "--no-such-option")
+    assert code == 2 and err.startswith(prefix.replace(": error: ", "")), err

@@ -118,7 +118,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, run_cli, monkeypat
     out.write_bytes(b"before")
     monkeypatch.setattr(traces.io.pq, "ParquetWriter", _FullDisk)
     one_line(*run_cli("bench", "gen", "vecadd", "--size", "256", "-o", out),
-             f"placement bench: error: {out}: cannot write it (No space left on device)")  # fmt: skip
+             f"placement bench gen: error: {out}: cannot write it (No space left on device)")  # fmt: skip
     assert [p.name for p in tmp_path.iterdir()] == ["v.parquet"] and out.read_bytes() == b"before"
 
 

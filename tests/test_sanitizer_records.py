@@ -237,7 +237,7 @@ def test_truncated_anywhere_is_one_line_exit_2(tmp_path, capsys, cut):
     code, cap, out = _cli(tmp_path, _file(tmp_path, data=VALID[:cut]), capsys)
     assert code == 2 and not out.exists()
     line = cap.err.strip().splitlines()[-1]
-    assert line.startswith("placement import: error: ") and "rec.bin" in line
+    assert line.startswith("placement import sanitizer: error: ") and "rec.bin" in line
     assert cut < HEADER.itemsize or "record" in line or "magic" in line
 
 
@@ -251,7 +251,7 @@ def test_corrupt_bytes_exit_0_or_one_line_2(tmp_path, capsys, edits):
     assert code in (0, 2), cap.err
     if code == 2:
         line = cap.err.strip().splitlines()[-1]  # after any warnings the log printed
-        assert line.startswith("placement import: error: ") and "rec.bin" in line and not out.exists()
+        assert line.startswith("placement import sanitizer: error: ") and "rec.bin" in line and not out.exists()
 
 
 @pytest.mark.parametrize("base", ["shared_base", "local_base"])
@@ -269,7 +269,7 @@ def test_a_window_base_beyond_int64_names_the_record_file(tmp_path, capsys, base
             continue
         assert code == 2 and not out.exists(), cap.err
         line = cap.err.strip().splitlines()[-1]
-        assert line.startswith("placement import: error: ") and "rec.bin" in line, line
+        assert line.startswith("placement import sanitizer: error: ") and "rec.bin" in line, line
         assert f"{base} {value:#x} is not a device address" in line, line
 
 
