@@ -270,3 +270,18 @@ def test_nvbit_kernel_name_with_a_control_character_is_named_by_its_line(run_cli
     out = tmp_path / "n.parquet"
     one_line(*run_cli("import", "nvbit", p, "-o", out), f"{p} line 1: launch line: the kernel name holds the control")
     assert not out.exists()
+
+
+def test_porple_kernel_name_from_a_file_name_with_a_control_character_names_the_input(run_cli, tmp_path):
+    """The kernel's name is the file's; the trace's metadata refused "\\x01" in it, blaming the output file."""
+    text = ("dimension 1\nsizeof 4\nblock_X 64\nblock_Y 1\narray_size 256\n"
+            + "\n".join(f"0 0 0 0 {t} {t}" for t in range(64)) + "\n")  # fmt: skip
+    ok = tmp_path / "mm.txt"
+    ok.write_text(text)
+    code, _, err = run_cli("import", "porple", ok, "-o", tmp_path / "ok.parquet")
+    assert code == 0, err
+    p = tmp_path / "mm\x01x.txt"
+    p.write_text(text)
+    out = tmp_path / "n.parquet"
+    one_line(*run_cli("import", "porple", p, "-o", out), f"{p}: the kernel's name, taken from the file's name, holds")
+    assert not out.exists()

@@ -224,6 +224,11 @@ def import_porple(
     problem = coverage_problem((n_ctas, 1, 1), (tpb, 1, 1), n)
     if problem:
         raise ParseError(p, None, problem)
+    kernel = os.path.splitext(os.path.basename(p))[0]  # PORPLE's format names no kernel: the file's name does
+    if not kernel.isprintable():  # the trace's metadata refuses it (traces.schema); said here, naming the input
+        bad = next(c for c in kernel if not c.isprintable())
+        raise ParseError(p, None, f"the kernel's name, taken from the file's name, holds the control character "
+                                  f"{bad!r}; rename the file")  # fmt: skip
     classes = {k: 0 for k in CLASS_NAMES}
     classes["ldst"] = n
     source: dict[str, Any] = {
@@ -241,7 +246,7 @@ def import_porple(
         "rows_on_two_objects": found.report["rows_on_two_objects"],
     }  # fmt: skip
     info = KernelInfo(
-        kernel=os.path.splitext(os.path.basename(p))[0],
+        kernel=kernel,
         grid=(n_ctas, 1, 1),
         block=(tpb, 1, 1),
         objects=found.objects,
