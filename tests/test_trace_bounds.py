@@ -74,3 +74,24 @@ def test_objects_file_and_porple_sizes_beyond_the_bound(tmp_path, run_cli):
     trace.write_text(f"sizeof 4\narray_size {MAX_OBJECT_BYTES + 4}\n0 0 0 0 0 0\n")
     one_line(*run_cli("import", "porple", trace, "-o", tmp_path / "t.parquet"), f"{trace} line 2: array 0 takes",
              "beyond 2^49")  # fmt: skip
+
+
+def test_keys_the_format_has_no_place_for_are_named_and_ignored(caplog):
+    """A misspelt optional key (``mesured`` for ``measured``) was ignored without a word: the prediction then had no
+    measured time to scale, and nothing said why. Every key of the contract is still read without a warning."""
+    d = _metadata(base=0x1000, size=4096)
+    with caplog.at_level("WARNING", logger="traces.schema"):
+        info = kernel_info_from_dict(json.loads(json.dumps(d)), "t.parquet")
+    assert caplog.records == [] and info.measured is None
+    d["mesured"] = {"time_ns": 5.0, "gpu": "h100"}
+    d["objects"][0]["writen"] = True
+    d["instructions"]["isued"] = 7
+    d["extra"] = {"anything": 1}
+    d["source"] = {"format": "hand", "what": 2}
+    with caplog.at_level("WARNING", logger="traces.schema"):
+        info = kernel_info_from_dict(d, "t.parquet")
+    assert [r.getMessage() for r in caplog.records] == [
+        "t.parquet: metadata keys 'mesured', 'objects[0].writen', 'instructions.isued' are not part of the trace "
+        "format; ignored"
+    ]
+    assert info.measured is None and info.instructions.issued is None

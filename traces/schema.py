@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+import logging
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import pyarrow as pa
@@ -368,6 +369,26 @@ def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
     return (v[0], v[1], v[2])
 
 
+log = logging.getLogger(__name__)
+
+
+def unread_keys(d: dict) -> list[str]:
+    """The metadata keys the contract has no place for (``objects[0].writen``, ``mesured``), as field paths: read
+    by nothing, so a misspelt optional key (``measured``, ``instructions.issued``) would go unnoticed. ``source``
+    and ``extra`` are open by design."""
+
+    def extra_keys(x: Any, cls: type, where: str) -> list[str]:
+        known = {f.name for f in fields(cls)}
+        return [f"{where}{k}" for k in x if k not in known] if isinstance(x, dict) else []
+
+    out = extra_keys(d, KernelInfo, "")
+    for i, o in enumerate(d.get("objects") or []):
+        out += extra_keys(o, ObjectInfo, f"objects[{i}].")
+    out += extra_keys(d.get("instructions"), Instructions, "instructions.")
+    out += extra_keys(d.get("measured"), Measured, "measured.")
+    return out
+
+
 def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     """Validate a metadata dictionary and build a :class:`KernelInfo`.
 
@@ -494,6 +515,11 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     _check_dlcm(extra.get("dlcm"), path)
     check_const_operands(extra.get("const_operands"), objects, path)
     check_block_counts(extra, math.prod(grid), path)
+    unread = unread_keys(d)
+    if unread:
+        keys = ", ".join(f"'{k}'" for k in unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+        log.warning("%s: metadata %s not part of the trace format; ignored", path,
+                    f"key {keys} is" if len(unread) == 1 else f"keys {keys} are")  # fmt: skip
     return KernelInfo(
         kernel=kernel,
         grid=grid,
