@@ -180,6 +180,20 @@ def test_an_import_does_not_write_over_its_log(tmp_path, run_cli):
     assert log.read_text() == "x\n"
 
 
+@pytest.mark.parametrize("name, out", [("t.parquet", "t.parquet"), ("t.arrow", "t.arrow"), ("t.parquet", "l.parquet")])
+def test_a_convert_does_not_write_over_its_trace(tmp_path, run_cli, name, out):
+    """Was: ``convert t.parquet -o t.parquet`` (or through a link to it) replaced its input, exit 0."""
+    from tracemaker import vecadd
+
+    t, o = tmp_path / name, tmp_path / out
+    traces.write(t, *vecadd(2, 2))
+    if o != t:
+        o.symlink_to(t)
+    before = _bytes(tmp_path)
+    one_line(*run_cli("convert", t, "-o", o), f"{o}: is an input of this run ({t})")
+    assert _bytes(tmp_path) == before and (o == t or o.is_symlink())
+
+
 @pytest.mark.parametrize("argv", [["bench", "gen", "vecadd", "-o", ""], ["train", "m.csv", "--gpu", "k80", "-o", ""]])
 def test_an_empty_output_path_is_said_so(tmp_path, run_cli, argv, monkeypatch):
     """Was ": cannot replace it (Device or resource busy)"."""

@@ -25,7 +25,7 @@ import pyarrow.ipc  # noqa: F401 (pa.ipc)
 import pyarrow.parquet as pq
 
 from . import _kernels as K
-from .atomic import atomic_path
+from .atomic import atomic_path, check_output_folder
 from .errors import TraceError
 from .ipcfile import IpcTraceFile, sniff, wants_ipc
 from .launch import coverage_problem
@@ -567,8 +567,10 @@ def convert(source, target, rows: int = DEFAULT_BATCH_ROWS) -> tuple[int, Kernel
 
     The source is read in batches of ``rows`` and validated as ``iter_batches`` does, and
     each batch is written as it comes, so the memory is about one batch whatever the size;
-    the target appears only once complete. Returns (rows, metadata).
+    the target appears only once complete, and may not be the source (``check_output_folder``: it replaced its
+    own input, exit 0). Returns (rows, metadata).
     """
+    check_output_folder(target, (source,))
     p, pf, info = _open(source, streaming=True)
     schema = ARROW_SCHEMA.with_metadata({METADATA_KEY: info.to_json().encode()})
     n = 0
