@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from placement.models.ncu import is_ncu_csv, read_ncu
 from traces.errors import InputError
@@ -115,3 +117,76 @@ def test_an_export_cut_short_anywhere_in_its_last_row_is_refused(tmp_path):
             read_ncu(cut)
     cut.write_bytes(text[: len(text.rstrip(b"\n"))])  # whole, without its newline: read as before
     assert len(read_ncu(cut)) == len(read_ncu(EXAMPLE)) == 2
+
+
+def _with_field(tmp_path, column: str, value: str) -> Path:
+    """The bundled export with ``column`` of its first launch (line 4) set to ``value``."""
+    import csv
+    import io
+
+    lines = EXAMPLE.read_text().splitlines()
+    header = next(csv.reader([lines[1]]))
+    row = next(csv.reader([lines[3]]))
+    row[header.index(column)] = value
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="").writerow(row)
+    lines[3] = out.getvalue()
+    p = tmp_path / "bad.ncu.csv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@pytest.mark.parametrize(
+    "column, value, words",
+    [
+        ("Grid Size", "(0, 1, 1)", "Grid Size: expected the launch as (x, y, z) of positive whole numbers"),
+        ("Grid Size", "(-4096, 1, 1)", "Grid Size: expected the launch"),  # was read as 4096
+        ("Block Size", "(-1, 1, 1)", "Block Size: expected the launch"),  # was read as 1
+        ("Block Size", "(2048, 1, 1)", "Grid Size / Block Size: block x is 2048, CUDA allows 1 to 1024"),
+        ("Grid Size", "(99999999999999999999, 1, 1)", "Grid Size: expected the launch"),
+        ("launch__registers_per_thread", "inf", "launch__registers_per_thread: expected a number in [0, 255]"),
+        ("launch__shared_mem_per_block_static", "inf", "launch__shared_mem_per_block_static: expected a number in"),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "inf", "_ld.sum: expected a number in [0, 1e+18]"),
+        ("gpu__time_duration.sum", "inf", "gpu__time_duration.sum: expected a number in [0, 1e+18]"),
+        ("lts__t_sector_hit_rate.pct", "250", "lts__t_sector_hit_rate.pct: expected a number in [0, 100]"),
+        ("smsp__inst_executed.sum", "-5", "smsp__inst_executed.sum: expected a number in [0, 1e+18]"),
+    ],
+)
+def test_a_value_out_of_its_range_is_named_by_line_and_column(tmp_path, run_cli, column, value, words):
+    """Before: a grid of 0 blocks, registers, shared memory or sectors of inf ended in a traceback (exit 1); a
+    minus sign was dropped; a hit rate of 250 % and 2^66 blocks were priced. As the nvprof reader refuses them."""
+    p = _with_field(tmp_path, column, value)
+    for model in ("gpuperf", "mwp-cwp"):
+        code, out, err = run_cli("model", model, "--counters", p, "--json")
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert err.startswith(f"placement model {model}: error: {p} line 4: ") and words in err, err
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    column=st.sampled_from(
+        [
+            "Grid Size",
+            "Block Size",
+            "launch__registers_per_thread",
+            "smsp__inst_executed.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "lts__t_sector_hit_rate.pct",
+            "gpu__time_duration.sum",
+            "launch__shared_mem_per_block_dynamic",
+        ]
+    ),  # fmt: skip
+    value=st.one_of(
+        st.sampled_from(["inf", "-inf", "nan", "0", "-1", "1e300", "(0, 0, 0)", "(1, 1)", "()", "", "x"]),
+        st.floats(allow_nan=True).map(repr),
+        st.text(max_size=12),
+    ),
+)
+def test_any_value_gives_a_result_or_one_line(tmp_path, run_cli, column, value):
+    p = _with_field(tmp_path, column, value)
+    code, out, err = run_cli("model", "gpuperf", "--counters", p, "--json")
+    assert code in (0, 2), err
+    if code == 2:
+        assert out == "" and err.count("\n") == 1 and str(p) in err, err
+    else:
+        json.loads(out)

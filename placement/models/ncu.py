@@ -49,7 +49,9 @@ from pathlib import Path
 from traces.errors import InputError
 
 from . import ncu_traffic
-from .counters import NCU, CounterRow, _num, _params
+from traces.launch import MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
+
+from .counters import MAX_VALUE, NCU, CounterRow, _num, _params
 
 log = logging.getLogger(__name__)
 
@@ -238,12 +240,30 @@ def _launches(path: str) -> list[tuple[int, dict[str, str], dict[str, tuple[str,
     return out
 
 
-def _dims(text: str) -> tuple[int, int, int] | None:
-    nums = [int(x) for x in re.findall(r"\d+", text or "")]
-    if not nums:
+# (lowest, highest) of the values that are not counts, sizes or times (those: [0, counters.MAX_VALUE]), as the
+# nvprof reader's ranges (placement.models.counters): rates in percent, registers a thread, shared memory a block.
+_RANGES = {"registers": (0.0, MAX_REGS_PER_THREAD), "smem_static": (0.0, MAX_SMEM_PER_BLOCK),
+           "smem_dynamic": (0.0, MAX_SMEM_PER_BLOCK)}  # fmt: skip
+
+
+def _in_range(path: str, where: str, canon: str, v: float, text: str) -> float:
+    """``v`` within its range (:data:`_RANGES`, percentages [0, 100], else [0, MAX_VALUE]), or an InputError."""
+    lo, hi = _RANGES.get(canon, (0.0, 100.0) if canon.endswith("_rate") else (0.0, MAX_VALUE))
+    if not lo <= v <= hi:
+        raise InputError(f"{path} {where}: expected a number in [{lo:g}, {hi:g}], got {text.strip()[:40]!r}")
+    return v
+
+
+def _dims(path: str, where: str, text: str) -> tuple[int, int, int] | None:
+    """``(x, y, z)`` as ncu prints a launch's Grid or Block Size (a blank: None); anything else an InputError."""
+    s = (text or "").strip().strip('"').strip()
+    if not s:
         return None
-    nums = (nums + [1, 1])[:3]
-    return nums[0], nums[1], nums[2]
+    m = re.fullmatch(r"\(?\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\)?", s)
+    if m is None or not all(1 <= int(x) < 2**31 for x in m.groups() if x is not None):
+        raise InputError(f"{path} {where}: expected the launch as (x, y, z) of positive whole numbers, got {s[:40]!r}")
+    x, y, z = (int(g) if g is not None else 1 for g in m.groups())
+    return x, y, z
 
 
 def read_ncu(path: str | Path) -> list[CounterRow]:
@@ -261,16 +281,20 @@ def read_ncu(path: str | Path) -> list[CounterRow]:
                     value, unit = metrics[name]
                     text[canon] = value
                     if canon != "device_name":
-                        raw[canon] = _number(p, f"line {line}: {name}", value, unit)
+                        v = _number(p, f"line {line}: {name}", value, unit)
+                        raw[canon] = v if v != v else _in_range(p, f"line {line}: {name}", canon, v, value)
                     break
-        block = _dims(desc.get("Block Size", ""))
-        grid = _dims(desc.get("Grid Size", ""))
-        if block is None and raw["block_size"] > 0:
+        block = _dims(p, f"line {line}: Block Size", desc.get("Block Size", ""))
+        grid = _dims(p, f"line {line}: Grid Size", desc.get("Grid Size", ""))
+        if block is None and raw["block_size"] >= 1:
             block = (int(raw["block_size"]), 1, 1)
-        if grid is None and raw["grid_size"] > 0:
+        if grid is None and raw["grid_size"] >= 1:
             grid = (int(raw["grid_size"]), 1, 1)
         if block is None or grid is None:
             raise InputError(f"{p} line {line}: Block Size / Grid Size: expected the launch, e.g. (256, 1, 1)")
+        problem = launch_problem(grid, block)
+        if problem:
+            raise InputError(f"{p} line {line}: Grid Size / Block Size: {problem}")
         tpb, blocks = math.prod(block), math.prod(grid)
         if not raw["warps_launched"] > 0:
             raw["warps_launched"] = blocks * -(-tpb // 32)
