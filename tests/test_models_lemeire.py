@@ -155,6 +155,9 @@ def test_chase_bad_file(tmp_path, capsys):
         (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\n1024,64,0,inf,100\n", "row 1: "),
         (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\n1e308,64,0,1e-5,100\n", "row 1: "),
         (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\ninf,64,0,1e-5,100\n", "row 1: "),
+        # was a traceback under --json (its cycles infinite) and "inf" in the text
+        (b"work_items,wg_size,local_mem,runtime_s,instr_kernel\n1024,64,0,1e300,100\n", "runtime_s at most 1e+06"),
+        (b"work_items,wg_size,local_mem,runtime_s\n1024,64,0,1e-5\n", "'instr_kernel' missing (or give --instr-ke"),
     ],
 )
 def test_cli_runs_bad_input_one_line(tmp_path, capsys, content, words):
@@ -184,3 +187,21 @@ def test_cli_chase_bad_input_one_line(tmp_path, capsys, content, words):
     assert main(["model", "lemeire", "--chase", str(p)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "chase.txt" in err and words in err, err
+
+
+def test_concurrent_groups_are_within_the_cus_warps():
+    """1,048,576 items in groups of 256 on the K80 (13 SMs at 875 MHz, 16 blocks and 2,048 threads an SM): 8 groups
+    run at once, not MaxConcWG's 16. By hand: concWarps 64, totalWarps 32,768, runsCU ceil(32,768 / 13 / 64) = 40,
+    cyclesOfRun 0.4 ms / 40 x 875 MHz = 8,750, instrRun 100 x 256 x 8 = 204,800, CPI_warp 8,750 / 204,800 x 32 =
+    1.3672 (was 0.684: instrRun of 16 groups)."""
+    gpu = get_gpu("k80")
+    r = le.Run(work_items=1 << 20, wg_size=256, local_mem=0, runtime_s=4e-4, instr_kernel=100)
+    c = gpu.compute
+    p = le.run_point(r, nbr_cu=c.sms, clock_hz=gpu.clock_hz, max_conc_wg=c.max_blocks_per_sm,
+                     max_local_mem=gpu.memory.smem_per_sm, max_conc_warps=c.max_threads_per_sm // 32)  # fmt: skip
+    assert (p.conc_wg, p.conc_warps, p.runs_cu) == (8, 64, 40)
+    assert p.cycles_of_run == pytest.approx(8750) and p.cpi_warp == pytest.approx(8750 / 204800 * 32)
+    # 128-item groups: 16 by both limits, as before
+    q = le.run_point(le.Run(1 << 20, 128, 0, 4.2e-4, 100), nbr_cu=c.sms, clock_hz=gpu.clock_hz, max_conc_wg=16,
+                     max_local_mem=gpu.memory.smem_per_sm, max_conc_warps=64)  # fmt: skip
+    assert (q.conc_wg, q.conc_warps) == (16, 64)

@@ -68,7 +68,8 @@ def add_arguments(p) -> None:
                 help="fit lambda on one measured run: a counters row number or size=N[,block=BXxBY] "
                 "(required with --counters); the kernel itself with --kernel or --trace",
             )
-    le = sub.add_parser("lemeire", help="Lemeire et al.: CPI, latencies, occupancy roofline, cache levels")
+    lemeire_help = "Lemeire et al.: CPI, latencies, occupancy roofline, cache levels"
+    le = sub.add_parser("lemeire", help=lemeire_help, description=lemeire_help)
     le.add_argument("--gpu", help="GPU configuration (clock, SMs, warp limits) for --runs")
     src = le.add_mutually_exclusive_group(required=True)
     src.add_argument(
@@ -382,8 +383,8 @@ def _run_lemeire(args) -> int:
         if args.json:
             print_json(doc)
             return 0
-        rows = [[lv.name, f"{lv.latency:.1f}", "-" if lv.size_bytes is None else _size(lv.size_bytes),
-                 f"{lv.from_kb:g}-{lv.to_kb:g}"] for lv in levels]  # fmt: skip
+        rows = [[lv.name, f"{lv.latency:.1f}", "-" if lv.size_bytes is None else units.nbytes(round(lv.size_bytes)),
+                 f"{_kb(lv.from_kb)}-{_kb(lv.to_kb)}"] for lv in levels]  # fmt: skip
         print(table(rows, ["level", "latency_cycles", "capacity", "footprint_kB"], "lrrl"))
         return 0
     from placement.gpu import get_gpu
@@ -411,8 +412,6 @@ def _run_lemeire(args) -> int:
     return 0
 
 
-def _size(b: float) -> str:
-    for unit, f in (("MiB", 2**20), ("KiB", 2**10)):
-        if b >= f:
-            return f"{b / f:.3g} {unit}"
-    return f"{b:.0f} B"
+def _kb(kb: float) -> str:
+    """A footprint in kB as the chase file gives it: whole kB with separators (1,529,080), fractions to 3 figures."""
+    return units.count(kb) if kb >= 10 else f"{kb:.3g}"

@@ -91,11 +91,15 @@ class RunsReport:
 
 def run_point(r: Run, *, nbr_cu: int, clock_hz: float, max_conc_wg: int, max_local_mem: int,
               max_conc_warps: int, warp_size: int = 32) -> RunPoint:  # fmt: skip
-    """CPI_warp of one run with the run correction (Sec. V-B equations)."""
+    """CPI_warp of one run with the run correction (Sec. V-B equations), corrected: concWG is also at most
+    MaxConcWarps / warpsWG. The paper's concWG = min(MaxConcWG, WG, MaxLocalMem / localMem) leaves out the CU's
+    warp limit, which only its concWarps takes; instrRun = instrKernel x WGSize x concWG then counts groups that do
+    not run (256-item groups on the K80: 16 by MaxConcWG, where its 2,048 threads an SM hold 8), and CPI_warp comes
+    out half the measured one."""
     wg = math.ceil(r.work_items / r.wg_size)
     by_mem = max_local_mem // r.local_mem if r.local_mem > 0 else max_conc_wg
-    conc_wg = max(1, min(max_conc_wg, wg, by_mem))
     warps_wg = math.ceil(r.wg_size / warp_size)
+    conc_wg = max(1, min(max_conc_wg, wg, by_mem, max_conc_warps // warps_wg))
     actual = r.wg_size / warps_wg
     conc_warps = min(max_conc_warps, warps_wg * conc_wg)
     total_warps = r.work_items / actual
@@ -159,6 +163,9 @@ def analyze_runs(runs: list[Run], gpu: Gpu, tolerance: float = 0.05) -> RunsRepo
 
 RUN_COLUMNS = ("work_items", "wg_size", "local_mem", "runtime_s")
 
+MAX_RUNTIME_S = 1e6
+"""The longest runtime a run may give, in seconds (11.6 days; 1e300 s made its cycles infinite)."""
+
 MAX_COUNT = 2**63 - 1
 """The largest work-item count, work-group size or local memory a run may give (an int64)."""
 
@@ -178,7 +185,8 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
     need = list(RUN_COLUMNS) + ([] if instr_kernel is not None else ["instr_kernel"])
     for col in need:
         if col not in df.columns:
-            raise InputError(f"{p}: column {col!r} missing; expected {', '.join(need)}")
+            given = " (or give --instr-kernel)" if col == "instr_kernel" else ""
+            raise InputError(f"{p}: column {col!r} missing{given}; expected {', '.join(need)}")
     out = []
     for i, rec in enumerate(df.to_dict("records"), start=1):
         try:
@@ -191,10 +199,11 @@ def read_runs(path, instr_kernel: float | None = None) -> list[Run]:
             )
         except (TypeError, ValueError, OverflowError) as exc:  # (int() of an infinity overflows)
             raise InputError(f"{p} row {i}: expected finite numbers ({exc})") from None
-        if (r.work_items < 1 or r.wg_size < 1 or r.local_mem < 0 or not 0 < r.runtime_s < math.inf
+        if (r.work_items < 1 or r.wg_size < 1 or r.local_mem < 0 or not 0 < r.runtime_s <= MAX_RUNTIME_S
                 or not 0 < r.instr_kernel < math.inf):  # fmt: skip
             raise InputError(
-                f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be finite and > 0, local_mem >= 0"
+                f"{p} row {i}: work_items, wg_size, runtime_s and instr_kernel must be finite and > 0, local_mem >= 0, "
+                f"runtime_s at most {MAX_RUNTIME_S:g}"
             )
         if max(r.work_items, r.wg_size, r.local_mem) > MAX_COUNT or not math.isfinite(
             r.instr_kernel * r.work_items / r.runtime_s
