@@ -490,7 +490,7 @@ def staged(o: traces.ObjectInfo, space: str, staging: Mapping[str, Any], origin:
             inner += [copy_loop, f"    {split}" if split else None, f"    {copy_body}", "}"]
             inner += ["__syncthreads();"]
         if writeback == "store":
-            inner += [f"// the kernel's writes to {o.name} go to the tile:", f"{read} = {_zero(t)};   // was {orig} = ...",
+            inner += [f"// the kernel's writes to {o.name} go to the tile:", f"{read} = {_zero(t)};   // was {orig} = ...; the value the kernel wrote, in place of {_zero(t)}",
                       "__syncthreads();", loop, f"    {split}" if split else None,
                       f"    if ({inside}) {n}[{where}] = {cell};", "}"]  # fmt: skip
             notes.append("a written object: its tile is stored back after the kernel's writes of each window; "

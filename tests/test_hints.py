@@ -70,6 +70,10 @@ def test_constant_readonly_and_staged_write_back(mm):
             "for (int c = threadIdx.x; c < 16; c += blockDim.x) {")  # fmt: skip
     assert s.kernel.count(loop) == 1 and "for (int q" not in s.kernel
     assert "P[((P_row0 + r) * 64 + P_col0 + c)] = s_P[r][c];" in s.kernel
+    # the kernel's value is not in the trace: the 0 that keeps the code compiling is said to be a stand-in
+    # (pasted as it was, "= (float)0;   // was P[...] = ..." stored zeros and said nothing)
+    assert ("= (float)0;   // was P[row * 64 + col] = ...; the value the kernel wrote, in place of (float)0"
+            in s.kernel)  # fmt: skip
     text = H.text(e.hints, e.target.label, K80)
     assert text.startswith("The CUDA changes for M=C,N=R,P=S/G on k80 (sm_37)")
 
