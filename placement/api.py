@@ -87,6 +87,8 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
     A sample placement that ``gpu`` cannot launch (the traced build's registers or shared memory beyond it: a
     kernel built for sm_80 with 72 registers a thread on a Fermi GPU) is ``placements.UnlaunchableBuild``, which
     names the trace and says that the build, not a placement, is what does not fit."""
+    from . import units
+    from .hms import measured_applies
     from .placements import IllegalPlacement, UnlaunchableBuild
 
     ov = opts.overlap
@@ -95,9 +97,14 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
                     "trained on; train them on %s's measurements (placement train --gpu %s)", ov.source or "--overlap",
                     ov.gpu, gpu.name, gpu.name, gpu.name)  # fmt: skip
     try:
-        return _make_evaluator(trace_or_path, gpu, opts, stream, early)
+        ev = _make_evaluator(trace_or_path, gpu, opts, stream, early)
     except IllegalPlacement as exc:  # the evaluators check the sample placement alone when they are made
         raise UnlaunchableBuild(exc.rule, exc.reason, _where(trace_or_path), gpu.name) from None
+    m = ev.info.measured
+    if m is not None and not measured_applies(ev.info, gpu):
+        log.warning("%s: the sample's measured time (%s) is %s's, not %s's: predictions are not scaled by it",
+                    _where(trace_or_path), units.time_ns(m.time_ns), m.gpu, gpu.name)  # fmt: skip
+    return ev
 
 
 def _where(trace_or_path) -> str:

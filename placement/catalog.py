@@ -149,6 +149,21 @@ def find(name: str) -> CatalogEntry | None:
     return _index(str(catalog_path())).get(normalize(name))
 
 
+CALIBRATED_SUFFIX = "-calibrated"
+"""What ``placement calibrate`` appends to the name of the configuration it measured (``h100-calibrated``)."""
+
+
+@lru_cache(maxsize=64)
+def same_gpu(a: str, b: str) -> bool:
+    """Whether names ``a`` and ``b`` are one GPU: spelt alike (:func:`normalize`), the catalog's names of one
+    entry (``"Tesla V100-SXM2-32GB"`` and ``v100-sxm2``), or a configuration and its calibrated copy."""
+    a, b = (str(x).removesuffix(CALIBRATED_SUFFIX) for x in (a, b))
+    if normalize(a) == normalize(b):
+        return True
+    ea, eb = find(a), find(b)
+    return ea is not None and eb is not None and ea.name == eb.name
+
+
 def suggest(name: str, n: int = 3) -> list[str]:
     """Up to ``n`` catalog names closest to ``name`` (difflib), for "did you mean"."""
     idx = _index(str(catalog_path()))

@@ -87,7 +87,7 @@ import traces
 from traces import SPACE_CODES, SPACE_NAMES, SPACE_SHORT
 from traces.context import CONTEXTS
 
-from . import _dram_kernels, addressing, queuing, repairman
+from . import _dram_kernels, addressing, catalog, queuing, repairman
 from .builds import inst_scale, mlp_for, own_mlp
 from .gpu import Gpu
 from .memory import (
@@ -1290,9 +1290,16 @@ def object_caches(info: traces.KernelInfo, h: cachesim.HierarchyTotals) -> dict[
     return out
 
 
+def measured_applies(info: traces.KernelInfo, gpu: Gpu) -> bool:
+    """Whether the trace's measured sample time is this GPU's (``catalog.same_gpu``), so that the predictions are
+    measured x T(target) / T(sample). Before, a time measured on an H100 scaled a K80's predictions, unsaid."""
+    return info.measured is not None and catalog.same_gpu(info.measured.gpu, gpu.name)
+
+
 def evaluation(info: traces.KernelInfo, gpu: Gpu, options: Options, sample: Terms, target: Terms) -> Evaluation:
-    """A target's terms beside the sample's: the speedup and, with a measured sample time, the prediction."""
-    measured = info.measured.time_ns if info.measured else None
+    """A target's terms beside the sample's: the speedup and, with a sample time measured on this GPU, the
+    prediction (a time measured on another GPU scales nothing: ``measured_applies``)."""
+    measured = info.measured.time_ns if measured_applies(info, gpu) else None
     speedup = sample.cycles / target.cycles if target.cycles > 0 else float("inf")
     return Evaluation(
         gpu=gpu.name,

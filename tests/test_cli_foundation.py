@@ -166,3 +166,36 @@ def test_an_input_error_begins_as_the_commands_usage_errors(run_cli, tmp_path, m
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(prefix), err
     code, _, err = run_cli(*argv, "--no-such-option")
     assert code == 2 and err.startswith(prefix.replace(": error: ", "")), err
+
+
+@pytest.mark.parametrize(
+    "edit, expect",
+    [
+        # C is stored to in every warp's row 2: its metadata says it is not written
+        ("C unwritten", "row 2: op: a store on object 'C', whose metadata says it is not written (objects[2].written)"),
+        (
+            "atomic on B",
+            "row 1: op: an atomic on object 'B', whose metadata says it is not written (objects[1].written)",
+        ),
+        ("store in constant", "row 2: op: a store in constant space, which kernels only read"),
+        ("store in texture2d", "row 2: op: a store in texture2d space, which kernels only read"),
+    ],
+)
+def test_rows_that_write_what_the_metadata_says_is_read_only_are_refused(run_cli, tmp_path, edit, expect):
+    """Were read and ranked: a trace whose stored object said ``written: false`` had it placed in constant memory
+    and texture (#1 ``a=C,b=T,v=T`` on the K80, "32 warp writes" in texture)."""
+    import dataclasses
+
+    cols, info = vecadd(ctas=2, warps_per_block=2)
+    if edit == "C unwritten":
+        objs = list(info.objects)
+        objs[2] = dataclasses.replace(objs[2], written=False)
+        info = dataclasses.replace(info, objects=tuple(objs))
+    elif edit == "atomic on B":
+        cols["op"][1] = 2
+    else:
+        cols["space"][2] = traces.SPACE_CODES[edit.split()[-1]]
+    bad = tmp_path / "w.parquet"
+    traces.write(bad, cols, info, validate=False)
+    code, out, err = run_cli("info", bad)
+    assert code == 2 and out == "" and err.count("\n") == 1 and f"{bad} {expect}" in err, err

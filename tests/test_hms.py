@@ -112,6 +112,24 @@ def test_measured_sample_scales_the_prediction(vec):
     assert ev.predicted_ns == pytest.approx(50_000.0 * ev.target.cycles / ev.sample.cycles)
 
 
+@pytest.mark.parametrize("gpu, scaled", [("k80", True), ("Tesla K80", True), ("k80-calibrated", True),
+                                         ("h100", False), ("gtx980", False)])  # fmt: skip
+def test_a_time_measured_on_another_gpu_scales_nothing(vec, caplog, gpu, scaled):
+    """An H100's measured 50 us scaled the K80's predictions, unsaid; now the prediction is the model's own and
+    ``placement.api`` says why (the catalog's spellings of one GPU, and its calibrated copy, are that GPU)."""
+    import placement
+
+    info = dataclasses.replace(vec.info, measured=traces.Measured(time_ns=50_000.0, gpu=gpu))
+    t = dataclasses.replace(vec, info=info)
+    ev = evaluate(t, K80, parse_placement("a=T,b=T", info))
+    assert (ev.predicted_ns is not None) == scaled and (ev.measured_sample_ns is not None) == scaled
+    with caplog.at_level("WARNING", logger="placement.api"):
+        placement.evaluate(t, K80, "a=T,b=T")
+    said = [r.getMessage() for r in caplog.records if "measured time" in r.getMessage()]
+    assert said == ([] if scaled else [f"kernel 'vecadd': the sample's measured time (50.0 µs) is {gpu}'s, not k80's: "
+                                       "predictions are not scaled by it"])  # fmt: skip
+
+
 def test_evaluate_command_json(run_cli, tmp_path):
     cols, info = generate("vecadd", [16384], None)
     path = tmp_path / "v.parquet"

@@ -40,6 +40,16 @@ def test_cli_runs_on_the_catalog_gpu_of_the_device(run_cli, model):
     assert all(r["predicted_s"] > 0 for r in doc["rows"])
 
 
+@pytest.mark.parametrize("gpu, said", [("k80", True), ("rtx3080", False), ("GeForce RTX 3080", False)])
+def test_a_gpu_other_than_the_exports_device_is_said(run_cli, caplog, gpu, said):
+    """``--gpu k80`` on an RTX 3080's export printed errors of +232 % against the RTX 3080's times, unsaid."""
+    with caplog.at_level("WARNING", logger="placement.commands.model"):
+        code, out, err = run_cli("model", "gpuperf", "--counters", EXAMPLE, "--gpu", gpu, "--json")
+    assert code == 0 and json.loads(out)["rows"]
+    words = "the measured times are the NVIDIA GeForce RTX 3080's; the model runs on --gpu k80"
+    assert any(words in r.getMessage() for r in caplog.records) == said, caplog.text
+
+
 def test_cli_bsp_fit_on_a_launch(run_cli):
     code, out, err = run_cli("model", "bsp", "--counters", EXAMPLE, "--fit-lambda", "1", "--json")
     assert code == 0, err

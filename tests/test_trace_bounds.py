@@ -76,9 +76,12 @@ def test_objects_file_and_porple_sizes_beyond_the_bound(tmp_path, run_cli):
              "beyond 2^49")  # fmt: skip
 
 
-def test_keys_the_format_has_no_place_for_are_named_and_ignored(caplog):
+def test_keys_the_format_has_no_place_for_are_named_and_ignored(caplog, monkeypatch):
     """A misspelt optional key (``mesured`` for ``measured``) was ignored without a word: the prediction then had no
     measured time to scale, and nothing said why. Every key of the contract is still read without a warning."""
+    import traces.schema
+
+    monkeypatch.setattr(traces.schema, "_SAID", set())
     d = _metadata(base=0x1000, size=4096)
     with caplog.at_level("WARNING", logger="traces.schema"):
         info = kernel_info_from_dict(json.loads(json.dumps(d)), "t.parquet")
@@ -95,3 +98,8 @@ def test_keys_the_format_has_no_place_for_are_named_and_ignored(caplog):
         "format; ignored"
     ]
     assert info.measured is None and info.instructions.issued is None
+    caplog.clear()  # said once a file: a command reads a trace's metadata several times (evaluate: 4)
+    with caplog.at_level("WARNING", logger="traces.schema"):
+        kernel_info_from_dict(d, "t.parquet")
+        kernel_info_from_dict(d, "u.parquet")
+    assert [r.getMessage()[:10] for r in caplog.records] == ["u.parquet:"]

@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._numba import FIB_HASH_MUL
-from .codes import N_OPS, N_SPACES
+from .codes import CONSTANT, LOAD, N_OPS, N_SPACES, READONLY, TEXTURE1D, TEXTURE2D
 
 NUMBA_DEPS = "515f4eb8c47e05e5"  # its imports' sources, for numba's cache (traces.numba_cache)
 
@@ -23,16 +23,33 @@ BAD_WARP = 6
 BAD_SEQ = 7
 INACTIVE_ADDR = 8
 OUTSIDE_OBJ = 9
+WRITE_READ_ONLY_SPACE = 10  # a store, atomic or reduction in constant, texture or read-only space
+WRITE_UNWRITTEN = 11  # one on an object whose metadata says it is not written
 
 
 @nb.njit(cache=True, nogil=True)
 def check_rows(
-    cta, warp, seq, op, space, width, mask, addr, obj, n_ctas, warps_per_block, obj_lo, obj_hi, last_seq, slots
+    cta,
+    warp,
+    seq,
+    op,
+    space,
+    width,
+    mask,
+    addr,
+    obj,
+    n_ctas,
+    warps_per_block,
+    obj_lo,
+    obj_hi,
+    obj_written,
+    last_seq,
+    slots,
 ):
     """Check rows against the trace contract; return (code, row, lane or previous seq).
 
-    ``obj_lo``/``obj_hi`` are indexed by object id (hi == 0 marks an id with no
-    object). ``last_seq`` carries the last seq of each warp across batches (-1 at
+    ``obj_lo``/``obj_hi``/``obj_written`` are indexed by object id (hi == 0 marks an id with
+    no object). ``last_seq`` carries the last seq of each warp across batches (-1 at
     first) and is updated in place: indexed by cta * warps_per_block + warp when
     ``slots`` is empty, else by ``slots[i]`` (a compact index per warp present).
     """
@@ -49,6 +66,12 @@ def check_rows(
         o = obj[i]
         if o < -1 or o >= n_ids or (o >= 0 and obj_hi[o] == 0):
             return BAD_OBJ, i, 0
+        if op[i] != LOAD:
+            sp = space[i]
+            if sp == CONSTANT or sp == TEXTURE1D or sp == TEXTURE2D or sp == READONLY:
+                return WRITE_READ_ONLY_SPACE, i, 0
+            if o >= 0 and obj_written[o] == 0:
+                return WRITE_UNWRITTEN, i, 0
         c = cta[i]
         if c < 0 or c >= n_ctas:
             return BAD_CTA, i, 0

@@ -21,7 +21,7 @@ from ._kernels import one_address, put_row
 from ._numba import LEAF
 from .codes import LOAD, REDUCTION, SHARED, STORE
 
-NUMBA_DEPS = "f2646621ec840998"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "65baa0fce93f9314"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 BIG = np.int64(1) << np.int64(62)
 # bounding-box fields: rows [R0, R1], columns [C0, C1] in elements

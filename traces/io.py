@@ -29,7 +29,7 @@ from .atomic import atomic_path, check_output_folder
 from .errors import TraceError
 from .ipcfile import IpcTraceFile, sniff, wants_ipc
 from .launch import coverage_problem
-from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, SPACE_NAMES, WARP_SIZE, KernelInfo
+from .schema import ARROW_SCHEMA, COLUMNS, METADATA_KEY, NUMPY_DTYPES, OP_NAMES, SPACE_NAMES, WARP_SIZE, KernelInfo
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,11 @@ class _Checker:
         n_ids = info.n_ids
         self.obj_lo = np.zeros(n_ids, dtype=np.uint64)
         self.obj_hi = np.zeros(n_ids, dtype=np.uint64)
+        self.obj_written = np.zeros(n_ids, dtype=np.uint8)
         for o in info.objects:
             self.obj_lo[o.id] = o.base
             self.obj_hi[o.id] = o.end
+            self.obj_written[o.id] = o.written
         self.wpb = info.warps_per_block
         self.dense = info.ctas * self.wpb <= max(self.DENSE_WARPS, rows)
         self.last_seq = np.full(info.ctas * self.wpb if self.dense else 0, -1, dtype=np.int64)
@@ -141,7 +143,7 @@ class _Checker:
         slots = self._slots(t)  # first: it may grow last_seq
         code, i, extra = K.check_rows(
             t.cta, t.warp, t.seq, t.op, t.space, t.width, t.mask, t.addr, t.obj,
-            self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.last_seq, slots,
+            self.info.ctas, self.wpb, self.obj_lo, self.obj_hi, self.obj_written, self.last_seq, slots,
         )  # fmt: skip
         if code == K.OK:
             if self.traced is not None:
@@ -163,6 +165,15 @@ class _Checker:
             raise TraceError(
                 p, f"obj {t.obj[i]} is not an object id in the metadata (ids: {ids}; -1 for none)", row=row, field="obj"
             )
+        op = OP_NAMES[t.op[i]] if 0 <= t.op[i] < len(OP_NAMES) else "write"
+        an = f"{'an' if op[0] in 'aeiou' else 'a'} {op}"
+        if code == K.WRITE_READ_ONLY_SPACE:
+            raise TraceError(p, f"{an} in {SPACE_NAMES[t.space[i]]} space, which kernels only read",
+                             row=row, field="op")  # fmt: skip
+        if code == K.WRITE_UNWRITTEN:
+            o = self.info.object(int(t.obj[i]))
+            raise TraceError(p, f"{an} on object '{o.name}', whose metadata says it is not written "
+                             f"(objects[{self.info.objects.index(o)}].written)", row=row, field="op")  # fmt: skip
         if code == K.BAD_CTA:
             raise TraceError(p, f"cta {t.cta[i]} outside the grid of {self.info.ctas} blocks", row=row, field="cta")
         if code == K.BAD_WARP:

@@ -370,6 +370,7 @@ def _dim3(d: dict, key: str, path: str) -> tuple[int, int, int]:
 
 
 log = logging.getLogger(__name__)
+_SAID: set[tuple[str, ...]] = set()  # the (file, keys) whose unread keys were said
 
 
 def unread_keys(d: dict) -> list[str]:
@@ -516,7 +517,8 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
     check_const_operands(extra.get("const_operands"), objects, path)
     check_block_counts(extra, math.prod(grid), path)
     unread = unread_keys(d)
-    if unread:
+    if unread and (path, *unread) not in _SAID:  # once a file: a command reads its metadata several times
+        _SAID.add((path, *unread))
         keys = ", ".join(f"'{k}'" for k in unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
         log.warning("%s: metadata %s not part of the trace format; ignored", path,
                     f"key {keys} is" if len(unread) == 1 else f"keys {keys} are")  # fmt: skip

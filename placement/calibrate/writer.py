@@ -34,6 +34,7 @@ from typing import Any
 from traces.atomic import check_output_folder, write_text
 
 from .. import __version__
+from ..catalog import CALIBRATED_SUFFIX
 from ..gpu import ConfigError, Gpu, gpu_from_dict
 from .measurements import Calibration, Measured, Skipped
 
@@ -152,7 +153,7 @@ def calibrated_tables(
     """The base's tables with the measured values in place: (tables, comments by
     ``section.key``, the measurement keys used). Measurements in ``drop`` are left out."""
     t = base_tables(base)
-    t["name"] = f"{base.name}-calibrated"
+    t["name"] = f"{base.name}{CALIBRATED_SUFFIX}"
     t["description"] = f"{cal.device.name} measured by placement calibrate on {cal.date} (base: {base.name})"
     notes: dict[str, str] = {}
     used: list[str] = []

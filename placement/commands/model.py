@@ -271,6 +271,13 @@ def _run_counters(args) -> int:
 
     rows, names = read_counter_rows(args.counters)
     fixed = _machine(args) if args.gpu else None
+    if fixed is not None:
+        from placement.catalog import same_gpu
+
+        others = sorted({d for r in rows if (d := r.spec.get("ncu_device")) and not same_gpu(d, args.gpu)})
+        if others:  # the errors compare the model on --gpu with times measured on another GPU
+            log.warning("%s: the measured times are the %s's; the model runs on --gpu %s, so its errors against them "
+                        "compare two GPUs", args.counters, " and ".join(others), args.gpu)  # fmt: skip
     lam = 1.0
     fitted = None
     usable = [r for r in rows if r.params is not None]

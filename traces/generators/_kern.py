@@ -8,7 +8,7 @@ import numpy as np
 
 from .._kernels import put_row as put  # the shared row writer
 
-NUMBA_DEPS = "f2646621ec840998"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "65baa0fce93f9314"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 
 @nb.njit(cache=True)

@@ -41,7 +41,7 @@ from ..errors import InputError
 from . import _common as C
 from ._kern import put
 
-NUMBA_DEPS = "1b2ed20b7eb5f7db"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "e938e599a4f8b576"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SASS = "qtc_full"
 TPB = 64

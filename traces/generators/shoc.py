@@ -38,7 +38,7 @@ from . import _common as C
 from ._kern import put
 from .blocks import Emitter, _grid_warps
 
-NUMBA_DEPS = "f4393af2df3ab315"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "f9b1f2a233744596"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SEED = 20240611
 
