@@ -1,8 +1,11 @@
 """Hong & Kim's MWP-CWP model: Table 2 of the paper and hand-worked cases."""
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from placement.cli import main
 from placement.models import KernelParams, hong_kim_example, load_kernel_file
@@ -139,3 +142,32 @@ def test_a_zero_for_an_optional_count_is_refused(tmp_path, capsys):
         assert main(["model", "mwp-cwp", "--kernel", str(p)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"kernel.{key}: must be at least 1" in err, err
+
+
+def test_gpu_on_the_command_line_wins_over_the_files_machine(capsys, caplog):
+    """``--kernel table2.toml --gpu k80`` modeled the file's 16-SM, 420-cycle paper machine and called it so
+    ("mwp-cwp on hong-kim-sec3.6"): the file's [machine] table replaced the GPU given. Now the K80's own machine,
+    and a warning naming the table's keys not used."""
+    from placement.gpu import get_gpu
+    from placement.models.params import machine_from_gpu
+
+    with caplog.at_level("WARNING", logger="placement.commands.model"):
+        assert main(["model", "mwp-cwp", "--kernel", str(TABLE2), "--gpu", "k80", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    k80 = machine_from_gpu(get_gpu("k80"))
+    assert doc["machine"] == "k80" and doc["mem_l"] >= k80.dram_latency != 420
+    assert any("the file's [machine] table (bandwidth_gbs, clock_mhz," in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("key", ["uncoal_per_mw", "departure_del_uncoal"])
+def test_a_departure_delay_of_zero_is_unbounded_not_a_crash(tmp_path, capsys, key):
+    """A request of no transactions, or a delay of 0, leaves MWP without the bandwidth limit unbounded (Mem_L / 0):
+    ``--json`` ended in a traceback on the infinity. Now null, "unbounded" in the text, and MWP the other limits'."""
+    text = TABLE2.read_text()
+    p = tmp_path / "k.toml"
+    p.write_text(re.sub(rf"(?m)^{key} = [0-9.]+", f"{key} = 0", text))
+    assert main(["model", "mwp-cwp", "--kernel", str(p), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mwp_without_bw_full"] is None and doc["mwp"] == min(doc["mwp_peak_bw"], doc["n"])
+    assert main(["model", "mwp-cwp", "--kernel", str(p)]) == 0
+    assert re.search(r"mwp_without_bw_full +unbounded", capsys.readouterr().out)

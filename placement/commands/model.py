@@ -9,7 +9,8 @@
 Without --gpu, a parameter file's [machine] table completes the model's own paper
 machine (MWP-CWP: Hong & Kim Sec. 3.6; GPUPerf and BSP: Sim et al.'s Tesla C2050),
 each nvprof counters row is modeled on the GPU its specification columns describe,
-and an Nsight Compute export on the catalog GPU its device name gives.
+and an Nsight Compute export on the catalog GPU its device name gives. With --gpu, the
+GPU's machine is modeled and a parameter file's [machine] table is not used (said).
 
 BSP has no default lambda: Amaris et al. fit one per GPU and application from a
 measured run (their lambdas for the gpuperfpredict kernels on one GTX-680 range from
@@ -218,7 +219,10 @@ def run(args) -> int:
 
     if args.kernel:
         k, overrides = load_kernel_file(args.kernel)
-        m = _machine(args, overrides)
+        if args.gpu and overrides:  # the command line wins over the file: the file's values were taken before
+            log.warning("%s: --gpu %s given: the file's [machine] table (%s) is not used", args.kernel, args.gpu,
+                        ", ".join(sorted(overrides)))  # fmt: skip
+        m = _machine(args, None if args.gpu else overrides)
         source = args.kernel
     else:
         if not args.gpu:
@@ -237,7 +241,7 @@ def run(args) -> int:
         print_json(doc)
         return 0
     print(f"{args.model} on {m.name}: {k.name} ({source})")
-    rows = [[key[:-2], _seconds(val)] if key.endswith("_s") else [key, val] for key, val in doc.items()
+    rows = [[key[:-2], _seconds(val)] if key.endswith("_s") else [key, "unbounded" if val is None else val] for key, val in doc.items()
             if key not in ("model", "machine", "kernel", "source")]  # fmt: skip
     print(table(rows, ["quantity", "value"], "lr"))
     return 0

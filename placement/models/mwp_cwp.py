@@ -51,6 +51,7 @@ Extensions, each inert with its default (Table 2 is reproduced unchanged):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from .kernel import KernelParams, launch
@@ -190,7 +191,9 @@ class MwpCwpResult:
     """Cycles per warp the double-precision units need (the extension; 0: off); comp_cycles is at least this too."""
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields; an unbounded one (MWP_Without_BW_full = Mem_L / Departure_delay where the delay is 0, a
+        request of no transactions) is None, JSON's null, as the --json contract has it."""
+        return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in asdict(self).items()}
 
 
 def predict(k: KernelParams, m: Machine) -> MwpCwpResult:
