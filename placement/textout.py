@@ -47,6 +47,18 @@ def time_line(ranked: list[Placed]) -> str:
             f"T_overlap{floor}.")  # fmt: skip
 
 
+def measured_line(ranked: list[Placed]) -> str:
+    """With a sample time measured on this GPU, each ranked placement's prediction as measured x T(target) /
+    T(sample) (``Evaluation.predicted_ns``, the JSON's ``predicted_ns``); empty without one."""
+    e = ranked[0].evaluation if ranked else None
+    if e is None or e.predicted_ns is None:
+        return ""
+    each = ", ".join(f"{'#' + str(p.rank) if p.rank is not None else 'the sample'} "
+                     f"{units.time_ns(p.evaluation.predicted_ns)}" for p in ranked)  # fmt: skip
+    return (f"Scaled by the sample's measured {units.time_ns(e.measured_sample_ns)} (measured x T(target) / "
+            f"T(sample)): {each}.")  # fmt: skip
+
+
 def overlap_line(trained: bool, source: str, gpu: str) -> str:
     if trained:
         return f"T_overlap: {source}."
@@ -164,7 +176,8 @@ def rank_text(r: RankResult) -> str:
         lines += ["Not allowed:"] + ex
     extra = [] if any(p.label == "sample" for p in r.ranking) else [s]  # the sample's row below, if not ranked
     rows = [_row(p, str(p.rank)) for p in r.ranking] + [_row(p, "-") for p in extra]
-    lines += ["", table(rows, HEADER, "llrrlrrr"), time_line([*r.ranking, *extra]), ""]
+    lines += ["", table(rows, HEADER, "llrrlrrr"), time_line([*r.ranking, *extra])]
+    lines += [x for x in (measured_line([*r.ranking, *extra]),) if x] + [""]
     lines += r.uncertainty()
     if r.hints is not None:
         ranks = {p.label: p.rank for p in r.ranking}

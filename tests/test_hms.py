@@ -938,3 +938,22 @@ def test_o_syncs_departure_counts_the_lines_of_every_path(gpu_name):
         assert mem.lines_per_request == pytest.approx(4 / 3), space
         # GPUPerf's avg_trans_warp (Eq. 13) stays the global loads' and stores'
         assert mem.avg_trans_warp == pytest.approx(4 / 3 if space == "global" else 1.0), space
+
+
+def test_rank_text_gives_the_measured_scaled_times(vec):
+    """The README says a measured sample time gives each prediction as measured x T(target) / T(sample): the JSON had
+    them, the text of `rank` did not."""
+    import placement
+    from placement.textout import rank_text
+
+    for gpu, said in (("k80", True), ("h100", False)):
+        info = dataclasses.replace(vec.info, measured=traces.Measured(time_ns=50_000.0, gpu=gpu))
+        r = placement.rank(dataclasses.replace(vec, info=info), K80, top=2, workers=1)
+        line = next((x for x in rank_text(r).splitlines() if x.startswith("Scaled by")), None)
+        assert (line is not None) == said
+        if said:
+            first = r.ranking[0].evaluation
+            assert first.predicted_ns == pytest.approx(50_000.0 * first.target.cycles / first.sample.cycles)
+            assert line.startswith("Scaled by the sample's measured 50.0 µs (measured x T(target) / T(sample)): "
+                                   f"#1 {placement.units.time_ns(first.predicted_ns)}, #2 ")  # fmt: skip
+            assert r.ranking[0].label != "sample" or ", the sample" not in line  # a ranked sample is named by its #
