@@ -308,7 +308,8 @@ class Evaluation:
             "options": self.options,
         }
         d.update({k: v for k, v in self.target.as_dict().items() if k not in ("placement", "time_ns")})
-        d["sample"] = self.sample.as_dict()
+        d["bound"] = self.target.bound  # which term is T, as `rank --json`'s rows have it
+        d["sample"] = self.sample.as_dict() | {"bound": self.sample.bound}
         return d
 
 

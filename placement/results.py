@@ -147,7 +147,7 @@ class RankResult:
     """Placements the single-object rules allow (the product of each object's spaces): a bound on the legal ones."""
     excluded: dict[str, dict[str, str]]
     """Object -> space -> why moving it there alone is illegal."""
-    surrogate: dict[str, float]
+    surrogate: dict[str, int]
     overlap_trained: bool
     overlap_source: str
     hints: tuple[Hint, ...] | None = None

@@ -135,6 +135,12 @@ class SearchOptions:
             raise InputError(f"--pair-budget must be >= 0, got {self.pair_budget}")
         if self.polish_budget is not None and self.polish_budget < 0:
             raise InputError(f"--polish-budget must be >= 0, got {self.polish_budget}")
+        if self.strategy == "exhaustive":  # both budgets belong to the default search; they were ignored
+            given = [o for o, v in (("--pair-budget", self.pair_budget), ("--polish-budget", self.polish_budget))
+                     if v is not None]  # fmt: skip
+            if given:
+                raise InputError(f"{' and '.join(given)} belong{'s' if len(given) == 1 else ''} to the default search; "
+                                 "--exhaustive evaluates every legal placement")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ class Ranking:
     legal_placements: int | None
     """How many legal placements exist (known when enumerated or small enough to count)."""
     strategy: str
-    surrogate: dict[str, float] = field(default_factory=dict)
+    surrogate: dict[str, int] = field(default_factory=dict)
     candidates: int = 0
     """Placements the single-object rules allow (the product of the domains): an upper bound on the legal ones."""
     excluded: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -383,7 +389,7 @@ def exhaustive(ev: Evaluator, options: SearchOptions, progress: Callable[[int], 
         results = runner.many(legal)
     ranked = sorted(results, key=_key)
     return Ranking(ev.evaluate(ev.sample_placement), ranked[: options.top], ev.evaluations, len(results), "exhaustive",
-                   {"unrolled_twins": float(len(runner.twins))}, candidates=total, excluded=why)  # fmt: skip
+                   {"unrolled_twins": len(runner.twins)}, candidates=total, excluded=why)  # fmt: skip
 
 
 def _key(e: Evaluation):
@@ -463,9 +469,9 @@ def cpsat(ev: Evaluator, options: SearchOptions, progress: Callable[[int], None]
         polished = _polish(runner, dom, lambda p: _legal(info, gpu, p, ev.staging), estimate, budget)
         exact = runner.exact
     ranked = sorted(exact.values(), key=_key)
-    surrogate = {"single_moves": float(len(singles)), "pair_terms": float(len(pair)), "candidates": float(len(candidates)),
-                 "candidates_skipped": float(skipped), "pairs_skipped": float(skipped_pairs),
-                 "polished": float(polished), "unrolled_twins": float(len(runner.twins))}  # fmt: skip
+    surrogate = {"single_moves": len(singles), "pair_terms": len(pair), "candidates": len(candidates),
+                 "candidates_skipped": int(skipped), "pairs_skipped": int(skipped_pairs),
+                 "polished": int(polished), "unrolled_twins": len(runner.twins)}  # fmt: skip
     total = _product(dom)
     n_legal = count_legal(info, gpu, COUNT_LIMIT, ev.staging) if total <= COUNT_LIMIT else None
     return Ranking(exact[sample], ranked[: options.top], ev.evaluations, n_legal, "cpsat", surrogate, total, why)

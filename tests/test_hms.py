@@ -141,6 +141,15 @@ def test_evaluate_command_json(run_cli, tmp_path):
                 "mean_queuing_delay", "dram_lat", "amat", "mwp", "cwp", "itilp", "itmlp", "n", "sample"):  # fmt: skip
         assert key in d, key
     assert d["placement"] == {"a": "T", "b": "C", "v": "G"}
+    # which term is T, for the target and the sample, as rank's rows say (evaluate's JSON did not)
+    assert d["bound"] in ("eq1", "round", "block", "atomic") and d["sample"]["bound"] in (
+        "eq1",
+        "round",
+        "block",
+        "atomic",
+    )
+    eq1 = d["t_comp"] + d["t_mem"] - d["t_overlap"]
+    assert (d["bound"] == "eq1") == (eq1 >= max(d["t_round"], d["t_block"], d["t_atomic"]))
     assert d["time_ns"] == pytest.approx(d["cycles"] / 0.875)
     assert d["overlap_source"].startswith("GPUPerf fallback")
     code, out, err = run_cli("evaluate", path, "--gpu", "k80", "--place", "q=T")

@@ -437,6 +437,20 @@ def test_polish_finds_what_the_surrogate_misses():
         SearchOptions(polish_budget=-1)
 
 
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"pair_budget": 3}, "--pair-budget belongs"),
+        ({"polish_budget": 0, "pair_budget": 1}, "--pair-budget and --polish-budget"),
+    ],
+)
+def test_exhaustive_refuses_the_default_searchs_budgets(kw, words):
+    """``rank --exhaustive --pair-budget 3`` ran and ignored the budget."""
+    with pytest.raises(InputError, match=words):
+        SearchOptions(strategy="exhaustive", **kw)
+    assert SearchOptions(strategy="cpsat", **kw).strategy == "cpsat"
+
+
 def test_the_summary_line_does_not_offer_exhaustive_when_every_legal_placement_was_evaluated():
     """conv1d on the K80 with --top 1000: 84 of 84 legal evaluated; the line still ended "`--exhaustive`
     evaluates them all"."""
@@ -491,4 +505,5 @@ def test_the_json_counts_the_single_moves_the_text_names():
     r = rank(traces.generators.trace("matmul_naive", [64], [16]), "a100", top=3, workers=1)
     assert r.candidates == 128
     assert r.to_dict()["surrogate"]["single_moves"] == 15
+    assert all(type(v) is int for v in r.to_dict()["surrogate"].values())  # counts (the JSON had 15.0)
     assert "the sample, 15 single-object moves," in search_line(r)
