@@ -329,10 +329,9 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
     smem = layout.smem_per_block
     if smem > m.smem_per_block:
         in_s = ", ".join(n for n, s in placement.spaces if s == "S")
-        raise IllegalPlacement(
-            "shared",
-            f"the kernel's shared arrays ({in_s}) need {smem:,} bytes per block; {gpu.name} allows {m.smem_per_block:,}",
-        )
+        arrays = f"the kernel's shared arrays ({in_s})" if in_s else "the kernel's own shared memory (smem_per_block)"
+        raise IllegalPlacement("shared", f"{arrays} need{'s' if not in_s else ''} {smem:,} bytes per block; {gpu.name} "
+                                         f"allows {m.smem_per_block:,}")  # fmt: skip
     choice = None
     if any(is_staged(s) for _, s in placement.spaces):
         if staging is None:

@@ -231,12 +231,15 @@ def choose(facts: StagingFacts, gpu: Gpu, placement: Placement, own_smem: int) -
     if placement.windows is not None:  # the windows asked for (";windows=K")
         w = placement.windows
         o = option(w, f"the windows asked for (;windows={w})", padded=True)
-        if w > finest or o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
+        tiles = f"windows={w}: the staged tiles of {', '.join(staged)}"
+        if w > finest:  # each window is a span of the warps' accesses: no more windows than accesses
+            raise IllegalPlacement("shared", f"{tiles}: a warp makes fewer than {w} accesses to them, so at most "
+                                             f"{finest} windows")  # fmt: skip
+        if o.smem_per_block > limit or occupancy(gpu, threads, regs, o.smem_per_block).blocks_per_sm < 1:
             raise IllegalPlacement(
                 "shared",
-                f"windows={w}: the staged tiles of {', '.join(staged)} in {w} windows need {o.smem_per_block:,} bytes of "
-                f"shared memory per block with the kernel's own ({gpu.name} allows {limit:,}), or a warp makes fewer "
-                f"than {w} accesses (at most {finest} windows)",
+                f"{tiles} in {w} windows need {o.smem_per_block:,} bytes of shared memory per block with the kernel's "
+                f"own ({gpu.name} allows {limit:,} and one block an SM)",
             )
         return StagingChoice((o,), own_smem)
     # ;pad=P: the windows are chosen on the padded tiles (a pad that does not fit takes more windows, or is refused)

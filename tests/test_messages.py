@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +141,28 @@ def test_report_renders_code_not_backticks():
     prose = re.sub(r"<pre>.*?</pre>|<svg.*?</svg>|<style>.*?</style>", "", page, flags=re.S)
     assert "`" not in prose
     assert "<code>placement train MEASURED.csv --gpu k80 -o coeffs.toml</code>" in page
+
+
+def test_a_builds_own_shared_memory_beyond_the_gpu_is_named_so(tmp_path, run_cli):
+    """Was "the kernel's shared arrays () need 60,000 bytes per block": no array is in shared memory, the
+    build's own smem_per_block is what does not fit."""
+    import dataclasses
+
+    import traces
+    from tracemaker import vecadd
+
+    cols, info = vecadd()
+    path = tmp_path / "v.parquet"
+    traces.write(path, cols, dataclasses.replace(info, smem_per_block=60000))
+    line = one_line(*run_cli("rank", path, "--gpu", "k80"))
+    assert line.endswith("whatever the placement (shared): the kernel's own shared memory (smem_per_block) needs "
+                         "60,000 bytes per block; k80 allows 49,152\n"), line  # fmt: skip
+
+
+def test_windows_beyond_the_accesses_name_that_alone(run_cli):
+    """Was "... need 16 bytes of shared memory per block ... (k80 allows 49,152), or a warp makes fewer than 100
+    accesses": the shared memory fitted; the windows were too many for the accesses."""
+    ex = Path(__file__).resolve().parents[1] / "configs" / "examples" / "conv1d.parquet"
+    line = one_line(*run_cli("evaluate", ex, "--gpu", "k80", "--place", "mask=S;windows=100"))
+    assert line.endswith("windows=100: the staged tiles of mask: a warp makes fewer than 100 accesses to them, so at "
+                         "most 8 windows\n"), line  # fmt: skip
