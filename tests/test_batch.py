@@ -396,6 +396,11 @@ BAD = {
         'gpu = "k80"\n[[entry]]\ntrace = "t.parquet"\ndlcm = "ca"\nplacements = [""]\n',
         "entry 1: size, block, dlcm and launch_ctas go with 'generator', not with 'trace'",
     ),
+    # an id with a newline split the summary table's rows (was accepted)
+    "control character in id": (
+        'gpu = "k80"\n[[entry]]\nid = "v\\na"\ngenerator = "triad"\nplacements = [""]\n',
+        "entry 1: id must be a non-empty string without '|' or control characters",
+    ),
     "no trace file": (
         'gpu = "k80"\n[[entry]]\ntrace = "nope.parquet"\nplacements = [""]\n',
         "entry 1: trace file",

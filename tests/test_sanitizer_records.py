@@ -297,3 +297,14 @@ def test_a_kernel_name_with_a_control_character_names_the_record_file(tmp_path, 
     line = cap.err.strip().splitlines()[-1]
     assert code == 2 and not out.exists() and "rec.bin" in line, cap.err
     assert "kernel name holds the control character '\\x01'" in line
+
+
+def test_a_launch_without_accesses_is_refused_by_its_records(tmp_path, capsys):
+    """Was written, exit 0: a trace of no rows, which every other command then refuses ("nothing to place")."""
+    code, cap, out = _cli(tmp_path, _file(tmp_path, data=encode(_launch(), ALLOCS, [], chunk_rows=5)), capsys)
+    assert code == 2 and not out.exists()
+    line = cap.err.strip().splitlines()[-1]
+    assert (
+        line.startswith("placement import sanitizer: error: ")
+        and "rec.bin: no memory access follows the launch record" in line
+    )

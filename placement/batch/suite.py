@@ -280,8 +280,9 @@ def _entry(e: Any, i: int, ps: str, base: Path, default_gpu) -> Entry:
     if not isinstance(e, dict):
         raise SuiteError(f"{where}: expected a table of keys, got {shown(e)}")
     eid = e.get("id")
-    if eid is not None and (not isinstance(eid, str) or not eid or "|" in eid):
-        raise SuiteError(f"{where}: id must be a non-empty string without '|', got {shown(eid)}")
+    if eid is not None and (not isinstance(eid, str) or not eid or "|" in eid or not eid.isprintable()):
+        raise SuiteError(f"{where}: id must be a non-empty string without '|' or control characters (a table's rows "
+                         f"name it), got {shown(eid)}")  # fmt: skip
     where = _where(ps, i, eid)
     unknown = sorted(set(e) - set(ENTRY_KEYS))
     if unknown:

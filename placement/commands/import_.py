@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import time
 
+from traces.errors import InputError
+
 from ..units import plural
 from ._output import print_json
 
@@ -84,6 +86,9 @@ def run(args) -> int:
 
         decoder = open_records(args.path, objects=objects, ctas=args.ctas, max_rows=args.max_rows, cubin=args.cubin)
         info = decoder.info
+        if decoder.n == 0:  # a trace of no rows, which every command then refuses ("nothing to place")
+            raise InputError(f"{args.path}: no memory access follows the launch record (none of the launch's loads, "
+                             "stores or atomics was recorded): nothing to place; no trace written")  # fmt: skip
         rows = traces.write_parts(args.output, decoder.parts(), info, decoder.n)
     else:
         cols, info = import_trace(
