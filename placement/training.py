@@ -118,8 +118,9 @@ def read_measurements(path, gpu: Gpu, options: Options = Options()) -> list[Samp
         try:
             placement = parse_placement(r["placement"] or "", ev.info)
             terms = ev.evaluate(placement).target
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+        except InputError as exc:  # a CSV's column, not the command line's --place
+            msg = str(exc)
+            raise InputError(f"{where}: {'placement ' + msg[8:] if msg.startswith('--place ') else msg}") from None
         out.append(Sample(ev.info.kernel, key, r["placement"], measured, terms))
     if not out:
         raise InputError(f"{p}: no measurements")

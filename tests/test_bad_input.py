@@ -614,6 +614,8 @@ def test_counters_file_that_is_a_folder(tmp_path, run_cli):
         # was read as if the row's last field were not there
         (b"trace,placement,measured_ns\nt.parquet,,5\nt.parquet,,5,900\n", "line 3: 4 fields, the header has 3"),
         (b"trace,placement,measured_ns,trace\nt.parquet,,5,u.parquet\n", "column 'trace' named twice in the header"),
+        # named the command line's option, where the CSV's column is at fault
+        (b"trace,placement,measured_ns\nt.parquet,,5\nt.parquet,A=Q,4\n", "line 3: placement 'A=Q': unknown space 'Q'"),
     ],
 )
 def test_measurements_refused(tmp_path, run_cli, csv, words):

@@ -161,6 +161,19 @@ def test_train_does_not_write_over_its_own_inputs(tmp_path, run_cli, which):
     assert _bytes(tmp_path) == before
 
 
+def test_train_refuses_a_folder_for_output_before_it_fits(tmp_path, run_cli, caplog):
+    """Was: the fit ran (and warned), then "cannot replace it (Is a directory)", two lines on stderr."""
+    from tracemaker import vecadd
+
+    traces.write(tmp_path / "t.parquet", *vecadd(2, 2))
+    csv = tmp_path / "m.csv"
+    csv.write_text("trace,placement,measured_ns\nt.parquet,,1000\nt.parquet,A=T,900\n")
+    (tmp_path / "out").mkdir()
+    with caplog.at_level("WARNING"):
+        one_line(*run_cli("train", csv, "--gpu", "k80", "-o", tmp_path / "out"), f"{tmp_path / 'out'}: is a folder")
+    assert caplog.records == []  # nothing fitted
+
+
 def test_a_report_does_not_write_over_the_trace_it_ranks(tmp_path, run_cli):
     from tracemaker import vecadd
 

@@ -346,7 +346,7 @@ def test_output_that_cannot_be_written_is_a_clean_error(tmp_path, run_cli):
     (tmp_path / "adir.arrow").mkdir()
     code, out, err = run_cli("convert", src, "-o", tmp_path / "adir.arrow")
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "adir.arrow: cannot replace it (" in err
+    assert "adir.arrow: is a folder; give the file to write" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.arrow", "afile", "t.parquet"]
     assert list((tmp_path / "adir.arrow").iterdir()) == []
 

@@ -99,6 +99,8 @@ def check_output_folder(path, inputs=()) -> None:
         raise InputError(f"{path}: cannot write there ({getattr(exc, 'strerror', None) or exc})") from None
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: cannot write there ({parent} is not a folder)")
+    if os.path.isdir(path):  # said before the work (train fitted first, then could not replace the folder)
+        raise InputError(f"{path}: is a folder; give the file to write")
 
 
 def _same_file(a, b) -> bool:
