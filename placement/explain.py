@@ -295,7 +295,14 @@ def _kernel_facts(sample: Terms, target: Terms, ns_per_cycle: float, warps_per_b
     out = []
     terms = _term_changes(sample, target, ns_per_cycle)
     if terms:
-        out.append(f"{units.time_ns(sample.time_ns)} -> {units.time_ns(target.time_ns)} ({terms})")
+        if sample.bound == target.bound:
+            out.append(f"{units.time_ns(sample.time_ns)} -> {units.time_ns(target.time_ns)} ({terms})")
+        else:  # the terms' changes do not add up to the time's: T is another term on each side
+            from .textout import BOUND_WORDS
+
+            out.append(f"{units.time_ns(sample.time_ns)} (bound by {BOUND_WORDS[sample.bound]}) -> "
+                       f"{units.time_ns(target.time_ns)} (bound by {BOUND_WORDS[target.bound]}); each term's change: "
+                       f"{terms}")  # fmt: skip
     parts = _t_comp_parts(sample, target, ns_per_cycle, warps_per_block)
     if parts:
         out.append(parts)
