@@ -25,7 +25,7 @@ from . import units
 from .explain import SPACE_WORDS, space_of
 from .placements import STAGING_SOURCE, is_staged
 from .results import Placed, RankResult
-from .textout import excluded_lines, overlap_line, search_line
+from .textout import BOUND_WORDS, excluded_lines, overlap_line, search_line
 from .uncertainty import MODEL_RATIO_ERROR
 
 _STYLE = """
@@ -122,8 +122,9 @@ def terms_chart(r: RankResult) -> str:
         ax.barh([y + (1 - j) * h for y in ys], vals, height=h, color=COLORS[key], label=name)
     totals = [p.time_ns / scale for _, p, _ in entries]
     launch = " + launch" if r.sample.evaluation.sample.t_launch else ""
-    ax.scatter(totals, ys, marker="|", s=260, color=COLORS["time"], zorder=3,
-               label=f"T = T_comp + T_mem - T_overlap{launch}")  # fmt: skip
+    floors = any(p.evaluation.target.bound != "eq1" for _, p, _ in entries)
+    term = "the bound term (table)" if floors else "T_comp + T_mem - T_overlap"  # a floor is T where it binds
+    ax.scatter(totals, ys, marker="|", s=260, color=COLORS["time"], zorder=3, label=f"T = {term}{launch}")
     ax.set_yticks(ys, [lab for lab, _, _ in entries], fontsize=9)
     ax.set_xlabel(f"{unit} (one SM's cycles at the GPU's clock)")
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
@@ -198,17 +199,20 @@ def served_chart(r: RankResult, accesses: dict[str, int]) -> str:
 
 def _table(r: RankResult) -> str:
     head = "".join(f"<th{' class=l' if h in ('placement', 'why (first fact per object)') else ''}>{h}</th>"
-                   for h in ("#", "placement", "time", "speedup", "T_comp", "T_mem", "T_overlap", "launch",
-                             "why (first fact per object)"))  # fmt: skip
+                   for h in ("#", "placement", "time", "speedup", "bound by", "T_comp", "T_mem", "T_overlap",
+                             "launch", "why (first fact per object)"))  # fmt: skip
+    c = r.gpu_config.compute if r.gpu_config is not None else None
+    known = c is None or bool(c.launch_us or c.launch_per_block_ns)  # else not in the configuration: not 0 ns
     rows = []
     for lab, p, is_sample in _entries(r):
         t = p.evaluation.target
         k = t.term_ns_per_cycle
+        launch = units.time_ns(t.t_launch * t.ns_per_cycle) if known else "unknown"
         rows.append(
             f"<tr><td>{p.rank or '-'}</td><td class=l>{html.escape(p.label)}</td><td>{units.time_ns(t.time_ns)}</td>"
-            f"<td>{units.speedup(p.speedup)}</td><td>{units.time_ns(t.t_comp * k)}</td>"
+            f"<td>{units.speedup(p.speedup)}</td><td>{BOUND_WORDS[t.bound]}</td><td>{units.time_ns(t.t_comp * k)}</td>"
             f"<td>{units.time_ns(t.t_mem * k)}</td><td>{units.time_ns(t.t_overlap * k)}</td>"
-            f"<td>{units.time_ns(t.t_launch * t.ns_per_cycle)}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
+            f"<td>{launch}</td><td class=l>{_prose(p.explanation.short())}</td></tr>"
         )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

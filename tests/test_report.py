@@ -57,7 +57,12 @@ def test_the_launch_is_a_column_where_the_gpu_knows_it():
     """The table's launch column is each placement's t_launch (the H100's configuration has one, the K80's none)."""
     h100 = placement.rank(MATMUL, "h100", top=3)
     html, k80 = render(h100), render(placement.rank(MATMUL, "k80", top=3))
-    assert "<th>launch</th>" in html and "T_overlap + launch" in html and "T_overlap + launch" not in k80
+    assert "<th>launch</th>" in html and "+ launch" in html and "+ launch" not in k80
+    # the K80's configuration has no launch cost: "unknown", not 0 ns; each row says which term is its time
+    assert "<td>unknown</td>" in k80 and "<td>unknown</td>" not in html and "<th>bound by</th>" in html
+    bounds = {p.evaluation.target.bound for p in h100.ranking}
+    label = "T = T_comp + T_mem - T_overlap + launch" if bounds == {"eq1"} else "T = the bound term (table) + launch"
+    assert label in html
     s = h100.sample.evaluation.sample
     assert s.t_launch >= 3872 * 1974.7 / 1e3  # the empty kernel's 3.872 us at the H100's clock, at least
     assert f"<td>{placement.units.time_ns(s.t_launch * s.time_ns / s.cycles)}</td>" in html
