@@ -313,6 +313,12 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
             if o.shape is None:
                 raise IllegalPlacement("texture2d", f"{name} has no 2D shape, so it cannot be a 2D texture")
             rows, cols = o.shape
+            if rows * cols * o.elem_bytes < o.size:  # a texture of that shape would not hold the object
+                raise IllegalPlacement(
+                    "texture2d",
+                    f"{name}'s 2D shape, {rows} x {cols} of {o.elem_bytes} bytes, holds {rows * cols * o.elem_bytes:,} of "
+                    f"its {o.size:,} bytes, so a 2D texture of that shape cannot be it",
+                )
             if cols > m.tex2d_max_width or rows > m.tex2d_max_height:
                 raise IllegalPlacement(
                     "texture2d",

@@ -129,6 +129,13 @@ def test_2d_texture_needs_a_shape_within_limits():
     wide = kernel([("W", "global", 4 * 70000, (1, 70000), False)])
     with pytest.raises(IllegalPlacement, match=r"W is 1 x 70000; k80's 2D texture limit is 65000 rows x 65000 columns"):
         check(wide, K80, parse_placement("W=2T", wide))
+    # a shape that holds a fraction of the object (2 x 3 of 16,390 floats) was priced and given cudaMallocPitch code
+    # for a 6-element texture
+    small = kernel([("S", "global", 65560, (2, 3), False)])
+    with pytest.raises(IllegalPlacement, match=r"S's 2D shape, 2 x 3 of 4 bytes, holds 24 of its 65,560 bytes"):
+        check(small, K80, parse_placement("S=2T", small))
+    full = kernel([("F", "global", 4 * 6, (2, 3), False)])
+    check(full, K80, parse_placement("F=2T", full))  # the whole object: legal
 
 
 def test_1d_texture_limit():
