@@ -222,6 +222,8 @@ def _nvbit_log(tmp_path, first_op="LDG.E", first_warp=0, first_base=0x7F00000000
         ),
         # was "OUT.parquet: objects[0].size: object 'shared0' [...] ends beyond the shared address space"
         ({"first_op": "LDS.U.128"}, "line 2: LDS.U.128 is a shared-memory access, but its address 0x7f000000007c"),
+        # was "OUT.parquet row 0: addr: lane 31 address 0xfffffffffffffffe (+4 B) is outside object 'global0' [...]"
+        ({"first_base": 2**64 - 126}, "line 2: LDG.E: address 0xfffffffffffffffe + 4 bytes passes the end of the 64"),
     ],
 )
 def test_nvbit_lines_the_launch_cannot_hold_are_named_by_line(run_cli, tmp_path, edit, words):

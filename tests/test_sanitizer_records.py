@@ -308,3 +308,17 @@ def test_a_launch_without_accesses_is_refused_by_its_records(tmp_path, capsys):
         line.startswith("placement import sanitizer: error: ")
         and "rec.bin: no memory access follows the launch record" in line
     )
+
+
+def test_an_address_past_the_end_of_the_address_space_is_named_by_its_record(tmp_path, capsys):
+    """Was "OUT.parquet row 0: addr: lane 0 address 0xffffffffffffffff (+4 B) is outside object 'arg1'": a row of a
+    file never written."""
+    acc = _accesses()
+    acc[3]["addr"][0] = np.uint64(2**64 - 2)  # a 4-byte lane 2 bytes before the end
+    code, cap, out = _cli(tmp_path, _file(tmp_path, data=encode(_launch(), ALLOCS, acc, chunk_rows=5)), capsys)
+    assert code == 2 and not out.exists()
+    line = cap.err.strip().splitlines()[-1]
+    assert (
+        "rec.bin: record" in line
+        and "a lane's address 0xfffffffffffffffe + 4 bytes passes the end of the 64-bit" in line
+    )

@@ -49,6 +49,7 @@ import numpy as np
 from ..errors import InputError
 from ..inputfile import numbered_lines, refuse_binary, require_file
 from ..launch import (
+    ADDRESS_LIMIT,
     MAX_GRID,
     MAX_REGS_PER_THREAD,
     MAX_THREADS_PER_BLOCK,
@@ -328,6 +329,11 @@ def import_nvbit(path, *, launch: int | None = None, objects: tuple[ObjectSpec, 
         i = int(shared_far[0])
         raise ParseError(p, keep[i][0], f"{opnames[i]} is a shared-memory access, but its address "
                                         f"{int(addr[i].max()):#x} is beyond the {SHARED_WINDOW:#x}-byte shared window")  # fmt: skip
+    past_end = np.flatnonzero(addr.max(axis=1) > np.uint64(ADDRESS_LIMIT) - width.astype(np.uint64)) if n else []
+    if len(past_end):  # named here, by its line (the output's bounds check named a row of a file never written)
+        i = int(past_end[0])
+        raise ParseError(p, keep[i][0], f"{opnames[i]}: address {int(addr[i].max()):#x} + {int(width[i])} bytes passes "
+                                        "the end of the 64-bit address space")  # fmt: skip
     if block is None:
         block = (WARP_SIZE * (int(warp.max()) + 1 if n else 1), 1, 1)
     problem = launch_problem(grid, block) or coverage_problem(grid, block, n)

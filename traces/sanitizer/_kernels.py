@@ -117,8 +117,9 @@ ADDR_WORD = 3  # the first lane's address
 LOW32 = 0xFFFFFFFF
 
 # The checks of `check_records`, in the order their errors are reported (decode._check).
-CHECK_SPACE, CHECK_WIDTH, CHECK_FLAGS, CHECK_CTA, CHECK_WARP = range(5)
-N_CHECKS = 5
+CHECK_SPACE, CHECK_WIDTH, CHECK_FLAGS, CHECK_CTA, CHECK_WARP, CHECK_ADDR = range(6)
+N_CHECKS = 6
+ADDRESS_END = 0xFFFFFFFFFFFFFFFF  # a lane's bytes end at or below it (traces.launch.ADDRESS_LIMIT)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -147,7 +148,8 @@ def _records(words, spans, j, start, stop):
 def check_records(words, spans, start, stop, n_ctas, warps_per_block, first):
     """The first of the rows ``start`` to ``stop`` (in file order; ``spans`` as ``records.RecordFile.spans``
     places them in ``words``) failing each check (``first[CHECK_*]``, -1 for none: space 0, 1 or 2; width 1, 2,
-    4, 8 or 16; flags a load, store, atomic or reduction; block and warp inside the launch); returns how many
+    4, 8 or 16; flags a load, store, atomic or reduction; block and warp inside the launch; no active lane's
+    bytes past the end of the 64-bit address space); returns how many
     of those rows have an active lane."""
     for c in range(N_CHECKS):
         first[c] = -1
@@ -169,6 +171,11 @@ def check_records(words, spans, start, stop, n_ctas, warps_per_block, first):
                 first[CHECK_CTA] = i
             if first[CHECK_WARP] < 0 and warp >= warps_per_block:
                 first[CHECK_WARP] = i
+            if first[CHECK_ADDR] < 0 and w > 0:
+                for lane in range(32):
+                    if (m >> lane) & 1 and recs[t, ADDR_WORD + lane] > np.uint64(ADDRESS_END) - np.uint64(w):
+                        first[CHECK_ADDR] = i
+                        break
             if m != 0:
                 live += 1
     return live

@@ -132,6 +132,11 @@ def _check(rf: RecordFile, nctas: int, wpb: int, parts: list[tuple[int, int]]) -
         if rows:
             i = rows[0]  # the parts are in file order
             raise RecordError(rf.path, rf.record_number(i), msg.format(int(rf.access(i)[col])))
+    rows = [int(f[SK.CHECK_ADDR]) for f in firsts if f[SK.CHECK_ADDR] >= 0]
+    if rows:  # named here, by its record (the output's bounds check named a row of a file never written)
+        a = rf.access(rows[0])
+        raise RecordError(rf.path, rf.record_number(rows[0]), f"a lane's address {int(a['addr'].max()):#x} + "
+                          f"{int(a['width'])} bytes passes the end of the 64-bit address space")  # fmt: skip
     return [int(v) for v in lives]
 
 
