@@ -313,7 +313,8 @@ def check(info: KernelInfo, gpu: Gpu, placement: Placement, staging: "StagingFac
             if o.shape is None:
                 raise IllegalPlacement("texture2d", f"{name} has no 2D shape, so it cannot be a 2D texture")
             rows, cols = o.shape
-            if rows * cols * o.elem_bytes < o.size:  # a texture of that shape would not hold the object
+            # a texture of that shape must hold the object, short of less than one row (an allocation rounded up)
+            if (rows + 1) * cols * o.elem_bytes <= o.size:
                 raise IllegalPlacement(
                     "texture2d",
                     f"{name}'s 2D shape, {rows} x {cols} of {o.elem_bytes} bytes, holds {rows * cols * o.elem_bytes:,} of "
