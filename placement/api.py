@@ -100,6 +100,12 @@ def _evaluator(trace_or_path, gpu: "Gpu", opts: "Options", stream: str,
         ev = _make_evaluator(trace_or_path, gpu, opts, stream, early)
     except IllegalPlacement as exc:  # the evaluators check the sample placement alone when they are made
         raise UnlaunchableBuild(exc.rule, exc.reason, _where(trace_or_path), gpu.name) from None
+    if opts.dlcm == "ca":
+        from .memory import build_hierarchy_config
+
+        if not build_hierarchy_config(gpu, {}, "ca").global_in_l1:  # accepted, but nothing to change
+            log.warning("--dlcm ca: %s (%s) caches no global load in its L1 whatever the build (memory."
+                        "build_hierarchy_config); the predictions are the L2's, as with cg", gpu.name, gpu.arch)  # fmt: skip
     m = ev.info.measured
     if m is not None and not measured_applies(ev.info, gpu):
         log.warning("%s: the sample's measured time (%s) is %s's, not %s's: predictions are not scaled by it",

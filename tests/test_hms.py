@@ -928,6 +928,20 @@ def test_dlcm_on_the_command_line_overrides_the_trace(run_cli, tmp_path):
         placement.evaluate(path, "gtx980", dlcm="cs")
 
 
+def test_dlcm_ca_where_it_changes_nothing_is_said(caplog):
+    """``--dlcm ca`` on the K80 (Kepler caches no global load in its L1) was accepted and changed nothing, unsaid."""
+    import placement
+
+    cols, info = generate("matmul_naive", [64], [16])
+    t = traces.Trace(**cols, info=info)
+    for gpu, said in (("k80", True), ("gtx980", False)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="placement.api"):
+            d = placement.evaluate(t, gpu, dlcm="ca").to_dict()
+        assert ("l1.global" in d["caches"]) != said
+        assert any("--dlcm ca: k80 (kepler) caches no global load" in r.getMessage() for r in caplog.records) == said
+
+
 @pytest.mark.parametrize("gpu_name", ["v100", "k80"])
 def test_o_syncs_departure_counts_the_lines_of_every_path(gpu_name):
     # Eq. 26's Departure_delay from the lines per request: A read 64 bytes off its lines' start, so each of its 4
