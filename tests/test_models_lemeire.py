@@ -205,3 +205,17 @@ def test_concurrent_groups_are_within_the_cus_warps():
     q = le.run_point(le.Run(1 << 20, 128, 0, 4.2e-4, 100), nbr_cu=c.sms, clock_hz=gpu.clock_hz, max_conc_wg=16,
                      max_local_mem=gpu.memory.smem_per_sm, max_conc_warps=64)  # fmt: skip
     assert (q.conc_wg, q.conc_warps) == (16, 64)
+
+
+def test_a_rise_too_short_for_a_level_is_said(caplog):
+    """Three points at 500 cycles after a 200-cycle plateau: the 200 cycles were named DRAM without a word."""
+    fp = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    lat = [30, 30, 30, 30, 200, 200, 200, 200, 500, 500, 500]
+    with caplog.at_level("WARNING", logger="placement.models.lemeire"):
+        levels = le.cache_levels(fp, lat)
+    assert [(lv.name, lv.latency) for lv in levels] == [("L1", 30.0), ("DRAM", 200.0)]
+    assert any("the last 3 points (1024 kB on) rise to 500 cycles" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="placement.models.lemeire"):
+        levels = le.cache_levels(fp + [8192], lat + [500])  # four make a level: no warning
+    assert [lv.name for lv in levels] == ["L1", "L2", "DRAM"] and not caplog.records

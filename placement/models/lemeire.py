@@ -309,6 +309,11 @@ def cache_levels(footprint_kb, latency, *, tol: float = 0.08, step_tol: float = 
     if not merged:
         raise InputError("no plateau in the latency curve (too few points?)")
     lats = [float(np.median(lat[s])) for s in merged]
+    tail = np.arange(merged[-1][-1] + 1, len(f))
+    if tail.size and float(np.median(lat[tail])) > lats[-1] * (1 + tol):  # the curve rises past the last plateau
+        log.warning("the last %d points (%g kB on) rise to %.0f cycles, too few for a level (%d points make one): the "
+                    "last level read, %.0f cycles, is named DRAM; measure larger footprints", tail.size, f[tail[0]],
+                    float(np.median(lat[tail])), min_points, lats[-1])  # fmt: skip
     levels = []
     for j, s in enumerate(merged):
         size = None
