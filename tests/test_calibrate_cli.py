@@ -303,3 +303,14 @@ def test_kernels_compile_with_nvrtc_as_the_runner_gives_them():
             nvrtc.compileProgram(prog, ["-std=c++17", "--gpu-architecture=compute_90"])
         except Exception as exc:  # noqa: BLE001  (any NVRTC error: the log says where)
             pytest.fail(f"{path.name}: {exc}\n{nvrtc.getProgramLog(prog)}")
+
+
+def test_an_output_onto_the_bundled_base_is_refused(capsys):
+    """``-o configs/gpus/k80.toml --base k80`` was not refused: --base was compared as the name, not its file."""
+    from placement.cli import main
+    from placement.gpu import gpu_dir
+
+    target = gpu_dir() / "k80.toml"
+    before = target.read_bytes()
+    assert main(["calibrate", "-o", str(target), "--base", "k80"]) == 2
+    assert "is an input of this run" in capsys.readouterr().err and target.read_bytes() == before

@@ -170,3 +170,27 @@ def test_time_says_when_it_timed_a_first_launch(tmp_path, capsys, monkeypatch):
     assert main(["trace", "-o", str(out), "--time", "--launch", "1", "--", *app]) == 0
     assert "first launch" not in capsys.readouterr().out
     assert traces.read_info(out).source["measured"]["first_launch"] is False
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--time-runs", "3"], "--time-runs 3 times the launch with --time only; add --time"),  # was ignored
+        (
+            ["--keep-records", "nodir/rec"],
+            "nodir/rec: cannot write there (folder nodir does not exist)",
+        ),  # after the run
+        (["--keep-records", "t.parquet"], "t.parquet: --keep-records is the trace's output (-o)"),
+        (["--keep-records", "PROGRAM"], "is an input of this run"),  # the program itself, overwritten by the records
+    ],
+)
+def test_trace_options_are_checked_before_the_run(tmp_path, capsys, monkeypatch, extra, words):
+    monkeypatch.chdir(tmp_path)
+    prog = tmp_path / "app"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    extra = [str(prog) if x == "PROGRAM" else x for x in extra]
+    assert main(["trace", "-o", "t.parquet", *extra, "--", str(prog)]) == 2
+    line = _err(capsys)
+    assert line.startswith("placement trace: error: ") and words in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app"] and prog.read_text() == "#!/bin/sh\n"

@@ -73,7 +73,11 @@ def run(args) -> int:
     from ..calibrate.writer import write_config
     from ..gpu import get_gpu
 
-    check_output_folder(args.output, (args.base,))
+    from ..gpu import gpu_dir, gpu_names
+
+    # --base names a bundled configuration as often as a file: its file is an input too (-o configs/gpus/k80.toml)
+    bundled = [str(gpu_dir() / f"{n}.toml") for n in gpu_names() if args.base and n == args.base]
+    check_output_folder(args.output, (args.base, *bundled))
     if args.base:
         get_gpu(args.base)  # a bad --base is refused before the GPU is touched
     dev = open_device(args.device)

@@ -98,6 +98,8 @@ def _check_args(args) -> list[str]:
         raise InputError(f"--ring must be {MIN_RING:,} to {MAX_RING:,} records (280 bytes each), got {args.ring:,}")
     if args.time_runs < 1:
         raise InputError(f"--time-runs must be at least 1, got {args.time_runs}")
+    if args.time_runs != 1 and not args.time:  # it would be ignored: no timing run without --time
+        raise InputError(f"--time-runs {args.time_runs} times the launch with --time only; add --time")
     return program
 
 
@@ -196,6 +198,10 @@ def run(args) -> int:
 
     program = _check_args(args)
     check_output_folder(args.output, (args.objects, *program[:1]))
+    if args.keep_records:  # before the run, as -o: a missing folder, or the trace, the objects or the program itself
+        check_output_folder(args.keep_records, (args.output, args.objects, *program[:1]))
+        if os.path.abspath(args.keep_records) == os.path.abspath(args.output):
+            raise InputError(f"{args.keep_records}: --keep-records is the trace's output (-o); give another path")
     ctas = parse_ctas(args.ctas) if args.ctas else None
     if args.kernel is not None:
         kernel_pattern(args.kernel)
