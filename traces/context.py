@@ -35,7 +35,7 @@ from . import keytable
 from ._kernels import one_address
 from .io import Trace
 
-NUMBA_DEPS = "2dd9abcff07bbd0d"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "384a9d03d50c4117"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 INDEXED, OFFSET, PAIRED = 0, 1, 2
 CONTEXTS = ("indexed", "offset", "paired")

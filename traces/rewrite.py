@@ -42,7 +42,7 @@ from .io import Trace
 from .launch import SHARED_ALIGN
 from .schema import SHARED, SPACE_CODES, SPACE_NAMES, SPACE_SHORT, KernelInfo, ObjectInfo
 
-NUMBA_DEPS = "f207f719cfbf38e6"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "bd369cf1b7868797"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 OFFCHIP_ALIGN = 256
 _PROGRAMMABLE = ("global", "texture1d", "texture2d", "constant", "readonly", "shared")

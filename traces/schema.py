@@ -333,6 +333,12 @@ NAME_FORBIDDEN = ",=;"
 """Characters an object's name may not hold: ``--place`` splits on them (``A=T,B=S/G;windows=2``)."""
 
 
+def control_character(text: str) -> str | None:
+    """The first character of ``text`` that is not printable (a newline splits the commands' header lines), or None:
+    what the metadata refuses in a kernel name, and what the importers refuse first, naming their own line."""
+    return next((c for c in text if not c.isprintable()), None)
+
+
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name an object (``--place`` could not address it, or a table would break), or None."""
     if not name:
@@ -407,8 +413,8 @@ def kernel_info_from_dict(d: Any, path: str = "<metadata>") -> KernelInfo:
             field="schema_version",
         )
     kernel = _req(d, "kernel", str, path, "")
-    if not kernel.isprintable():  # a newline in it split the commands' header lines
-        bad = next(c for c in kernel if not c.isprintable())
+    bad = control_character(kernel)
+    if bad is not None:  # a newline in it split the commands' header lines
         raise TraceError(path, f"kernel name {kernel[:40]!r} holds the control character {bad!r}", field="kernel")
     grid = _dim3(d, "grid", path)
     block = _dim3(d, "block", path)

@@ -41,7 +41,7 @@ from ..errors import InputError
 from . import _common as C
 from ._kern import put
 
-NUMBA_DEPS = "e938e599a4f8b576"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "91f0f14b33c671f9"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SASS = "qtc_full"
 TPB = 64

@@ -38,7 +38,7 @@ from . import _common as C
 from ._kern import put
 from .blocks import Emitter, _grid_warps
 
-NUMBA_DEPS = "f9b1f2a233744596"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "3f3096249b846fdf"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 SEED = 20240611
 

@@ -26,7 +26,7 @@ from ..codes import GLOBAL, LOAD, LOCAL, SHARED, STORE
 from .._numba import LEAF
 from .opcodes import GENERIC, LDGSTS
 
-NUMBA_DEPS = "e0eda9b4bd45ed2e"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "948aa2c0befd910c"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # Return codes.
 DONE, NEED_OPCODE, OUT_FULL, ERROR = 0, 1, 2, 3

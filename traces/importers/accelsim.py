@@ -53,7 +53,7 @@ import numpy as np
 from ..errors import InputError
 from ..inputfile import quote_line, read_bytes, read_error, refuse_binary, require_file
 from ..launch import ADDRESS_LIMIT, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, coverage_problem, launch_problem
-from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, WARP_SIZE
+from ..schema import INSTRUCTION_CLASSES, Instructions, KernelInfo, WARP_SIZE, control_character
 from . import _accelsim_kernels as K
 from .objects import Extent, ObjectSpec, infer_objects
 from .opcodes import CLASS_NAMES, classify
@@ -180,8 +180,8 @@ def _parse_header(path: str, lines: list[bytes]) -> Header:
     if version not in SUPPORTED_VERSIONS:
         raise ParseError(path, vln, f"unknown Accel-Sim tracer version {vtext!r}; this importer reads versions 3 to 6")
     name = get("kernel name", False)
-    if name and not name[1].isprintable():  # the trace's metadata refuses it; said here, by the header's line
-        bad = next(c for c in name[1] if not c.isprintable())
+    bad = control_character(name[1]) if name else None
+    if bad is not None:  # the trace's metadata refuses it; said here, by the header's line
         raise ParseError(path, name[0], f"the kernel name holds the control character {bad!r}")
     grid, block = dim("grid dim"), dim("block dim")
     problem = launch_problem(grid, block)

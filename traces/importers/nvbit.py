@@ -58,7 +58,7 @@ from ..launch import (
     coverage_problem,
     launch_problem,
 )
-from ..schema import GLOBAL, LOAD, SHARED, WARP_SIZE, Instructions, KernelInfo
+from ..schema import GLOBAL, LOAD, SHARED, WARP_SIZE, Instructions, KernelInfo, control_character
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
 from .opcodes import CLASS_NAMES, GENERIC, LDGSTS, NONE, classify
@@ -209,8 +209,9 @@ def _launch(path: str, ln: int, name: str, numbers) -> Launch:
     problem = launch_problem(grid, block)
     if problem is None and not (0 <= nregs <= MAX_REGS_PER_THREAD and 0 <= shmem <= MAX_SMEM_PER_BLOCK):
         problem = f"nregs {nregs} or shmem {shmem} beyond 0..{MAX_REGS_PER_THREAD} and 0..{MAX_SMEM_PER_BLOCK}"
-    if problem is None and not name.isprintable():  # the trace's metadata refuses it; said here, by the log's line
-        problem = f"the kernel name holds the control character {next(c for c in name if not c.isprintable())!r}"
+    bad = control_character(name)
+    if problem is None and bad is not None:  # the trace's metadata refuses it; said here, by the log's line
+        problem = f"the kernel name holds the control character {bad!r}"
     if problem:
         raise ParseError(path, ln, f"launch line: {problem}")
     return Launch(name, grid, block, nregs, shmem, ln)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..inputfile import numbered_lines, quote_line, refuse_binary, require_file
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, coverage_problem, launch_problem
-from ..schema import LOAD, STORE, WARP_SIZE, WIDTHS, GLOBAL, Instructions, KernelInfo
+from ..schema import LOAD, STORE, WARP_SIZE, WIDTHS, GLOBAL, Instructions, KernelInfo, control_character
 from .accelsim import ParseError
 from .objects import ObjectSpec, infer_objects
 from .opcodes import CLASS_NAMES
@@ -225,8 +225,8 @@ def import_porple(
     if problem:
         raise ParseError(p, None, problem)
     kernel = os.path.splitext(os.path.basename(p))[0]  # PORPLE's format names no kernel: the file's name does
-    if not kernel.isprintable():  # the trace's metadata refuses it (traces.schema); said here, naming the input
-        bad = next(c for c in kernel if not c.isprintable())
+    bad = control_character(kernel)
+    if bad is not None:  # the trace's metadata refuses it (traces.schema); said here, naming the input
         raise ParseError(p, None, f"the kernel's name, taken from the file's name, holds the control character "
                                   f"{bad!r}; rename the file")  # fmt: skip
     classes = {k: 0 for k in CLASS_NAMES}

@@ -10,8 +10,9 @@ import numba as nb
 import numpy as np
 
 from ..codes import ATOMIC, GLOBAL, LOAD, REDUCTION, SHARED, STORE
+from ..launch import ADDRESS_LIMIT  # a lane's bytes end at or below it
 
-NUMBA_DEPS = "8b842204114c01c0"  # its imports' sources, for numba's cache (traces.numba_cache)
+NUMBA_DEPS = "c01d5bee2d8aecf1"  # its imports' sources, for numba's cache (traces.numba_cache)
 
 # The record file's chunk kinds and item sizes (records.py says what they are: numba reads these module
 # globals as compile-time constants; records.py asserts they agree with its dtypes).
@@ -119,7 +120,6 @@ LOW32 = 0xFFFFFFFF
 # The checks of `check_records`, in the order their errors are reported (decode._check).
 CHECK_SPACE, CHECK_WIDTH, CHECK_FLAGS, CHECK_CTA, CHECK_WARP, CHECK_ADDR = range(6)
 N_CHECKS = 6
-ADDRESS_END = 0xFFFFFFFFFFFFFFFF  # a lane's bytes end at or below it (traces.launch.ADDRESS_LIMIT)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -173,7 +173,7 @@ def check_records(words, spans, start, stop, n_ctas, warps_per_block, first):
                 first[CHECK_WARP] = i
             if first[CHECK_ADDR] < 0 and w > 0:
                 for lane in range(32):
-                    if (m >> lane) & 1 and recs[t, ADDR_WORD + lane] > np.uint64(ADDRESS_END) - np.uint64(w):
+                    if (m >> lane) & 1 and recs[t, ADDR_WORD + lane] > np.uint64(ADDRESS_LIMIT) - np.uint64(w):
                         first[CHECK_ADDR] = i
                         break
             if m != 0:

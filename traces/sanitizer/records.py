@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import InputError
 from ..inputfile import read_error, require_file
 from ..launch import ADDRESS_LIMIT, MAX_OBJECT_BYTES, MAX_REGS_PER_THREAD, MAX_SMEM_PER_BLOCK, launch_problem
+from ..schema import control_character
 from . import _kernels as K
 
 MAX_WINDOW_BASE = (1 << 63) - 1
@@ -200,8 +201,8 @@ def _launch(path: str, payload: memoryview, record: int) -> LaunchRecord:
         raise RecordError(path, record, "kernel name is not UTF-8") from None
     if "\0" in name:
         raise RecordError(path, record, "kernel name holds a NUL byte")
-    if not name.isprintable():  # the trace's metadata refuses it (traces.schema); said here, naming the records
-        bad = next(c for c in name if not c.isprintable())
+    bad = control_character(name)
+    if bad is not None:  # the trace's metadata refuses it (traces.schema); said here, naming the records
         raise RecordError(path, record, f"kernel name holds the control character {bad!r}")
     grid, block = tuple(int(v) for v in h["grid"]), tuple(int(v) for v in h["block"])
     problem = launch_problem(grid, block)
