@@ -17,7 +17,6 @@ from scipy.stats import kendalltau
 
 from expect import close
 from placement import api, batch, units
-import traces
 from traces import generators
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -777,24 +776,3 @@ def test_a_suite_entry_whose_trace_is_a_folder(run_cli, tmp_path):
     code, out, err = run_cli("batch", suite, "-o", tmp_path / "r.parquet")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"trace '{tmp_path / 'somedir'}' is a folder, expected a trace file" in err, err
-
-
-def test_a_resumed_run_refuses_inputs_that_changed(run_cli, tmp_path):
-    """Was: the trace re-recorded (or a GPU file edited) after a run, the next run "resumed" every task and reported
-    the old rows, exit 0."""
-    import os
-
-    cols, info = generators.generate("vecadd", [2048], None)
-    t = tmp_path / "v.parquet"
-    traces.write(t, cols, info)
-    suite = tmp_path / "s.toml"
-    suite.write_text('gpu = "k80"\n[[entry]]\nid = "v"\ntrace = "v.parquet"\nplacements = ["", "a=T"]\n')
-    out = tmp_path / "r.parquet"
-    assert run_cli("batch", suite, "-o", out, "--workers", "1")[0] == 0
-    assert run_cli("batch", suite, "-o", out, "--workers", "1")[0] == 0  # unchanged: resumed
-    cols, info = generators.generate("vecadd", [4096], None)
-    traces.write(t, cols, info)
-    os.utime(t, ns=(1, 1))  # whatever the clock's grain
-    code, stdout, err = run_cli("batch", suite, "-o", out, "--workers", "1")
-    assert code == 2 and stdout == "" and err.count("\n") == 1, err
-    assert f"holds results computed from {t.resolve()} as it was then; it has changed since" in err

@@ -104,28 +104,7 @@ def experiment(plan_: Plan) -> dict[str, Any]:
         "entries": len(s.entries),
         "tasks": len(plan_.tasks),
         "options": s.options_doc,
-        "inputs": input_files(plan_),
     }
-
-
-def input_files(plan_: Plan) -> dict[str, list[int]]:
-    """The files the results depend on besides the suite (its trace files, the GPU configurations given as files,
-    the overlap coefficients), each as [size, mtime in ns]: a resumed run whose inputs changed would report the old
-    rows as today's (a trace re-recorded, a configuration edited)."""
-    s = plan_.suite
-    paths = {e.source.path for e in s.entries if e.source.path}
-    paths |= {g for g in s.gpus if os.path.isfile(g)}
-    ov = s.options_doc.get("overlap")
-    if isinstance(ov, dict) and ov.get("path"):
-        paths.add(str(ov["path"]))
-    out = {}
-    for p in sorted(paths):
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        out[str(Path(p).resolve())] = [st.st_size, st.st_mtime_ns]
-    return out
 
 
 def parse_experiment(raw: str | bytes | None) -> dict[str, Any] | None:
@@ -163,15 +142,6 @@ def _refuse_other_suite(found: dict[str, Any] | None, where: str, exp: dict[str,
             f"on {', '.join(exp['gpus'])}; resuming needs the same GPUs: write to another -o, or delete {output} and "
             f"{parts_dir(output)} to start over"
         )
-    was = found.get("inputs")
-    if isinstance(was, dict):  # results written before 5 Dec 2026 hold none
-        changed = sorted(p for p in set(was) | set(exp["inputs"]) if was.get(p) != exp["inputs"].get(p))
-        if changed:
-            raise InputError(
-                f"{where} holds results computed from {changed[0]}{f' and {len(changed) - 1} more' if len(changed) > 1 else ''} "
-                f"as it was then; it has changed since (size or time), so its rows are not today's: write to another "
-                f"-o, or delete {output} and {parts_dir(output)} to start over"
-            )
     if found.get("version") != exp["version"]:
         log.warning("%s was written by gpu-placement %s; this is %s", where, found.get("version"), exp["version"])
 
